@@ -1,0 +1,37 @@
+package pace
+
+// Limit describes one rate limit: an algorithm and its parameters, built by
+// [Bucket], [Leaky], [LeakyWith], [Fixed], [Sliding], [SlidingApprox] or
+// [All]. It is a value that holds no state; [NewKeyed] and the [Transport]
+// turn it into per-key limiters. A Limit built from invalid parameters
+// carries its error, which Err returns and which every constructor that
+// takes the Limit returns in turn. The zero Limit means "no limit".
+type Limit struct {
+	alg algorithm
+	err error
+}
+
+// Err returns the [*ConfigError] that makes l unusable, or nil.
+func (l Limit) Err() error { return l.err }
+
+// IsZero reports whether l is the zero Limit, which means no limit.
+func (l Limit) IsZero() bool { return l.alg == nil && l.err == nil }
+
+// String describes l, e.g. "token bucket 600/1m0s burst 20".
+func (l Limit) String() string {
+	switch {
+	case l.err != nil:
+		return "invalid limit: " + l.err.Error()
+	case l.alg == nil:
+		return "no limit"
+	}
+	return l.alg.String()
+}
+
+// newLimit returns a Limit of alg, or one carrying err.
+func newLimit(alg algorithm, err error) Limit {
+	if err != nil {
+		return Limit{err: err}
+	}
+	return Limit{alg: alg}
+}

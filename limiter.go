@@ -1,0 +1,236 @@
+package pace
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+)
+
+// A Limiter decides when a request for a key may proceed. It is the
+// interface the [Transport] talks to; the in-memory [Keyed] store implements
+// it, and so does the Redis-backed limiter in package redislimit.
+// Implementations must be safe for concurrent use by multiple goroutines.
+type Limiter interface {
+	// Wait blocks until one request for key may proceed and books it.
+	//
+	// It fails at once, booking nothing, with a [*WaitError] when the wait
+	// would exceed maxWait (maxWait > 0; [ErrWaitTooLong]), when the limit's
+	// queue is full ([ErrQueueFull]), or when the wait would outlast ctx's
+	// deadline ([ErrWaitExceedsDeadline], which also matches
+	// context.DeadlineExceeded). All of these match [ErrRateLimited]. If ctx
+	// ends while waiting, Wait gives the booking back and returns a
+	// *WaitError wrapping ctx.Err().
+	Wait(ctx context.Context, key string, maxWait time.Duration) error
+}
+
+// Reservation is n units booked by ReserveAt. Delay is how long after the
+// now passed to ReserveAt the caller must wait before using them (0: at
+// once). Pass the Reservation to CancelAt to give the units back if the
+// caller will not use them. The zero Reservation books nothing.
+type Reservation struct {
+	Delay time.Duration
+	at    int64 // booked instant, nanoseconds since the limiter's epoch
+	n     int
+}
+
+// cell is the state of one limit for one key. Its zero value is a fresh,
+// unused limit for every algorithm, which lets the keyed store create state
+// lazily and forget it once it is idle again. Compact algorithms use only a
+// and b, so a keyed entry costs 24 bytes plus the map's own overhead.
+type cell struct {
+	a, b int64
+	x    *cellExt // sliding log and composite limits only
+}
+
+// cellExt holds state that does not fit in two words.
+type cellExt struct {
+	log   []int64 // ring buffer of booked instants (sliding log)
+	head  int     // index of the oldest entry in log
+	count int     // entries in use in log
+	parts []cell  // one cell per part (composite)
+}
+
+// algorithm is the pure core of one rate-limiting algorithm. Times are
+// nanoseconds since the limiter's epoch. Methods are called with the lock
+// that guards c held, and never block. now may be earlier than times already
+// recorded in c (a clock stepping back): that must mint no units and must not
+// panic.
+type algorithm interface {
+	// earliest returns the earliest instant t >= now at which n units can be
+	// taken from c, without changing c. It returns ErrBurstExceeded when n
+	// can never be granted, ErrQueueFull when the pacer's queue is full, and
+	// ErrWaitTooLong when t cannot be represented.
+	earliest(c *cell, now int64, n int) (t int64, err error)
+	// book takes n units at t, an instant earliest returned for c and n.
+	book(c *cell, now, t int64, n int)
+	// unbook gives back n units booked at t, restoring c exactly when
+	// nothing else was booked since.
+	unbook(c *cell, now, t int64, n int)
+	// idle reports whether c at now behaves like the zero cell, so that it
+	// can be forgotten.
+	idle(c *cell, now int64) bool
+	// span is the longest time, in nanoseconds, a cell takes to become idle
+	// after its last booking (capacity/rate for a token bucket, the window
+	// for window limiters). The keyed store sweeps this often.
+	span() int64
+	// maxN is the largest n a single call may ever be granted.
+	maxN() int
+	// String describes the limit, e.g. "token bucket 10/1s burst 20".
+	String() string
+}
+
+// epochOffset places a limiter's epoch this far before its creation, so that
+// every instant within about 146 years either side of it is a positive
+// int64 of nanoseconds and the zero cell lies in the past.
+const epochOffset = 146 * 365 * 24 * time.Hour
+
+// newEpoch returns an epoch for a limiter created now. It keeps the
+// monotonic clock reading, so time.Since(epoch) is cheap and immune to wall
+// clock steps.
+func newEpoch() time.Time { return time.Now().Add(-epochOffset) }
+
+// sinceEpoch converts t to nanoseconds since epoch, clamped to [1, MaxInt64/2].
+func sinceEpoch(epoch, t time.Time) int64 {
+	d := int64(t.Sub(epoch))
+	return clampNow(d)
+}
+
+func clampNow(d int64) int64 {
+	if d < 1 {
+		return 1
+	}
+	if d > math.MaxInt64/2 {
+		return math.MaxInt64 / 2
+	}
+	return d
+}
+
+// reserveCell books n units in c at the earliest possible instant, refusing
+// (booking nothing) with ErrWaitTooLong when the delay exceeds maxWait > 0.
+func reserveCell(alg algorithm, c *cell, now int64, n int, maxWait time.Duration) (Reservation, error) {
+	if n <= 0 {
+		return Reservation{}, ErrBadCount
+	}
+	if n > alg.maxN() {
+		return Reservation{}, ErrBurstExceeded
+	}
+	t, err := alg.earliest(c, now, n)
+	if err != nil {
+		return Reservation{}, err
+	}
+	if t < now {
+		t = now
+	}
+	d := time.Duration(t - now)
+	if maxWait > 0 && d > maxWait {
+		return Reservation{Delay: d}, ErrWaitTooLong
+	}
+	alg.book(c, now, t, n)
+	return Reservation{Delay: d, at: t, n: n}, nil
+}
+
+// local is the single-key limiter shared by the exported pure types
+// ([TokenBucket], [LeakyBucket], [FixedWindow], [SlidingLog],
+// [SlidingCounter], [Composite]). One mutex guards the cell; it is held only
+// while deciding, never while waiting.
+type local struct {
+	mu    sync.Mutex
+	alg   algorithm
+	c     cell
+	epoch time.Time
+}
+
+func newLocal(alg algorithm) local { return local{alg: alg, epoch: newEpoch()} }
+
+// ReserveAt books n units at the earliest instant at or after now and
+// returns the Reservation; its Delay says how long after now the units may
+// be used. It books nothing and returns [ErrBadCount] for n <= 0,
+// [ErrBurstExceeded] when n can never be granted at once, [ErrQueueFull] when
+// a pacer's queue is full and [ErrWaitTooLong] when the delay cannot be
+// represented. A now earlier than a previous one is allowed and mints no
+// units. Safe for concurrent use.
+func (l *local) ReserveAt(now time.Time, n int) (Reservation, error) {
+	at := sinceEpoch(l.epoch, now)
+	l.mu.Lock()
+	r, err := reserveCell(l.alg, &l.c, at, n, 0)
+	l.mu.Unlock()
+	return r, err
+}
+
+// AllowAt reports whether n units may be used at now, and books them if so.
+// It never books units for later use. Safe for concurrent use.
+func (l *local) AllowAt(now time.Time, n int) bool {
+	at := sinceEpoch(l.epoch, now)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n <= 0 || n > l.alg.maxN() {
+		return false
+	}
+	t, err := l.alg.earliest(&l.c, at, n)
+	if err != nil || t > at {
+		return false
+	}
+	l.alg.book(&l.c, at, at, n)
+	return true
+}
+
+// Allow is AllowAt(time.Now(), 1).
+func (l *local) Allow() bool { return l.AllowAt(time.Now(), 1) }
+
+// CancelAt gives back the units of r, as if they had never been booked, when
+// the caller abandons its wait at now. Cancelling the zero Reservation or
+// cancelling twice is a caller error that gives units back twice; avoid it.
+// Safe for concurrent use.
+func (l *local) CancelAt(now time.Time, r Reservation) {
+	if r.n <= 0 {
+		return
+	}
+	at := sinceEpoch(l.epoch, now)
+	l.mu.Lock()
+	l.alg.unbook(&l.c, at, r.at, r.n)
+	l.mu.Unlock()
+}
+
+// Wait blocks until n units may be used, then returns nil. It fails at once
+// with the errors of ReserveAt, and with a [*WaitError] wrapping
+// [ErrWaitExceedsDeadline] (which also matches context.DeadlineExceeded) when
+// the wait would outlast ctx's deadline. If ctx ends while waiting it gives
+// the units back and returns a *WaitError wrapping ctx.Err(). Safe for
+// concurrent use.
+func (l *local) Wait(ctx context.Context, n int) error {
+	if err := ctx.Err(); err != nil {
+		return &WaitError{Err: err}
+	}
+	now := time.Now()
+	r, err := l.ReserveAt(now, n)
+	if err != nil {
+		return &WaitError{Delay: r.Delay, Err: err}
+	}
+	return sleepReserved(ctx, "", r.Delay, func() { l.CancelAt(time.Now(), r) })
+}
+
+// String describes the limit.
+func (l *local) String() string { return l.alg.String() }
+
+// sleepReserved waits d for a booking already made, calling cancel to give
+// it back when the wait is abandoned: at once when d would outlast ctx's
+// deadline, or when ctx ends first. No lock is held while waiting.
+func sleepReserved(ctx context.Context, key string, d time.Duration, cancel func()) error {
+	if d <= 0 {
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		cancel()
+		return &WaitError{Key: key, Delay: d, Err: errDeadline}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		cancel()
+		return &WaitError{Key: key, Delay: d, Err: ctx.Err()}
+	}
+}

@@ -1,0 +1,76 @@
+package pace
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Rate is a number of events allowed per period, stated the way API
+// documentation quotes limits: Rate{N: 100, Per: time.Minute} is "100 requests
+// a minute", one every 600ms when paced evenly.
+//
+// Constructors that take a Rate reject N <= 0 and Per <= 0 with a
+// [*ConfigError]. A Rate is a plain value and safe to copy and share.
+type Rate struct {
+	N   int           // events per period; must be positive
+	Per time.Duration // length of the period; must be positive
+}
+
+// PerSecond returns a Rate of n events per second.
+func PerSecond(n int) Rate { return Rate{N: n, Per: time.Second} }
+
+// PerMinute returns a Rate of n events per minute.
+func PerMinute(n int) Rate { return Rate{N: n, Per: time.Minute} }
+
+// PerHour returns a Rate of n events per hour.
+func PerHour(n int) Rate { return Rate{N: n, Per: time.Hour} }
+
+// Every returns a Rate of one event per interval d.
+func Every(d time.Duration) Rate { return Rate{N: 1, Per: d} }
+
+// String formats r as "N/Per", for example "100/1m0s".
+func (r Rate) String() string { return fmt.Sprintf("%d/%v", r.N, r.Per) }
+
+// Interval returns the even spacing between events, Per/N, rounded up to the
+// next nanosecond so that pacing at Interval never exceeds r. It returns 0
+// for an invalid Rate.
+func (r Rate) Interval() time.Duration {
+	if r.N <= 0 || r.Per <= 0 {
+		return 0
+	}
+	return time.Duration(ceilDiv(int64(r.Per), int64(r.N)))
+}
+
+// perNano returns r in events per nanosecond.
+func (r Rate) perNano() float64 { return float64(r.N) / float64(r.Per) }
+
+// validate reports a *ConfigError naming field when r is not usable.
+func (r Rate) validate(field string) error {
+	if r.N <= 0 {
+		return configErr(field+".N", r.N, "must be positive")
+	}
+	if r.Per <= 0 {
+		return configErr(field+".Per", r.Per, "must be positive")
+	}
+	return nil
+}
+
+// ceilDiv returns ⌈a/b⌉ for a >= 0, b > 0.
+func ceilDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 {
+		q++
+	}
+	return q
+}
+
+// nanosCeil converts a non-negative float64 count of nanoseconds to int64,
+// rounding up. ok is false when v is NaN, negative or too large to represent,
+// so that callers refuse instead of overflowing.
+func nanosCeil(v float64) (ns int64, ok bool) {
+	if !(v >= 0) || v >= math.MaxInt64/2 {
+		return 0, false
+	}
+	return int64(math.Ceil(v)), true
+}
