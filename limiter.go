@@ -83,12 +83,23 @@ type algorithm interface {
 // epochOffset places a limiter's epoch this far before its creation, so that
 // every instant within about 146 years either side of it is a positive
 // int64 of nanoseconds and the zero cell lies in the past.
-const epochOffset = 146 * 365 * 24 * time.Hour
+const epochOffset = 146 * 365 * 24 * time.Hour // a whole number of days
 
-// newEpoch returns an epoch for a limiter created now. It keeps the
-// monotonic clock reading, so time.Since(epoch) is cheap and immune to wall
-// clock steps.
-func newEpoch() time.Time { return time.Now().Add(-epochOffset) }
+// newEpoch returns an epoch for a limiter created now: about 146 years
+// earlier, at a midnight UTC, so that window limiters can align their windows
+// to the clock (every period that divides 24h starts on a multiple of itself
+// since the Unix epoch). It keeps the monotonic clock reading, so
+// time.Since(epoch) is cheap and immune to wall-clock steps.
+func newEpoch() time.Time {
+	now := time.Now()
+	day := int64(24 * time.Hour)
+	intoDay := ((now.UnixNano() % day) + day) % day
+	return now.Add(-epochOffset - time.Duration(intoDay))
+}
+
+// epochUnix is epoch's wall-clock time in nanoseconds since the Unix epoch;
+// it is a multiple of 24h.
+func epochUnix(epoch time.Time) int64 { return epoch.UnixNano() }
 
 // sinceEpoch converts t to nanoseconds since epoch, clamped to [1, MaxInt64/2].
 func sinceEpoch(epoch, t time.Time) int64 {
