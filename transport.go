@@ -1,0 +1,570 @@
+package pace
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// DefaultMaxWait is the longest a request waits, by default, for its key's
+// cooldown and limiter together before it is refused with an error matching
+// [ErrRateLimited]. It equals the default cap on server-given delays, so
+// that a pause the Transport accepts for a retry is also accepted by the
+// key's new requests.
+const DefaultMaxWait = 5 * time.Minute
+
+// minThrottlePause is the shortest pause of a key after a 429 that carries
+// no delay (case C20: a throttled host is never hit again within a second).
+const minThrottlePause = time.Second
+
+// Transport is an [http.RoundTripper] that paces requests per key (by
+// default per host), honours the server's throttling answers and retries
+// what is safe to retry.
+//
+// For each request it computes the key, waits out the key's cooldown (set by
+// an earlier 429 or 503 of that key), waits for the key's limiter, sends the
+// request through Base and classifies the outcome. A retryable outcome is
+// retried after the delay the server asked for (Retry-After and the reset
+// headers), or else after a capped exponential backoff with jitter; the
+// retry passes through the cooldown and the limiter again. A throttling
+// answer (429, or 503 with a delay) pauses the whole key, so that the key's
+// other requests, new or already waiting, hold back too.
+//
+// # Contract
+//
+// RoundTrip follows the [http.RoundTripper] contract: it never modifies the
+// caller's request (retries send shallow copies with a rewound body), it
+// closes the request body on every path, and it returns either a response
+// or an error, never both. When retries run out on a status, the last
+// response is returned as it came, body unread; when they run out on a
+// transport error, the error is an [*AttemptsError] that unwraps to the last
+// error. Waits are cut short by the request's context: a wait that would
+// outlast the context's deadline fails at once with an error matching
+// [ErrWaitExceedsDeadline] and context.DeadlineExceeded.
+//
+// The zero Transport is ready to use: no pacing, DefaultMaxAttempts attempts,
+// the default retry policy. Its fields must not be changed after first use,
+// and a Transport must not be copied after first use. A Transport is safe
+// for concurrent use by multiple goroutines. Invalid settings are reported
+// by [Transport.Validate] and, as an error matching [ErrInvalidConfig], by
+// every RoundTrip.
+type Transport struct {
+	// Base sends each attempt. If nil, http.DefaultTransport is used.
+	Base http.RoundTripper
+
+	// Limits paces requests by host: see [Hosts]. Nil means no pacing,
+	// unless Limiter is set. Limits and Limiter may not both be set.
+	Limits Hosts
+
+	// Key returns the key a request's pacing state, cooldown and retry
+	// budget are kept under, for example the value of an API-key header,
+	// so that each credential has its own bucket. If nil, or if it returns
+	// "", the key is the request's URL.Host in lower case, port kept. The
+	// Limit applied is still chosen by host from Limits.
+	Key func(*http.Request) string
+
+	// Limiter, if non-nil, paces every request instead of Limits, under the
+	// request's key; for example a limiter whose state is shared across
+	// processes. It must be safe for concurrent use.
+	Limiter Limiter
+
+	// MaxWait is the longest a request may wait for its key's cooldown and
+	// limiter together before an attempt. A longer wait, or a full
+	// leaky-bucket queue, fails at once, nothing sent, with a [*WaitError]
+	// matching [ErrRateLimited]. Zero means DefaultMaxWait.
+	MaxWait time.Duration
+
+	// MaxAttempts is the number of attempts per request, the first
+	// included. Zero means DefaultMaxAttempts; 1 disables retries.
+	MaxAttempts int
+
+	// MaxRetryAfter caps the delay a server may impose through Retry-After
+	// or its reset headers. A response asking for longer is returned to the
+	// caller at once, unretried, and OnEvent is told why
+	// ([ReasonDelayTooLong]); its key stays paused for the delay asked.
+	// Zero means DefaultMaxRetryAfter (five minutes).
+	MaxRetryAfter time.Duration
+
+	// NewBackOff returns the backoff schedule for one request, used when the
+	// server gives no delay; schedules are stateful, so each request gets
+	// its own. If nil, the schedule starts at 100ms (1s after a 429) and
+	// doubles up to 20s. Jitter is applied to its delays; backoff.Stop ends
+	// the retries.
+	NewBackOff func() backoff.BackOff
+
+	// MaxBufferedBody is the largest request body, in bytes, that is kept in
+	// memory so that it can be sent again, when the request has no GetBody.
+	// A longer body is sent once and never retried. Zero means
+	// DefaultMaxBufferedBody (1 MiB).
+	MaxBufferedBody int64
+
+	// Budget limits retries per key to a share of recent traffic: see
+	// [RetryBudget]. The zero value means the default budget.
+	Budget RetryBudget
+
+	// OnEvent, if non-nil, is called for each wait, throttle, retry and
+	// give-up (see [Event]), on the goroutine of the request. It must not
+	// block and must not modify the request.
+	OnEvent func(Event)
+
+	// Logger, if non-nil, receives the same events as debug-level records.
+	// Values of secret headers (Authorization, Proxy-Authorization, Cookie,
+	// API-key and token headers, and SecretHeaders) are never logged, nor
+	// is the URL's query.
+	Logger *slog.Logger
+
+	// SecretHeaders names more request headers whose values must never be
+	// logged.
+	SecretHeaders []string
+
+	once sync.Once
+	st   *state
+	err  error
+}
+
+var _ http.RoundTripper = (*Transport)(nil)
+
+// state is a Transport's configuration, checked and compiled on first use.
+type state struct {
+	base          http.RoundTripper
+	key           func(*http.Request) string
+	limiter       Limiter
+	hosts         *hostLimiters
+	maxWait       time.Duration
+	maxAttempts   int
+	maxRetryAfter time.Duration
+	newBackOff    func() backoff.BackOff
+	maxBody       int64
+	budget        *budget
+	obs           *observer
+	cool          cooldown
+}
+
+// Validate reports the first invalid setting of t as a [*ConfigError]
+// (matching [ErrInvalidConfig]), or nil. RoundTrip reports the same error.
+// Validate only reads t.
+func (t *Transport) Validate() error {
+	_, err := t.compile(false)
+	return err
+}
+
+// compile checks t's fields and, when build is true, builds its state.
+func (t *Transport) compile(build bool) (*state, error) {
+	for _, c := range []struct {
+		field string
+		v     int64
+	}{
+		{"MaxWait", int64(t.MaxWait)},
+		{"MaxAttempts", int64(t.MaxAttempts)},
+		{"MaxRetryAfter", int64(t.MaxRetryAfter)},
+		{"MaxBufferedBody", t.MaxBufferedBody},
+	} {
+		if c.v < 0 {
+			return nil, configErr(c.field, c.v, "must not be negative")
+		}
+	}
+	if t.Limiter != nil && len(t.Limits) > 0 {
+		return nil, configErr("Limiter", t.Limiter, "set together with Limits; use one")
+	}
+	if err := t.Budget.validate(); err != nil {
+		return nil, err
+	}
+	if !build {
+		return nil, validateHosts(t.Limits)
+	}
+	s := &state{
+		base:          t.Base,
+		key:           t.Key,
+		limiter:       t.Limiter,
+		maxWait:       orDefault(t.MaxWait, DefaultMaxWait),
+		maxAttempts:   orDefault(t.MaxAttempts, DefaultMaxAttempts),
+		maxRetryAfter: orDefault(t.MaxRetryAfter, DefaultMaxRetryAfter),
+		newBackOff:    t.NewBackOff,
+		maxBody:       orDefault(t.MaxBufferedBody, DefaultMaxBufferedBody),
+		budget:        newBudget(t.Budget),
+		obs:           newObserver(t.OnEvent, t.Logger, t.SecretHeaders),
+	}
+	if s.base == nil {
+		s.base = http.DefaultTransport
+	}
+	if t.Limiter == nil {
+		hl, err := compileHosts(t.Limits)
+		if err != nil {
+			return nil, err
+		}
+		s.hosts = hl
+	}
+	return s, nil
+}
+
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// init compiles t once.
+func (t *Transport) init() (*state, error) {
+	t.once.Do(func() { t.st, t.err = t.compile(true) })
+	return t.st, t.err
+}
+
+// CloseIdleConnections closes the idle connections of Base (or of
+// http.DefaultTransport when Base is nil) if it has such a method.
+func (t *Transport) CloseIdleConnections() {
+	type closeIdler interface{ CloseIdleConnections() }
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if c, ok := base.(closeIdler); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// AttemptsError reports that a request failed after Attempts attempts
+// without a usable response: the last attempt's transport error, or the
+// reason retrying stopped after a discarded response (a wait that would
+// outlast the context's deadline, a cancelled wait, a refused limiter
+// wait). Err is that error; StatusCode is the status of the last response
+// received and discarded, 0 if the last attempt got none. It unwraps to Err,
+// so errors.Is sees through it.
+type AttemptsError struct {
+	Attempts   int
+	StatusCode int
+	Err        error
+}
+
+func (e *AttemptsError) Error() string {
+	if e.StatusCode != 0 {
+		return fmt.Sprintf("pace: %d attempts, last status %d: %v", e.Attempts, e.StatusCode, e.Err)
+	}
+	return fmt.Sprintf("pace: %d attempts: %v", e.Attempts, e.Err)
+}
+
+// Unwrap returns e.Err.
+func (e *AttemptsError) Unwrap() error { return e.Err }
+
+// RoundTrip sends req, paced and retried as the Transport's documentation
+// says. See [Transport] for the contract and the errors.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	s, err := t.init()
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	return s.roundTrip(req)
+}
+
+// call is the state of one RoundTrip.
+type call struct {
+	s   *state
+	req *http.Request // the caller's, never modified
+	ctx context.Context
+	key string
+	lim Limiter // nil: not paced
+
+	send      *http.Request // what attempts send: req, or a shallow copy
+	body      []byte        // buffered body replayed by send.GetBody, or nil
+	canRetry  bool          // method and body allow sending again
+	noRetryOf Reason        // why not, when !canRetry
+	bo        backoff.BackOff
+}
+
+func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
+	c := call{s: s, req: req, ctx: req.Context(), send: req, canRetry: true}
+	c.key = c.keyOf()
+	if s.limiter != nil {
+		c.lim = s.limiter
+	} else if s.hosts != nil {
+		c.lim = s.hosts.forHost(requestHost(req))
+	}
+	if err := c.prepareBody(); err != nil {
+		return nil, err
+	}
+	if c.canRetry && !pendingIdempotent(req) {
+		c.canRetry, c.noRetryOf = false, ReasonNotIdempotent
+	}
+
+	lastStatus := 0
+	for attempt := 1; ; attempt++ {
+		out, err := c.beforeAttempt(attempt)
+		if err != nil {
+			if attempt == 1 {
+				return nil, err
+			}
+			return nil, &AttemptsError{Attempts: attempt - 1, StatusCode: lastStatus, Err: err}
+		}
+		resp, err := s.base.RoundTrip(out)
+		if resp != nil && err != nil { // a broken Base; keep the contract
+			resp.Body.Close()
+			resp = nil
+		}
+		if resp == nil && err == nil {
+			err = fmt.Errorf("pace: %T returned no response and no error", s.base)
+		}
+
+		if err == nil && !pendingRetryableStatus(resp.StatusCode) {
+			if s.budget != nil {
+				s.budget.success(c.key)
+			}
+			if out != req {
+				resp.Request = req
+			}
+			return resp, nil
+		}
+		if err != nil && !pendingRetryableError(err) {
+			return nil, &AttemptsError{Attempts: attempt, Err: err}
+		}
+
+		// A retryable failure.
+		wait, reason, stop := c.afterFailure(attempt, resp, err)
+		if stop != "" {
+			if resp != nil {
+				if out != req {
+					resp.Request = req
+				}
+				return resp, nil
+			}
+			return nil, &AttemptsError{Attempts: attempt, Err: err}
+		}
+		if dl, ok := c.ctx.Deadline(); ok && time.Until(dl) < wait {
+			werr := &WaitError{Key: c.key, Delay: wait, Err: errDeadline}
+			c.emit(Event{Kind: EventGiveUp, Reason: ReasonDeadline, Attempt: attempt, Delay: wait, StatusCode: statusOf(resp), Err: werr})
+			if resp != nil {
+				pendingDrainAndClose(resp.Body)
+			}
+			return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Err: werr}
+		}
+		if c.s.obs != nil {
+			c.emit(Event{Kind: EventRetry, Reason: reason, Attempt: attempt, Delay: wait, StatusCode: statusOf(resp), Err: err})
+		}
+		lastStatus = statusOf(resp)
+		if resp != nil {
+			pendingDrainAndClose(resp.Body)
+		}
+		if err := sleepCtx(c.ctx, c.key, wait); err != nil {
+			return nil, &AttemptsError{Attempts: attempt, StatusCode: lastStatus, Err: err}
+		}
+	}
+}
+
+// keyOf returns the request's key.
+func (c *call) keyOf() string {
+	if c.s.key != nil {
+		if k := c.s.key(c.req); k != "" {
+			return k
+		}
+	}
+	return requestHost(c.req)
+}
+
+// prepareBody makes the request's body replayable: a body with GetBody is
+// rewound through it; a body without one is read into memory, up to
+// maxBody, and the attempts send a shallow copy of the request whose
+// GetBody replays it (so that net/http can replay it too, for example after
+// an HTTP/2 GOAWAY: golang/go#25009). A longer body is sent once, not
+// retried. The caller's body is closed once read.
+func (c *call) prepareBody() error {
+	r := c.req
+	if r.Body == nil || r.Body == http.NoBody || r.GetBody != nil {
+		return nil
+	}
+	buf, rest, ok, err := pendingBufferBody(r.Body, c.s.maxBody)
+	if err != nil {
+		return fmt.Errorf("pace: reading request body: %w", err)
+	}
+	cp := *r
+	c.send = &cp
+	if !ok {
+		cp.Body = rest
+		c.canRetry, c.noRetryOf = false, ReasonNotReplayable
+		return nil
+	}
+	c.body = buf
+	if len(buf) == 0 {
+		cp.Body, cp.ContentLength = http.NoBody, 0
+		cp.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+		return nil
+	}
+	cp.Body = io.NopCloser(bytes.NewReader(buf))
+	cp.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+	if cp.ContentLength <= 0 {
+		cp.ContentLength = int64(len(buf))
+	}
+	return nil
+}
+
+// beforeAttempt waits for the key's cooldown and limiter and returns the
+// request to send for this attempt, with a fresh body for a retry. On an
+// error the request body (the caller's, for the first attempt) is closed.
+func (c *call) beforeAttempt(attempt int) (*http.Request, error) {
+	if err := c.pace(attempt); err != nil {
+		if attempt == 1 {
+			closeBody(c.send)
+		}
+		return nil, err
+	}
+	if attempt == 1 {
+		return c.send, nil
+	}
+	out := c.send
+	if out.Body != nil && out.Body != http.NoBody {
+		b, err := out.GetBody()
+		if err != nil {
+			return nil, fmt.Errorf("pace: rewinding request body: %w", err)
+		}
+		cp := *out
+		cp.Body = b
+		out = &cp
+	}
+	return out, nil
+}
+
+// pace waits until the key is neither paused nor held by its limiter. A
+// pause set while the request waited for its limiter (another request of
+// the key was throttled) sends it back to wait out the pause and book
+// again, so that no request leaves into a closed window.
+func (c *call) pace(attempt int) error {
+	maxWait := c.s.maxWait
+	var waited time.Duration
+	for {
+		d, err := c.s.cool.wait(c.ctx, c.key, maxWait-waited)
+		if d > 0 && c.s.obs != nil {
+			c.emit(Event{Kind: EventWait, Reason: ReasonCooldown, Attempt: attempt, Delay: d})
+		}
+		if err != nil {
+			return err
+		}
+		waited += d
+		if c.lim != nil {
+			var start time.Time
+			if c.s.obs != nil {
+				start = time.Now()
+			}
+			if err := c.lim.Wait(c.ctx, c.key, max(maxWait-waited, 1)); err != nil {
+				return err
+			}
+			if c.s.obs != nil {
+				if d := time.Since(start); d > 0 {
+					waited += d
+					c.emit(Event{Kind: EventWait, Reason: ReasonLimit, Attempt: attempt, Delay: d})
+				}
+			}
+		}
+		if c.s.cool.remaining(c.key, time.Now()) == 0 {
+			return nil
+		}
+	}
+}
+
+// afterFailure handles a retryable failure of attempt: it learns from the
+// response's headers (pausing the key on a throttle), charges the retry
+// budget and decides the wait before the next attempt. stop is non-empty
+// when the request is not to be retried; the event has then been emitted.
+func (c *call) afterFailure(attempt int, resp *http.Response, err error) (wait time.Duration, reason, stop Reason) {
+	now := time.Now()
+	status := statusOf(resp)
+	serverWait, fromServer := time.Duration(0), false
+	if resp != nil {
+		serverWait, fromServer = pendingServerDelay(resp, now)
+	}
+	throttle := status == http.StatusTooManyRequests || (status == http.StatusServiceUnavailable && fromServer)
+
+	// The wait before the next attempt, and the key's pause.
+	switch {
+	case fromServer:
+		wait, reason = serverWait, ReasonServerDelay
+	default:
+		if c.bo == nil {
+			c.bo = c.newBackOff(status == http.StatusTooManyRequests)
+		}
+		next := c.bo.NextBackOff()
+		if next == backoff.Stop {
+			stop = ReasonBackoffStop
+			if throttle {
+				next = minThrottlePause
+			}
+		}
+		wait, reason = pendingJitter(next), ReasonBackoff
+	}
+	if throttle {
+		pause := wait
+		if !fromServer {
+			pause = max(pause, minThrottlePause)
+			wait = pause
+		}
+		until := now.Add(pause) // a saturated pause lands centuries ahead, never in the past
+		if c.s.cool.pauseUntil(c.key, until, now) && c.s.obs != nil {
+			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: pause, Until: until, StatusCode: status})
+		}
+	}
+
+	budgetOK := true
+	if c.s.budget != nil {
+		budgetOK = c.s.budget.failure(c.key)
+	}
+	giveUp := func(r Reason, d time.Duration) (time.Duration, Reason, Reason) {
+		if c.s.obs != nil {
+			c.emit(Event{Kind: EventGiveUp, Reason: r, Attempt: attempt, Delay: d, StatusCode: status, Err: err})
+		}
+		return 0, "", r
+	}
+	switch {
+	case fromServer && serverWait > c.s.maxRetryAfter:
+		return giveUp(ReasonDelayTooLong, serverWait)
+	case !c.canRetry:
+		return giveUp(c.noRetryOf, 0)
+	case attempt >= c.s.maxAttempts:
+		return giveUp(ReasonAttempts, 0)
+	case stop != "":
+		return giveUp(stop, 0)
+	case !budgetOK && !(fromServer && serverWait > 0):
+		return giveUp(ReasonBudget, 0)
+	}
+	return wait, reason, ""
+}
+
+// newBackOff returns the request's backoff schedule; throttle selects the
+// default schedule for a 429.
+func (c *call) newBackOff(throttle bool) backoff.BackOff {
+	if c.s.newBackOff != nil {
+		if b := c.s.newBackOff(); b != nil {
+			b.Reset()
+			return b
+		}
+	}
+	return pendingNewBackOff(throttle)
+}
+
+// emit completes ev with the call's key and request and delivers it.
+func (c *call) emit(ev Event) {
+	if c.s.obs == nil {
+		return
+	}
+	ev.Key, ev.Request = c.key, c.req
+	c.s.obs.emit(c.ctx, ev)
+}
+
+func statusOf(resp *http.Response) int {
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
+}
+
+// closeBody closes req's body, if any, as the RoundTripper contract asks on
+// every path.
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
