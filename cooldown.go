@@ -12,49 +12,84 @@ import (
 // every request of that key, new or already waiting, holds back until then
 // instead of each retrying on its own (the thundering herd of case C20).
 //
-// Only paused keys have entries; an entry whose pause has passed is removed
-// when it is next looked at, and the whole table is swept of expired entries
-// whenever it has doubled in size since the last sweep, so memory stays
-// proportional to the keys paused at once. A pause is at most
-// Transport.MaxRetryAfter long. No goroutine is started.
+// Only keys paused, or paused until recently, have entries. An entry is
+// kept one pause length after its pause ends, to count consecutive
+// throttles, and is then removed when it is next looked at; the whole table
+// is swept of such entries whenever it has doubled in size since the last
+// sweep. Memory is therefore proportional to the keys throttled within the
+// last two pause lengths. No goroutine is started.
 type cooldown struct {
-	n  atomic.Int64 // len(until), read without the lock on the fast path
+	n  atomic.Int64 // len(keys), read without the lock on the fast path
 	mu sync.Mutex
-	// until maps a key to the end of its pause.
-	until map[string]time.Time
+	// keys holds the paused keys, and for a while after a pause ends the
+	// keys whose last throttle carried no delay (see strikes).
+	keys map[string]pauseEntry
 	// sweepAt is the size at which the next full sweep runs.
 	sweepAt int
 }
 
+// pauseEntry is the cooldown of one key.
+type pauseEntry struct {
+	until   time.Time     // end of the pause
+	length  time.Duration // length of the last pause set
+	strikes int           // consecutive throttles without a delay
+}
+
+// expired reports whether e can be forgotten at now: its pause ended at
+// least one pause length ago, so a new throttle no longer counts as
+// consecutive.
+func (e pauseEntry) expired(now time.Time) bool { return !now.Before(e.until.Add(e.length)) }
+
 // minSweep is the table size below which no full sweep runs.
 const minSweep = 64
 
+// strikes returns how many consecutive throttles without a delay key has
+// had: throttles each arriving before its previous pause ended or within
+// one pause length after. 0 when none.
+func (c *cooldown) strikes(key string, now time.Time) int {
+	if c.n.Load() == 0 {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.keys[key]; ok && !e.expired(now) {
+		return e.strikes
+	}
+	return 0
+}
+
 // pauseUntil pauses key until the instant until, or leaves it paused longer
-// if it already is (a pause is only ever extended). It reports whether the
-// pause was set or extended.
-func (c *cooldown) pauseUntil(key string, until, now time.Time) bool {
+// if it already is (a pause is only ever extended), and records strikes
+// (see strikes; 0 for a throttle that carried a delay). It reports whether
+// the pause was set or extended.
+func (c *cooldown) pauseUntil(key string, until, now time.Time, strikes int) bool {
 	if !until.After(now) {
 		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.until == nil {
-		c.until = make(map[string]time.Time)
+	if c.keys == nil {
+		c.keys = make(map[string]pauseEntry)
 		c.sweepAt = minSweep
 	}
-	if old, ok := c.until[key]; ok && !until.After(old) {
+	e, ok := c.keys[key]
+	if ok && !until.After(e.until) {
+		if strikes > e.strikes {
+			e.strikes = strikes
+			c.keys[key] = e
+		}
 		return false
 	}
-	c.until[key] = until
-	if len(c.until) >= c.sweepAt {
-		for k, u := range c.until {
-			if !u.After(now) {
-				delete(c.until, k)
+	c.keys[key] = pauseEntry{until: until, length: until.Sub(now), strikes: strikes}
+	if len(c.keys) >= c.sweepAt {
+		for k, e := range c.keys {
+			if e.expired(now) {
+				delete(c.keys, k)
 			}
 		}
-		c.sweepAt = max(minSweep, 2*len(c.until))
+		c.sweepAt = max(minSweep, 2*len(c.keys))
 	}
-	c.n.Store(int64(len(c.until)))
+	c.n.Store(int64(len(c.keys)))
 	return true
 }
 
@@ -66,15 +101,17 @@ func (c *cooldown) remaining(key string, now time.Time) time.Duration {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	u, ok := c.until[key]
+	e, ok := c.keys[key]
 	if !ok {
 		return 0
 	}
-	if d := u.Sub(now); d > 0 {
+	if d := e.until.Sub(now); d > 0 {
 		return d
 	}
-	delete(c.until, key)
-	c.n.Store(int64(len(c.until)))
+	if e.expired(now) {
+		delete(c.keys, key)
+		c.n.Store(int64(len(c.keys)))
+	}
 	return 0
 }
 

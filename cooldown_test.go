@@ -27,7 +27,7 @@ func TestCooldownPauseOnlyExtends(t *testing.T) {
 		{5 * time.Second, true, 5 * time.Second},
 	}
 	for i, st := range steps {
-		if got := c.pauseUntil("k", t0.Add(st.until), t0); got != st.wantSet {
+		if got := c.pauseUntil("k", t0.Add(st.until), t0, 0); got != st.wantSet {
 			t.Errorf("step %d: pauseUntil = %v, want %v", i, got, st.wantSet)
 		}
 		if got := c.remaining("k", t0); got != st.wantRem {
@@ -37,8 +37,39 @@ func TestCooldownPauseOnlyExtends(t *testing.T) {
 	if got := c.remaining("other", t0); got != 0 {
 		t.Errorf("remaining(other) = %v, want 0", got)
 	}
-	if got := c.remaining("k", t0.Add(5*time.Second)); got != 0 || c.n.Load() != 0 {
-		t.Errorf("after the pause: remaining %v, %d entries; want 0, 0", got, c.n.Load())
+	if got := c.remaining("k", t0.Add(5*time.Second)); got != 0 || c.n.Load() != 1 {
+		t.Errorf("as the pause ends: remaining %v, %d entries; want 0, 1", got, c.n.Load())
+	}
+	if got := c.remaining("k", t0.Add(10*time.Second)); got != 0 || c.n.Load() != 0 {
+		t.Errorf("a pause length later: remaining %v, %d entries; want 0, 0", got, c.n.Load())
+	}
+}
+
+func TestCooldownStrikes(t *testing.T) {
+	var c cooldown
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	if s := c.strikes("k", t0); s != 0 {
+		t.Fatalf("strikes of a fresh key = %d, want 0", s)
+	}
+	c.pauseUntil("k", at(time.Second), t0, 1) // 1s pause
+	steps := []struct {
+		at   time.Duration
+		want int
+	}{
+		{500 * time.Millisecond, 1},  // during the pause
+		{1500 * time.Millisecond, 1}, // within one pause length after it
+		{2 * time.Second, 0},         // a full pause length after: forgotten
+	}
+	for _, st := range steps {
+		if s := c.strikes("k", at(st.at)); s != st.want {
+			t.Errorf("strikes at %v = %d, want %d", st.at, s, st.want)
+		}
+	}
+	c.pauseUntil("k", at(3*time.Second), at(time.Second), 2)
+	c.pauseUntil("k", at(2*time.Second), at(time.Second), 3) // shorter pause, more strikes: kept
+	if s := c.strikes("k", at(2*time.Second)); s != 3 {
+		t.Errorf("strikes = %d, want 3", s)
 	}
 }
 
@@ -49,11 +80,12 @@ func TestCooldownSweepBoundsMemory(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 100_000 {
 		now := t0.Add(time.Duration(i) * time.Millisecond)
-		c.pauseUntil(fmt.Sprint("host-", i), now.Add(time.Second), now)
+		c.pauseUntil(fmt.Sprint("host-", i), now.Add(time.Second), now, 1)
 	}
-	// Pauses last 1s and one starts every 1ms: about 1000 are live at once.
-	if n := c.n.Load(); n > 2*1000+minSweep {
-		t.Errorf("%d entries after 100,000 short pauses, want about 1000", n)
+	// Pauses last 1s and one starts every 1ms: about 2000 entries are
+	// within a pause or the pause length after it.
+	if n := c.n.Load(); n > 2*2000+minSweep {
+		t.Errorf("%d entries after 100,000 short pauses, want about 2000", n)
 	}
 }
 
@@ -62,8 +94,8 @@ func TestCooldownWait(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var c cooldown
 			now := time.Now()
-			c.pauseUntil("k", now.Add(2*time.Second), now)
-			time.AfterFunc(time.Second, func() { c.pauseUntil("k", time.Now().Add(3*time.Second), time.Now()) })
+			c.pauseUntil("k", now.Add(2*time.Second), now, 0)
+			time.AfterFunc(time.Second, func() { c.pauseUntil("k", time.Now().Add(3*time.Second), time.Now(), 0) })
 			d, err := c.wait(t.Context(), "k", time.Minute)
 			if err != nil || d != 4*time.Second || time.Since(now) != 4*time.Second {
 				t.Errorf("wait = %v, %v after %v; want 4s, nil after 4s", d, err, time.Since(now))
@@ -88,7 +120,7 @@ func TestCooldownWait(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					var c cooldown
 					now := time.Now()
-					c.pauseUntil("k", now.Add(2*time.Second), now)
+					c.pauseUntil("k", now.Add(2*time.Second), now, 0)
 					ctx, cancel := context.WithCancel(t.Context())
 					defer cancel()
 					if tt.timeout > 0 {

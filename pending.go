@@ -122,3 +122,26 @@ const (
 	DefaultMaxRetryAfter   = 5 * time.Minute
 	DefaultMaxBufferedBody = 1 << 20
 )
+
+const (
+	DefaultThrottleBackoffInitial = time.Second
+	DefaultBackoffMax             = 20 * time.Second
+)
+
+func pendingBackoffDelay(n int, initial, maxDelay time.Duration) time.Duration {
+	d := initial
+	for i := 1; i < n; i++ {
+		if d >= maxDelay-d {
+			return maxDelay
+		}
+		d *= 2
+	}
+	return d
+}
+
+func pendingJitterThrottle(d time.Duration) time.Duration {
+	if d <= time.Second {
+		return time.Second
+	}
+	return time.Second + rand.N(d-time.Second+1)
+}

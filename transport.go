@@ -497,13 +497,19 @@ func (c *call) afterFailure(attempt int, resp *http.Response, err error) (wait t
 		wait, reason = pendingJitter(next), ReasonBackoff
 	}
 	if throttle {
-		pause := wait
+		// The whole key pauses: for the server's delay, or, for a 429
+		// without one, for the throttle schedule's wait escalated by the
+		// key's consecutive throttles (1s, 2s, 4s … jittered, never under
+		// 1s), so that the key sends one probe per pause (case C20).
+		pause, strikes := wait, 0
 		if !fromServer {
-			pause = max(pause, minThrottlePause)
+			strikes = c.s.cool.strikes(c.key, now) + 1
+			keyWait := pendingJitterThrottle(pendingBackoffDelay(strikes, DefaultThrottleBackoffInitial, DefaultBackoffMax))
+			pause = max(pause, keyWait, minThrottlePause)
 			wait = pause
 		}
 		until := now.Add(pause) // a saturated pause lands centuries ahead, never in the past
-		if c.s.cool.pauseUntil(c.key, until, now) && c.s.obs != nil {
+		if c.s.cool.pauseUntil(c.key, until, now, strikes) && c.s.obs != nil {
 			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: pause, Until: until, StatusCode: status})
 		}
 	}
