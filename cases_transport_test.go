@@ -17,10 +17,196 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/pacehttp/pace/internal/testhttp"
 )
+
+// gaps returns the time between consecutive requests a server received.
+func gaps(rs []testhttp.Received) []time.Duration {
+	var g []time.Duration
+	for i := 1; i < len(rs); i++ {
+		g = append(g, rs[i].At.Sub(rs[i-1].At))
+	}
+	return g
+}
+
+// roundTrip sends a GET through tr and returns the final status, closing
+// the body; it fails the test on an error.
+func roundTrip(t *testing.T, tr *Transport, method, url string) int {
+	t.Helper()
+	resp, err := tr.RoundTrip(newRequest(t, t.Context(), method, url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestCaseC01RetryAfterDateForms: a 429 whose Retry-After is an HTTP-date
+// 30 s after the response's Date, in each of the three forms RFC 9110
+// §5.6.7 requires recipients to accept. The retry reaches the server at the
+// named instant, never before, and no more than 1 s after; 2 requests.
+func TestCaseC01RetryAfterDateForms(t *testing.T) {
+	forms := []struct{ name, layout string }{
+		{"IMF-fixdate", http.TimeFormat},
+		{"RFC 850", "Monday, 02-Jan-06 15:04:05 GMT"},
+		{"asctime", time.ANSIC},
+	}
+	for _, f := range forms {
+		t.Run(f.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var named time.Time
+				srv := &testhttp.Server{Handle: func(n int, r testhttp.Received) (*http.Response, error) {
+					if n == 1 {
+						now := time.Now().UTC() // a whole second: bubbles start at 2000-01-01T00:00:00Z
+						named = now.Add(30 * time.Second)
+						return testhttp.Response(http.StatusTooManyRequests,
+							"Date", now.Format(http.TimeFormat),
+							"Retry-After", named.Format(f.layout)), nil
+					}
+					return testhttp.Response(http.StatusOK), nil
+				}}
+				tr := &Transport{Base: srv, MaxWait: time.Minute, MaxRetryAfter: time.Minute}
+				if code := roundTrip(t, tr, "GET", "http://api.test/"); code != http.StatusOK {
+					t.Fatalf("status %d, want 200", code)
+				}
+				rs := srv.Requests()
+				if len(rs) != 2 {
+					t.Fatalf("%d requests, want 2", len(rs))
+				}
+				if late := rs[1].At.Sub(named); late < 0 || late > time.Second {
+					t.Errorf("retry arrived %v after the named instant, want within [0, 1s]", late)
+				}
+			})
+		})
+	}
+}
+
+// TestCaseC02RetryAfterOn503: Retry-After on a 503 is honoured: the retry
+// comes 7 s after the 503, not after the 1 s base backoff; 2 requests.
+func TestCaseC02RetryAfterOn503(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &testhttp.Server{Steps: []testhttp.Step{
+			testhttp.Status(http.StatusServiceUnavailable, "Retry-After", "7"),
+			testhttp.Status(http.StatusOK),
+		}}
+		tr := &Transport{Base: srv, NewBackOff: constBackOff(time.Second)}
+		if code := roundTrip(t, tr, "GET", "http://api.test/"); code != http.StatusOK {
+			t.Fatalf("status %d, want 200", code)
+		}
+		if g := gaps(srv.Requests()); len(g) != 1 || g[0] != 7*time.Second {
+			t.Errorf("gaps %v, want one of 7s", g)
+		}
+	})
+}
+
+// TestCaseC03RetryAfterAboveCap: a server that always answers 429 with
+// Retry-After: 3600, against a cap of 10 s and RetryMax 3: one request, the
+// 429 back at once with its hint readable, the observer told why, and the
+// key paused so that the next call is refused without being sent.
+func TestCaseC03RetryAfterAboveCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusTooManyRequests, "Retry-After", "3600")}}
+		var giveUp Event
+		tr := &Transport{
+			Base: srv, MaxAttempts: 4, MaxRetryAfter: 10 * time.Second, MaxWait: 10 * time.Second,
+			OnEvent: func(e Event) {
+				if e.Kind == EventGiveUp {
+					giveUp = e
+				}
+			},
+		}
+		start := time.Now()
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.test/", ""))
+		if err != nil {
+			t.Fatalf("RoundTrip: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "3600" {
+			t.Errorf("got %d with Retry-After %q, want the 429 and its 3600", resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+		if el := time.Since(start); el != 0 || srv.Count() != 1 {
+			t.Errorf("returned after %v and %d requests, want at once after 1", el, srv.Count())
+		}
+		if giveUp.Reason != ReasonDelayTooLong || giveUp.Delay != time.Hour {
+			t.Errorf("give-up event %+v, want reason %q with the 1h delay", giveUp, ReasonDelayTooLong)
+		}
+		// The key is paused for the hour: a new call fails at once, unsent.
+		_, err = tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.test/", ""))
+		var we *WaitError
+		if !errors.Is(err, ErrRateLimited) || !errors.As(err, &we) || we.Delay != time.Hour || srv.Count() != 1 {
+			t.Errorf("next call: %v after %d requests, want ErrRateLimited carrying 1h, nothing sent", err, srv.Count())
+		}
+	})
+}
+
+// TestCaseC06BodyReplayed: a one-shot body (no GetBody) is sent again
+// byte for byte, with its Content-Length, when the method allows a retry;
+// a body above the buffer limit is sent once, whole, and the 503 returned.
+func TestCaseC06BodyReplayed(t *testing.T) {
+	tests := []struct {
+		name, method, idemKey string
+		maxBuffered           int64
+		wantSends             int
+		wantCode              int
+	}{
+		{"PUT", "PUT", "", 0, 2, 200},
+		{"POST with Idempotency-Key", "POST", "k-7", 0, 2, 200},
+		{"above the buffer limit", "PUT", "", 5, 1, 503},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(503), testhttp.Status(200)}}
+				tr := &Transport{Base: srv, MaxBufferedBody: tt.maxBuffered}
+				req := newRequest(t, t.Context(), tt.method, "http://api.test/orders", "")
+				req.Body = testhttp.NewOneShot("hello world")
+				req.ContentLength = 11
+				if tt.idemKey != "" {
+					req.Header.Set("Idempotency-Key", tt.idemKey)
+				}
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				rs := srv.Requests()
+				if resp.StatusCode != tt.wantCode || len(rs) != tt.wantSends {
+					t.Fatalf("%d after %d requests, want %d after %d", resp.StatusCode, len(rs), tt.wantCode, tt.wantSends)
+				}
+				for i, r := range rs {
+					if string(r.Body) != "hello world" || r.ContentLength != 11 {
+						t.Errorf("attempt %d: body %q, Content-Length %d; want the 11 bytes", i+1, r.Body, r.ContentLength)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestCaseC12PermanentServerErrors: 501, 505, 506, 510 and 511 are final:
+// one request, returned with no added wait.
+func TestCaseC12PermanentServerErrors(t *testing.T) {
+	for _, code := range []int{501, 505, 506, 510, 511} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(code)}}
+				tr := &Transport{Base: srv, MaxAttempts: 4, NewBackOff: constBackOff(time.Second)}
+				start := time.Now()
+				if got := roundTrip(t, tr, "GET", "http://api.test/"); got != code {
+					t.Errorf("status %d, want %d", got, code)
+				}
+				if el := time.Since(start); el != 0 || srv.Count() != 1 {
+					t.Errorf("%d requests in %v, want 1 at once", srv.Count(), el)
+				}
+			})
+		})
+	}
+}
 
 // TestCaseC13PostNotReplayed: a raw TCP server reads the whole request,
 // records it, and resets the connection without answering. A POST without
