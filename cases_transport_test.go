@@ -466,3 +466,94 @@ func (l *goawayListener) goaway(c net.Conn) {
 		}
 	}
 }
+
+// TestCaseC20OneThrottlePausesTheHost: a host paced at 10/s, 10 workers
+// sharing 50 requests; the server answers 429 to every request in the 2 s
+// after its first one, then 200. After the first 429 reaches the client at
+// t0, no request leaves until the key's pause P is over: P is the throttle
+// schedule's first wait, 1 s, for a 429 without Retry-After, and 3 s when it
+// carries Retry-After: 3. A delay-less throttle escalates the key's pause
+// (1 s, then 1–2 s), so the key sends one probe per pause: run 1 meets
+// exactly 2 429s, run 2 exactly 1. All 50 requests end in 200, and no 1 s
+// window holds more than 10 sends, retries included.
+func TestCaseC20OneThrottlePausesTheHost(t *testing.T) {
+	tests := []struct {
+		name       string
+		retryAfter string
+		wantPause  time.Duration
+		want429    int
+	}{
+		{"no Retry-After", "", time.Second, 2},
+		{"Retry-After: 3", "3", 3 * time.Second, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var first time.Time
+				srv := &testhttp.Server{Handle: func(n int, r testhttp.Received) (*http.Response, error) {
+					if n == 1 {
+						first = r.At
+						if tt.retryAfter != "" {
+							return testhttp.Response(http.StatusTooManyRequests, "Retry-After", tt.retryAfter), nil
+						}
+					}
+					if r.At.Sub(first) < 2*time.Second {
+						return testhttp.Response(http.StatusTooManyRequests), nil
+					}
+					return testhttp.Response(http.StatusOK), nil
+				}}
+				tr := &Transport{Base: srv, Limiter: &spacer{every: 100 * time.Millisecond}}
+				jobs := make(chan int, 50)
+				for i := range 50 {
+					jobs <- i
+				}
+				close(jobs)
+				codes := make([]int, 50)
+				var wg sync.WaitGroup
+				for range 10 {
+					wg.Go(func() {
+						for i := range jobs {
+							req, _ := http.NewRequestWithContext(t.Context(), "GET", "http://api.test/items", nil)
+							resp, err := tr.RoundTrip(req)
+							if err != nil {
+								t.Errorf("request %d: %v", i, err)
+								continue
+							}
+							codes[i] = resp.StatusCode
+							resp.Body.Close()
+						}
+					})
+				}
+				wg.Wait()
+				for i, c := range codes {
+					if c != http.StatusOK {
+						t.Errorf("request %d ended with %d, want 200", i, c)
+					}
+				}
+				rs := srv.Requests()
+				t0 := rs[0].At // the server answers at once: the 429 reaches the client at t0
+				n429 := 0
+				for i, r := range rs {
+					if r.At.Sub(first) < 2*time.Second {
+						n429++
+					}
+					if d := r.At.Sub(t0); i > 0 && d < tt.wantPause {
+						t.Errorf("a request left %v after the first 429, inside the %v pause", d, tt.wantPause)
+					}
+				}
+				if n429 != tt.want429 {
+					t.Errorf("%d requests met a 429, want %d", n429, tt.want429)
+				}
+				for i := range rs {
+					j := i
+					for j < len(rs) && rs[j].At.Sub(rs[i].At) < time.Second {
+						j++
+					}
+					if j-i > 10 {
+						t.Fatalf("%d sends in the second from %v, want at most 10", j-i, rs[i].At.Sub(t0))
+					}
+				}
+			})
+		})
+	}
+}
