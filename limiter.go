@@ -81,11 +81,14 @@ type algorithm interface {
 }
 
 // epochOffset places a limiter's epoch this far before its creation, so that
-// every instant within about 146 years either side of it is a positive
-// int64 of nanoseconds and the zero cell lies in the past.
-const epochOffset = 146 * 365 * 24 * time.Hour // a whole number of days
+// every instant from about 73 years before the limiter's creation to about
+// 73 years after it is a positive int64 of nanoseconds below MaxInt64/2 (the
+// clamp of sinceEpoch), and the zero cell lies in the past. The clamp's range
+// (about 146 years) is split evenly: with a 146-year offset the clock of a
+// limiter would stop advancing about 85 days after its creation.
+const epochOffset = 73 * 365 * 24 * time.Hour // a whole number of days
 
-// newEpoch returns an epoch for a limiter created now: about 146 years
+// newEpoch returns an epoch for a limiter created now: about 73 years
 // earlier, at a midnight UTC, so that window limiters can align their windows
 // to the clock (every period that divides 24h starts on a multiple of itself
 // since the Unix epoch). It keeps the monotonic clock reading, so
@@ -128,6 +131,9 @@ func reserveCell(alg algorithm, c *cell, now int64, n int, maxWait time.Duration
 	}
 	t, err := alg.earliest(c, now, n)
 	if err != nil {
+		if t > now { // a pacer's refusal says how long the wait would have been
+			return Reservation{Delay: time.Duration(t - now)}, err
+		}
 		return Reservation{}, err
 	}
 	if t < now {
@@ -158,7 +164,8 @@ func newLocal(alg algorithm) local { return local{alg: alg, epoch: newEpoch()} }
 // returns the Reservation; its Delay says how long after now the units may
 // be used. It books nothing and returns [ErrBadCount] for n <= 0,
 // [ErrBurstExceeded] when n can never be granted at once, [ErrQueueFull] when
-// a pacer's queue is full and [ErrWaitTooLong] when the delay cannot be
+// a pacer's queue is full (the Reservation's Delay then says how long the
+// wait would have been) and [ErrWaitTooLong] when the delay cannot be
 // represented. A now earlier than a previous one is allowed and mints no
 // units. Safe for concurrent use.
 func (l *local) ReserveAt(now time.Time, n int) (Reservation, error) {
@@ -172,7 +179,15 @@ func (l *local) ReserveAt(now time.Time, n int) (Reservation, error) {
 // AllowAt reports whether n units may be used at now, and books them if so.
 // It never books units for later use. Safe for concurrent use.
 func (l *local) AllowAt(now time.Time, n int) bool {
-	at := sinceEpoch(l.epoch, now)
+	return l.allowAt(sinceEpoch(l.epoch, now), n)
+}
+
+// Allow is AllowAt(time.Now(), 1). It reads the monotonic clock through
+// time.Since(epoch), which costs about half of time.Now.
+func (l *local) Allow() bool { return l.allowAt(clampNow(int64(time.Since(l.epoch))), 1) }
+
+// allowAt is AllowAt on nanoseconds since the epoch.
+func (l *local) allowAt(at int64, n int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if n <= 0 || n > l.alg.maxN() {
@@ -185,9 +200,6 @@ func (l *local) AllowAt(now time.Time, n int) bool {
 	l.alg.book(&l.c, at, at, n)
 	return true
 }
-
-// Allow is AllowAt(time.Now(), 1).
-func (l *local) Allow() bool { return l.AllowAt(time.Now(), 1) }
 
 // CancelAt gives back the units of r, as if they had never been booked, when
 // the caller abandons its wait at now. Cancelling the zero Reservation or
