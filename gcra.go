@@ -106,7 +106,7 @@ func (g *gcra) tokensAt(c *cell, now int64) float64 {
 	if c.a <= now {
 		return float64(g.c)
 	}
-	return float64(g.c) - float64(c.a-now)/float64(g.i)
+	return float64(g.tau-(c.a-now)) / float64(g.i) // one rounding: exact integers first
 }
 
 // addCheck returns a+b and whether it did not overflow.

@@ -417,6 +417,12 @@ func TestGCRAGoodConfig(t *testing.T) {
 			t.Errorf("String() = %q, want %q", got, tt.want)
 		}
 	}
+	if got, want := gcraBucket(t, PerSecond(10), 20).String(), tests[0].want; got != want {
+		t.Errorf("TokenBucket.String() = %q, want %q", got, want)
+	}
+	if got, want := gcraLeaky(t, PerSecond(10), LeakyOptions{Queue: 100}).String(), tests[2].want; got != want {
+		t.Errorf("LeakyBucket.String() = %q, want %q", got, want)
+	}
 }
 
 // TestGCRABadCount: n <= 0 is ErrBadCount and n above the capacity is
