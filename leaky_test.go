@@ -274,6 +274,9 @@ func TestLeakyBucketWaitQueueFull(t *testing.T) {
 					released = append(released, time.Since(start))
 				case errors.Is(err, ErrQueueFull):
 					refused = append(refused, time.Since(start))
+					if we := (*WaitError)(nil); !errors.As(err, &we) || we.Delay != 300*time.Millisecond {
+						t.Errorf("queue full error %v, want a *WaitError with Delay 300ms", err)
+					}
 				default:
 					t.Errorf("Wait: %v", err)
 				}

@@ -59,8 +59,9 @@ type cellExt struct {
 type algorithm interface {
 	// earliest returns the earliest instant t >= now at which n units can be
 	// taken from c, without changing c. It returns ErrBurstExceeded when n
-	// can never be granted, ErrQueueFull when the pacer's queue is full, and
-	// ErrWaitTooLong when t cannot be represented.
+	// can never be granted, ErrQueueFull when the pacer's queue is full
+	// (then with the t it would have granted, or 0), and ErrWaitTooLong
+	// when t cannot be represented.
 	earliest(c *cell, now int64, n int) (t int64, err error)
 	// book takes n units at t, an instant earliest returned for c and n.
 	book(c *cell, now, t int64, n int)
@@ -201,10 +202,15 @@ func (l *local) allowAt(at int64, n int) bool {
 	return true
 }
 
-// CancelAt gives back the units of r, as if they had never been booked, when
-// the caller abandons its wait at now. Cancelling the zero Reservation or
-// cancelling twice is a caller error that gives units back twice; avoid it.
-// Safe for concurrent use.
+// CancelAt gives back the units of r when the caller abandons its wait at
+// now. When nothing was booked after r, the limiter is left exactly as if r
+// had never been booked, so reservations cancelled latest first are all
+// given back exactly. Units that later reservations were scheduled behind
+// are not handed out again while those are held (as in x/time/rate's
+// Reservation.CancelAt), so cancelling never breaks the limit's promise.
+// Cancelling the zero Reservation, or one returned with an error, does
+// nothing; cancelling the same Reservation twice is a caller error that
+// gives units back twice. Safe for concurrent use.
 func (l *local) CancelAt(now time.Time, r Reservation) {
 	if r.n <= 0 {
 		return
