@@ -395,6 +395,10 @@ func TestGCRABadConfig(t *testing.T) {
 			}
 		})
 	}
+	var ce *ConfigError
+	if err := LeakyWith(PerHour(1), LeakyOptions{Slack: 2_000_000}).Err(); !errors.As(err, &ce) || ce.Value != 2_000_000 {
+		t.Errorf("Slack 2000000 at 1/h: error %v, want a *ConfigError with the Slack as given", err)
+	}
 }
 
 // TestGCRAGoodConfig: the extremes that are still valid build, and describe

@@ -114,13 +114,13 @@ func newLeakyAlg(r Rate, o LeakyOptions) (*leakyAlg, error) {
 	if !ok {
 		return nil, configErr("Slack", o.Slack, "is too large")
 	}
-	g, err := newGCRA(r, int(capacity), "Slack")
+	g, err := newGCRA(r, int(capacity), "Slack", o.Slack)
 	if err != nil {
 		return nil, err
 	}
 	wait, ok := mulCheck(int64(o.Queue), g.i)
 	if !ok || wait > maxSpan {
-		return nil, configErr("Queue", o.Queue, "times the interval "+time.Duration(g.i).String()+" must not exceed 146 years")
+		return nil, configErr("Queue", o.Queue, "with the interval "+time.Duration(g.i).String()+" spans over 146 years")
 	}
 	if d := int64(o.MaxDelay); d > 0 && (o.Queue == 0 || d < wait) {
 		wait = d

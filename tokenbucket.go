@@ -75,7 +75,7 @@ func newBucketAlg(r Rate, burst int) (*bucketAlg, error) {
 	if burst < 1 {
 		return nil, configErr("Burst", burst, "must be at least 1")
 	}
-	g, err := newGCRA(r, burst, "Burst")
+	g, err := newGCRA(r, burst, "Burst", burst)
 	if err != nil {
 		return nil, err
 	}
