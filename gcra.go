@@ -86,14 +86,17 @@ func (g *gcra) book(c *cell, _, t int64, n int) {
 // does: TAT −= max(0, n·i − (L − t)), where L bounds the latest booking. When
 // nothing was booked after t, TAT moves back by exactly n·i, so cancelling a
 // group of reservations latest first restores the state exactly (case C16).
-// The cut keeps the promise: no booking still held loses its spacing.
+// The cut keeps the promise: booking maintains TAT >= s + W(s)·i for every
+// held booking instant s, where W(s) counts the units held at or after s, and
+// that is all the promise needs; units after t number at most
+// (TAT − t)/i − n, so this cut preserves it for s > t as well as s <= t.
 func (g *gcra) unbook(c *cell, _, t int64, n int) {
 	n64 := min(int64(max(n, 0)), g.c) // a foreign Reservation must not overflow
 	give := n64*g.i - max(0, c.b-t)
 	if give > 0 {
 		c.a = max(c.a-give, 0)
 	}
-	// Every booking still held ends at least one interval before TAT.
+	// Every booking still held was made at least one interval before TAT.
 	c.b = min(c.b, c.a-g.i)
 }
 

@@ -108,16 +108,16 @@ func exerciseGCRA(l *local, spec gcraSpec, ops []gcraOp) error {
 		n := 1 + int(o.arg%uint64(spec.capacity+1)) // sometimes one more than allowed
 		switch o.kind % gcraOpKinds {
 		case gcraOpForward:
-			if d := int64(o.arg % uint64(3*spec.interval+1)); now+d < gcraRange && d >= 0 {
+			if d := gcraStep(o.arg, 3, spec.interval); now+d < gcraRange {
 				now += d
 			}
 		case gcraOpBack:
-			if d := int64(o.arg % uint64(2*spec.interval+1)); now-d > -gcraRange && d >= 0 {
+			if d := gcraStep(o.arg, 2, spec.interval); now-d > -gcraRange {
 				now -= d
 			}
 		case gcraOpJump:
-			next := max(now, latestEnd) + spec.capacity*spec.interval + int64(o.arg%1000)
-			if next <= 0 || next >= gcraRange {
+			next, ok := addCheck(max(now, latestEnd), spec.capacity*spec.interval+int64(o.arg%1000))
+			if !ok || next >= gcraRange {
 				continue
 			}
 			now = next
@@ -181,6 +181,16 @@ func exerciseGCRA(l *local, spec gcraSpec, ops []gcraOp) error {
 		return errors.New(msg)
 	}
 	return nil
+}
+
+// gcraStep returns a time step of 0 to k intervals chosen by arg, at most
+// gcraRange, so that stepping never overflows.
+func gcraStep(arg uint64, k, interval int64) int64 {
+	limit := gcraRange
+	if interval <= gcraRange/k {
+		limit = k * interval
+	}
+	return int64(arg % uint64(limit+1))
 }
 
 // randomGCRAOps returns a short random schedule.
