@@ -92,11 +92,11 @@ func serverDelay(resp *http.Response, now time.Time) (d time.Duration, source st
 		}
 	}
 	if v := headerValue(h, hdrRetryAfter); v != "" {
-		if d, ok := parseRetryAfterAt(v, now, responseDate(h)); ok {
+		if d, ok := parseRetryAfterAt(v, now, responseDate(h, now)); ok {
 			return d, hdrRetryAfter, true
 		}
 	}
-	throttled := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable
+	throttled := isThrottleStatus(resp.StatusCode)
 	if vs := h[hdrRateLimit]; len(vs) > 0 {
 		if items, ok := parseRateLimit(vs); ok {
 			if d, ok := rateLimitDelay(items, throttled); ok {
@@ -112,11 +112,20 @@ func serverDelay(resp *http.Response, now time.Time) (d time.Duration, source st
 		if v == "" || !(throttled || quotaSpent(headerValue(h, p.remaining))) {
 			continue
 		}
-		if d, ok := parseResetValue(v, now, responseDate(h)); ok {
+		if d, ok := parseResetValue(v, now, responseDate(h, now)); ok {
 			return d, p.reset, true
 		}
 	}
 	return 0, "", false
+}
+
+// isThrottleStatus reports whether code says the client is being throttled:
+// 429 Too Many Requests (RFC 6585 §4) or 503 Service Unavailable (RFC 9110
+// §15.6.4). Reset headers count as a delay on these statuses, and a throttle
+// with no usable delay gets the throttle backoff
+// (DefaultThrottleBackoffInitial) rather than the error backoff.
+func isThrottleStatus(code int) bool {
+	return code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
 }
 
 // parseRetryAfter interprets a Retry-After field value (RFC 9110 §10.2.3)
@@ -131,7 +140,8 @@ func serverDelay(resp *http.Response, now time.Time) (d time.Duration, source st
 // fraction ("1.5"), a unit ("5s"), inner spaces, or a date whose zone is not
 // GMT. A date in the past yields 0, ok (retry now). A delay too large to
 // represent saturates to the largest time.Duration rather than wrapping, so
-// the caller's cap applies. d is never negative.
+// the caller's cap applies, as RFC 9111 §1.2.2 asks of a cache for
+// delta-seconds it cannot represent. d is never negative.
 func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	return parseRetryAfterAt(v, now, time.Time{})
 }
@@ -150,7 +160,7 @@ func parseRetryAfterAt(v string, now, serverDate time.Time) (time.Duration, bool
 		}
 		return secondsDuration(secs), true
 	}
-	t, ok := parseHTTPDate(v)
+	t, ok := parseHTTPDate(v, now)
 	if !ok {
 		return 0, false
 	}
@@ -178,31 +188,55 @@ func dateDelay(t, now, serverDate time.Time) time.Duration {
 	return d
 }
 
-// responseDate returns the response's Date header (RFC 9110 §6.6.1) or the
-// zero Time when it is missing or malformed.
-func responseDate(h http.Header) time.Time {
-	t, _ := parseHTTPDate(trimOWS(headerValue(h, "Date")))
+// responseDate returns the response's Date header (RFC 9110 §6.6.1),
+// received at now, or the zero Time when it is missing or malformed.
+func responseDate(h http.Header, now time.Time) time.Time {
+	t, _ := parseHTTPDate(trimOWS(headerValue(h, "Date")), now)
 	return t
 }
 
-// parseHTTPDate parses an HTTP-date in the three formats of RFC 9110 §5.6.7
-// (http.ParseTime tries exactly those) and insists on GMT: http.ParseTime
-// accepts any zone abbreviation in the RFC 850 form and would read, say,
-// "PST" with the offset of the machine's local zone, which makes the result
-// depend on where the client runs. The zero Time and false when v is not a
-// valid HTTP-date.
-func parseHTTPDate(v string) (time.Time, bool) {
+// parseHTTPDate parses an HTTP-date received at now, in the three formats
+// of RFC 9110 §5.6.7, tried in the order http.ParseTime tries them, with
+// two corrections:
+//
+//   - The zone must be GMT. time.Parse accepts any zone abbreviation in the
+//     RFC 850 form and reads, say, "PST" with the offset of the machine's
+//     local zone, which would make the result depend on where the client
+//     runs.
+//   - A two-digit RFC 850 year is read as §5.6.7 requires: the year with
+//     those digits in now's century, or the century before when that is
+//     more than 50 years after now. (time.Parse maps 69–99 to the 1900s
+//     and 00–68 to the 2000s whatever the date.)
+//
+// The zero Time and false when v is not a valid HTTP-date.
+func parseHTTPDate(v string, now time.Time) (time.Time, bool) {
 	if v == "" {
 		return time.Time{}, false
 	}
-	t, err := http.ParseTime(v)
+	t, err := time.Parse(http.TimeFormat, v) // IMF-fixdate
+	rfc850 := false
+	if err != nil {
+		t, err = time.Parse(time.RFC850, v)
+		rfc850 = err == nil
+	}
+	if err != nil {
+		t, err = time.Parse(time.ANSIC, v) // asctime
+	}
 	if err != nil {
 		return time.Time{}, false
 	}
 	if name, off := t.Zone(); off != 0 || (name != "UTC" && name != "GMT") {
 		return time.Time{}, false
 	}
-	return t, true
+	if rfc850 {
+		ref := now.UTC().Year()
+		year := ref - ref%100 + t.Year()%100
+		if year > ref+50 {
+			year -= 100
+		}
+		t = t.AddDate(year-t.Year(), 0, 0)
+	}
+	return t.UTC(), true
 }
 
 // parseMillis parses the value of retry-after-ms or x-ms-retry-after-ms: a

@@ -67,6 +67,32 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 }
 
+// TestRFC850TwoDigitYear checks the rule of RFC 9110 §5.6.7 for RFC 850
+// dates: the two digits name the year in the current century unless that is
+// more than 50 years ahead, then the century before.
+func TestRFC850TwoDigitYear(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(year int) time.Time { return time.Date(year, 11, 6, 8, 49, 37, 0, time.UTC) }
+	tests := []struct {
+		v    string
+		want time.Time
+	}{
+		{"Sunday, 06-Nov-94 08:49:37 GMT", at(1994)},   // 2094 is 68 years ahead
+		{"Thursday, 06-Nov-75 08:49:37 GMT", at(2075)}, // 49 years ahead: this century (time.Parse says 1975)
+		{"Friday, 06-Nov-26 08:49:37 GMT", at(2026)},
+		{"Monday, 06-Nov-00 08:49:37 GMT", at(2000)},
+	}
+	for _, tt := range tests {
+		got, ok := parseHTTPDate(tt.v, now)
+		if !ok || !got.Equal(tt.want) {
+			t.Errorf("parseHTTPDate(%q) = %v, %v; want %v", tt.v, got, ok, tt.want)
+		}
+		if d, _ := parseRetryAfter(tt.v, now); d != max(tt.want.Sub(now), 0) {
+			t.Errorf("parseRetryAfter(%q) = %v, want %v", tt.v, d, max(tt.want.Sub(now), 0))
+		}
+	}
+}
+
 // TestParseRetryAfterAboveCap checks that a delay too large to represent
 // lands above the default cap instead of wrapping to a short or negative wait
 // (C03, hashicorp/go-retryablehttp #247).
