@@ -48,10 +48,12 @@ var errBodyNotReplayable = errors.New("pace: request body cannot be sent again")
 //     Close closes req.Body: the body is sent complete, once. Not
 //     replayable.
 //
-// limit == 0 means DefaultMaxBufferedBody. If reading fails, prepareBody
-// closes req.Body and returns the error, wrapped. Because a GetBody is set
-// on the clone, http.Transport's own replay after an HTTP/2 GOAWAY can also
-// resend the body (case C15).
+// When the result is req itself, the caller must treat it as read-only and
+// clone it before changing anything. limit == 0 means
+// DefaultMaxBufferedBody. If reading fails, prepareBody closes req.Body and
+// returns the error, wrapped. Because a GetBody is set on the clone,
+// http.Transport's own replay after an HTTP/2 GOAWAY can also resend the
+// body (case C15).
 func prepareBody(req *http.Request, limit int64) (out *http.Request, replayable bool, err error) {
 	if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil {
 		return req, true, nil

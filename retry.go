@@ -67,9 +67,10 @@ func DefaultRetryStatuses() []int {
 //     C13). The exception is an error that proves nothing was sent (the
 //     connection was refused or never dialled): that is retried for every
 //     method.
-//   - A server hint wins over all of the above: a response with
-//     "Stripe-Should-Retry: false" is never retried, one with "true" is
-//     retried whatever its status if the method is safe to send again.
+//   - A server hint wins over all of the above: an error response (4xx,
+//     5xx) with "Stripe-Should-Retry: false" is never retried, one with
+//     "true" is retried whatever its status if the method is safe to send
+//     again. A success is never retried.
 //
 // The Transport also needs a replayable body (see DefaultMaxBufferedBody)
 // and attempts left; Decide cannot lift those limits.
@@ -245,7 +246,7 @@ func (p *RetryPolicy) checkResponse(req *http.Request, resp *http.Response) (boo
 	if resp == nil {
 		return false, ""
 	}
-	if hint := trimOWS(headerValue(resp.Header, hdrStripeShouldRetry)); hint != "" {
+	if hint := trimOWS(headerValue(resp.Header, hdrStripeShouldRetry)); hint != "" && resp.StatusCode >= 400 {
 		switch {
 		case strings.EqualFold(hint, "false"):
 			return false, reasonServerSaysNo

@@ -95,6 +95,7 @@ func TestRetryPolicyCheckResponse(t *testing.T) {
 		{"Stripe true POST with key", RetryPolicy{}, "POST", []string{"Idempotency-Key", "k"}, response(409, "Stripe-Should-Retry", "true"), true, reasonServerSaysYes},
 		{"Stripe true POST without key", RetryPolicy{}, "POST", nil, response(500, "Stripe-Should-Retry", "true"), false, reasonUnsafeMethod},
 		{"Stripe hint case and OWS", RetryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", " False "), false, reasonServerSaysNo},
+		{"Stripe true never retries a success", RetryPolicy{}, "GET", nil, response(200, "Stripe-Should-Retry", "true"), false, ""},
 		{"Stripe garbage ignored", RetryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", "maybe"), true, reasonRetryableStatus},
 	}
 	for _, tt := range tests {

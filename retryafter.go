@@ -23,7 +23,7 @@ const DefaultMaxRetryAfter = 5 * time.Minute
 const (
 	hdrRetryAfter       = "Retry-After"           // RFC 9110 §10.2.3
 	hdrRetryAfterMs     = "Retry-After-Ms"        // OpenAI, Azure OpenAI
-	hdrMsRetryAfterMs   = "X-Ms-Retry-After-Ms"   // Azure services (Cosmos DB, Resource Manager)
+	hdrMsRetryAfterMs   = "X-Ms-Retry-After-Ms"   // Azure Cosmos DB and other Azure services
 	hdrRateLimit        = "Ratelimit"             // RateLimit, draft-ietf-httpapi-ratelimit-headers-10/11 §4
 	hdrRateLimitPolicy  = "Ratelimit-Policy"      // RateLimit-Policy, same draft §3
 	hdrRateLimitReset   = "Ratelimit-Reset"       // RateLimit-Reset, drafts up to -06, GitLab and others
@@ -54,8 +54,8 @@ const (
 
 // serverDelay returns the delay the server asked for in resp, measured from
 // now (the moment the response was received), the header it came from (its
-// canonical key, e.g. "Retry-After" or "X-Ratelimit-Reset"), and ok == false when the response carries no usable delay. d is
-// never negative; a delay too large to represent is the largest
+// canonical key, e.g. "Retry-After" or "X-Ratelimit-Reset"), and ok ==
+// false when the response carries no usable delay. d is never negative; a delay too large to represent is the largest
 // time.Duration, so that the caller's cap (DefaultMaxRetryAfter) applies.
 // The caller applies the cap and decides whether the status is retried at
 // all: the delay is reported on any status that carries it (RFC 9110
@@ -65,9 +65,9 @@ const (
 // Precedence, first usable header wins; an unusable one (missing, malformed,
 // negative, fractional delay-seconds) falls through to the next:
 //
-//  1. retry-after-ms, then x-ms-retry-after-ms: milliseconds, the precise
-//     form of Retry-After that OpenAI and Azure send next to it (Azure
-//     rounds Retry-After up to whole seconds).
+//  1. retry-after-ms, then x-ms-retry-after-ms: milliseconds, the finer
+//     form of Retry-After that OpenAI, Azure OpenAI and Azure Cosmos DB
+//     send, often next to a Retry-After in whole seconds.
 //  2. Retry-After (RFC 9110 §10.2.3): delay-seconds, or an HTTP-date in any
 //     of the three formats of RFC 9110 §5.6.7. A date is measured by the
 //     rule of dateDelay, so the retry never leaves before the server's
@@ -251,11 +251,12 @@ func parseMillis(v string) (time.Duration, bool) {
 }
 
 // parseResetValue interprets X-RateLimit-Reset or RateLimit-Reset, whose
-// meaning differs between servers: GitHub sends an epoch instant in seconds,
-// the early IETF drafts and many others send seconds until the reset, and a
-// few send epoch milliseconds. The rule that tells them apart, by size (v is
-// a decimal number of seconds or milliseconds, fraction allowed as in
-// parseMillis, because Discord sends "1470173023.123"):
+// meaning differs between servers: GitHub (X-RateLimit-Reset) and GitLab
+// (RateLimit-Reset) send an epoch instant in seconds, the IETF drafts up to
+// -06 and many servers send seconds until the reset, and a few send epoch
+// milliseconds. The rule that tells them apart, by size (v is a decimal
+// number of seconds or milliseconds, fraction allowed as in parseMillis,
+// because Discord sends "1470173023.123"):
 //
 //   - v < 1e9: a delta in seconds. 1e9 s is almost 32 years, far beyond any
 //     real window, so no real delta is mistaken for an instant.
@@ -275,16 +276,15 @@ func parseResetValue(v string, now, serverDate time.Time) (time.Duration, bool) 
 	if !ok {
 		return 0, false
 	}
-	switch {
-	case n < epochSecondsFrom:
-		return parseDecimal(v, time.Second)
-	case n < epochMillisFrom:
-		d, ok := parseDecimal(v, time.Second)
-		return dateDelay(time.Unix(0, 0).Add(d), now, serverDate), ok
-	default:
-		d, ok := parseDecimal(v, time.Millisecond)
-		return dateDelay(time.Unix(0, 0).Add(d), now, serverDate), ok
+	unit := time.Second
+	if n >= epochMillisFrom {
+		unit = time.Millisecond
 	}
+	d, ok := parseDecimal(v, unit)
+	if !ok || n < epochSecondsFrom {
+		return d, ok
+	}
+	return dateDelay(time.Unix(0, 0).Add(d), now, serverDate), true
 }
 
 // quotaSpent reports whether a remaining-count header (X-RateLimit-Remaining,
@@ -324,8 +324,8 @@ type rateLimitPolicy struct {
 // t of all items, the first moment by which every announced window has
 // ended. ok is false when no item qualifies.
 func rateLimitDelay(items []rateLimitItem, throttled bool) (time.Duration, bool) {
-	var spent, any time.Duration
-	var spentOK, anyOK bool
+	var spent, all time.Duration
+	var spentOK, allOK bool
 	for _, it := range items {
 		if !it.hasReset {
 			continue
@@ -333,13 +333,13 @@ func rateLimitDelay(items []rateLimitItem, throttled bool) (time.Duration, bool)
 		if it.remaining == 0 {
 			spent, spentOK = max(spent, it.reset), true
 		}
-		any, anyOK = max(any, it.reset), true
+		all, allOK = max(all, it.reset), true
 	}
 	switch {
 	case spentOK:
 		return spent, true
-	case throttled && anyOK:
-		return any, true
+	case throttled && allOK:
+		return all, true
 	}
 	return 0, false
 }
