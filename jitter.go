@@ -153,12 +153,15 @@ func backoffFloor(initial time.Duration, throttled bool) time.Duration {
 // the previous wait this function returned for the request (0 before the
 // first retry); floor and cap bound the result as apply explains. ok is
 // false, and b must not be asked again, when b returns backoff.Stop: the
-// policy says stop retrying. Any other value b returns, zero, negative or
+// policy says stop retrying (a nil b says the same). Any other value b returns, zero, negative or
 // huge, is brought into [floor, cap], so a user-supplied policy can never
 // cause a zero, negative or unbounded wait. rnd(n) must return a uniform
 // integer in [0, n); nil means math/rand/v2's Int64N, which is safe for
 // concurrent use. b is not safe for concurrent use; the rest is pure.
 func retryWait(b backoff.BackOff, j Jitter, prev, floor, cap time.Duration, rnd func(n int64) int64) (wait time.Duration, ok bool) {
+	if b == nil {
+		return 0, false
+	}
 	d := b.NextBackOff()
 	if d == backoff.Stop {
 		return 0, false

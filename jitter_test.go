@@ -265,6 +265,9 @@ func TestRetryWaitPluggedPolicies(t *testing.T) {
 	if got, ok := retryWait(p, NoJitter, 0, floor, cap, nil); ok || got != 0 {
 		t.Errorf("retryWait after Stop = %v, %v; want 0, false", got, ok)
 	}
+	if _, ok := retryWait(nil, FullJitter, 0, floor, cap, nil); ok {
+		t.Error("retryWait(nil policy) ok = true, want false")
+	}
 	if _, ok := retryWait(&backoff.StopBackOff{}, FullJitter, 0, floor, cap, nil); ok {
 		t.Error("retryWait(StopBackOff) ok = true, want false")
 	}
