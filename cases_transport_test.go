@@ -7,6 +7,7 @@ package pace
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"golang.org/x/net/http2"
 
 	"github.com/pacehttp/pace/internal/testhttp"
@@ -157,6 +159,7 @@ func TestCaseC06BodyReplayed(t *testing.T) {
 		{"PUT", "PUT", "", 0, 2, 200},
 		{"POST with Idempotency-Key", "POST", "k-7", 0, 2, 200},
 		{"above the buffer limit", "PUT", "", 5, 1, 503},
+		{"buffering off", "PUT", "", -1, 1, 503},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -556,4 +559,97 @@ func TestCaseC20OneThrottlePausesTheHost(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestCaseC05InvalidRetryAfter: a Retry-After that is negative, decimal or
+// garbage is ignored and the fallback backoff (2 s, jitter off) applies; a
+// date in the past means retry now. No panic, no error: each run ends in 200
+// after 2 requests.
+func TestCaseC05InvalidRetryAfter(t *testing.T) {
+	tests := []struct {
+		name    string
+		value   func(now time.Time) string
+		wantGap time.Duration
+	}{
+		{"-1", func(time.Time) string { return "-1" }, 2 * time.Second},
+		{"1.5", func(time.Time) string { return "1.5" }, 2 * time.Second},
+		{"soon", func(time.Time) string { return "soon" }, 2 * time.Second},
+		{"past date", func(now time.Time) string { return now.Add(-time.Minute).UTC().Format(http.TimeFormat) }, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &testhttp.Server{Handle: func(n int, r testhttp.Received) (*http.Response, error) {
+					if n == 1 {
+						return testhttp.Response(http.StatusTooManyRequests, "Retry-After", tt.value(time.Now())), nil
+					}
+					return testhttp.Response(http.StatusOK), nil
+				}}
+				tr := &Transport{Base: srv, NewBackOff: constBackOff(2 * time.Second), Jitter: NoJitter}
+				if code := roundTrip(t, tr, "GET", "http://api.test/"); code != http.StatusOK {
+					t.Fatalf("status %d, want 200", code)
+				}
+				if g := gaps(srv.Requests()); len(g) != 1 || g[0] != tt.wantGap {
+					t.Errorf("gaps %v, want one of %v", g, tt.wantGap)
+				}
+			})
+		})
+	}
+}
+
+// TestCaseC08CancelDuringBackoff: the server always answers 503, the
+// backoff is 5 s, and the caller cancels 200 ms after the first response.
+// The call returns context.Canceled at the cancel, after 1 request, and
+// leaves no goroutine behind (the bubble would not end otherwise).
+func TestCaseC08CancelDuringBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusServiceUnavailable)}}
+		tr := &Transport{Base: srv, MaxAttempts: 4, NewBackOff: constBackOff(5 * time.Second), Jitter: NoJitter}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		time.AfterFunc(200*time.Millisecond, cancel)
+		start := time.Now()
+		resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", "http://api.test/", ""))
+		if resp != nil || !errors.Is(err, context.Canceled) {
+			t.Fatalf("RoundTrip = %v, %v; want context.Canceled", resp, err)
+		}
+		if el := time.Since(start); el != 200*time.Millisecond || srv.Count() != 1 {
+			t.Errorf("returned after %v and %d requests, want at the cancel (200ms) after 1", el, srv.Count())
+		}
+	})
+}
+
+// TestCaseC10BackoffAfterManyAttempts: the schedule itself (base 100 ms, ×2,
+// cap 1 s, attempts up to 2^31−1) is case C10's TestBackoffC10 in
+// jitter_test.go. Here the Transport runs 200 attempts on it: every wait is
+// within [100 ms, 1 s], exactly 1 s from the 5th on, never 0 or negative.
+func TestCaseC10BackoffAfterManyAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusBadGateway)}}
+		tr := &Transport{
+			Base: srv, MaxAttempts: 200, Jitter: NoJitter, Budget: RetryBudget{Disabled: true},
+			NewBackOff: func() backoff.BackOff {
+				return backoff.NewExponentialBackOff(backoff.WithInitialInterval(100*time.Millisecond),
+					backoff.WithMultiplier(2), backoff.WithMaxInterval(time.Second),
+					backoff.WithRandomizationFactor(0), backoff.WithMaxElapsedTime(0))
+			},
+		}
+		if code := roundTrip(t, tr, "GET", "http://api.test/"); code != http.StatusBadGateway {
+			t.Fatalf("status %d, want the last 502", code)
+		}
+		g := gaps(srv.Requests())
+		if len(g) != 199 {
+			t.Fatalf("%d waits, want 199", len(g))
+		}
+		want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
+		for i, d := range g {
+			w := time.Second
+			if i < len(want) {
+				w = want[i]
+			}
+			if d != w {
+				t.Fatalf("wait %d = %v, want %v", i+1, d, w)
+			}
+		}
+	})
 }

@@ -1,12 +1,12 @@
 package pace
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -92,17 +92,32 @@ type Transport struct {
 	// Zero means DefaultMaxRetryAfter (five minutes).
 	MaxRetryAfter time.Duration
 
+	// RetryPolicy says which statuses and transport errors are retried and
+	// which requests are safe to send again (methods, Idempotency-Key); its
+	// zero value is the default. Its fields are set on the Transport.
+	RetryPolicy
+
 	// NewBackOff returns the backoff schedule for one request, used when the
 	// server gives no delay; schedules are stateful, so each request gets
-	// its own. If nil, the schedule starts at 100ms (1s after a 429) and
-	// doubles up to 20s. Jitter is applied to its delays; backoff.Stop ends
-	// the retries.
+	// its own. If nil, the schedule starts at DefaultBackoffInitial (100ms),
+	// or DefaultThrottleBackoffInitial (1s) after a 429 or 503, and doubles
+	// up to DefaultBackoffMax (20s). A schedule from NewBackOff is reset
+	// before use, its waits are jittered and kept within (0,
+	// MaxRetryAfter], and backoff.Stop (or a nil schedule) ends the
+	// retries.
 	NewBackOff func() backoff.BackOff
 
-	// MaxBufferedBody is the largest request body, in bytes, that is kept in
-	// memory so that it can be sent again, when the request has no GetBody.
-	// A longer body is sent once and never retried. Zero means
-	// DefaultMaxBufferedBody (1 MiB).
+	// Jitter randomizes backoff waits: FullJitter (the zero value),
+	// EqualJitter, DecorrelatedJitter or NoJitter. It never makes a wait
+	// longer than the cap or zero. Server-given delays are never jittered.
+	Jitter Jitter
+
+	// MaxBufferedBody is the largest request body, in bytes, that is read
+	// into memory so that it can be sent again, when the request has no
+	// GetBody (which net/http then also uses to replay it, for example after
+	// an HTTP/2 GOAWAY). A longer body is sent once, complete, and never
+	// retried. Zero means DefaultMaxBufferedBody (1 MiB); a negative value
+	// means never buffer: such bodies are always sent once.
 	MaxBufferedBody int64
 
 	// Budget limits retries per key to a share of recent traffic: see
@@ -140,7 +155,9 @@ type state struct {
 	maxWait       time.Duration
 	maxAttempts   int
 	maxRetryAfter time.Duration
+	policy        *RetryPolicy
 	newBackOff    func() backoff.BackOff
+	jitter        Jitter
 	maxBody       int64
 	budget        *budget
 	obs           *observer
@@ -164,7 +181,6 @@ func (t *Transport) compile(build bool) (*state, error) {
 		{"MaxWait", int64(t.MaxWait)},
 		{"MaxAttempts", int64(t.MaxAttempts)},
 		{"MaxRetryAfter", int64(t.MaxRetryAfter)},
-		{"MaxBufferedBody", t.MaxBufferedBody},
 	} {
 		if c.v < 0 {
 			return nil, configErr(c.field, c.v, "must not be negative")
@@ -176,9 +192,17 @@ func (t *Transport) compile(build bool) (*state, error) {
 	if err := t.Budget.validate(); err != nil {
 		return nil, err
 	}
+	if err := t.RetryPolicy.validate(); err != nil {
+		return nil, err
+	}
+	if err := t.Jitter.validate("Jitter"); err != nil {
+		return nil, err
+	}
 	if !build {
 		return nil, validateHosts(t.Limits)
 	}
+	policy := t.RetryPolicy
+	policy.Statuses = slices.Clone(policy.Statuses)
 	s := &state{
 		base:          t.Base,
 		key:           t.Key,
@@ -186,7 +210,9 @@ func (t *Transport) compile(build bool) (*state, error) {
 		maxWait:       orDefault(t.MaxWait, DefaultMaxWait),
 		maxAttempts:   orDefault(t.MaxAttempts, DefaultMaxAttempts),
 		maxRetryAfter: orDefault(t.MaxRetryAfter, DefaultMaxRetryAfter),
+		policy:        &policy,
 		newBackOff:    t.NewBackOff,
+		jitter:        t.Jitter,
 		maxBody:       orDefault(t.MaxBufferedBody, DefaultMaxBufferedBody),
 		budget:        newBudget(t.Budget),
 		obs:           newObserver(t.OnEvent, t.Logger, t.SecretHeaders),
@@ -258,7 +284,7 @@ func (e *AttemptsError) Unwrap() error { return e.Err }
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	s, err := t.init()
 	if err != nil {
-		closeBody(req)
+		closeRequestBody(req)
 		return nil, err
 	}
 	return s.roundTrip(req)
@@ -272,27 +298,28 @@ type call struct {
 	key string
 	lim Limiter // nil: not paced
 
-	send      *http.Request // what attempts send: req, or a shallow copy
-	body      []byte        // buffered body replayed by send.GetBody, or nil
-	canRetry  bool          // method and body allow sending again
-	noRetryOf Reason        // why not, when !canRetry
-	bo        backoff.BackOff
+	send     *http.Request // what the first attempt sends: req, or a copy
+	canRetry bool          // the body can be sent again
+
+	bo       backoff.BackOff // the request's schedule, made at its first backoff
+	floor    time.Duration   // shortest backoff wait
+	cap      time.Duration   // longest backoff wait
+	prevWait time.Duration   // the last backoff wait, for decorrelated jitter
 }
 
 func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
-	c := call{s: s, req: req, ctx: req.Context(), send: req, canRetry: true}
+	c := call{s: s, req: req, ctx: req.Context()}
 	c.key = c.keyOf()
 	if s.limiter != nil {
 		c.lim = s.limiter
 	} else if s.hosts != nil {
 		c.lim = s.hosts.forHost(requestHost(req))
 	}
-	if err := c.prepareBody(); err != nil {
+	send, replayable, err := prepareBody(req, s.maxBody) // closes req.Body on error
+	if err != nil {
 		return nil, err
 	}
-	if c.canRetry && !pendingIdempotent(req) {
-		c.canRetry, c.noRetryOf = false, ReasonNotIdempotent
-	}
+	c.send, c.canRetry = s.policy.withIdempotencyKey(send), replayable
 
 	lastStatus := 0
 	for attempt := 1; ; attempt++ {
@@ -305,52 +332,29 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 		resp, err := s.base.RoundTrip(out)
 		if resp != nil && err != nil { // a broken Base; keep the contract
-			resp.Body.Close()
+			drainAndClose(resp.Body, 0)
 			resp = nil
 		}
 		if resp == nil && err == nil {
 			err = fmt.Errorf("pace: %T returned no response and no error", s.base)
 		}
-
-		if err == nil && !pendingRetryableStatus(resp.StatusCode) {
-			if s.budget != nil {
-				s.budget.success(c.key)
+		retry, why := s.policy.check(out, resp, err, attempt)
+		wait, again, werr := c.afterAttempt(attempt, resp, err, retry, why)
+		if werr != nil { // the wait would outlast the context's deadline
+			drainAndClose(bodyOf(resp), 0)
+			return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Err: werr}
+		}
+		if !again {
+			if err != nil {
+				return nil, &AttemptsError{Attempts: attempt, Err: err}
 			}
 			if out != req {
 				resp.Request = req
 			}
 			return resp, nil
 		}
-		if err != nil && !pendingRetryableError(err) {
-			return nil, &AttemptsError{Attempts: attempt, Err: err}
-		}
-
-		// A retryable failure.
-		wait, reason, stop := c.afterFailure(attempt, resp, err)
-		if stop != "" {
-			if resp != nil {
-				if out != req {
-					resp.Request = req
-				}
-				return resp, nil
-			}
-			return nil, &AttemptsError{Attempts: attempt, Err: err}
-		}
-		if dl, ok := c.ctx.Deadline(); ok && time.Until(dl) < wait {
-			werr := &WaitError{Key: c.key, Delay: wait, Err: errDeadline}
-			c.emit(Event{Kind: EventGiveUp, Reason: ReasonDeadline, Attempt: attempt, Delay: wait, StatusCode: statusOf(resp), Err: werr})
-			if resp != nil {
-				pendingDrainAndClose(resp.Body)
-			}
-			return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Err: werr}
-		}
-		if c.s.obs != nil {
-			c.emit(Event{Kind: EventRetry, Reason: reason, Attempt: attempt, Delay: wait, StatusCode: statusOf(resp), Err: err})
-		}
 		lastStatus = statusOf(resp)
-		if resp != nil {
-			pendingDrainAndClose(resp.Body)
-		}
+		drainAndClose(bodyOf(resp), 0)
 		if err := sleepCtx(c.ctx, c.key, wait); err != nil {
 			return nil, &AttemptsError{Attempts: attempt, StatusCode: lastStatus, Err: err}
 		}
@@ -367,66 +371,20 @@ func (c *call) keyOf() string {
 	return requestHost(c.req)
 }
 
-// prepareBody makes the request's body replayable: a body with GetBody is
-// rewound through it; a body without one is read into memory, up to
-// maxBody, and the attempts send a shallow copy of the request whose
-// GetBody replays it (so that net/http can replay it too, for example after
-// an HTTP/2 GOAWAY: golang/go#25009). A longer body is sent once, not
-// retried. The caller's body is closed once read.
-func (c *call) prepareBody() error {
-	r := c.req
-	if r.Body == nil || r.Body == http.NoBody || r.GetBody != nil {
-		return nil
-	}
-	buf, rest, ok, err := pendingBufferBody(r.Body, c.s.maxBody)
-	if err != nil {
-		return fmt.Errorf("pace: reading request body: %w", err)
-	}
-	cp := *r
-	c.send = &cp
-	if !ok {
-		cp.Body = rest
-		c.canRetry, c.noRetryOf = false, ReasonNotReplayable
-		return nil
-	}
-	c.body = buf
-	if len(buf) == 0 {
-		cp.Body, cp.ContentLength = http.NoBody, 0
-		cp.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
-		return nil
-	}
-	cp.Body = io.NopCloser(bytes.NewReader(buf))
-	cp.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
-	if cp.ContentLength <= 0 {
-		cp.ContentLength = int64(len(buf))
-	}
-	return nil
-}
-
 // beforeAttempt waits for the key's cooldown and limiter and returns the
-// request to send for this attempt, with a fresh body for a retry. On an
-// error the request body (the caller's, for the first attempt) is closed.
+// request to send for this attempt, with a fresh body for a retry. If the
+// first attempt cannot go, the request body is closed.
 func (c *call) beforeAttempt(attempt int) (*http.Request, error) {
 	if err := c.pace(attempt); err != nil {
 		if attempt == 1 {
-			closeBody(c.send)
+			closeRequestBody(c.send)
 		}
 		return nil, err
 	}
 	if attempt == 1 {
 		return c.send, nil
 	}
-	out := c.send
-	if out.Body != nil && out.Body != http.NoBody {
-		b, err := out.GetBody()
-		if err != nil {
-			return nil, fmt.Errorf("pace: rewinding request body: %w", err)
-		}
-		cp := *out
-		cp.Body = b
-		out = &cp
-	}
-	return out, nil
+	return rewindBody(c.ctx, c.send)
 }
 
 // pace waits until the key is neither paused nor held by its limiter, for
@@ -475,46 +433,63 @@ var monoBase = time.Now()
 // of the cost of time.Now, for measuring waits.
 func monoNow() time.Duration { return time.Since(monoBase) }
 
-// afterFailure handles a retryable failure of attempt: it learns from the
-// response's headers (pausing the key on a throttle), charges the retry
-// budget and decides the wait before the next attempt. stop is non-empty
-// when the request is not to be retried; the event has then been emitted.
-func (c *call) afterFailure(attempt int, resp *http.Response, err error) (wait time.Duration, reason, stop Reason) {
-	now := time.Now()
+// afterAttempt settles attempt, which ended with resp or err, after the
+// retry policy said retry (and why): it learns from the response's headers
+// (a throttle pauses the whole key), charges or refunds the key's retry
+// budget, and, when the request is to be sent again, decides the wait. again
+// is false when the outcome is final; the give-up event has then been
+// emitted if a retryable failure is not retried. deadline is non-nil when
+// the wait would outlast the context's deadline.
+func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry bool, why string) (wait time.Duration, again bool, deadline error) {
 	status := statusOf(resp)
-	serverWait, fromServer := time.Duration(0), false
-	if resp != nil {
-		serverWait, fromServer = pendingServerDelay(resp, now)
+	// failed: an outcome that costs budget, a retryable failure whether
+	// or not this request may repeat it.
+	failed := retry || (resp != nil && c.s.policy.retryStatus(status)) ||
+		(err != nil && errClassOf(c.ctx, err) != errFinal)
+	if !retry && status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
+		if c.s.budget != nil { // the success path: one atomic load when nothing failed lately
+			if failed {
+				c.s.budget.failure(c.key)
+			} else {
+				c.s.budget.success(c.key)
+			}
+		}
+		if failed && c.s.obs != nil {
+			c.giveUp(attempt, policyReason(why), 0, status, err)
+		}
+		return 0, false, nil
 	}
-	throttle := status == http.StatusTooManyRequests || (status == http.StatusServiceUnavailable && fromServer)
 
-	// The wait before the next attempt, and the key's pause.
+	now := time.Now()
+	var serverWait time.Duration
+	fromServer := false
+	if resp != nil {
+		serverWait, _, fromServer = serverDelay(resp, now)
+	}
+	throttled := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+	reason, stop := ReasonBackoff, Reason("")
 	switch {
 	case fromServer:
 		wait, reason = serverWait, ReasonServerDelay
-	default:
-		if c.bo == nil {
-			c.bo = c.newBackOff(status == http.StatusTooManyRequests)
-		}
-		next := c.bo.NextBackOff()
-		if next == backoff.Stop {
+	case retry:
+		w, ok := c.nextBackoff(throttled && !fromServer)
+		if !ok {
 			stop = ReasonBackoffStop
-			if throttle {
-				next = minThrottlePause
-			}
 		}
-		wait, reason = pendingJitter(next), ReasonBackoff
+		wait = w
 	}
-	if throttle {
+	if status == http.StatusTooManyRequests || (status == http.StatusServiceUnavailable && fromServer) {
 		// The whole key pauses: for the server's delay, or, for a 429
 		// without one, for the throttle schedule's wait escalated by the
-		// key's consecutive throttles (1s, 2s, 4s … jittered, never under
-		// 1s), so that the key sends one probe per pause (case C20).
-		pause, strikes := wait, 0
+		// key's consecutive throttles (1s, 2s, 4s … up to 20s, jittered,
+		// never under 1s), so that the key sends one probe per pause (case
+		// C20). The request's own retry waits the same pause.
+		pause, strikes := serverWait, 0
 		if !fromServer {
 			strikes = c.s.cool.strikes(c.key, now) + 1
-			keyWait := pendingJitterThrottle(pendingBackoffDelay(strikes, DefaultThrottleBackoffInitial, DefaultBackoffMax))
-			pause = max(pause, keyWait, minThrottlePause)
+			keyWait := c.s.jitter.apply(backoffDelay(strikes, DefaultThrottleBackoffInitial, DefaultBackoffMax),
+				0, DefaultThrottleBackoffInitial, DefaultBackoffMax, nil)
+			pause = max(wait, keyWait, minThrottlePause)
 			wait = pause
 		}
 		until := now.Add(pause) // a saturated pause lands centuries ahead, never in the past
@@ -525,39 +500,101 @@ func (c *call) afterFailure(attempt int, resp *http.Response, err error) (wait t
 
 	budgetOK := true
 	if c.s.budget != nil {
-		budgetOK = c.s.budget.failure(c.key)
-	}
-	giveUp := func(r Reason, d time.Duration) (time.Duration, Reason, Reason) {
-		if c.s.obs != nil {
-			c.emit(Event{Kind: EventGiveUp, Reason: r, Attempt: attempt, Delay: d, StatusCode: status, Err: err})
+		if failed {
+			budgetOK = c.s.budget.failure(c.key)
+		} else {
+			c.s.budget.success(c.key)
 		}
-		return 0, "", r
 	}
+	var give Reason
+	var refused time.Duration
 	switch {
+	case !retry:
+		if failed {
+			give = policyReason(why)
+		}
 	case fromServer && serverWait > c.s.maxRetryAfter:
-		return giveUp(ReasonDelayTooLong, serverWait)
+		give, refused = ReasonDelayTooLong, serverWait
 	case !c.canRetry:
-		return giveUp(c.noRetryOf, 0)
+		give = ReasonNotReplayable
 	case attempt >= c.s.maxAttempts:
-		return giveUp(ReasonAttempts, 0)
+		give = ReasonAttempts
 	case stop != "":
-		return giveUp(stop, 0)
+		give = stop
 	case !budgetOK && !(fromServer && serverWait > 0):
-		return giveUp(ReasonBudget, 0)
+		give = ReasonBudget
 	}
-	return wait, reason, ""
+	if give != "" || !retry {
+		if give != "" && c.s.obs != nil {
+			c.giveUp(attempt, give, refused, status, err)
+		}
+		return 0, false, nil
+	}
+	if dl, ok := c.ctx.Deadline(); ok && time.Until(dl) < wait {
+		werr := &WaitError{Key: c.key, Delay: wait, Err: errDeadline}
+		if c.s.obs != nil {
+			c.giveUp(attempt, ReasonDeadline, wait, status, werr)
+		}
+		return 0, false, werr
+	}
+	if c.s.obs != nil {
+		c.emit(Event{Kind: EventRetry, Reason: reason, Attempt: attempt, Delay: wait, StatusCode: status, Err: err})
+	}
+	return wait, true, nil
 }
 
-// newBackOff returns the request's backoff schedule; throttle selects the
-// default schedule for a 429.
-func (c *call) newBackOff(throttle bool) backoff.BackOff {
-	if c.s.newBackOff != nil {
-		if b := c.s.newBackOff(); b != nil {
-			b.Reset()
-			return b
+// nextBackoff returns the wait before the next attempt from the request's
+// backoff schedule, jittered; ok is false when the schedule says stop.
+// throttled selects the default schedule for a throttle (a 429 or 503
+// without a delay: 1s first) over the one for other failures (100ms first).
+// A schedule from Transport.NewBackOff is used as given, with waits from
+// 1ns up to MaxRetryAfter.
+func (c *call) nextBackoff(throttled bool) (time.Duration, bool) {
+	if c.bo == nil {
+		if c.s.newBackOff != nil {
+			c.bo, c.floor, c.cap = c.s.newBackOff(), 1, c.s.maxRetryAfter
+			if c.bo != nil {
+				c.bo.Reset()
+			}
+		} else {
+			initial := DefaultBackoffInitial
+			if throttled {
+				initial = DefaultThrottleBackoffInitial
+			}
+			c.bo = newBackOff(initial, DefaultBackoffMax)
+			c.floor, c.cap = backoffFloor(initial, throttled), DefaultBackoffMax
 		}
 	}
-	return pendingNewBackOff(throttle)
+	w, ok := retryWait(c.bo, c.s.jitter, c.prevWait, c.floor, c.cap, nil)
+	if ok {
+		c.prevWait = w
+	}
+	return w, ok
+}
+
+// giveUp emits an EventGiveUp.
+func (c *call) giveUp(attempt int, r Reason, d time.Duration, status int, err error) {
+	c.emit(Event{Kind: EventGiveUp, Reason: r, Attempt: attempt, Delay: d, StatusCode: status, Err: err})
+}
+
+// policyReason maps a RetryPolicy reason for not retrying a retryable
+// failure to an event Reason.
+func policyReason(why string) Reason {
+	switch why {
+	case reasonUnsafeMethod, reasonMayBeProcessed:
+		return ReasonNotIdempotent
+	case reasonServerSaysNo:
+		return ReasonServerHint
+	case reasonDecideHook:
+		return ReasonDecided
+	}
+	return Reason(why)
+}
+
+// errClassOf classifies a transport error of a request with context ctx.
+func errClassOf(ctx context.Context, err error) errClass {
+	class, _ := classifyError(ctx, err)
+	return class
 }
 
 // emit completes ev with the call's key and request and delivers it.
@@ -576,10 +613,10 @@ func statusOf(resp *http.Response) int {
 	return resp.StatusCode
 }
 
-// closeBody closes req's body, if any, as the RoundTripper contract asks on
-// every path.
-func closeBody(req *http.Request) {
-	if req.Body != nil {
-		req.Body.Close()
+// bodyOf returns resp's body, or nil.
+func bodyOf(resp *http.Response) io.ReadCloser {
+	if resp == nil {
+		return nil
 	}
+	return resp.Body
 }

@@ -7,9 +7,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -130,7 +132,7 @@ func TestTransportStatusRetries(t *testing.T) {
 }
 
 func TestTransportErrorAttempts(t *testing.T) {
-	reset := &netErr{"connection reset by peer"}
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 	tests := []struct {
 		name      string
 		err       error
@@ -162,13 +164,6 @@ func TestTransportErrorAttempts(t *testing.T) {
 		})
 	}
 }
-
-// netErr is a net.Error that is not a timeout.
-type netErr struct{ s string }
-
-func (e *netErr) Error() string   { return e.s }
-func (e *netErr) Timeout() bool   { return false }
-func (e *netErr) Temporary() bool { return false }
 
 func TestTransportNeverResponseAndError(t *testing.T) {
 	body := testhttp.NewBody("x")
@@ -268,7 +263,8 @@ func TestTransportValidate(t *testing.T) {
 		{"negative MaxWait", &Transport{MaxWait: -1}, "MaxWait"},
 		{"negative MaxAttempts", &Transport{MaxAttempts: -2}, "MaxAttempts"},
 		{"negative MaxRetryAfter", &Transport{MaxRetryAfter: -time.Second}, "MaxRetryAfter"},
-		{"negative MaxBufferedBody", &Transport{MaxBufferedBody: -1}, "MaxBufferedBody"},
+		{"bad status", &Transport{RetryPolicy: RetryPolicy{Statuses: []int{99}}}, "Statuses"},
+		{"bad jitter", &Transport{Jitter: Jitter(9)}, "Jitter"},
 		{"Limits and Limiter", &Transport{Limiter: nop, Limits: Hosts{"*": {}}}, "Limiter"},
 		{"bad limit", &Transport{Limits: Hosts{"api.test": {err: configErr("Rate.N", 0, "must be positive")}}}, `Limits["api.test"].Rate.N`},
 		{"empty host", &Transport{Limits: Hosts{"": {}}}, `Limits[""]`},
@@ -383,12 +379,13 @@ func TestTransportDeadlineFailsAtOnce(t *testing.T) {
 		status int
 	}{
 		{"retry-after", []testhttp.Step{testhttp.Status(429, "Retry-After", "30")}, time.Second, 30 * time.Second, 429},
+		{"backoff", []testhttp.Step{testhttp.Status(502)}, 20 * time.Second, 20 * time.Second, 502},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := &testhttp.Server{Steps: tt.steps}
-				tr := &Transport{Base: srv, NewBackOff: constBackOff(tt.bo)}
+				tr := &Transport{Base: srv, NewBackOff: constBackOff(tt.bo), Jitter: NoJitter}
 				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 				defer cancel()
 				start := time.Now()
@@ -401,11 +398,8 @@ func TestTransportDeadlineFailsAtOnce(t *testing.T) {
 				if !errors.As(err, &we) || !errors.As(err, &ae) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrWaitExceedsDeadline) {
 					t.Fatalf("err = %v, want an *AttemptsError wrapping a deadline *WaitError", err)
 				}
-				if tt.name == "retry-after" && we.Delay != tt.wantD {
-					t.Errorf("Delay = %v, want the server's %v", we.Delay, tt.wantD)
-				}
-				if we.Delay <= 0 || we.Delay > tt.wantD || ae.StatusCode != tt.status || ae.Attempts != 1 {
-					t.Errorf("Delay %v, status %d, attempts %d; want (0, %v], %d, 1", we.Delay, ae.StatusCode, ae.Attempts, tt.wantD, tt.status)
+				if we.Delay != tt.wantD || ae.StatusCode != tt.status || ae.Attempts != 1 {
+					t.Errorf("Delay %v, status %d, attempts %d; want %v, %d, 1", we.Delay, ae.StatusCode, ae.Attempts, tt.wantD, tt.status)
 				}
 				if el := time.Since(start); el != 0 {
 					t.Errorf("returned after %v, want at once", el)
@@ -601,4 +595,66 @@ func BenchmarkTransportOverhead(b *testing.B) {
 	b.Run("pace", func(b *testing.B) {
 		run(b, &Transport{Base: base, Limiter: limiterFunc(func(context.Context, string, time.Duration) error { return nil })})
 	})
+}
+
+// TestTransportRetryPolicy runs the policy's switches through the
+// Transport: an added Idempotency-Key makes a POST retryable with the same
+// key on every attempt (the caller's request untouched), a server hint
+// stops retries, and Decide has the last word; each give-up is reported.
+func TestTransportRetryPolicy(t *testing.T) {
+	tests := []struct {
+		name       string
+		policy     RetryPolicy
+		method     string
+		steps      []testhttp.Step
+		wantSends  int
+		wantGiveUp Reason
+	}{
+		{"POST not retried", RetryPolicy{}, "POST", []testhttp.Step{testhttp.Status(503)}, 1, ReasonNotIdempotent},
+		{"POST with added key", RetryPolicy{AddIdempotencyKey: true}, "POST",
+			[]testhttp.Step{testhttp.Status(503), testhttp.Status(503), testhttp.Status(200)}, 3, ""},
+		{"POST opted in", RetryPolicy{RetryNonIdempotent: true}, "POST",
+			[]testhttp.Step{testhttp.Status(503), testhttp.Status(200)}, 2, ""},
+		{"server says no", RetryPolicy{}, "GET",
+			[]testhttp.Step{testhttp.Status(503, "Stripe-Should-Retry", "false")}, 1, ReasonServerHint},
+		{"Decide says no", RetryPolicy{Decide: func(*RetryCheck) bool { return false }}, "GET",
+			[]testhttp.Step{testhttp.Status(503)}, 1, ReasonDecided},
+		{"custom statuses", RetryPolicy{Statuses: []int{404}}, "GET",
+			[]testhttp.Step{testhttp.Status(404), testhttp.Status(503)}, 2, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &testhttp.Server{Steps: tt.steps}
+				var giveUp Reason
+				tr := &Transport{Base: srv, RetryPolicy: tt.policy, OnEvent: func(e Event) {
+					if e.Kind == EventGiveUp {
+						giveUp = e.Reason
+					}
+				}}
+				req := newRequest(t, t.Context(), tt.method, "http://api.test/pay", "amount=10")
+				before := testhttp.Snap(req)
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if d := before.Diff(req); d != "" {
+					t.Errorf("request modified: %s", d)
+				}
+				rs := srv.Requests()
+				if len(rs) != tt.wantSends || giveUp != tt.wantGiveUp {
+					t.Errorf("%d sends, give-up %q; want %d, %q", len(rs), giveUp, tt.wantSends, tt.wantGiveUp)
+				}
+				if tt.policy.AddIdempotencyKey {
+					k := rs[0].Header.Get("Idempotency-Key")
+					for i, r := range rs {
+						if got := r.Header.Get("Idempotency-Key"); k == "" || got != k {
+							t.Errorf("attempt %d key %q, want the first attempt's %q", i+1, got, k)
+						}
+					}
+				}
+			})
+		})
+	}
 }
