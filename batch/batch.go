@@ -143,6 +143,9 @@ func (r *runner[T]) loop() {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
+		if !r.stopped && r.ctx.Err() != nil { // no select has seen it yet
+			r.halt(context.Cause(r.ctx))
+		}
 		now := time.Now()
 		wake := r.dispatch(now)
 		if r.journal != nil {
