@@ -9,25 +9,26 @@ import (
 	"time"
 )
 
-// Run calls fn once for each item that succeeds, and again for each
-// throttled attempt, with at most opts.Concurrency calls in flight, and
-// returns a [Report] that accounts for every item in input order.
+// Run calls fn for each item, once per attempt, with at most
+// opts.Concurrency calls in flight, and returns a [Report] that accounts for
+// every item in input order.
 //
 // fn's error decides the item's fate: nil is success; an error matching
-// [ErrThrottled] pauses dispatch and retries the item (see the package
-// documentation); any other error fails the item, unless the context had
-// ended, which makes it Interrupted. fn is called with a context derived
-// from ctx; it should give up when that context ends.
+// [ErrThrottled] pauses dispatch and makes the item try again (see the
+// package documentation); any other error fails the item, unless the context
+// had ended, which makes it Interrupted. A failed item is not retried: retry
+// transient errors inside fn, or in the client's Transport. fn is called
+// with a context derived from ctx, and should give up when it ends.
 //
 // When ctx ends, Run starts nothing more, waits for the calls in flight to
 // return (they see the cancelled context), and returns what was done. It
-// never leaves a goroutine behind.
+// never leaves a goroutine behind. A panic in fn is not recovered.
 //
 // The error is nil when every item succeeded (restored ones included). When
-// some did not, it is an [*Error] alongside the full Report. Invalid options,
-// two items with the same ID, or a journal that cannot be opened or read
-// give a [*ConfigError] or [*JournalError] and a nil Report, before anything
-// runs.
+// some did not, it is an [*Error], returned with the full Report. Invalid
+// options, two items with the same ID, or a journal that cannot be opened or
+// read give a nil Report and a [*ConfigError] or [*JournalError], before
+// anything runs.
 func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, item T) error, opts Options) (*Report, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -140,8 +141,8 @@ func (r *runner[T]) prepare() error {
 // to do and nothing is in flight.
 func (r *runner[T]) loop() {
 	r.started = time.Now()
-	timer := time.NewTimer(0)
-	defer timer.Stop()
+	timer := time.NewTimer(time.Hour) // armed only while a wake is due
+	timer.Stop()
 	for {
 		if !r.stopped && r.ctx.Err() != nil { // no select has seen it yet
 			r.halt(context.Cause(r.ctx))

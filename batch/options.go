@@ -112,8 +112,8 @@ type Options struct {
 	// only if a restarted run is given the same items in the same order;
 	// when the list can change between runs (items added, removed or
 	// sorted differently), give an ID derived from the item, such as its
-	// database key. Keys must be unique within the batch. Result.ID holds
-	// the key whether or not a journal is used.
+	// database key. Keys must be unique within the batch (Run checks when
+	// a journal is used). Result.ID holds the key either way.
 	ID func(i int) string
 
 	// RedoFailed makes a resumed run start again the items the journal
