@@ -18,11 +18,12 @@
 // full concurrency resume. A throttled item is retried until it is done or
 // the run ends; it is never lost and never run again after it succeeded.
 //
-// After such a pause Run also keeps to the allowance the server showed: as
-// many starts, in any window as long as the time from the first of them to
-// the successful probe, as had succeeded before the throttle. This learned
-// limit grows by an eighth each time a whole window passes without a
-// throttle. It is what keeps a batch that meets a quota of N requests per
+// After such a pause Run also keeps to the allowance the server showed: no
+// more starts in any window than the server accepted (answered without a
+// throttle) between the previous resume and the throttle, where the window
+// is as long as the time from the first of those starts to the successful
+// probe. This learned limit grows by an eighth each time a whole window
+// passes, and the next pause replaces it; [Summary.Learned] shows it. It is what keeps a batch that meets a quota of N requests per
 // rolling window from throttling again on every window (case C25 in the
 // project's case list, from GSA/sam_api#51).
 //
