@@ -108,6 +108,9 @@ func TestCaseC25QuotaExhausted(t *testing.T) {
 				if srv.refused > 10 {
 					t.Errorf("server answered %d 429s, want <= 10", srv.refused)
 				}
+				if rep.Summary.Pauses != 1 {
+					t.Errorf("%d pauses, want 1: after it the learned allowance keeps the quota from running out again", rep.Summary.Pauses)
+				}
 				if got := rep.Summary.Throttled; got != srv.refused {
 					t.Errorf("Summary.Throttled = %d, want %d (the server's count)", got, srv.refused)
 				}
