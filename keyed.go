@@ -201,9 +201,9 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) err
 // whose Delay says how long after now the units may be used. It books
 // nothing and returns [ErrBadCount] for n <= 0, [ErrBurstExceeded] when n
 // can never be granted at once, [ErrQueueFull] when a pacer's queue is full,
-// and [ErrWaitTooLong] (with the Delay that would have been needed) when the
-// delay exceeds maxWait > 0 or cannot be represented; maxWait <= 0 sets no
-// bound. With the zero Limit only the pause applies and nothing is booked.
+// and [ErrWaitTooLong] when the delay exceeds maxWait > 0 or cannot be
+// represented; maxWait <= 0 sets no bound. On a refusal for maxWait or a
+// full queue, the Reservation's Delay says how long the wait would have been. With the zero Limit only the pause applies and nothing is booked.
 // Safe for concurrent use.
 func (k *Keyed) ReserveAt(now time.Time, key string, n int, maxWait time.Duration) (Reservation, error) {
 	r, _, err := k.reserve(sinceEpoch(k.epoch, now), key, n, maxWait, noDeadline, true)
@@ -383,6 +383,9 @@ func (k *Keyed) decide(c *cell, pause, now int64, n int, maxWait time.Duration, 
 		}
 		var err error
 		if t, err = k.alg.earliest(c, from, n); err != nil {
+			if t > now { // a pacer's refusal says how long the wait would have been
+				return Reservation{Delay: time.Duration(t - now)}, err
+			}
 			return Reservation{}, err
 		}
 		t = max(t, from)
