@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,26 +14,9 @@ import (
 	"unsafe"
 )
 
-// testGCRA is a minimal GCRA token bucket (one unit every interval, burst at
-// once) for testing Keyed on its own. c.a is the theoretical arrival time.
-type testGCRA struct {
-	interval int64
-	burst    int
-}
-
-func testLimit(interval time.Duration, burst int) Limit {
-	return Limit{alg: testGCRA{int64(interval), burst}}
-}
-
-func (g testGCRA) earliest(c *cell, now int64, n int) (int64, error) {
-	return max(now, max(c.a, now)+int64(n-g.burst)*g.interval), nil
-}
-func (g testGCRA) book(c *cell, now, t int64, n int)   { c.a = max(c.a, t) + int64(n)*g.interval }
-func (g testGCRA) unbook(c *cell, now, t int64, n int) { c.a -= int64(n) * g.interval }
-func (g testGCRA) idle(c *cell, now int64) bool        { return c.a <= now }
-func (g testGCRA) span() int64                         { return int64(g.burst) * g.interval }
-func (g testGCRA) maxN() int                           { return g.burst }
-func (g testGCRA) String() string                      { return "test gcra" }
+// every returns a token bucket of burst units that refills one unit every
+// interval.
+func every(interval time.Duration, burst int) Limit { return Bucket(Every(interval), burst) }
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -110,7 +94,6 @@ func wantElapsed(t *testing.T, start time.Time, want time.Duration, what string)
 }
 
 func TestNewKeyed(t *testing.T) {
-	bad := Limit{err: configErr("Rate.N", 0, "must be positive")}
 	tests := []struct {
 		name         string
 		l            Limit
@@ -119,13 +102,14 @@ func TestNewKeyed(t *testing.T) {
 		wantShards   int
 		wantPerShard int
 	}{
-		{"defaults", testLimit(time.Second, 1), 0, "", maxShards, DefaultMaxKeys / maxShards},
+		{"defaults", every(time.Second, 1), 0, "", maxShards, DefaultMaxKeys / maxShards},
 		{"zero limit", Limit{}, 0, "", maxShards, DefaultMaxKeys / maxShards},
-		{"one key", testLimit(time.Second, 1), 1, "", 1, 1},
-		{"small cap uses fewer shards", testLimit(time.Second, 1), 1000, "", 8, 125},
-		{"rounding up", testLimit(time.Second, 1), 1001, "", 8, 126},
-		{"negative MaxKeys", testLimit(time.Second, 1), -1, "MaxKeys", 0, 0},
-		{"invalid limit", bad, 0, "Rate.N", 0, 0},
+		{"one key", every(time.Second, 1), 1, "", 1, 1},
+		{"small cap uses fewer shards", every(time.Second, 1), 1000, "", 8, 125},
+		{"rounding up", every(time.Second, 1), 1001, "", 8, 126},
+		{"negative MaxKeys", every(time.Second, 1), -1, "MaxKeys", 0, 0},
+		{"invalid rate", Bucket(PerSecond(0), 1), 0, "Rate.N", 0, 0},
+		{"burst 0 (C22)", Bucket(PerSecond(2), 0), 0, "Burst", 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,7 +147,7 @@ func TestKeyedShardSize(t *testing.T) {
 }
 
 func TestKeyedPerKeyIndependence(t *testing.T) {
-	k := newTestKeyed(t, testLimit(time.Second, 3), KeyedOptions{})
+	k := newTestKeyed(t, every(time.Second, 3), KeyedOptions{})
 	wantLen(t, k, 0)
 	if got := drain(k, t0, "a", 10); got != 3 {
 		t.Errorf("a at 0s: %d granted, want 3", got)
@@ -204,7 +188,7 @@ func TestKeyedReserveAt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			k := newTestKeyed(t, testLimit(time.Second, 3), KeyedOptions{})
+			k := newTestKeyed(t, every(time.Second, 3), KeyedOptions{})
 			reserve(t, k, t0, "a", 2) // one unit left
 			r, err := k.ReserveAt(t0, "a", tt.n, tt.maxWait)
 			if !errors.Is(err, tt.wantErr) || r.Delay != tt.wantDelay {
@@ -218,7 +202,7 @@ func TestKeyedReserveAt(t *testing.T) {
 }
 
 func TestKeyedCancelAt(t *testing.T) {
-	k := newTestKeyed(t, testLimit(time.Second, 1), KeyedOptions{})
+	k := newTestKeyed(t, every(time.Second, 1), KeyedOptions{})
 	reserve(t, k, t0, "a", 1)
 	r := reserve(t, k, t0, "a", 1)
 	k.CancelAt(t0, "a", r)
@@ -232,7 +216,7 @@ func TestKeyedCancelAt(t *testing.T) {
 }
 
 func TestKeyedPause(t *testing.T) {
-	k := newTestKeyed(t, testLimit(time.Second, 2), KeyedOptions{})
+	k := newTestKeyed(t, every(time.Second, 2), KeyedOptions{})
 	wantPaused(t, k, "a", time.Time{})
 	k.PauseUntil("a", at(5*time.Second))
 	wantPaused(t, k, "a", at(5*time.Second))
@@ -293,7 +277,7 @@ func TestKeyedPauseNoLimit(t *testing.T) {
 func TestKeyedWait(t *testing.T) {
 	t.Run("paces and honours the pause", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			k := newTestKeyed(t, testLimit(time.Second, 1), KeyedOptions{})
+			k := newTestKeyed(t, every(time.Second, 1), KeyedOptions{})
 			start := time.Now()
 			for i, want := range []time.Duration{0, time.Second} {
 				if err := k.Wait(t.Context(), "a", 0); err != nil {
@@ -312,7 +296,7 @@ func TestKeyedWait(t *testing.T) {
 	})
 	t.Run("maxWait", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			k := newTestKeyed(t, testLimit(time.Second, 1), KeyedOptions{})
+			k := newTestKeyed(t, every(time.Second, 1), KeyedOptions{})
 			start := time.Now()
 			if err := k.Wait(t.Context(), "a", time.Second); err != nil {
 				t.Fatal(err)
@@ -333,7 +317,7 @@ func TestKeyedWait(t *testing.T) {
 	})
 	t.Run("deadline", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			k := newTestKeyed(t, testLimit(time.Second, 1), KeyedOptions{})
+			k := newTestKeyed(t, every(time.Second, 1), KeyedOptions{})
 			start := time.Now()
 			if err := k.Wait(t.Context(), "a", 0); err != nil {
 				t.Fatal(err)
@@ -356,7 +340,7 @@ func TestKeyedWait(t *testing.T) {
 	})
 	t.Run("cancelled context", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			k := newTestKeyed(t, testLimit(time.Second, 1), KeyedOptions{})
+			k := newTestKeyed(t, every(time.Second, 1), KeyedOptions{})
 			ctx, cancel := context.WithCancel(t.Context())
 			cancel()
 			wantWaitError(t, k.Wait(ctx, "a", 0), "a", 0, context.Canceled)
@@ -365,7 +349,7 @@ func TestKeyedWait(t *testing.T) {
 	})
 	t.Run("a cancelled wait gives its slot back", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			k := newTestKeyed(t, testLimit(time.Second, 1), KeyedOptions{})
+			k := newTestKeyed(t, every(time.Second, 1), KeyedOptions{})
 			start := time.Now()
 			if err := k.Wait(t.Context(), "a", 0); err != nil {
 				t.Fatal(err)
@@ -385,7 +369,7 @@ func TestKeyedWait(t *testing.T) {
 	})
 	t.Run("many waiters are spaced", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			k := newTestKeyed(t, testLimit(100*time.Millisecond, 1), KeyedOptions{})
+			k := newTestKeyed(t, every(100*time.Millisecond, 1), KeyedOptions{})
 			start := time.Now()
 			var mu sync.Mutex
 			released := make(map[time.Duration]int)
@@ -411,7 +395,7 @@ func TestKeyedWait(t *testing.T) {
 }
 
 func TestKeyedWaitAllocs(t *testing.T) {
-	k := newTestKeyed(t, testLimit(time.Nanosecond, 1<<30), KeyedOptions{})
+	k := newTestKeyed(t, every(time.Nanosecond, 1<<30), KeyedOptions{})
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(1000, func() {
 		if err := k.Wait(ctx, "a", 0); err != nil {
@@ -428,7 +412,7 @@ func TestKeyedWaitAllocs(t *testing.T) {
 func TestKeyedC23(t *testing.T) {
 	const keys = 100_000
 	const ttl = time.Second
-	lim := testLimit(100*time.Millisecond, 10) // span (idle TTL) 1s
+	lim := every(100*time.Millisecond, 10) // span (idle TTL) 1s
 	paused := "host-7.example"
 	pauseEnd := at(2*ttl + 3600*time.Second)
 
@@ -481,7 +465,7 @@ func heapInUse() uint64 {
 }
 
 func TestKeyedEvictOnAccess(t *testing.T) {
-	k := newTestKeyed(t, testLimit(100*time.Millisecond, 10), KeyedOptions{}) // span 1s
+	k := newTestKeyed(t, every(100*time.Millisecond, 10), KeyedOptions{}) // span 1s
 	for i := range 10_000 {
 		k.AllowAt(t0, "old-"+strconv.Itoa(i), 1)
 	}
@@ -506,7 +490,7 @@ func TestKeyedEvictOnAccess(t *testing.T) {
 // TestKeyedNeverEvictsBusy checks that an entry that is not idle is never
 // evicted, which would reset its limit (ELares/IronTraffic#217).
 func TestKeyedNeverEvictsBusy(t *testing.T) {
-	k := newTestKeyed(t, testLimit(time.Second, 10), KeyedOptions{})
+	k := newTestKeyed(t, every(time.Second, 10), KeyedOptions{})
 	drain(k, t0, "busy", 100)
 	k.AllowAt(t0, "light", 1)
 	for _, step := range []struct {
@@ -537,7 +521,7 @@ func TestKeyedNeverEvictsBusy(t *testing.T) {
 // TestKeyedClockBackAfterEviction checks that a now earlier than a sweep
 // cannot use the eviction to mint units.
 func TestKeyedClockBackAfterEviction(t *testing.T) {
-	k := newTestKeyed(t, testLimit(time.Second, 10), KeyedOptions{})
+	k := newTestKeyed(t, every(time.Second, 10), KeyedOptions{})
 	drain(k, at(100*time.Second), "a", 100)
 	if got := k.SweepAt(at(200 * time.Second)); got != 1 {
 		t.Fatalf("SweepAt(200s) = %d, want 1", got)
@@ -551,7 +535,7 @@ func TestKeyedClockBackAfterEviction(t *testing.T) {
 
 func TestKeyedMaxKeys(t *testing.T) {
 	const maxKeys, keys, burst = 1000, 100_000, 100
-	k := newTestKeyed(t, testLimit(10*time.Second, burst), KeyedOptions{MaxKeys: maxKeys})
+	k := newTestKeyed(t, every(10*time.Second, burst), KeyedOptions{MaxKeys: maxKeys})
 	admitted := 0
 	for i := range keys {
 		if k.AllowAt(t0, "k"+strconv.Itoa(i), 1) {
@@ -584,7 +568,7 @@ func TestKeyedMaxKeys(t *testing.T) {
 }
 
 func TestKeyedMaxKeysPause(t *testing.T) {
-	k := newTestKeyed(t, testLimit(time.Hour, 1), KeyedOptions{MaxKeys: 1})
+	k := newTestKeyed(t, every(time.Hour, 1), KeyedOptions{MaxKeys: 1})
 	if !k.AllowAt(t0, "a", 1) || !k.AllowAt(t0, "b", 1) {
 		t.Fatal("first use of a (tracked) or b (overflow) refused")
 	}
@@ -604,7 +588,7 @@ func TestKeyedContention(t *testing.T) {
 		keys       = 4
 		burst      = 50
 	)
-	k := newTestKeyed(t, testLimit(time.Hour, burst), KeyedOptions{})
+	k := newTestKeyed(t, every(time.Hour, burst), KeyedOptions{})
 	var admitted [keys + 1]atomic.Int64 // the last is the key all goroutines share
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -632,12 +616,123 @@ func TestKeyedContention(t *testing.T) {
 	wantLen(t, k, keys+1)
 }
 
+// maxInWindow returns the most releases any half-open window [t, t+w)
+// holds.
+func maxInWindow(releases []time.Duration, w time.Duration) int {
+	r := slices.Clone(releases)
+	slices.Sort(r)
+	most, lo := 0, 0
+	for hi := range r {
+		for r[hi]-r[lo] >= w {
+			lo++
+		}
+		most = max(most, hi-lo+1)
+	}
+	return most
+}
+
+// releases runs callers goroutines that each call k.Wait for key once, and
+// then again for as long as less than stop has passed since start, and
+// returns the instants (since start) at which the waits returned. It must
+// run inside a synctest bubble.
+func releases(t *testing.T, k *Keyed, key string, callers int, start time.Time, stop time.Duration) []time.Duration {
+	var mu sync.Mutex
+	var got []time.Duration
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for first := true; first || time.Since(start) < stop; first = false {
+				if err := k.Wait(t.Context(), key, 0); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				got = append(got, time.Since(start))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return got
+}
+
+// TestKeyedC19ManyWaiters is case C19 (a): 60 callers waiting at once for a key
+// limited to 5/s are released no more than 5 in any second.
+func TestKeyedC19ManyWaiters(t *testing.T) {
+	tests := []struct {
+		name     string
+		l        Limit
+		wantMax  int           // most releases in any [t, t+1s)
+		wantDone time.Duration // when the last of the 60 is released
+	}{
+		{"leaky pacer", Leaky(PerSecond(5), 60), 5, 11800 * time.Millisecond},
+		{"token bucket burst 1", Bucket(PerSecond(5), 1), 5, 11800 * time.Millisecond},
+		// The failure C19 warns of: a bucket whose burst equals its rate
+		// admits burst + rate·1s - 1 = 9 in the first second.
+		{"token bucket burst 5 (too loose)", Bucket(PerSecond(5), 5), 9, 11 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				k := newTestKeyed(t, tt.l, KeyedOptions{})
+				start := time.Now()
+				got := releases(t, k, "api.example.com", 60, start, 0) // one Wait each
+				if len(got) != 60 {
+					t.Fatalf("%d releases, want 60", len(got))
+				}
+				if most := maxInWindow(got, time.Second); most != tt.wantMax {
+					t.Errorf("most releases in a [t, t+1s) window = %d, want %d", most, tt.wantMax)
+				}
+				if done := slices.Max(got); done != tt.wantDone {
+					t.Errorf("last release at %v, want %v", done, tt.wantDone)
+				}
+			})
+		})
+	}
+}
+
+// TestKeyedC19RollingMinute is case C19 (b): a server enforces 15 in any
+// rolling 60 s; greedy callers start after 5 idle minutes and run for 5
+// minutes. In a half-open window of length T a token bucket admits up to
+// burst + rate·T − 1 (T a multiple of its interval), so at 15/min it meets
+// the contract only with burst 1: the burst must be derived from the
+// server's window, not set to the rate.
+func TestKeyedC19RollingMinute(t *testing.T) {
+	tests := []struct {
+		name    string
+		l       Limit
+		wantMax int // most releases in any [t, t+60s)
+	}{
+		{"leaky pacer", Leaky(PerMinute(15), 15), 15},
+		{"token bucket burst 1", Bucket(PerMinute(15), 1), 15},
+		// Burst 15 at 15/min (capacity equal to the rate, as in
+		// AlaskanTuna/Rokabot#149) admits 15 + 14 = 29 in a rolling minute.
+		{"token bucket burst 15 (too loose)", Bucket(PerMinute(15), 15), 29},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				k := newTestKeyed(t, tt.l, KeyedOptions{})
+				time.Sleep(5 * time.Minute)
+				start := time.Now()
+				got := releases(t, k, "api.example.com", 3, start, 5*time.Minute)
+				if len(got) < 75 {
+					t.Errorf("%d releases in 5 minutes, want at least 75 (15/min)", len(got))
+				}
+				if most := maxInWindow(got, time.Minute); most != tt.wantMax {
+					t.Errorf("most releases in a [t, t+60s) window = %d, want %d", most, tt.wantMax)
+				}
+			})
+		})
+	}
+}
+
 func TestKeyedString(t *testing.T) {
 	for _, tt := range []struct {
 		l    Limit
 		want string
 	}{
-		{testLimit(time.Second, 1), "keyed test gcra"},
+		{every(time.Second, 1), "keyed token bucket 1/1s burst 1"},
 		{Limit{}, "keyed no limit"},
 	} {
 		if got := newTestKeyed(t, tt.l, KeyedOptions{}).String(); got != tt.want {
@@ -647,7 +742,7 @@ func TestKeyedString(t *testing.T) {
 }
 
 func BenchmarkKeyedWait1Key(b *testing.B) {
-	k := newTestKeyed(b, testLimit(time.Nanosecond, 1<<30), KeyedOptions{})
+	k := newTestKeyed(b, every(time.Nanosecond, 1<<30), KeyedOptions{})
 	ctx := context.Background()
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
@@ -683,7 +778,7 @@ func BenchmarkKeyedAllowAt1MKeys(b *testing.B) {
 	keys := million()
 	// A bucket that never empties during the run and, once used, is not
 	// idle again, so every key stays tracked.
-	k := newTestKeyed(b, testLimit(time.Second, 1<<30), KeyedOptions{})
+	k := newTestKeyed(b, every(time.Second, 1<<30), KeyedOptions{})
 	for _, key := range keys {
 		k.AllowAt(t0, key, 1)
 	}
@@ -723,7 +818,7 @@ func BenchmarkKeyedMemory1MKeys(b *testing.B) {
 	var perKey float64
 	for b.Loop() {
 		before := heapInUse()
-		k := newTestKeyed(b, testLimit(time.Second, 10), KeyedOptions{})
+		k := newTestKeyed(b, every(time.Second, 10), KeyedOptions{})
 		for _, key := range keys {
 			k.AllowAt(t0, key, 1)
 		}
