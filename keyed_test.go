@@ -3,6 +3,7 @@ package pace
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strconv"
@@ -516,6 +517,64 @@ func TestKeyedNeverEvictsBusy(t *testing.T) {
 		t.Errorf("SweepAt(15s) = %d, want 1", got)
 	}
 	wantLen(t, k, 0)
+}
+
+// TestKeyedMatchesIndependentLimits checks on random schedules that a Keyed
+// decides exactly as one separate limiter per key that is never evicted:
+// eviction forgets only state that behaves like a fresh one.
+func TestKeyedMatchesIndependentLimits(t *testing.T) {
+	limits := []Limit{
+		Bucket(Every(100*time.Millisecond), 3),
+		LeakyWith(PerSecond(10), LeakyOptions{Queue: 3, Slack: 1}),
+	}
+	keys := []string{"a", "b", "c", "d", "e"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	evicted := 0
+	for _, l := range limits {
+		span := time.Duration(l.alg.span())
+		for schedule := range 1000 {
+			k := newTestKeyed(t, l, KeyedOptions{})
+			ref := make(map[string]*local)
+			kres := make(map[string]Reservation)
+			rres := make(map[string]Reservation)
+			now := t0
+			for step := range 60 {
+				if rng.IntN(3) > 0 {
+					now = now.Add(time.Duration(rng.Int64N(int64(2 * span))))
+				}
+				key := keys[rng.IntN(len(keys))]
+				if ref[key] == nil {
+					lc := newLocal(l.alg)
+					ref[key] = &lc
+				}
+				n := 1 + rng.IntN(l.alg.maxN()+1) // sometimes one too many
+				switch op := rng.IntN(10); {
+				case op < 4:
+					got, want := k.AllowAt(now, key, n), ref[key].AllowAt(now, n)
+					if got != want {
+						t.Fatalf("%v schedule %d step %d: AllowAt(%v, %s, %d) = %v, want %v", l, schedule, step, now.Sub(t0), key, n, got, want)
+					}
+				case op < 8:
+					got, gotErr := k.ReserveAt(now, key, n, 0)
+					want, wantErr := ref[key].ReserveAt(now, n)
+					if got.Delay != want.Delay || !errors.Is(gotErr, wantErr) {
+						t.Fatalf("%v schedule %d step %d: ReserveAt(%v, %s, %d) = %v, %v; want %v, %v", l, schedule, step, now.Sub(t0), key, n, got.Delay, gotErr, want.Delay, wantErr)
+					}
+					kres[key], rres[key] = got, want
+				case op < 9:
+					k.CancelAt(now, key, kres[key])
+					ref[key].CancelAt(now, rres[key])
+					delete(kres, key)
+					delete(rres, key)
+				default:
+					evicted += k.SweepAt(now)
+				}
+			}
+		}
+	}
+	if evicted < 1000 {
+		t.Errorf("only %d keys evicted: the schedules do not exercise eviction", evicted)
+	}
 }
 
 // TestKeyedClockBackAfterEviction checks that a now earlier than a sweep
