@@ -870,23 +870,39 @@ func BenchmarkKeyedAllowAt1MKeys(b *testing.B) {
 	})
 }
 
+// bytesPerKey returns the heap bytes a Keyed of l takes per key once the
+// keys have been used, not counting the key strings (built beforehand).
+func bytesPerKey(tb testing.TB, l Limit, keys []string) float64 {
+	before := heapInUse()
+	k := newTestKeyed(tb, l, KeyedOptions{})
+	for _, key := range keys {
+		k.AllowAt(t0, key, 1)
+	}
+	after := heapInUse()
+	if k.Len() != len(keys) {
+		tb.Fatalf("Len() = %d, want %d", k.Len(), len(keys))
+	}
+	runtime.KeepAlive(k)
+	return float64(int64(after)-int64(before)) / float64(len(keys))
+}
+
+// TestKeyedMemoryPerKey checks the target of at most 64 bytes per key at a
+// million keys for the token bucket, not counting the key strings.
+func TestKeyedMemoryPerKey(t *testing.T) {
+	got := bytesPerKey(t, every(time.Second, 10), million())
+	t.Logf("%.1f B/key at 1,000,000 keys", got)
+	if got > 64 {
+		t.Errorf("%.1f bytes per key at 1,000,000 keys, want at most 64", got)
+	}
+}
+
 // BenchmarkKeyedMemory1MKeys reports the heap bytes per tracked key, not
-// counting the key strings (built before the baseline).
+// counting the key strings.
 func BenchmarkKeyedMemory1MKeys(b *testing.B) {
 	keys := million()
 	var perKey float64
 	for b.Loop() {
-		before := heapInUse()
-		k := newTestKeyed(b, every(time.Second, 10), KeyedOptions{})
-		for _, key := range keys {
-			k.AllowAt(t0, key, 1)
-		}
-		after := heapInUse()
-		if k.Len() != len(keys) {
-			b.Fatalf("Len() = %d, want %d", k.Len(), len(keys))
-		}
-		perKey = float64(after-before) / float64(len(keys))
-		runtime.KeepAlive(k)
+		perKey = bytesPerKey(b, every(time.Second, 10), keys)
 	}
 	b.ReportMetric(perKey, "B/key")
 }
