@@ -143,20 +143,26 @@ func (s *slidingCounter) earliest(c *cell, now int64, n int) (int64, error) {
 	start := w * s.per
 	prev, cur := s.counts(c, w)
 	if e := max(t-start, s.firstFit(prev, cur, n)); e < s.per {
-		return start + e, nil
+		return s.at(start, e)
 	}
 	next, ok := winAdd(start, s.per)
 	if !ok {
 		return 0, ErrWaitTooLong
 	}
 	if e := s.firstFit(cur, 0, n); e < s.per {
-		return next + e, nil
+		return s.at(next, e)
 	}
-	after, ok := winAdd(next, s.per)
+	return s.at(next, s.per)
+}
+
+// at returns start+e, or ErrWaitTooLong when that is past the end of int64
+// time.
+func (s *slidingCounter) at(start, e int64) (int64, error) {
+	t, ok := winAdd(start, e)
 	if !ok {
 		return 0, ErrWaitTooLong
 	}
-	return after, nil
+	return t, nil
 }
 
 func (s *slidingCounter) book(c *cell, _, t int64, n int) {

@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -128,6 +129,20 @@ func TestSlidingCounterCancel(t *testing.T) {
 	rs = runReserve(t, l, []reserveStep{{200 * ms, 2, 1300 * ms, nil}}) // at 1.5s: 4·0.5 + 0 + 2 = 4
 	l.CancelAt(at(200*ms), rs[0])
 	runReserve(t, l, []reserveStep{{200 * ms, 2, 1300 * ms, nil}}) // the same slot again
+
+	// A reservation whose window is no longer tracked gives nothing back:
+	// booked at 0.1s, cancelled after bookings at 2.5s, it must not lower
+	// the count of [2s, 3s)'s previous window.
+	l2, err := NewSlidingCounter(PerSecond(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := runReserve(t, l2, []reserveStep{{100 * ms, 1, 0, nil}, {1500 * ms, 3, 0, nil}, {2500 * ms, 1, 0, nil}})
+	before := l2.c
+	l2.CancelAt(at(2500*ms), old[0])
+	if l2.c != before {
+		t.Errorf("cancelling a forgotten reservation changed the counts: %+v → %+v", before, l2.c)
+	}
 }
 
 // TestSlidingCounterLargeN: counts up to 2^32−1 pack into one word.
@@ -256,4 +271,25 @@ func bookedAt(ts []int64) []booked {
 		b[i] = booked{at: t, n: 1}
 	}
 	return b
+}
+
+// TestSlidingCounterEndOfTime: when the instant found lies within a window
+// that starts before the end of int64 time but is itself beyond it, the
+// counter refuses with ErrWaitTooLong instead of wrapping around to a
+// negative instant that would be admitted at once (found by fuzzing).
+func TestSlidingCounterEndOfTime(t *testing.T) {
+	per := int64(65509) << 46 // two windows fit in int64, a third does not
+	alg := SlidingApprox(Rate{N: 3, Per: time.Duration(per)}).alg
+	var c cell
+	now := per / 3
+	for _, want := range []int64{now, per + per/2} {
+		got, err := alg.earliest(&c, now, 2)
+		if err != nil || got != want {
+			t.Fatalf("earliest(%d, 2) = %d, %v; want %d", now, got, err, want)
+		}
+		alg.book(&c, now, got, 2)
+	}
+	if got, err := alg.earliest(&c, now, 2); !errors.Is(err, ErrWaitTooLong) {
+		t.Errorf("earliest past the end of time = %d, %v; want ErrWaitTooLong", got, err)
+	}
 }
