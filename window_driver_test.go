@@ -160,8 +160,14 @@ func (d *driver) run(op, arg byte, r Rate) error {
 	return d.checkIdle()
 }
 
-// frac returns ⌊per·num/den⌋ without overflow, for small num and den.
-func frac(per, num, den int64) int64 { return per/den*num + per%den*num/den }
+// frac returns ⌊per·num/den⌋ for small num >= 0 and den > 0, saturated at
+// MaxInt64/2.
+func frac(per, num, den int64) int64 {
+	if num > 0 && per/den > math.MaxInt64/2/num {
+		return math.MaxInt64 / 2
+	}
+	return per/den*num + per%den*num/den
+}
 
 // count maps arg to a unit count: mostly 1..n, sometimes 0 or n+1.
 func count(arg byte, n int) int {
