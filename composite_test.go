@@ -15,8 +15,8 @@ type partState struct {
 	Log  []int64
 }
 
-// snapshot copies the parts' cells of a composite limiter.
-func snapshot(l *Composite) []partState {
+// compositeSnapshot copies the parts' cells of a composite limiter.
+func compositeSnapshot(l *Composite) []partState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.c.x == nil {
@@ -35,7 +35,7 @@ func snapshot(l *Composite) []partState {
 	return s
 }
 
-func newComposite(t *testing.T, limits ...Limit) *Composite {
+func mustComposite(t *testing.T, limits ...Limit) *Composite {
 	t.Helper()
 	l, err := NewComposite(limits...)
 	if err != nil {
@@ -51,11 +51,11 @@ func newComposite(t *testing.T, limits ...Limit) *Composite {
 func TestCompositeBothLimits(t *testing.T) {
 	for _, minute := range []Limit{Sliding(PerMinute(500)), Fixed(PerMinute(500))} {
 		t.Run(minute.String(), func(t *testing.T) {
-			l := newComposite(t, Sliding(PerSecond(10)), minute)
+			l := mustComposite(t, Sliding(PerSecond(10)), minute)
 			var got, want []int64
 			for i := range int64(13_000) {
 				d := time.Duration(i) * 10 * time.Millisecond
-				if l.AllowAt(at(d), 1) {
+				if l.AllowAt(winAt(d), 1) {
 					got = append(got, int64(d))
 				}
 				if s := i / 100; i%100 < 10 && (s < 50 || (s >= 60 && s < 110) || s >= 120) {
@@ -63,19 +63,19 @@ func TestCompositeBothLimits(t *testing.T) {
 				}
 			}
 			if !reflect.DeepEqual(got, want) {
-				t.Errorf("admitted %d calls, want %d; first difference at %v", len(got), len(want), firstDiff(got, want))
+				t.Errorf("admitted %d calls, want %d; first difference at %v", len(got), len(want), winFirstDiff(got, want))
 			}
-			if most, _ := trailing(got, int64(time.Second), 0, int64(131*time.Second)); most > 10 {
+			if most, _ := winTrailing(got, int64(time.Second), 0, int64(131*time.Second)); most > 10 {
 				t.Errorf("%d calls in one second, want <= 10", most)
 			}
-			if most, _ := trailing(got, int64(time.Minute), 0, int64(131*time.Second)); most > 500 {
+			if most, _ := winTrailing(got, int64(time.Minute), 0, int64(131*time.Second)); most > 500 {
 				t.Errorf("%d calls in one minute, want <= 500", most)
 			}
 		})
 	}
 }
 
-func firstDiff(a, b []int64) time.Duration {
+func winFirstDiff(a, b []int64) time.Duration {
 	for i := range min(len(a), len(b)) {
 		if a[i] != b[i] {
 			return time.Duration(min(a[i], b[i]))
@@ -93,60 +93,60 @@ func firstDiff(a, b []int64) time.Duration {
 // TestCompositeAllOrNothing: when one part refuses, the others book nothing.
 func TestCompositeAllOrNothing(t *testing.T) {
 	t.Run("AllowAt", func(t *testing.T) {
-		l := newComposite(t, Sliding(PerSecond(2)), Fixed(PerMinute(3)), SlidingApprox(PerMinute(3)))
-		runAllow(t, l, []allowStep{{0, 2, true}})
-		before := snapshot(l)
-		runAllow(t, l, []allowStep{{0, 1, false}}) // the per-second part refuses
-		if after := snapshot(l); !reflect.DeepEqual(before, after) {
+		l := mustComposite(t, Sliding(PerSecond(2)), Fixed(PerMinute(3)), SlidingApprox(PerMinute(3)))
+		runWinAllow(t, l, []winAllow{{0, 2, true}})
+		before := compositeSnapshot(l)
+		runWinAllow(t, l, []winAllow{{0, 1, false}}) // the per-second part refuses
+		if after := compositeSnapshot(l); !reflect.DeepEqual(before, after) {
 			t.Fatalf("a refused AllowAt changed the parts: %+v → %+v", before, after)
 		}
 		// The minute parts still have exactly one unit left.
-		runAllow(t, l, []allowStep{{time.Second, 1, true}, {2 * time.Second, 1, false}})
+		runWinAllow(t, l, []winAllow{{time.Second, 1, true}, {2 * time.Second, 1, false}})
 	})
 	t.Run("ReserveAt error", func(t *testing.T) {
 		// The fixed part can book the window at 0 and the one starting at
 		// MaxInt64 ns, and no later one.
 		huge := Fixed(Rate{N: 2, Per: math.MaxInt64})
 		for _, order := range [][]Limit{{Sliding(PerSecond(5)), huge}, {huge, Sliding(PerSecond(5))}} {
-			l := newComposite(t, order...)
-			runAllow(t, l, []allowStep{{0, 2, true}})
-			if _, err := l.ReserveAt(at(0), 1); err != nil {
+			l := mustComposite(t, order...)
+			runWinAllow(t, l, []winAllow{{0, 2, true}})
+			if _, err := l.ReserveAt(winAt(0), 1); err != nil {
 				t.Fatalf("%v: ReserveAt in the last window: %v", l, err)
 			}
-			before := snapshot(l)
-			if _, err := l.ReserveAt(at(0), 2); !errors.Is(err, ErrWaitTooLong) {
+			before := compositeSnapshot(l)
+			if _, err := l.ReserveAt(winAt(0), 2); !errors.Is(err, ErrWaitTooLong) {
 				t.Fatalf("%v: ReserveAt past the end of time = %v, want ErrWaitTooLong", l, err)
 			}
-			if after := snapshot(l); !reflect.DeepEqual(before, after) {
+			if after := compositeSnapshot(l); !reflect.DeepEqual(before, after) {
 				t.Errorf("%v: a refused ReserveAt changed the parts: %+v → %+v", l, before, after)
 			}
 		}
 	})
 	t.Run("maxWait", func(t *testing.T) {
-		l := newComposite(t, Sliding(PerSecond(1)), Sliding(PerMinute(2)))
-		runAllow(t, l, []allowStep{{0, 1, true}})
-		before := snapshot(l)
-		now := sinceEpoch(l.epoch, at(0))
+		l := mustComposite(t, Sliding(PerSecond(1)), Sliding(PerMinute(2)))
+		runWinAllow(t, l, []winAllow{{0, 1, true}})
+		before := compositeSnapshot(l)
+		now := sinceEpoch(l.epoch, winAt(0))
 		if r, err := reserveCell(l.alg, &l.c, now, 1, 500*time.Millisecond); !errors.Is(err, ErrWaitTooLong) || r.Delay != time.Second {
 			t.Fatalf("reserveCell with maxWait 500ms = %v, %v; want 1s, ErrWaitTooLong", r.Delay, err)
 		}
-		if after := snapshot(l); !reflect.DeepEqual(before, after) {
+		if after := compositeSnapshot(l); !reflect.DeepEqual(before, after) {
 			t.Errorf("a refusal for maxWait changed the parts: %+v → %+v", before, after)
 		}
 	})
 	t.Run("CancelAt", func(t *testing.T) {
-		l := newComposite(t, Sliding(PerSecond(2)), Sliding(PerMinute(5)))
-		runAllow(t, l, []allowStep{{0, 1, true}})
-		before := snapshot(l)
-		rs := runReserve(t, l, []reserveStep{
+		l := mustComposite(t, Sliding(PerSecond(2)), Sliding(PerMinute(5)))
+		runWinAllow(t, l, []winAllow{{0, 1, true}})
+		before := compositeSnapshot(l)
+		rs := runWinReserve(t, l, []winReserve{
 			{0, 1, 0, nil},
 			{0, 2, time.Second, nil},
 			{0, 1, 2 * time.Second, nil},
 		})
 		for i := len(rs) - 1; i >= 0; i-- {
-			l.CancelAt(at(0), rs[i])
+			l.CancelAt(winAt(0), rs[i])
 		}
-		if after := snapshot(l); !reflect.DeepEqual(before, after) {
+		if after := compositeSnapshot(l); !reflect.DeepEqual(before, after) {
 			t.Errorf("reserve then cancel changed the parts: %+v → %+v", before, after)
 		}
 	})
@@ -157,18 +157,18 @@ func TestCompositeAllOrNothing(t *testing.T) {
 // for each part at that instant.
 func TestCompositeSameInstant(t *testing.T) {
 	ms := time.Millisecond
-	l := newComposite(t, Sliding(Rate{N: 1, Per: 700 * ms}), Fixed(PerSecond(1)))
-	runAllow(t, l, []allowStep{{500 * ms, 1, true}})
-	runReserve(t, l, []reserveStep{
+	l := mustComposite(t, Sliding(Rate{N: 1, Per: 700 * ms}), Fixed(PerSecond(1)))
+	runWinAllow(t, l, []winAllow{{500 * ms, 1, true}})
+	runWinReserve(t, l, []winReserve{
 		{500 * ms, 1, 700 * ms, nil},  // log: 1.2s; fixed: window [1s, 2s) is free
 		{500 * ms, 1, 1500 * ms, nil}, // log: 1.9s; fixed: [1s, 2s) full → 2s; log: 2s fits
 	})
-	ns := func(d time.Duration) int64 { return sinceEpoch(l.epoch, at(d)) }
+	ns := func(d time.Duration) int64 { return sinceEpoch(l.epoch, winAt(d)) }
 	want := []partState{
 		{A: ns(500 * ms), Log: []int64{ns(500 * ms), ns(1200 * ms), ns(2000 * ms)}},
 		{A: ns(2000*ms) / int64(time.Second), B: 1},
 	}
-	if got := snapshot(l); !reflect.DeepEqual(got, want) {
+	if got := compositeSnapshot(l); !reflect.DeepEqual(got, want) {
 		t.Errorf("parts = %+v, want %+v", got, want)
 	}
 }
@@ -226,8 +226,8 @@ func TestAllParts(t *testing.T) {
 	if got, want := l.String(), "all of (sliding log 5/1s; fixed window 3/1m0s; sliding counter 100/1h0m0s)"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
-	cl := newComposite(t, l)
-	runReserve(t, cl, []reserveStep{{0, 4, 0, ErrBurstExceeded}, {0, 3, 0, nil}})
+	cl := mustComposite(t, l)
+	runWinReserve(t, cl, []winReserve{{0, 4, 0, ErrBurstExceeded}, {0, 3, 0, nil}})
 }
 
 // TestCompositeIdle: a composite is idle when every part is, and an idle

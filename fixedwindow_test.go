@@ -12,7 +12,7 @@ import (
 func boundaryCalls() []time.Time {
 	calls := make([]time.Time, 121)
 	for i := range calls {
-		calls[i] = at(59*time.Second + time.Duration(int64(i)*int64(2*time.Second)/120))
+		calls[i] = winAt(59*time.Second + time.Duration(int64(i)*int64(2*time.Second)/120))
 	}
 	return calls
 }
@@ -59,7 +59,7 @@ func TestFixedWindowAllowAt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := time.Millisecond
-	runAllow(t, l, []allowStep{
+	runWinAllow(t, l, []winAllow{
 		{0, 1, true},
 		{0, 2, true},
 		{0, 1, false},         // window [0, 1s) is full
@@ -79,7 +79,7 @@ func TestFixedWindowReserveAt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := time.Millisecond
-	runReserve(t, l, []reserveStep{
+	runWinReserve(t, l, []winReserve{
 		{300 * ms, 1, 0, nil},
 		{300 * ms, 1, 0, nil},
 		{300 * ms, 1, 700 * ms, nil},  // the next window, starting at 1s
@@ -92,8 +92,8 @@ func TestFixedWindowReserveAt(t *testing.T) {
 	// Bookings never go back: the window at 3s is booked, so a call at 2.5s
 	// must wait for the next one although 2s has room. That one (at 4s) then
 	// has one unit left.
-	runReserve(t, l, []reserveStep{{2500 * ms, 1, 1500 * ms, nil}})
-	runAllow(t, l, []allowStep{{2500 * ms, 1, false}, {4 * time.Second, 1, true}, {4 * time.Second, 1, false}})
+	runWinReserve(t, l, []winReserve{{2500 * ms, 1, 1500 * ms, nil}})
+	runWinAllow(t, l, []winAllow{{2500 * ms, 1, false}, {4 * time.Second, 1, true}, {4 * time.Second, 1, false}})
 }
 
 // TestFixedWindowCancel: a reservation in the current window is given back
@@ -105,18 +105,18 @@ func TestFixedWindowCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := time.Millisecond
-	runAllow(t, l, []allowStep{{100 * ms, 1, true}})
-	rs := runReserve(t, l, []reserveStep{
+	runWinAllow(t, l, []winAllow{{100 * ms, 1, true}})
+	rs := runWinReserve(t, l, []winReserve{
 		{200 * ms, 1, 0, nil},
 		{200 * ms, 1, 800 * ms, nil},
 		{200 * ms, 1, 800 * ms, nil},
 	})
 	for i := len(rs) - 1; i >= 0; i-- {
-		l.CancelAt(at(200*ms), rs[i])
+		l.CancelAt(winAt(200*ms), rs[i])
 	}
 	// The unit booked now is back; the future window's units are back too
 	// (two fit there again), but the window at 0 is no longer tracked.
-	runReserve(t, l, []reserveStep{
+	runWinReserve(t, l, []winReserve{
 		{250 * ms, 1, 750 * ms, nil},
 		{250 * ms, 1, 750 * ms, nil},
 		{250 * ms, 1, 1750 * ms, nil},
@@ -128,7 +128,7 @@ func TestFixedWindowCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs = runReserve(t, l2, []reserveStep{{0, 2, 0, nil}})
-	l2.CancelAt(at(0), rs[0])
-	runAllow(t, l2, []allowStep{{0, 2, true}, {0, 1, false}})
+	rs = runWinReserve(t, l2, []winReserve{{0, 2, 0, nil}})
+	l2.CancelAt(winAt(0), rs[0])
+	runWinAllow(t, l2, []winAllow{{0, 2, true}, {0, 1, false}})
 }

@@ -19,7 +19,7 @@ func TestSlidingCounterAllowAt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := time.Millisecond
-	runAllow(t, l, []allowStep{
+	runWinAllow(t, l, []winAllow{
 		{0, 10, true},
 		{0, 1, false},
 		{999 * ms, 1, false},  // cur = 10
@@ -46,7 +46,7 @@ func TestSlidingCounterReserveAt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := time.Millisecond
-	runReserve(t, l, []reserveStep{
+	runWinReserve(t, l, []winReserve{
 		{0, 10, 0, nil},
 		{500 * ms, 1, 600 * ms, nil},   // 10·(1 − e) + 0 + 1 <= 10 at e = 0.1: 1.1s
 		{500 * ms, 1, 700 * ms, nil},   // 10·(1 − e) + 1 + 1 <= 10 at e = 0.2: 1.2s
@@ -73,13 +73,13 @@ func TestSlidingCounterNanosecond(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		runAllow(t, l, []allowStep{{0, 3, true}, {tt.at, 1, tt.ok}})
+		runWinAllow(t, l, []winAllow{{0, 3, true}, {tt.at, 1, tt.ok}})
 	}
 	l, err := NewSlidingCounter(PerSecond(3))
 	if err != nil {
 		t.Fatal(err)
 	}
-	runReserve(t, l, []reserveStep{{0, 3, 0, nil}, {0, 1, time.Second + 333_333_334, nil}})
+	runWinReserve(t, l, []winReserve{{0, 3, 0, nil}, {0, 1, time.Second + 333_333_334, nil}})
 }
 
 // TestSlidingCounterFirstFit checks the integer solution against exact
@@ -122,13 +122,13 @@ func TestSlidingCounterCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := time.Millisecond
-	rs := runReserve(t, l, []reserveStep{{100 * ms, 3, 0, nil}})
-	l.CancelAt(at(100*ms), rs[0])
-	runAllow(t, l, []allowStep{{100 * ms, 4, true}, {100 * ms, 1, false}})
+	rs := runWinReserve(t, l, []winReserve{{100 * ms, 3, 0, nil}})
+	l.CancelAt(winAt(100*ms), rs[0])
+	runWinAllow(t, l, []winAllow{{100 * ms, 4, true}, {100 * ms, 1, false}})
 
-	rs = runReserve(t, l, []reserveStep{{200 * ms, 2, 1300 * ms, nil}}) // at 1.5s: 4·0.5 + 0 + 2 = 4
-	l.CancelAt(at(200*ms), rs[0])
-	runReserve(t, l, []reserveStep{{200 * ms, 2, 1300 * ms, nil}}) // the same slot again
+	rs = runWinReserve(t, l, []winReserve{{200 * ms, 2, 1300 * ms, nil}}) // at 1.5s: 4·0.5 + 0 + 2 = 4
+	l.CancelAt(winAt(200*ms), rs[0])
+	runWinReserve(t, l, []winReserve{{200 * ms, 2, 1300 * ms, nil}}) // the same slot again
 
 	// A reservation whose window is no longer tracked gives nothing back:
 	// booked at 0.1s, cancelled after bookings at 2.5s, it must not lower
@@ -137,9 +137,9 @@ func TestSlidingCounterCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := runReserve(t, l2, []reserveStep{{100 * ms, 1, 0, nil}, {1500 * ms, 3, 0, nil}, {2500 * ms, 1, 0, nil}})
+	old := runWinReserve(t, l2, []winReserve{{100 * ms, 1, 0, nil}, {1500 * ms, 3, 0, nil}, {2500 * ms, 1, 0, nil}})
 	before := l2.c
-	l2.CancelAt(at(2500*ms), old[0])
+	l2.CancelAt(winAt(2500*ms), old[0])
 	if l2.c != before {
 		t.Errorf("cancelling a forgotten reservation changed the counts: %+v → %+v", before, l2.c)
 	}
@@ -151,7 +151,7 @@ func TestSlidingCounterLargeN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runAllow(t, l, []allowStep{
+	runWinAllow(t, l, []winAllow{
 		{0, math.MaxUint32 - 1, true},
 		{0, 1, true},
 		{0, 1, false},
@@ -167,7 +167,7 @@ func TestSlidingCounterLargeN(t *testing.T) {
 // [s, s+per) with from <= s and s+per <= to, for sorted instants ts. The
 // extremes are reached with s at an instant (most) or just after one
 // (fewest), or at from.
-func trailing(ts []int64, per, from, to int64) (most, fewest int) {
+func winTrailing(ts []int64, per, from, to int64) (most, fewest int) {
 	fewest = math.MaxInt
 	count := func(s int64) int {
 		lo, _ := slices.BinarySearch(ts, s)
@@ -233,15 +233,15 @@ func TestSlidingCounterErrorVsLog(t *testing.T) {
 					}
 				}
 				name := fmt.Sprintf("N=%d k=%d phase=%d/10", N, k, ph)
-				if most, _ := trailing(lt, per, start, end); most > N {
+				if most, _ := winTrailing(lt, per, start, end); most > N {
 					t.Errorf("%s: log admitted %d in a window", name, most)
 				}
-				most, _ := trailing(ct, per, start, end)
+				most, _ := winTrailing(ct, per, start, end)
 				worst = max(worst, most)
 				if bound := min(N+int(int64(N)*phase/per)+1, 2*N-1); most > bound {
 					t.Errorf("%s: counter admitted %d in a window, want <= %d", name, most, bound)
 				}
-				if steady, _ := trailing(ct, per, start+2*per, end); steady > N {
+				if steady, _ := winTrailing(ct, per, start+2*per, end); steady > N {
 					t.Errorf("%s: from the third window the counter admitted %d in a window, want <= %d", name, steady, N)
 				}
 				if k <= N-1 && (len(ct) != offered || len(lt) != offered) {
@@ -250,9 +250,9 @@ func TestSlidingCounterErrorVsLog(t *testing.T) {
 				if k >= N+1 {
 					first := start/per + 3
 					for w := first; w < end/per-1; w++ {
-						got := int(unitsIn(bookedAt(ct), w*per, (w+1)*per))
+						got := int(winUnitsIn(winBookedAt(ct), w*per, (w+1)*per))
 						if N == 1 {
-							got += int(unitsIn(bookedAt(ct), (w+1)*per, (w+2)*per))
+							got += int(winUnitsIn(winBookedAt(ct), (w+1)*per, (w+2)*per))
 						}
 						if want := max(N-1, 1); got != want {
 							t.Errorf("%s: window %d admitted %d, want %d", name, w-first, got, want)
@@ -261,14 +261,14 @@ func TestSlidingCounterErrorVsLog(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("N=%d: most in any trailing window %d (%.2f·N); steady state <= N", N, worst, float64(worst)/float64(N))
+		t.Logf("N=%d: most in any winTrailing window %d (%.2f·N); steady state <= N", N, worst, float64(worst)/float64(N))
 	}
 }
 
-func bookedAt(ts []int64) []booked {
-	b := make([]booked, len(ts))
+func winBookedAt(ts []int64) []winBooking {
+	b := make([]winBooking, len(ts))
 	for i, t := range ts {
-		b[i] = booked{at: t, n: 1}
+		b[i] = winBooking{at: t, n: 1}
 	}
 	return b
 }

@@ -15,7 +15,7 @@ func TestSlidingLogAllowAt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := time.Millisecond
-	runAllow(t, l, []allowStep{
+	runWinAllow(t, l, []winAllow{
 		{0, 1, true},
 		{200 * ms, 1, true},
 		{400 * ms, 1, true},
@@ -40,7 +40,7 @@ func TestSlidingLogReserveAt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := time.Millisecond
-	runReserve(t, l, []reserveStep{
+	runWinReserve(t, l, []winReserve{
 		{0, 1, 0, nil},
 		{300 * ms, 1, 0, nil},
 		{300 * ms, 1, 700 * ms, nil},       // entry 0 leaves at 1000
@@ -64,7 +64,7 @@ func TestSlidingLogExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var admitted []booked
+		var admitted []winBooking
 		now := time.Duration(0)
 		for range 60 {
 			now += time.Duration(rng.Int64N(int64(r.Per) / 2))
@@ -72,12 +72,12 @@ func TestSlidingLogExact(t *testing.T) {
 			// Brute force: n fits at now iff every window [s, s+Per) that
 			// contains now holds at most N−n units. Bookings are never
 			// after now here, so that is the window (now−Per, now].
-			want := unitsIn(admitted, int64(now-r.Per)+1, int64(now)+1)+n <= r.N
-			if got := l.AllowAt(at(now), n); got != want {
-				t.Fatalf("%v AllowAt(%v, %d) = %v, want %v (admitted %v)", r, now, n, got, want, sortedAt(admitted))
+			want := winUnitsIn(admitted, int64(now-r.Per)+1, int64(now)+1)+n <= r.N
+			if got := l.AllowAt(winAt(now), n); got != want {
+				t.Fatalf("%v AllowAt(%v, %d) = %v, want %v (admitted %v)", r, now, n, got, want, winSortedAt(admitted))
 			}
 			if want {
-				admitted = append(admitted, booked{at: int64(now), n: n})
+				admitted = append(admitted, winBooking{at: int64(now), n: n})
 			}
 		}
 	}
@@ -92,23 +92,23 @@ func TestSlidingLogCancel(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Fill part of the window, then reserve three times more than fits.
-		runAllow(t, l, []allowStep{{0, (n + 1) / 2, true}})
+		runWinAllow(t, l, []winAllow{{0, (n + 1) / 2, true}})
 		var rs []Reservation
 		for i := range 3 * n {
-			r, err := l.ReserveAt(at(100*time.Millisecond), 1)
+			r, err := l.ReserveAt(winAt(100*time.Millisecond), 1)
 			if err != nil {
 				t.Fatalf("N=%d: ReserveAt %d: %v", n, i, err)
 			}
 			rs = append(rs, r)
 		}
 		for i := len(rs) - 1; i >= 0; i-- {
-			l.CancelAt(at(100*time.Millisecond), rs[i])
+			l.CancelAt(winAt(100*time.Millisecond), rs[i])
 		}
 		// Exactly N − ⌈N/2⌉ units fit at 100ms, as before the reservations.
-		if left := n - (n+1)/2; left > 0 && !l.AllowAt(at(100*time.Millisecond), left) {
+		if left := n - (n+1)/2; left > 0 && !l.AllowAt(winAt(100*time.Millisecond), left) {
 			t.Errorf("N=%d: after cancelling, %d units refused", n, left)
 		}
-		if l.AllowAt(at(100*time.Millisecond), 1) {
+		if l.AllowAt(winAt(100*time.Millisecond), 1) {
 			t.Errorf("N=%d: after cancelling, one unit too many admitted", n)
 		}
 	}
@@ -124,16 +124,16 @@ func TestSlidingLogCancelFuture(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := time.Millisecond
-	runAllow(t, l, []allowStep{{0, 2, true}})
-	rs := runReserve(t, l, []reserveStep{
+	runWinAllow(t, l, []winAllow{{0, 2, true}})
+	rs := runWinReserve(t, l, []winReserve{
 		{500 * ms, 1, 500 * ms, nil},
 		{500 * ms, 1, 500 * ms, nil},
 		{500 * ms, 2, 1500 * ms, nil},
 	})
 	for _, r := range rs {
-		l.CancelAt(at(500*ms), r)
+		l.CancelAt(winAt(500*ms), r)
 	}
-	runAllow(t, l, []allowStep{
+	runWinAllow(t, l, []winAllow{
 		{500 * ms, 1, false},
 		{999 * ms, 1, false},
 		{1000 * ms, 2, true},
@@ -151,7 +151,7 @@ func TestSlidingLogMemory(t *testing.T) {
 		t.Fatalf("ring allocated before the first booking")
 	}
 	for i := range 10_000 {
-		l.AllowAt(at(time.Duration(i)*7*time.Millisecond), 1+i%3)
+		l.AllowAt(winAt(time.Duration(i)*7*time.Millisecond), 1+i%3)
 	}
 	if got := len(l.c.x.log); got > 50 {
 		t.Errorf("ring holds %d entries, want at most N=50", got)
@@ -167,10 +167,10 @@ func TestSlidingLogBadCountBooksNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.ReserveAt(at(0), 3); !errors.Is(err, ErrBurstExceeded) {
+	if _, err := l.ReserveAt(winAt(0), 3); !errors.Is(err, ErrBurstExceeded) {
 		t.Errorf("ReserveAt(n=3 > N=2) error = %v, want ErrBurstExceeded", err)
 	}
 	if l.c.x != nil && l.c.x.count != 0 {
-		t.Errorf("a refused call booked %d entries", l.c.x.count)
+		t.Errorf("a refused call winBooking %d entries", l.c.x.count)
 	}
 }

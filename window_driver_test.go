@@ -7,40 +7,40 @@ import (
 	"time"
 )
 
-// booked is one successful AllowAt or ReserveAt seen by a driver.
-type booked struct {
+// winBooking is one successful AllowAt or ReserveAt seen by a winDriver.
+type winBooking struct {
 	at        int64 // nanoseconds since the limiter's epoch
 	n         int
 	r         Reservation
 	cancelled bool
 }
 
-// promise checks a limit's promise over the bookings still standing, for
+// winPromise checks a limit's promise over the bookings still standing, for
 // the windows that contain instant t (the instant just booked). Checking
 // every window that contains each new booking, as it is made, checks every
 // window at every moment: cancels only ever remove bookings.
-type promise func(books []booked, t int64) error
+type winPromise func(books []winBooking, t int64) error
 
-// driver runs operations against a local limiter on explicit times, keeps
+// winDriver runs operations against a local limiter on explicit times, keeps
 // the bookings it made and checks a promise after each one.
-type driver struct {
+type winDriver struct {
 	l     *local
 	now   int64 // nanoseconds since l.epoch, >= 1
-	books []booked
-	check promise
+	books []winBooking
+	check winPromise
 	fresh cell // a cell that never books, to compare idle cells with
 }
 
-func newDriver(alg algorithm, check promise, start int64) *driver {
+func newWinDriver(alg algorithm, check winPromise, start int64) *winDriver {
 	l := newLocal(alg)
-	return &driver{l: &l, now: max(start, 1), check: check}
+	return &winDriver{l: &l, now: max(start, 1), check: check}
 }
 
-func (d *driver) time() time.Time { return d.l.epoch.Add(time.Duration(d.now)) }
+func (d *winDriver) time() time.Time { return d.l.epoch.Add(time.Duration(d.now)) }
 
 // step moves the clock by delta (which may be negative), keeping it within
 // [1, MaxInt64/2] as the limiters' clock does.
-func (d *driver) step(delta int64) {
+func (d *winDriver) step(delta int64) {
 	switch {
 	case delta > 0 && d.now > math.MaxInt64/2-delta:
 		d.now = math.MaxInt64 / 2
@@ -51,17 +51,17 @@ func (d *driver) step(delta int64) {
 	}
 }
 
-func (d *driver) allow(n int) error {
+func (d *winDriver) allow(n int) error {
 	if !d.l.AllowAt(d.time(), n) {
 		return nil
 	}
 	if n <= 0 || n > d.l.alg.maxN() {
 		return fmt.Errorf("AllowAt(%d, n=%d) = true, want false", d.now, n)
 	}
-	return d.record(booked{at: d.now, n: n})
+	return d.record(winBooking{at: d.now, n: n})
 }
 
-func (d *driver) reserve(n int, maxWait time.Duration) error {
+func (d *winDriver) reserve(n int, maxWait time.Duration) error {
 	var (
 		r   Reservation
 		err error
@@ -75,7 +75,7 @@ func (d *driver) reserve(n int, maxWait time.Duration) error {
 	case r.Delay < 0:
 		return fmt.Errorf("ReserveAt(%d, n=%d): negative delay %v", d.now, n, r.Delay)
 	case err != nil && r.n != 0:
-		return fmt.Errorf("ReserveAt(%d, n=%d) booked %d units and failed: %v", d.now, n, r.n, err)
+		return fmt.Errorf("ReserveAt(%d, n=%d) winBooking %d units and failed: %v", d.now, n, r.n, err)
 	case err != nil:
 		return nil
 	case n <= 0 || n > d.l.alg.maxN():
@@ -83,12 +83,12 @@ func (d *driver) reserve(n int, maxWait time.Duration) error {
 	case r.at != d.now+int64(r.Delay) || r.n != n:
 		return fmt.Errorf("ReserveAt(%d, n=%d) = %+v, inconsistent", d.now, n, r)
 	}
-	return d.record(booked{at: r.at, n: n, r: r})
+	return d.record(winBooking{at: r.at, n: n, r: r})
 }
 
 // cancel gives back the i-th standing reservation (modulo their number)
 // whose instant is not before now, as a caller abandoning its wait would.
-func (d *driver) cancel(i int) {
+func (d *winDriver) cancel(i int) {
 	var open []int
 	for j, b := range d.books {
 		if !b.cancelled && b.r.n > 0 && b.at >= d.now {
@@ -103,7 +103,7 @@ func (d *driver) cancel(i int) {
 	d.books[j].cancelled = true
 }
 
-func (d *driver) record(b booked) error {
+func (d *winDriver) record(b winBooking) error {
 	d.books = append(d.books, b)
 	if err := d.check(d.standing(), b.at); err != nil {
 		return fmt.Errorf("after booking %d units at %d (now %d): %w", b.n, b.at, d.now, err)
@@ -111,8 +111,8 @@ func (d *driver) record(b booked) error {
 	return nil
 }
 
-func (d *driver) standing() []booked {
-	var s []booked
+func (d *winDriver) standing() []winBooking {
+	var s []winBooking
 	for _, b := range d.books {
 		if !b.cancelled {
 			s = append(s, b)
@@ -122,7 +122,7 @@ func (d *driver) standing() []booked {
 }
 
 // checkIdle verifies that a cell reported idle decides like a fresh one.
-func (d *driver) checkIdle() error {
+func (d *winDriver) checkIdle() error {
 	alg := d.l.alg
 	if !alg.idle(&d.l.c, d.now) {
 		return nil
@@ -139,19 +139,19 @@ func (d *driver) checkIdle() error {
 
 // run executes one operation chosen by op (0-255) with argument arg and
 // checks the promise; r is the limit's rate, used to scale steps.
-func (d *driver) run(op, arg byte, r Rate) error {
+func (d *winDriver) run(op, arg byte, r Rate) error {
 	per := int64(r.Per)
 	switch op % 16 {
 	case 0, 1, 2:
-		d.step(frac(per, int64(arg), 64)) // forward, up to 4 windows
+		d.step(winFrac(per, int64(arg), 64)) // forward, up to 4 windows
 	case 3:
-		d.step(-frac(per, int64(arg), 128)) // backward, up to 2 windows
+		d.step(-winFrac(per, int64(arg), 128)) // backward, up to 2 windows
 	case 4, 5, 6, 7, 8:
-		return d.allow(count(arg, r.N))
+		return d.allow(winCount(arg, r.N))
 	case 9, 10, 11, 12:
-		return d.reserve(count(arg, r.N), 0)
+		return d.reserve(winCount(arg, r.N), 0)
 	case 13:
-		return d.reserve(count(arg, r.N), time.Duration(frac(per, int64(arg%8), 4)))
+		return d.reserve(winCount(arg, r.N), time.Duration(winFrac(per, int64(arg%8), 4)))
 	case 14:
 		d.cancel(int(arg))
 	case 15:
@@ -160,9 +160,9 @@ func (d *driver) run(op, arg byte, r Rate) error {
 	return d.checkIdle()
 }
 
-// frac returns ⌊per·num/den⌋ for small num >= 0 and den > 0, saturated at
+// winFrac returns ⌊per·num/den⌋ for small num >= 0 and den > 0, saturated at
 // MaxInt64/2.
-func frac(per, num, den int64) int64 {
+func winFrac(per, num, den int64) int64 {
 	if num > 0 && per/den > math.MaxInt64/2/num {
 		return math.MaxInt64 / 2
 	}
@@ -170,7 +170,7 @@ func frac(per, num, den int64) int64 {
 }
 
 // count maps arg to a unit count: mostly 1..n, sometimes 0 or n+1.
-func count(arg byte, n int) int {
+func winCount(arg byte, n int) int {
 	switch arg % 32 {
 	case 0:
 		return 0
@@ -180,8 +180,8 @@ func count(arg byte, n int) int {
 	return 1 + int(arg/32)%n
 }
 
-// unitsIn returns the units booked in [from, to).
-func unitsIn(books []booked, from, to int64) int {
+// winUnitsIn returns the units booked in [from, to).
+func winUnitsIn(books []winBooking, from, to int64) int {
 	u := 0
 	for _, b := range books {
 		if from <= b.at && b.at < to {
@@ -191,10 +191,10 @@ func unitsIn(books []booked, from, to int64) int {
 	return u
 }
 
-// maxTrailing returns the most units in any half-open window [s, s+per)
+// winMaxTrailing returns the most units in any half-open window [s, s+per)
 // that contains t. The maximum is reached with s at a booked instant.
-func maxTrailing(books []booked, t, per int64) int {
-	var near []booked
+func winMaxTrailing(books []winBooking, t, per int64) int {
+	var near []winBooking
 	for _, b := range books {
 		if b.at > t-per && b.at < t+per {
 			near = append(near, b)
@@ -203,16 +203,16 @@ func maxTrailing(books []booked, t, per int64) int {
 	best := 0
 	for _, s := range near {
 		if s.at <= t {
-			best = max(best, unitsIn(near, s.at, s.at+per))
+			best = max(best, winUnitsIn(near, s.at, s.at+per))
 		}
 	}
 	return best
 }
 
 // logPromise: at most N units in any window [s, s+Per).
-func logPromise(r Rate) promise {
-	return func(books []booked, t int64) error {
-		if got := maxTrailing(books, t, int64(r.Per)); got > r.N {
+func logPromise(r Rate) winPromise {
+	return func(books []winBooking, t int64) error {
+		if got := winMaxTrailing(books, t, int64(r.Per)); got > r.N {
 			return fmt.Errorf("sliding log %v: %d units in a window of %v around %d", r, got, r.Per, t)
 		}
 		return nil
@@ -220,11 +220,11 @@ func logPromise(r Rate) promise {
 }
 
 // fixedPromise: at most N units in each aligned window.
-func fixedPromise(r Rate) promise {
+func fixedPromise(r Rate) winPromise {
 	per := int64(r.Per)
-	return func(books []booked, t int64) error {
+	return func(books []winBooking, t int64) error {
 		start := t / per * per
-		if got := unitsIn(books, start, start+per); got > r.N {
+		if got := winUnitsIn(books, start, start+per); got > r.N {
 			return fmt.Errorf("fixed window %v: %d units in window [%d, %d)", r, got, start, start+per)
 		}
 		return nil
@@ -233,13 +233,13 @@ func fixedPromise(r Rate) promise {
 
 // counterPromise: at most N units in each aligned window and at most 2N−1 in
 // any window [s, s+Per), as SlidingApprox documents.
-func counterPromise(r Rate) promise {
+func counterPromise(r Rate) winPromise {
 	fixed := fixedPromise(r)
-	return func(books []booked, t int64) error {
+	return func(books []winBooking, t int64) error {
 		if err := fixed(books, t); err != nil {
 			return err
 		}
-		if got := maxTrailing(books, t, int64(r.Per)); got > 2*r.N-1 {
+		if got := winMaxTrailing(books, t, int64(r.Per)); got > 2*r.N-1 {
 			return fmt.Errorf("sliding counter %v: %d units in a window of %v around %d", r, got, r.Per, t)
 		}
 		return nil
@@ -247,8 +247,8 @@ func counterPromise(r Rate) promise {
 }
 
 // allPromises checks every part's promise.
-func allPromises(ps ...promise) promise {
-	return func(books []booked, t int64) error {
+func allPromises(ps ...winPromise) winPromise {
+	return func(books []winBooking, t int64) error {
 		for _, p := range ps {
 			if err := p(books, t); err != nil {
 				return err
@@ -260,17 +260,17 @@ func allPromises(ps ...promise) promise {
 
 // kinds of window limit, for tables and random schedules.
 var windowKinds = []struct {
-	name    string
-	limit   func(Rate) Limit
-	promise func(Rate) promise
+	name  string
+	limit func(Rate) Limit
+	check func(Rate) winPromise
 }{
 	{"fixed", Fixed, fixedPromise},
 	{"sliding log", Sliding, logPromise},
 	{"sliding counter", SlidingApprox, counterPromise},
 }
 
-// sortedAt returns the standing bookings' instants, one per unit, in order.
-func sortedAt(books []booked) []int64 {
+// winSortedAt returns the standing bookings' instants, one per unit, in order.
+func winSortedAt(books []winBooking) []int64 {
 	var ts []int64
 	for _, b := range books {
 		for range b.n {

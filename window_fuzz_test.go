@@ -5,43 +5,43 @@ import (
 	"time"
 )
 
-// maxFuzzOps bounds the operations one fuzz input runs, so that checking
+// winMaxFuzzOps bounds the operations one fuzz input runs, so that checking
 // the promise stays cheap.
-const maxFuzzOps = 300
+const winMaxFuzzOps = 300
 
-// fuzzRate maps fuzz inputs to a valid rate: N from 1 to 6 and Per from
+// winFuzzRate maps fuzz inputs to a valid rate: N from 1 to 6 and Per from
 // 1 ns up to about 2^62 ns, so that huge windows reach the end of int64 time.
-func fuzzRate(n, per uint16, shift uint8) Rate {
+func winFuzzRate(n, per uint16, shift uint8) Rate {
 	return Rate{N: 1 + int(n%6), Per: time.Duration(int64(1+int(per)) << (shift % 47))}
 }
 
-// fuzzOps runs ops, two bytes per operation (see driver.run), against d.
-func fuzzOps(t *testing.T, d *driver, r Rate, ops []byte) {
+// winFuzzOps runs ops, two bytes per operation (see winDriver.run), against d.
+func winFuzzOps(t *testing.T, d *winDriver, r Rate, ops []byte) {
 	t.Helper()
-	for i := 0; i+1 < len(ops) && i < 2*maxFuzzOps; i += 2 {
+	for i := 0; i+1 < len(ops) && i < 2*winMaxFuzzOps; i += 2 {
 		if err := d.run(ops[i], ops[i+1], r); err != nil {
 			t.Fatalf("%v, op %d: %v", d.l, i/2, err)
 		}
 	}
 }
 
-// fuzzSeeds are operation sequences that cover every operation, cancels
+// winFuzzSeeds are operation sequences that cover every operation, cancels
 // and the clock stepping back.
-var fuzzSeeds = [][]byte{
+var winFuzzSeeds = [][]byte{
 	{4, 32, 4, 64, 9, 33, 9, 96, 14, 0, 4, 32, 0, 200, 4, 32},
 	{9, 32, 9, 32, 9, 32, 3, 255, 4, 32, 14, 1, 14, 2, 4, 32, 1, 64, 10, 96},
 	{13, 37, 13, 5, 12, 1, 12, 0, 15, 3, 7, 255, 3, 128, 8, 32, 2, 255, 5, 64},
 }
 
-func fuzzWindow(f *testing.F, limit func(Rate) Limit, p func(Rate) promise) {
-	for i, ops := range fuzzSeeds {
+func fuzzWindow(f *testing.F, limit func(Rate) Limit, p func(Rate) winPromise) {
+	for i, ops := range winFuzzSeeds {
 		f.Add(uint16(i+1), uint16(999), uint8(i*7), ops)
 		f.Add(uint16(i), uint16(65535), uint8(46), ops)
 	}
 	f.Fuzz(func(t *testing.T, n, per uint16, shift uint8, ops []byte) {
-		r := fuzzRate(n, per, shift)
-		d := newDriver(limit(r).alg, p(r), 1+int64(r.Per)/3)
-		fuzzOps(t, d, r, ops)
+		r := winFuzzRate(n, per, shift)
+		d := newWinDriver(limit(r).alg, p(r), 1+int64(r.Per)/3)
+		winFuzzOps(t, d, r, ops)
 	})
 }
 
@@ -61,14 +61,14 @@ func FuzzSlidingCounter(f *testing.F) { fuzzWindow(f, SlidingApprox, counterProm
 // FuzzComposite checks that a composite of two or three window limits keeps
 // every part's promise.
 func FuzzComposite(f *testing.F) {
-	for i, ops := range fuzzSeeds {
+	for i, ops := range winFuzzSeeds {
 		f.Add(uint8(i*5), uint32(0x0304), uint32(0x03e8_0010), uint8(i*9), ops)
 		f.Add(uint8(0x80|i), uint32(0x0102), uint32(0xffff_0001), uint8(40), ops)
 	}
 	f.Fuzz(func(t *testing.T, kinds uint8, ns, pers uint32, shift uint8, ops []byte) {
 		var (
 			limits   []Limit
-			promises []promise
+			promises []winPromise
 			scale    = Rate{N: 6}
 		)
 		parts := 2
@@ -77,14 +77,14 @@ func FuzzComposite(f *testing.F) {
 		}
 		for i := range parts {
 			k := windowKinds[int(kinds>>(2*i))%len(windowKinds)]
-			r := fuzzRate(uint16(ns>>(8*i)), uint16(pers>>(10*i)), shift+uint8(3*i))
+			r := winFuzzRate(uint16(ns>>(8*i)), uint16(pers>>(10*i)), shift+uint8(3*i))
 			limits = append(limits, k.limit(r))
-			promises = append(promises, k.promise(r))
+			promises = append(promises, k.check(r))
 			scale.N = min(scale.N, r.N)
 			scale.Per = max(scale.Per, r.Per)
 		}
 		l := All(limits...)
-		d := newDriver(l.alg, allPromises(promises...), 1+int64(scale.Per)/3)
-		fuzzOps(t, d, scale, ops)
+		d := newWinDriver(l.alg, allPromises(promises...), 1+int64(scale.Per)/3)
+		winFuzzOps(t, d, scale, ops)
 	})
 }

@@ -7,20 +7,20 @@ import (
 	"time"
 )
 
-// propertySchedules is the number of random schedules per limit kind.
-const propertySchedules = 10_000
+// winPropertySchedules is the number of random schedules per limit kind.
+const winPropertySchedules = 10_000
 
-// randomRate returns a small rate, so that schedules cross many windows.
-func randomRate(rng *rand.Rand) Rate {
+// winRandomRate returns a small rate, so that schedules cross many windows.
+func winRandomRate(rng *rand.Rand) Rate {
 	return Rate{N: 1 + rng.IntN(5), Per: time.Duration(8 + rng.IntN(4000))}
 }
 
-// runSchedule drives d through ops random operations: AllowAt and ReserveAt
+// winRunSchedule drives d through ops random operations: AllowAt and ReserveAt
 // with counts mostly valid and sometimes 0 or N+1, reservations with and
 // without a longest wait, cancels of pending reservations, and the clock
 // moving forward (by up to four windows, or a few nanoseconds) and back (by
 // up to two windows).
-func runSchedule(rng *rand.Rand, d *driver, r Rate, ops int) error {
+func winRunSchedule(rng *rand.Rand, d *winDriver, r Rate, ops int) error {
 	for i := range ops {
 		if err := d.run(byte(rng.Uint32()), byte(rng.Uint32()), r); err != nil {
 			return fmt.Errorf("op %d: %w", i, err)
@@ -39,10 +39,10 @@ func TestWindowProperties(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(20250301, uint64(i)))
-			for s := range propertySchedules {
-				r := randomRate(rng)
-				d := newDriver(k.limit(r).alg, k.promise(r), 1+rng.Int64N(10*int64(r.Per)))
-				if err := runSchedule(rng, d, r, 10+rng.IntN(40)); err != nil {
+			for s := range winPropertySchedules {
+				r := winRandomRate(rng)
+				d := newWinDriver(k.limit(r).alg, k.check(r), 1+rng.Int64N(10*int64(r.Per)))
+				if err := winRunSchedule(rng, d, r, 10+rng.IntN(40)); err != nil {
 					t.Fatalf("schedule %d, %v: %v", s, r, err)
 				}
 			}
@@ -52,17 +52,17 @@ func TestWindowProperties(t *testing.T) {
 
 // randomComposite returns All of 1 to 3 random window limits, the promise
 // of every part, and a rate to scale the schedule by.
-func randomComposite(rng *rand.Rand) (Limit, promise, Rate) {
+func randomComposite(rng *rand.Rand) (Limit, winPromise, Rate) {
 	var (
 		limits   []Limit
-		promises []promise
+		promises []winPromise
 		scale    = Rate{N: 1 << 30}
 	)
 	for range 1 + rng.IntN(3) {
 		k := windowKinds[rng.IntN(len(windowKinds))]
-		r := randomRate(rng)
+		r := winRandomRate(rng)
 		limits = append(limits, k.limit(r))
-		promises = append(promises, k.promise(r))
+		promises = append(promises, k.check(r))
 		scale.N = min(scale.N, r.N)
 		scale.Per = max(scale.Per, r.Per)
 	}
@@ -75,10 +75,10 @@ func randomComposite(rng *rand.Rand) (Limit, promise, Rate) {
 func TestCompositeProperties(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(20250301, 99))
-	for s := range propertySchedules {
+	for s := range winPropertySchedules {
 		l, p, r := randomComposite(rng)
-		d := newDriver(l.alg, p, 1+rng.Int64N(10*int64(r.Per)))
-		if err := runSchedule(rng, d, r, 10+rng.IntN(40)); err != nil {
+		d := newWinDriver(l.alg, p, 1+rng.Int64N(10*int64(r.Per)))
+		if err := winRunSchedule(rng, d, r, 10+rng.IntN(40)); err != nil {
 			t.Fatalf("schedule %d, %v: %v", s, l, err)
 		}
 	}

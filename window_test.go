@@ -7,15 +7,15 @@ import (
 	"time"
 )
 
-// base is a whole hour of wall-clock time, so that windows of every period
+// winBase is a whole hour of wall-clock time, so that windows of every period
 // dividing 24h start on multiples of the period after it.
-var base = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+var winBase = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// at returns base + d.
-func at(d time.Duration) time.Time { return base.Add(d) }
+// winAt returns winBase + d.
+func winAt(d time.Duration) time.Time { return winBase.Add(d) }
 
-// explicit is the explicit-time API shared by the pure limiter types.
-type explicit interface {
+// winLimiter is the explicit-time API shared by the pure limiter types.
+type winLimiter interface {
 	ReserveAt(now time.Time, n int) (Reservation, error)
 	AllowAt(now time.Time, n int) bool
 	CancelAt(now time.Time, r Reservation)
@@ -23,41 +23,41 @@ type explicit interface {
 }
 
 var (
-	_ explicit = (*FixedWindow)(nil)
-	_ explicit = (*SlidingLog)(nil)
-	_ explicit = (*SlidingCounter)(nil)
-	_ explicit = (*Composite)(nil)
+	_ winLimiter = (*FixedWindow)(nil)
+	_ winLimiter = (*SlidingLog)(nil)
+	_ winLimiter = (*SlidingCounter)(nil)
+	_ winLimiter = (*Composite)(nil)
 )
 
-// allowStep is one AllowAt call at base+at and its expected answer.
-type allowStep struct {
+// winAllow is one AllowAt call at winBase+at and its expected answer.
+type winAllow struct {
 	at time.Duration
 	n  int
 	ok bool
 }
 
-func runAllow(t *testing.T, l explicit, steps []allowStep) {
+func runWinAllow(t *testing.T, l winLimiter, steps []winAllow) {
 	t.Helper()
 	for i, s := range steps {
-		if got := l.AllowAt(at(s.at), s.n); got != s.ok {
+		if got := l.AllowAt(winAt(s.at), s.n); got != s.ok {
 			t.Errorf("step %d: %v AllowAt(+%v, %d) = %v, want %v", i, l, s.at, s.n, got, s.ok)
 		}
 	}
 }
 
-// reserveStep is one ReserveAt call at base+at and its expected result.
-type reserveStep struct {
+// winReserve is one ReserveAt call at winBase+at and its expected result.
+type winReserve struct {
 	at    time.Duration
 	n     int
 	delay time.Duration
 	err   error
 }
 
-func runReserve(t *testing.T, l explicit, steps []reserveStep) []Reservation {
+func runWinReserve(t *testing.T, l winLimiter, steps []winReserve) []Reservation {
 	t.Helper()
 	var rs []Reservation
 	for i, s := range steps {
-		r, err := l.ReserveAt(at(s.at), s.n)
+		r, err := l.ReserveAt(winAt(s.at), s.n)
 		if !errors.Is(err, s.err) || (err == nil && r.Delay != s.delay) {
 			t.Errorf("step %d: %v ReserveAt(+%v, %d) = %v, %v; want %v, %v", i, l, s.at, s.n, r.Delay, err, s.delay, s.err)
 		}
@@ -66,11 +66,11 @@ func runReserve(t *testing.T, l explicit, steps []reserveStep) []Reservation {
 	return rs
 }
 
-// newWindow builds the exported limiter of kind for r.
-func newWindow(t *testing.T, kind string, r Rate) explicit {
+// mustWindow builds the exported limiter of kind for r.
+func mustWindow(t *testing.T, kind string, r Rate) winLimiter {
 	t.Helper()
 	var (
-		l   explicit
+		l   winLimiter
 		err error
 	)
 	switch kind {
@@ -155,15 +155,15 @@ func TestWindowBadConfig(t *testing.T) {
 func TestWindowBadCount(t *testing.T) {
 	for _, k := range windowKinds {
 		t.Run(k.name, func(t *testing.T) {
-			l := newWindow(t, k.name, PerSecond(3))
-			runReserve(t, l, []reserveStep{
+			l := mustWindow(t, k.name, PerSecond(3))
+			runWinReserve(t, l, []winReserve{
 				{0, 0, 0, ErrBadCount},
 				{0, -1, 0, ErrBadCount},
 				{0, math.MinInt, 0, ErrBadCount},
 				{0, 4, 0, ErrBurstExceeded},
 				{0, math.MaxInt, 0, ErrBurstExceeded},
 			})
-			runAllow(t, l, []allowStep{
+			runWinAllow(t, l, []winAllow{
 				{0, 0, false}, {0, -1, false}, {0, 4, false},
 				// Nothing was booked by the refusals: all 3 units are there.
 				{0, 3, true}, {0, 1, false},
@@ -179,18 +179,18 @@ func TestWindowBadCount(t *testing.T) {
 func TestWindowOverflow(t *testing.T) {
 	for _, k := range windowKinds {
 		t.Run(k.name, func(t *testing.T) {
-			l := newWindow(t, k.name, Rate{N: 1, Per: math.MaxInt64})
-			if !l.AllowAt(at(0), 1) {
+			l := mustWindow(t, k.name, Rate{N: 1, Per: math.MaxInt64})
+			if !l.AllowAt(winAt(0), 1) {
 				t.Fatalf("first AllowAt refused")
 			}
 			refused := false
 			for i := range 4 {
-				r, err := l.ReserveAt(at(time.Second), 1)
+				r, err := l.ReserveAt(winAt(time.Second), 1)
 				switch {
 				case r.Delay < 0:
 					t.Errorf("ReserveAt %d: negative delay %v", i, r.Delay)
 				case err == nil && refused:
-					t.Errorf("ReserveAt %d = %v, booked after a refusal", i, r.Delay)
+					t.Errorf("ReserveAt %d = %v, winBooking after a refusal", i, r.Delay)
 				case err == nil:
 				case !errors.Is(err, ErrWaitTooLong):
 					t.Errorf("ReserveAt %d error = %v, want ErrWaitTooLong", i, err)
@@ -211,14 +211,14 @@ func TestWindowOverflow(t *testing.T) {
 func TestWindowClockBackwards(t *testing.T) {
 	for _, k := range windowKinds {
 		t.Run(k.name, func(t *testing.T) {
-			l := newWindow(t, k.name, PerSecond(2))
-			runAllow(t, l, []allowStep{
+			l := mustWindow(t, k.name, PerSecond(2))
+			runWinAllow(t, l, []winAllow{
 				{10 * time.Second, 2, true},
 				{9 * time.Second, 1, false},
 				{time.Second, 1, false},
 				{-time.Hour, 1, false},
 			})
-			r, err := l.ReserveAt(at(5*time.Second), 1)
+			r, err := l.ReserveAt(winAt(5*time.Second), 1)
 			if err != nil || r.Delay <= 5*time.Second {
 				t.Errorf("ReserveAt(+5s) after a full window at +10s = %v, %v; want a delay past +10s", r.Delay, err)
 			}
