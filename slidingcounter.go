@@ -129,6 +129,22 @@ func (s *slidingCounter) firstFit(prev, cur int64, n int) int64 {
 	return s.per - int64(q)
 }
 
+// fitsAt reports whether n more units fit at offset e into a window whose
+// counts are prev and cur: prev·(per−e) <= (N−cur−n)·per, compared in 128
+// bits.
+func (s *slidingCounter) fitsAt(prev, cur int64, n int, e int64) bool {
+	room := s.n - cur - int64(n)
+	switch {
+	case room < 0:
+		return false
+	case prev <= room:
+		return true
+	}
+	hi1, lo1 := bits.Mul64(uint64(prev), uint64(s.per-e))
+	hi2, lo2 := bits.Mul64(uint64(room), uint64(s.per))
+	return hi1 < hi2 || (hi1 == hi2 && lo1 <= lo2)
+}
+
 // earliest looks in the window of max(now, start of the window last
 // booked), then the next, then the one after, which is always free.
 func (s *slidingCounter) earliest(c *cell, now int64, n int) (int64, error) {
@@ -142,6 +158,9 @@ func (s *slidingCounter) earliest(c *cell, now int64, n int) (int64, error) {
 	w := winIndex(t, s.per)
 	start := w * s.per
 	prev, cur := s.counts(c, w)
+	if s.fitsAt(prev, cur, n, t-start) {
+		return t, nil // the common case, without a division
+	}
 	if e := max(t-start, s.firstFit(prev, cur, n)); e < s.per {
 		return s.at(start, e)
 	}

@@ -82,8 +82,9 @@ func TestSlidingCounterNanosecond(t *testing.T) {
 	runWinReserve(t, l, []winReserve{{0, 3, 0, nil}, {0, 1, time.Second + 333_333_334, nil}})
 }
 
-// TestSlidingCounterFirstFit checks the integer solution against exact
-// rational arithmetic on random counts and periods, up to the largest ones.
+// TestSlidingCounterFirstFit checks the integer solution and the fast fit
+// test against exact rational arithmetic on random counts and periods, up to
+// the largest ones.
 func TestSlidingCounterFirstFit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	fits := func(s *slidingCounter, prev, cur int64, n int, e int64) bool {
@@ -109,6 +110,11 @@ func TestSlidingCounterFirstFit(t *testing.T) {
 			t.Fatalf("%+v firstFit(%d, %d, %d) = %d, which does not fit", s, prev, cur, n, e)
 		case e > 0 && fits(&s, prev, cur, n, e-1):
 			t.Fatalf("%+v firstFit(%d, %d, %d) = %d, but %d fits", s, prev, cur, n, e, e-1)
+		}
+		for _, at := range []int64{rng.Int64N(s.per), e, max(e-1, 0), s.per - 1} {
+			if at < s.per && s.fitsAt(prev, cur, n, at) != fits(&s, prev, cur, n, at) {
+				t.Fatalf("%+v fitsAt(%d, %d, %d, %d) = %v, want %v", s, prev, cur, n, at, !fits(&s, prev, cur, n, at), fits(&s, prev, cur, n, at))
+			}
 		}
 	}
 }
