@@ -34,7 +34,7 @@ func All(limits ...Limit) Limit {
 		}
 	}
 	if len(parts) == 0 {
-		return newLimit(nil, configErr("limits", len(limits), "at least one non-zero limit is required"))
+		return newLimit(nil, configErr("limits", limits, "at least one non-zero limit is required"))
 	}
 	c := &composite{parts: parts, n: parts[0].maxN()}
 	for _, p := range parts {
