@@ -59,8 +59,9 @@ type cellExt struct {
 type algorithm interface {
 	// earliest returns the earliest instant t >= now at which n units can be
 	// taken from c, without changing c. It returns ErrBurstExceeded when n
-	// can never be granted, ErrQueueFull when the pacer's queue is full, and
-	// ErrWaitTooLong when t cannot be represented.
+	// can never be granted, ErrQueueFull when the pacer's queue is full
+	// (then with the t it would have granted, or 0), and ErrWaitTooLong
+	// when t cannot be represented.
 	earliest(c *cell, now int64, n int) (t int64, err error)
 	// book takes n units at t, an instant earliest returned for c and n.
 	book(c *cell, now, t int64, n int)
@@ -81,11 +82,14 @@ type algorithm interface {
 }
 
 // epochOffset places a limiter's epoch this far before its creation, so that
-// every instant within about 146 years either side of it is a positive
-// int64 of nanoseconds and the zero cell lies in the past.
-const epochOffset = 146 * 365 * 24 * time.Hour // a whole number of days
+// every instant from about 73 years before the limiter's creation to about
+// 73 years after it is a positive int64 of nanoseconds below MaxInt64/2 (the
+// clamp of sinceEpoch), and the zero cell lies in the past. The clamp's range
+// (about 146 years) is split evenly: with a 146-year offset the clock of a
+// limiter would stop advancing about 85 days after its creation.
+const epochOffset = 73 * 365 * 24 * time.Hour // a whole number of days
 
-// newEpoch returns an epoch for a limiter created now: about 146 years
+// newEpoch returns an epoch for a limiter created now: about 73 years
 // earlier, at a midnight UTC, so that window limiters can align their windows
 // to the clock (every period that divides 24h starts on a multiple of itself
 // since the Unix epoch). It keeps the monotonic clock reading, so
@@ -128,6 +132,9 @@ func reserveCell(alg algorithm, c *cell, now int64, n int, maxWait time.Duration
 	}
 	t, err := alg.earliest(c, now, n)
 	if err != nil {
+		if t > now { // a pacer's refusal says how long the wait would have been
+			return Reservation{Delay: time.Duration(t - now)}, err
+		}
 		return Reservation{}, err
 	}
 	if t < now {
@@ -158,7 +165,8 @@ func newLocal(alg algorithm) local { return local{alg: alg, epoch: newEpoch()} }
 // returns the Reservation; its Delay says how long after now the units may
 // be used. It books nothing and returns [ErrBadCount] for n <= 0,
 // [ErrBurstExceeded] when n can never be granted at once, [ErrQueueFull] when
-// a pacer's queue is full and [ErrWaitTooLong] when the delay cannot be
+// a pacer's queue is full (the Reservation's Delay then says how long the
+// wait would have been) and [ErrWaitTooLong] when the delay cannot be
 // represented. A now earlier than a previous one is allowed and mints no
 // units. Safe for concurrent use.
 func (l *local) ReserveAt(now time.Time, n int) (Reservation, error) {
@@ -172,7 +180,15 @@ func (l *local) ReserveAt(now time.Time, n int) (Reservation, error) {
 // AllowAt reports whether n units may be used at now, and books them if so.
 // It never books units for later use. Safe for concurrent use.
 func (l *local) AllowAt(now time.Time, n int) bool {
-	at := sinceEpoch(l.epoch, now)
+	return l.allowAt(sinceEpoch(l.epoch, now), n)
+}
+
+// Allow is AllowAt(time.Now(), 1). It reads the monotonic clock through
+// time.Since(epoch), which costs about half of time.Now.
+func (l *local) Allow() bool { return l.allowAt(clampNow(int64(time.Since(l.epoch))), 1) }
+
+// allowAt is AllowAt on nanoseconds since the epoch.
+func (l *local) allowAt(at int64, n int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if n <= 0 || n > l.alg.maxN() {
@@ -186,13 +202,15 @@ func (l *local) AllowAt(now time.Time, n int) bool {
 	return true
 }
 
-// Allow is AllowAt(time.Now(), 1).
-func (l *local) Allow() bool { return l.AllowAt(time.Now(), 1) }
-
-// CancelAt gives back the units of r, as if they had never been booked, when
-// the caller abandons its wait at now. Cancelling the zero Reservation or
-// cancelling twice is a caller error that gives units back twice; avoid it.
-// Safe for concurrent use.
+// CancelAt gives back the units of r when the caller abandons its wait at
+// now. When nothing was booked after r, the limiter is left exactly as if r
+// had never been booked, so reservations cancelled latest first are all
+// given back exactly. Units that later reservations were scheduled behind
+// are not handed out again while those are held (as in x/time/rate's
+// Reservation.CancelAt), so cancelling never breaks the limit's promise.
+// Cancelling the zero Reservation, or one returned with an error, does
+// nothing; cancelling the same Reservation twice is a caller error that
+// gives units back twice. Safe for concurrent use.
 func (l *local) CancelAt(now time.Time, r Reservation) {
 	if r.n <= 0 {
 		return

@@ -1,0 +1,145 @@
+package pace
+
+import (
+	"math"
+	"time"
+)
+
+// maxSpan is the longest capacity·interval (and queue·interval) a GCRA limit
+// accepts, about 146 years. Keeping every span at or below MaxInt64/2 leaves
+// room to add it to any instant limiters see (also at most MaxInt64/2).
+const maxSpan = math.MaxInt64 / 2
+
+// gcra is the arithmetic shared by the token bucket and the leaky-bucket
+// pacer: the generic cell rate algorithm in its virtual-scheduling form
+// (ITU-T Recommendation I.371, Annex A), weighted by units and on integer
+// nanoseconds so that booking and cancelling are exact.
+//
+// The state of a cell is two instants, in nanoseconds since the limiter's
+// epoch:
+//
+//   - c.a is the theoretical arrival time TAT: the instant at which the
+//     bucket would be full again if nothing more were booked.
+//   - c.b is an upper bound on the latest instant anything still booked was
+//     booked at; cancel uses it to tell whether later bookings depend on the
+//     one being given back.
+//
+// With capacity C units and one unit every i nanoseconds, n units may be
+// taken at t when TAT + n·i − C·i <= t, and taking them moves TAT to
+// max(TAT, t) + n·i. This is the lazy-refill token bucket
+// tokens = min(C, tokens + (now−last)/i) in another form: at any now,
+//
+//	tokens(now) = C − max(0, TAT − now)/i,
+//
+// so "TAT <= now" is a full bucket and the zero cell (TAT 0, before every
+// instant a limiter sees) is a fresh one. Because the state is an instant
+// rather than a count, a now earlier than before can only see fewer tokens:
+// a clock stepping back mints nothing.
+//
+// The promise, which the tests check on random schedules: for the units
+// booked and not cancelled, every closed interval [x, y] holds at most
+// C + ⌊(y−x)/i⌋ of them, whatever the order in which the instants were
+// passed.
+type gcra struct {
+	i   int64 // nanoseconds per unit, ≥ 1: Rate.Interval, rounded up
+	c   int64 // capacity in units, ≥ 1
+	tau int64 // c·i, at most maxSpan
+}
+
+// newGCRA returns the core for r and capacity units, or a *ConfigError naming
+// field (with value, the setting as the user gave it) when
+// capacity·interval exceeds maxSpan. r must be valid and capacity >= 1.
+func newGCRA(r Rate, capacity int, field string, value int) (gcra, error) {
+	i := int64(r.Interval())
+	if i > maxSpan {
+		return gcra{}, configErr("Rate.Per", r.Per, "interval Per/N must not exceed 146 years")
+	}
+	tau, ok := mulCheck(int64(capacity), i)
+	if !ok || tau > maxSpan {
+		return gcra{}, configErr(field, value, "with the interval "+time.Duration(i).String()+" spans over 146 years")
+	}
+	return gcra{i: i, c: int64(capacity), tau: tau}, nil
+}
+
+// earliest returns the earliest instant t >= now at which n units
+// (1 <= n <= g.c) can be taken from c. It refuses with ErrWaitTooLong when
+// booking them would move TAT past MaxInt64.
+func (g *gcra) earliest(c *cell, now int64, n int) (int64, error) {
+	tat := max(c.a, now)
+	end, ok := addCheck(tat, int64(n)*g.i) // n <= c, so n·i <= tau: no overflow
+	if !ok {
+		return 0, ErrWaitTooLong
+	}
+	return max(now, end-g.tau), nil
+}
+
+// book takes n units at t, an instant earliest returned (or now, when
+// earliest returned now or earlier).
+func (g *gcra) book(c *cell, _, t int64, n int) {
+	c.a = satAdd(max(c.a, t), int64(n)*g.i)
+	c.b = max(c.b, t)
+}
+
+// unbook gives back n units booked at t. Units booked later than t were
+// scheduled behind these, so only the part of n·i that no later booking
+// overlaps is given back, as golang.org/x/time/rate's Reservation.CancelAt
+// does: TAT −= max(0, n·i − (L − t)), where L bounds the latest booking. When
+// nothing was booked after t, TAT moves back by exactly n·i, so cancelling a
+// group of reservations latest first restores the state exactly (case C16).
+// The cut keeps the promise: booking maintains TAT >= s + W(s)·i for every
+// held booking instant s, where W(s) counts the units held at or after s, and
+// that is all the promise needs; units after t number at most
+// (TAT − t)/i − n, so this cut preserves it for s > t as well as s <= t.
+func (g *gcra) unbook(c *cell, _, t int64, n int) {
+	n64 := min(int64(max(n, 0)), g.c) // a foreign Reservation must not overflow
+	give := n64*g.i - max(0, c.b-t)
+	if give > 0 {
+		c.a = max(c.a-give, 0)
+	}
+	// Every booking still held was made at least one interval before TAT.
+	c.b = min(c.b, c.a-g.i)
+}
+
+// idle reports whether c is full at now, so it behaves like the zero cell.
+func (g *gcra) idle(c *cell, now int64) bool { return c.a <= now }
+
+// tokensAt returns the units available at now: C − (TAT−now)/i, which is
+// negative when units are booked ahead of now.
+func (g *gcra) tokensAt(c *cell, now int64) float64 {
+	if c.a <= now {
+		return float64(g.c)
+	}
+	return float64(g.tau-(c.a-now)) / float64(g.i) // one rounding: exact integers first
+}
+
+// addCheck returns a+b and whether it did not overflow.
+func addCheck(a, b int64) (int64, bool) {
+	s := a + b
+	if (b > 0 && s < a) || (b < 0 && s > a) {
+		return 0, false
+	}
+	return s, true
+}
+
+// satAdd returns a+b, saturated to the int64 range.
+func satAdd(a, b int64) int64 {
+	s, ok := addCheck(a, b)
+	if ok {
+		return s
+	}
+	if b > 0 {
+		return math.MaxInt64
+	}
+	return math.MinInt64
+}
+
+// mulCheck returns a·b for a, b >= 0 and whether it did not overflow.
+func mulCheck(a, b int64) (int64, bool) {
+	if a < 0 || b < 0 {
+		return 0, false
+	}
+	if a != 0 && b > math.MaxInt64/a {
+		return 0, false
+	}
+	return a * b, true
+}

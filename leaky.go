@@ -1,0 +1,160 @@
+package pace
+
+import (
+	"fmt"
+	"time"
+)
+
+// LeakyOptions configures a leaky-bucket pacer (see [LeakyWith]). The zero
+// value is a strict pacer that lets nobody wait: a request passes only when
+// it comes at least one interval after the last one admitted, like nginx
+// limit_req without a burst.
+type LeakyOptions struct {
+	// Queue is how many callers may wait for their slot. A caller whose wait
+	// would exceed Queue intervals is refused at once with [ErrQueueFull]
+	// and books nothing. Zero means nobody waits, unless MaxDelay is set, in
+	// which case zero means the number of waiters is not limited and only
+	// MaxDelay bounds the queue. Must not be negative.
+	Queue int
+
+	// MaxDelay, if positive, also refuses with [ErrQueueFull] a caller whose
+	// wait would exceed it. Zero means no bound beyond Queue. Must not be
+	// negative.
+	MaxDelay time.Duration
+
+	// Slack is how many extra requests may go back to back after an idle
+	// period, before even spacing resumes: up to Slack+1 pass at the same
+	// instant. Zero means strict spacing. Must not be negative.
+	Slack int
+}
+
+// Leaky returns a leaky-bucket pacer Limit that releases requests evenly,
+// one every r.Interval(), and lets up to queue callers wait for their turn.
+// It is LeakyWith(r, LeakyOptions{Queue: queue}); see [LeakyWith].
+func Leaky(r Rate, queue int) Limit { return LeakyWith(r, LeakyOptions{Queue: queue}) }
+
+// LeakyWith returns a leaky-bucket pacer Limit: requests are released one
+// every r.Interval() (Per/N rounded up to a whole nanosecond, so never faster
+// than r), callers wait for their slot, and a caller whose wait would exceed
+// the queue is refused at once with [ErrQueueFull], booking nothing. After an
+// idle period only o.Slack+1 requests pass at once; the pacer never saves up
+// more credit than that, however long it idled.
+//
+// Its promise: in any closed interval of length L it releases at most
+// o.Slack + 1 + ⌊L/r.Interval()⌋ requests, so with Slack 0 releases are at
+// least r.Interval() apart. It is GCRA (ITU-T I.371) with a tolerance of
+// Slack intervals, and mirrors nginx limit_req (which is a leaky bucket with
+// refused requests costing nothing):
+//
+//   - limit_req (no burst):          LeakyOptions{}
+//   - limit_req burst=B:             LeakyOptions{Queue: B}
+//   - limit_req burst=B nodelay:     LeakyOptions{Slack: B}
+//   - limit_req burst=B delay=D:     LeakyOptions{Slack: D, Queue: B − D}
+//
+// and uber-go/ratelimit's Take with WithSlack(S) as LeakyOptions{Slack: S,
+// MaxDelay: a long bound}. nginx counts on a millisecond clock; this pacer
+// counts nanoseconds.
+//
+// Each request takes one slot; a call may take n <= Slack+1 slots at once,
+// since a bigger n would release more than Slack+1 at one instant.
+//
+// The returned Limit carries a [*ConfigError] (see [Limit.Err]) naming
+// "Rate.N" or "Rate.Per" when r is not positive, "Queue", "Slack" or
+// "MaxDelay" when negative, and "Slack" or "Queue" when that many intervals
+// exceed about 146 years.
+func LeakyWith(r Rate, o LeakyOptions) Limit {
+	alg, err := newLeakyAlg(r, o)
+	return newLimit(alg, err)
+}
+
+// LeakyBucket is a single leaky-bucket pacer (see [LeakyWith]) used with
+// explicit time (ReserveAt, AllowAt, CancelAt) or the clock (Allow, Wait).
+// Create it with [NewLeakyBucket]. A Wait that is cancelled gives its slot
+// back. It is safe for concurrent use by multiple goroutines; a mutex guards
+// it for the few nanoseconds of each decision and is never held while
+// waiting. Instants passed to its methods may go backwards: an earlier now
+// never gets an earlier slot.
+type LeakyBucket struct {
+	local
+}
+
+// NewLeakyBucket returns an idle leaky-bucket pacer releasing at r. It
+// returns a [*ConfigError] (matching [ErrInvalidConfig]) for the inputs
+// [LeakyWith] rejects.
+func NewLeakyBucket(r Rate, o LeakyOptions) (*LeakyBucket, error) {
+	alg, err := newLeakyAlg(r, o)
+	if err != nil {
+		return nil, err
+	}
+	return &LeakyBucket{local: newLocal(alg)}, nil
+}
+
+// leakyAlg is the pacer as an algorithm: GCRA with capacity Slack+1 and a
+// bound on how far ahead of now a slot may be booked.
+type leakyAlg struct {
+	gcra
+	rate Rate
+	o    LeakyOptions
+	wait int64 // longest delay granted, in nanoseconds
+}
+
+func newLeakyAlg(r Rate, o LeakyOptions) (*leakyAlg, error) {
+	if err := r.validate("Rate"); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.Queue < 0:
+		return nil, configErr("Queue", o.Queue, "must not be negative")
+	case o.Slack < 0:
+		return nil, configErr("Slack", o.Slack, "must not be negative")
+	case o.MaxDelay < 0:
+		return nil, configErr("MaxDelay", o.MaxDelay, "must not be negative")
+	}
+	capacity, ok := addCheck(int64(o.Slack), 1)
+	if !ok {
+		return nil, configErr("Slack", o.Slack, "is too large")
+	}
+	g, err := newGCRA(r, int(capacity), "Slack", o.Slack)
+	if err != nil {
+		return nil, err
+	}
+	wait, ok := mulCheck(int64(o.Queue), g.i)
+	if !ok || wait > maxSpan {
+		return nil, configErr("Queue", o.Queue, "with the interval "+time.Duration(g.i).String()+" spans over 146 years")
+	}
+	if d := int64(o.MaxDelay); d > 0 && (o.Queue == 0 || d < wait) {
+		wait = d
+	}
+	return &leakyAlg{gcra: g, rate: r, o: o, wait: wait}, nil
+}
+
+// earliest is GCRA's earliest slot, refused with ErrQueueFull when it lies
+// more than the queue bound after now. With the refusal it returns that slot,
+// so the caller can tell how long the wait would have been.
+func (a *leakyAlg) earliest(c *cell, now int64, n int) (int64, error) {
+	t, err := a.gcra.earliest(c, now, n)
+	if err != nil {
+		return 0, err
+	}
+	if t-now > a.wait {
+		return t, ErrQueueFull
+	}
+	return t, nil
+}
+
+// span is how long after its last booking, at most, a cell takes to drain:
+// the queue bound plus the slack.
+func (a *leakyAlg) span() int64 { return min(satAdd(a.tau, a.wait), maxSpan) }
+
+func (a *leakyAlg) maxN() int { return int(a.c) }
+
+func (a *leakyAlg) String() string {
+	s := fmt.Sprintf("leaky bucket %v queue %d", a.rate, a.o.Queue)
+	if a.o.MaxDelay > 0 {
+		s += fmt.Sprintf(" max delay %v", a.o.MaxDelay)
+	}
+	if a.o.Slack > 0 {
+		s += fmt.Sprintf(" slack %d", a.o.Slack)
+	}
+	return s
+}
