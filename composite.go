@@ -12,7 +12,10 @@ import (
 //
 // Zero Limits (no limit) are skipped and parts that are themselves built by
 // All are flattened. The largest n one call may take is the smallest of the
-// parts' maxima; more is refused with [ErrBurstExceeded].
+// parts' maxima; more is refused with [ErrBurstExceeded]. A leaky-bucket
+// pacer's queue bound ([LeakyOptions] Queue and MaxDelay) applies to the
+// whole wait: when the other parts would make the call wait longer than the
+// pacer lets anyone queue, it is refused with [ErrQueueFull].
 //
 // The Limit carries an error when no non-zero limit is given (a
 // [*ConfigError] naming "limits") or when a part carries one; the part's
@@ -36,12 +39,7 @@ func All(limits ...Limit) Limit {
 	if len(parts) == 0 {
 		return newLimit(nil, configErr("limits", limits, "at least one non-zero limit is required"))
 	}
-	c := &composite{parts: parts, n: parts[0].maxN()}
-	for _, p := range parts {
-		c.n = min(c.n, p.maxN())
-		c.spn = max(c.spn, p.span())
-	}
-	return newLimit(c, nil)
+	return newLimit(newComposite(parts), nil)
 }
 
 // Composite is a single-key limiter holding several limits at once (see
@@ -76,6 +74,30 @@ type composite struct {
 
 var _ algorithm = (*composite)(nil)
 
+// newComposite returns the composite of parts, none of them a composite.
+func newComposite(parts []algorithm) *composite {
+	c := &composite{parts: parts, n: parts[0].maxN()}
+	for _, p := range parts {
+		c.n = min(c.n, p.maxN())
+		c.spn = max(c.spn, p.span())
+	}
+	return c
+}
+
+// waitBounded is implemented by parts that refuse, with ErrQueueFull, a
+// booking more than waitBound nanoseconds after now: the leaky-bucket
+// pacer's queue. A part's earliest judges that bound from the instant it is
+// given, which in a composite is the instant another part has already moved
+// the call to; the composite checks the bound against the real now itself.
+type waitBounded interface {
+	waitBound() int64
+}
+
+var _ waitBounded = (*leakyAlg)(nil)
+
+// waitBound is the pacer's queue bound in nanoseconds (see [LeakyOptions]).
+func (a *leakyAlg) waitBound() int64 { return a.wait }
+
 // freshCell is the zero cell handed to parts before the composite's first
 // booking. earliest and idle only read their cell, so sharing it is safe.
 var freshCell cell
@@ -94,7 +116,9 @@ func (m *composite) part(c *cell, i int) *cell {
 }
 
 // earliest moves t forward to each part's earliest instant in turn, until
-// every part in a row accepts t as it is.
+// every part in a row accepts t as it is. A part's refusal is returned with
+// the instant it came with (a pacer's slot, telling how long the wait would
+// have been). Then no part may wait beyond its bound from now.
 func (m *composite) earliest(c *cell, now int64, n int) (int64, error) {
 	if err := winCheck(n, int64(m.n)); err != nil {
 		return 0, err
@@ -106,12 +130,17 @@ func (m *composite) earliest(c *cell, now int64, n int) (int64, error) {
 		}
 		u, err := m.parts[i].earliest(m.part(c, i), t, n)
 		if err != nil {
-			return 0, err
+			return u, err
 		}
 		if u > t {
 			t, stable = u, 1
 		} else {
 			stable++
+		}
+	}
+	for _, p := range m.parts {
+		if b, ok := p.(waitBounded); ok && t-now > b.waitBound() {
+			return t, ErrQueueFull
 		}
 	}
 	return t, nil

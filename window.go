@@ -11,8 +11,8 @@ import "math"
 // divides 24 hours (a second, a minute, 15 minutes, an hour, …) the windows
 // start on the wall clock's boundaries, "per clock minute". Longer or odd
 // periods (7 minutes, 48 hours) are counted from the epoch's midnight UTC,
-// about 146 years before the limiter was created, so their boundaries fall at
-// no particular clock time.
+// decades before the limiter was created, so their boundaries fall at no
+// particular clock time.
 
 // winIndex returns the index of the aligned window of length per that holds t.
 func winIndex(t, per int64) int64 { return t / per }
