@@ -132,3 +132,29 @@ func TestFixedWindowCancel(t *testing.T) {
 	l2.CancelAt(winAt(0), rs[0])
 	runWinAllow(t, l2, []winAllow{{0, 2, true}, {0, 1, false}})
 }
+
+// TestFixedWindowVsTokenBucket runs the calls of the boundary case through a
+// token bucket of capacity 10 refilled at 1/s, idle before: it admits at
+// most 12 of them (capacity + rate·2s), where the fixed window admitted 120.
+// Exactly 12: 10 from the full bucket at once, then one at 12:01:00 and one
+// at 12:01:01, a token per whole second after the first call.
+func TestFixedWindowVsTokenBucket(t *testing.T) {
+	b, err := NewTokenBucket(PerSecond(1), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var admitted []time.Time
+	for _, c := range boundaryCalls() {
+		if b.AllowAt(c, 1) {
+			admitted = append(admitted, c)
+		}
+	}
+	if len(admitted) != 12 {
+		t.Fatalf("token bucket admitted %d calls, want 12 (10 + 2)", len(admitted))
+	}
+	for i, want := range []time.Time{winAt(60 * time.Second), winAt(61 * time.Second)} {
+		if got := admitted[10+i]; !got.Equal(want) {
+			t.Errorf("admitted call %d at %v, want %v", 10+i, got.Format("15:04:05.000"), want.Format("15:04:05.000"))
+		}
+	}
+}

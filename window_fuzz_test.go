@@ -58,33 +58,71 @@ func FuzzSlidingLog(f *testing.F) { fuzzWindow(f, Sliding, logPromise) }
 // window and 2N−1 in any window [t, t+Per).
 func FuzzSlidingCounter(f *testing.F) { fuzzWindow(f, SlidingApprox, counterPromise) }
 
-// FuzzComposite checks that a composite of two or three window limits keeps
-// every part's promise.
+// FuzzComposite checks that a composite of two or three limits (window
+// limits, token buckets, pacers) only books what each part admits on its own
+// at that instant and within each pacer's queue, keeps every window part's
+// promise, and at the end every GCRA part's promise.
 func FuzzComposite(f *testing.F) {
 	for i, ops := range winFuzzSeeds {
 		f.Add(uint8(i*5), uint32(0x0304), uint32(0x03e8_0010), uint8(i*9), ops)
 		f.Add(uint8(0x80|i), uint32(0x0102), uint32(0xffff_0001), uint8(40), ops)
+		f.Add(uint8(0xbf), uint32(0x0500_0203), uint32(0x0100_0040), uint8(i*11), ops)
 	}
 	f.Fuzz(func(t *testing.T, kinds uint8, ns, pers uint32, shift uint8, ops []byte) {
 		var (
-			limits   []Limit
+			parts    []algorithm
 			promises []winPromise
+			gcras    []gcra
+			partErr  error
 			scale    = Rate{N: 6}
 		)
-		parts := 2
+		count := 2
 		if kinds&0x80 != 0 {
-			parts = 3
+			count = 3
 		}
-		for i := range parts {
-			k := windowKinds[int(kinds>>(2*i))%len(windowKinds)]
+		for i := range count {
 			r := winFuzzRate(uint16(ns>>(8*i)), uint16(pers>>(10*i)), shift+uint8(3*i))
-			limits = append(limits, k.limit(r))
-			promises = append(promises, k.check(r))
-			scale.N = min(scale.N, r.N)
+			var l Limit
+			switch k := int(kinds>>(2*i)) & 3; {
+			case k < len(windowKinds):
+				l = windowKinds[k].limit(r)
+				promises = append(promises, windowKinds[k].check(r))
+			case ns>>(24+i)&1 == 0:
+				l = Bucket(r, 1+int(ns>>(26+2*i))&3)
+			default:
+				l = LeakyWith(r, LeakyOptions{Queue: int(ns>>(26+2*i)) & 3, Slack: int(pers>>(30-i)) & 1})
+			}
+			if l.Err() != nil {
+				return // a GCRA span beyond what it accepts: not a composite matter
+			}
+			switch a := l.alg.(type) {
+			case *bucketAlg:
+				gcras = append(gcras, a.gcra)
+			case *leakyAlg:
+				gcras = append(gcras, a.gcra)
+			}
+			parts = append(parts, checked(l.alg, &partErr))
+			scale.N = min(scale.N, l.alg.maxN())
 			scale.Per = max(scale.Per, r.Per)
 		}
-		l := All(limits...)
-		d := newWinDriver(l.alg, allPromises(promises...), 1+int64(scale.Per)/3)
+		windows := allPromises(promises...)
+		check := func(books []winBooking, t int64) error {
+			if partErr != nil {
+				return partErr
+			}
+			return windows(books, t)
+		}
+		alg := newComposite(parts)
+		d := newWinDriver(alg, check, 1+int64(scale.Per)/3)
 		winFuzzOps(t, d, scale, ops)
+		var live []gcraBooking
+		for _, b := range d.standing() {
+			live = append(live, gcraBooking{at: b.at, n: b.n, live: true})
+		}
+		for _, g := range gcras {
+			if msg := gcraPromise(live, g.c, g.i); msg != "" {
+				t.Fatalf("%v: %s", alg, msg)
+			}
+		}
 	})
 }
