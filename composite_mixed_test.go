@@ -31,11 +31,12 @@ func TestCompositeLeakyQueue(t *testing.T) {
 }
 
 // TestCompositeBucketSameInstant: a token bucket inside a composite books
-// the instants at which calls really go, not the ones it alone would give:
-// bucket 1/s burst 1 with a log of 1 per 1.5s books at 0, 1.5s and 3s, and
-// its theoretical arrival time ends at 4s (at 1s, 2s and 3s it would be 3s,
-// letting a call through at 3s that the log refuses... and then one more
-// than 1/s allows).
+// the instants at which the calls really go. Bucket 1/s burst 1 with a log
+// of 1 per 1.5s: calls go at 0, 1.5s and 3s, so the bucket's theoretical
+// arrival time (TAT) ends at 4s. Had it been booked at its own earliest
+// instants (1s, then 2.5s) it would end at 3.5s, a bucket refilled for calls
+// that had not gone yet: the next call at 3.5s would then come 0.5s after
+// the one at 3s, faster than 1/s with a burst of 1.
 func TestCompositeBucketSameInstant(t *testing.T) {
 	ms := time.Millisecond
 	l := mustComposite(t, Bucket(PerSecond(1), 1), Sliding(Rate{N: 1, Per: 1500 * ms}))

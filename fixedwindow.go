@@ -14,8 +14,13 @@ import "fmt"
 // [Sliding] when the server counts over a trailing window.
 //
 // Bookings never go back in time: once a reservation has waited into a later
-// window, later calls wait for that window too. A request refused or
-// cancelled costs nothing.
+// window, later calls wait for that window too. A request refused costs
+// nothing. Cancelling gives the units back to the window they were booked
+// in; when that is a later window (the reservation waited), the limiter stays
+// in it, so a call for fewer units than the cancelled one may have to wait
+// for that window although the current one has room. Calls for as many
+// units or more see exactly the state before the reservation: it waited
+// because the current window was full for them.
 //
 // The Limit carries a [*ConfigError] naming "Rate.N" or "Rate.Per" when
 // either is not positive.

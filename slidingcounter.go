@@ -45,7 +45,11 @@ import (
 //     passed at the first request (1.63·r.N at worst in the measurement).
 //
 // Windows are aligned as for [Fixed]. Bookings never go back to an earlier
-// window than the latest one booked. The Limit carries a [*ConfigError]
+// window than the latest one booked. Cancelling gives the units back to the
+// window they were booked in; as for [Fixed], after cancelling a reservation
+// that waited into a later window, a call for fewer units than it may wait
+// for that window although the current one would admit it, while calls for
+// as many units or more see exactly the state before the reservation. The Limit carries a [*ConfigError]
 // naming "Rate.N" (not positive, or above 4294967295) or "Rate.Per" (not
 // positive).
 func SlidingApprox(r Rate) Limit {
