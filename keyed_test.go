@@ -412,48 +412,62 @@ func TestKeyedWaitAllocs(t *testing.T) {
 // most a handful behind after the idle time; a paused key is not evicted.
 func TestKeyedC23(t *testing.T) {
 	const keys = 100_000
-	const ttl = time.Second
-	lim := every(100*time.Millisecond, 10) // span (idle TTL) 1s
-	paused := "host-7.example"
-	pauseEnd := at(2*ttl + 3600*time.Second)
+	tests := []struct {
+		name string
+		l    Limit // each with a span (idle TTL) of 1s
+	}{
+		{"token bucket", every(100*time.Millisecond, 10)},
+		{"sliding log", Sliding(PerSecond(10))},
+		{"composite", All(every(100*time.Millisecond, 10), Sliding(PerSecond(10)))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ttl := time.Duration(tt.l.alg.span())
+			if ttl != time.Second {
+				t.Fatalf("span %v, want 1s", ttl)
+			}
+			paused := "host-7.example"
+			pauseEnd := at(2*ttl + 3600*time.Second)
 
-	before := heapInUse()
-	k := newTestKeyed(t, lim, KeyedOptions{})
-	for i := range keys {
-		if !k.AllowAt(t0, "host-"+strconv.Itoa(i)+".example", 1) {
-			t.Fatalf("key %d refused", i)
-		}
-	}
-	wantLen(t, k, keys)
-	grown := heapInUse()
+			before := heapInUse()
+			k := newTestKeyed(t, tt.l, KeyedOptions{})
+			for i := range keys {
+				if !k.AllowAt(t0, "host-"+strconv.Itoa(i)+".example", 1) {
+					t.Fatalf("key %d refused", i)
+				}
+			}
+			wantLen(t, k, keys)
+			grown := heapInUse()
 
-	k.PauseUntil(paused, pauseEnd)
-	if got := k.SweepAt(at(2 * ttl)); got != keys-1 {
-		t.Errorf("SweepAt = %d, want %d", got, keys-1)
-	}
-	after := heapInUse()
+			k.PauseUntil(paused, pauseEnd)
+			if got := k.SweepAt(at(2 * ttl)); got != keys-1 {
+				t.Errorf("SweepAt = %d, want %d", got, keys-1)
+			}
+			after := heapInUse()
 
-	wantLen(t, k, 1) // at most 10; here exactly the paused key
-	wantPaused(t, k, paused, pauseEnd)
-	if k.AllowAt(at(3*ttl), paused, 1) {
-		t.Error("AllowAt(paused) = true")
-	}
-	k.SweepAt(at(time.Hour))
-	wantPaused(t, k, paused, pauseEnd)
-	wantLen(t, k, 1)
+			wantLen(t, k, 1) // at most 10; here exactly the paused key
+			wantPaused(t, k, paused, pauseEnd)
+			if k.AllowAt(at(3*ttl), paused, 1) {
+				t.Error("AllowAt(paused) = true")
+			}
+			k.SweepAt(at(time.Hour))
+			wantPaused(t, k, paused, pauseEnd)
+			wantLen(t, k, 1)
 
-	t.Logf("heap: baseline %d B; with %d keys %+d B; after the sweep %+d B",
-		before, keys, int64(grown-before), int64(after)-int64(before))
-	if d := int64(after) - int64(before); d > 10<<20 {
-		t.Errorf("heap after the sweep is %d B above the baseline, want at most 10 MB", d)
+			t.Logf("heap: baseline %d B; with %d keys %+d B; after the sweep %+d B",
+				before, keys, int64(grown-before), int64(after)-int64(before))
+			if d := int64(after) - int64(before); d > 10<<20 {
+				t.Errorf("heap after the sweep is %d B above the baseline, want at most 10 MB", d)
+			}
+			if d := int64(after) - int64(before); d > 1<<20 {
+				t.Errorf("heap after the sweep is %d B above the baseline: emptied maps should be rebuilt, not kept at their peak size", d)
+			}
+			if grown-before < 2<<20 {
+				t.Errorf("%d keys took only %d B: the measurement is broken", keys, grown-before)
+			}
+			runtime.KeepAlive(k)
+		})
 	}
-	if d := int64(after) - int64(before); d > 1<<20 {
-		t.Errorf("heap after the sweep is %d B above the baseline: emptied maps should be rebuilt, not kept at their peak size", d)
-	}
-	if grown-before < 2<<20 {
-		t.Errorf("%d keys took only %d B: the measurement is broken", keys, grown-before)
-	}
-	runtime.KeepAlive(k)
 }
 
 // heapInUse returns the bytes of live heap objects after a full collection.
@@ -526,13 +540,17 @@ func TestKeyedMatchesIndependentLimits(t *testing.T) {
 	limits := []Limit{
 		Bucket(Every(100*time.Millisecond), 3),
 		LeakyWith(PerSecond(10), LeakyOptions{Queue: 3, Slack: 1}),
+		Fixed(PerSecond(4)),
+		Sliding(Rate{N: 3, Per: 300 * time.Millisecond}),
+		SlidingApprox(PerSecond(5)),
+		All(Bucket(Every(100*time.Millisecond), 3), Sliding(Rate{N: 5, Per: time.Second})),
 	}
 	keys := []string{"a", "b", "c", "d", "e"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	evicted := 0
 	for _, l := range limits {
 		span := time.Duration(l.alg.span())
-		for schedule := range 1000 {
+		for schedule := range 400 {
 			k := newTestKeyed(t, l, KeyedOptions{})
 			ref := make(map[string]*local)
 			kres := make(map[string]Reservation)
@@ -724,6 +742,7 @@ func TestKeyedC19ManyWaiters(t *testing.T) {
 		wantMax  int           // most releases in any [t, t+1s)
 		wantDone time.Duration // when the last of the 60 is released
 	}{
+		{"sliding log", Sliding(PerSecond(5)), 5, 11 * time.Second},
 		{"leaky pacer", Leaky(PerSecond(5), 60), 5, 11800 * time.Millisecond},
 		{"token bucket burst 1", Bucket(PerSecond(5), 1), 5, 11800 * time.Millisecond},
 		// The failure C19 warns of: a bucket whose burst equals its rate
@@ -762,6 +781,7 @@ func TestKeyedC19RollingMinute(t *testing.T) {
 		l       Limit
 		wantMax int // most releases in any [t, t+60s)
 	}{
+		{"sliding log", Sliding(PerMinute(15)), 15},
 		{"leaky pacer", Leaky(PerMinute(15), 15), 15},
 		{"token bucket burst 1", Bucket(PerMinute(15), 1), 15},
 		// Burst 15 at 15/min (capacity equal to the rate, as in
