@@ -10,9 +10,10 @@ import (
 )
 
 // DefaultMaxKeys is the number of keys a [Keyed] tracks at most when
-// [KeyedOptions].MaxKeys is 0. At about 60 bytes a key for the compact
-// limits ([Bucket], [Leaky], [Fixed], [SlidingApprox]) that bounds the store
-// to roughly 64 MB however many distinct keys it is shown.
+// [KeyedOptions].MaxKeys is 0. At about 56 bytes a key for the compact
+// limits ([Bucket], [Leaky], [Fixed], [SlidingApprox]; measured at a million
+// keys) that bounds the store to about 60 MB however many distinct keys it
+// is shown. A [Sliding] log also keeps its booked instants per key.
 const DefaultMaxKeys = 1 << 20
 
 const (
@@ -74,10 +75,12 @@ type KeyedOptions struct {
 // means no limit, so that a Keyed only tracks pauses.
 //
 // Create a Keyed with [NewKeyed]. All methods are safe for concurrent use by
-// multiple goroutines. The explicit-time methods (ReserveAt, AllowAt,
-// CancelAt, SweepAt) accept a now earlier than one seen before, as after a
-// clock step: such a now is treated as the latest instant the key's shard
-// has seen, so it mints nothing.
+// multiple goroutines; a Keyed must not be copied. The explicit-time
+// methods (ReserveAt, AllowAt, CancelAt, SweepAt) accept a now earlier than
+// one seen before, as after a clock step: the limit itself mints nothing
+// then, and a now earlier than the last sweep of the key's shard is taken
+// as that sweep's instant, so that forgetting an idle key cannot mint units
+// either. Wait reads the monotonic clock.
 type Keyed struct {
 	alg        algorithm // nil: no limit, pauses only
 	epoch      time.Time
@@ -86,6 +89,7 @@ type Keyed struct {
 	perShard   int   // a shard's share of MaxKeys
 	sweepEvery int64 // nanoseconds between routine sweeps of a shard
 	shards     []shard
+	_          [64]byte // keep the overflow lock off the fields read on every call
 	over       overflow
 }
 

@@ -658,6 +658,29 @@ func TestKeyedMaxKeysPause(t *testing.T) {
 	wantLen(t, k, 1)
 }
 
+func TestKeyedOverflowWaitCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKeyed(t, every(time.Second, 1), KeyedOptions{MaxKeys: 1})
+		start := time.Now()
+		for _, key := range []string{"a", "b"} { // a is tracked, b overflows
+			if err := k.Wait(t.Context(), key, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		errc := make(chan error, 1)
+		go func() { errc <- k.Wait(ctx, "c", 0) }() // overflow slot at 1s
+		synctest.Wait()
+		cancel()
+		wantWaitError(t, <-errc, "c", time.Second, context.Canceled)
+		if err := k.Wait(t.Context(), "d", 0); err != nil {
+			t.Fatal(err)
+		}
+		wantElapsed(t, start, time.Second, "the next overflow key gets the cancelled slot")
+		wantLen(t, k, 1)
+	})
+}
+
 func TestKeyedContention(t *testing.T) {
 	const (
 		goroutines = 16
