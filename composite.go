@@ -93,11 +93,6 @@ type waitBounded interface {
 	waitBound() int64
 }
 
-var _ waitBounded = (*leakyAlg)(nil)
-
-// waitBound is the pacer's queue bound in nanoseconds (see [LeakyOptions]).
-func (a *leakyAlg) waitBound() int64 { return a.wait }
-
 // freshCell is the zero cell handed to parts before the composite's first
 // booking. earliest and idle only read their cell, so sharing it is safe.
 var freshCell cell
