@@ -42,7 +42,7 @@ func compileHosts(h Hosts) (*hostLimiters, error) {
 		lh := strings.ToLower(host)
 		var lim Limiter
 		if !l.IsZero() {
-			k, err := newHostStore(l)
+			k, err := NewKeyed(l, KeyedOptions{})
 			if err != nil {
 				return nil, configErr(hostField(host), l, err.Error())
 			}

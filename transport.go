@@ -40,7 +40,7 @@ const minThrottlePause = time.Second
 // # Contract
 //
 // RoundTrip follows the [http.RoundTripper] contract: it never modifies the
-// caller's request (retries send shallow copies with a rewound body), it
+// caller's request (attempts send copies, with the body rewound), it
 // closes the request body on every path, and it returns either a response
 // or an error, never both. When retries run out on a status, the last
 // response is returned as it came, body unread; when they run out on a
