@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 
 	"github.com/cenkalti/backoff/v4"
@@ -91,4 +92,46 @@ func ExampleAttemptsError() {
 	}
 	// Output:
 	// attempts: 2
+}
+
+// Limits are chosen by host: here one API is paced to 100 requests a
+// second with up to 10 callers waiting, every other host to 600 a minute
+// in bursts of 20, and an internal host not at all.
+func ExampleHosts() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+
+	tr := &pace.Transport{
+		Limits: pace.Hosts{
+			strings.TrimPrefix(srv.URL, "http://"): pace.Leaky(pace.PerSecond(100), 10),
+			"*":                                    pace.Bucket(pace.PerMinute(600), 20),
+			"internal.example":                     {}, // not paced
+		},
+	}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	for range 3 {
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode)
+	}
+	// Output:
+	// 200
+	// 200
+	// 200
+}
+
+// Validate reports a setting that can never work, as RoundTrip would.
+func ExampleTransport_Validate() {
+	tr := &pace.Transport{Limits: pace.Hosts{"api.example": pace.Bucket(pace.PerSecond(0), 1)}}
+	err := tr.Validate()
+	fmt.Println(errors.Is(err, pace.ErrInvalidConfig))
+	fmt.Println(err)
+	// Output:
+	// true
+	// pace: invalid Limits["api.example"].Rate.N 0: must be positive
 }

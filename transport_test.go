@@ -576,25 +576,43 @@ func TestTransportConnectionReuse(t *testing.T) {
 
 // BenchmarkTransportOverhead measures the success path of the Transport
 // over a canned in-memory Base, against the bare Base: the Transport's own
-// cost per request, with pacing (a limit that never blocks) and the retry
-// policy on.
+// cost per request, with the retry policy on, without and with pacing (a
+// token bucket that never blocks), serially and in parallel.
 func BenchmarkTransportOverhead(b *testing.B) {
 	canned := &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody}
 	base := testhttp.RoundTripperFunc(func(*http.Request) (*http.Response, error) { return canned, nil })
 	req, _ := http.NewRequest("GET", "http://api.test/v1/items", nil)
-	run := func(b *testing.B, rt http.RoundTripper) {
-		b.ReportAllocs()
-		for b.Loop() {
-			resp, err := rt.RoundTrip(req)
-			if err != nil || resp.StatusCode != 200 {
-				b.Fatal(resp, err)
-			}
+	check := func(b *testing.B, resp *http.Response, err error) {
+		if err != nil || resp.StatusCode != 200 {
+			b.Fatal(resp, err)
 		}
 	}
-	b.Run("bare", func(b *testing.B) { run(b, base) })
-	b.Run("pace", func(b *testing.B) {
-		run(b, &Transport{Base: base, Limiter: limiterFunc(func(context.Context, string, time.Duration) error { return nil })})
-	})
+	fast := Bucket(PerSecond(1_000_000_000), 1_000_000)
+	for _, bc := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"bare", base},
+		{"pace", &Transport{Base: base}},
+		{"pace+limit", &Transport{Base: base, Limits: Hosts{"*": fast}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := bc.rt.RoundTrip(req)
+				check(b, resp, err)
+			}
+		})
+		b.Run(bc.name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					resp, err := bc.rt.RoundTrip(req)
+					check(b, resp, err)
+				}
+			})
+		})
+	}
 }
 
 // TestTransportRetryPolicy runs the policy's switches through the
