@@ -125,8 +125,9 @@ type Transport struct {
 	Budget RetryBudget
 
 	// OnEvent, if non-nil, is called for each wait, throttle, retry and
-	// give-up (see [Event]), on the goroutine of the request. It must not
-	// block and must not modify the request.
+	// give-up (see [Event]), on the goroutine of the request, so it must be
+	// safe for concurrent use. It must not block and must not modify the
+	// request. Nothing is built for it when it is nil.
 	OnEvent func(Event)
 
 	// Logger, if non-nil, receives the same events as debug-level records.

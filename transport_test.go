@@ -676,3 +676,42 @@ func TestTransportRetryPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestTransportPacingDeadline: a wait for the key's cooldown or its limit
+// that would end after the context's deadline fails at once, nothing sent,
+// with an error carrying the wait.
+func TestTransportPacingDeadline(t *testing.T) {
+	tests := []struct {
+		name  string
+		tr    func(base http.RoundTripper) *Transport
+		first testhttp.Step // answer to the request that sets the state up
+		wantD time.Duration
+	}{
+		{"cooldown", func(b http.RoundTripper) *Transport { return &Transport{Base: b, MaxAttempts: 1} },
+			testhttp.Status(http.StatusTooManyRequests, "Retry-After", "30"), 30 * time.Second},
+		{"limit", func(b http.RoundTripper) *Transport {
+			return &Transport{Base: b, Limits: Hosts{"*": Leaky(Every(time.Minute), 5)}}
+		}, testhttp.Status(http.StatusOK), time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &testhttp.Server{Steps: []testhttp.Step{tt.first, testhttp.Status(http.StatusOK)}}
+				tr := tt.tr(srv)
+				roundTrip(t, tr, "GET", "http://api.test/")
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				defer cancel()
+				start := time.Now()
+				resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", "http://api.test/", ""))
+				var we *WaitError
+				if resp != nil || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrWaitExceedsDeadline) ||
+					!errors.As(err, &we) || we.Delay != tt.wantD {
+					t.Fatalf("RoundTrip = %v, %v; want a deadline *WaitError carrying %v", resp, err, tt.wantD)
+				}
+				if el := time.Since(start); el != 0 || srv.Count() != 1 {
+					t.Errorf("failed after %v with %d sent, want at once with 1", el, srv.Count())
+				}
+			})
+		})
+	}
+}
