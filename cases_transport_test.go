@@ -486,7 +486,7 @@ func TestCaseC20OneThrottlePausesTheHost(t *testing.T) {
 		wantPause  time.Duration
 		want429    int
 	}{
-		{"no Retry-After", "", time.Second, 2},
+		{"no Retry-After", "", DefaultThrottlePause, 1},
 		{"Retry-After: 3", "3", 3 * time.Second, 1},
 	}
 	for _, tt := range tests {
@@ -546,6 +546,9 @@ func TestCaseC20OneThrottlePausesTheHost(t *testing.T) {
 				}
 				if n429 != tt.want429 {
 					t.Errorf("%d requests met a 429, want %d", n429, tt.want429)
+				}
+				if gap := rs[1].At.Sub(t0); gap > tt.wantPause+100*time.Millisecond {
+					t.Errorf("the host resumed %v after the first 429, want %v +0.1s", gap, tt.wantPause)
 				}
 				for i := range rs {
 					j := i

@@ -7,6 +7,14 @@ import (
 	"time"
 )
 
+// DefaultThrottlePause is how long a whole key pauses after a 429 that
+// carries no usable delay (no Retry-After or reset header). Consecutive
+// throttles of the same key double it, jittered, up to DefaultBackoffMax.
+// Five seconds follows the fix in env0/terraform-provider-env0#1127 (case
+// C20): a server that gives no hint usually counts in windows of seconds,
+// and a shorter pause only buys another 429.
+const DefaultThrottlePause = 5 * time.Second
+
 // cooldown is the Transport's table of paused keys. A server that answers
 // 429 or 503 with a delay (or 429 without one) pauses the whole key, so that
 // every request of that key, new or already waiting, holds back until then

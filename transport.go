@@ -100,8 +100,10 @@ type Transport struct {
 	// NewBackOff returns the backoff schedule for one request, used when the
 	// server gives no delay; schedules are stateful, so each request gets
 	// its own. If nil, the schedule starts at DefaultBackoffInitial (100ms),
-	// or DefaultThrottleBackoffInitial (1s) after a 429 or 503, and doubles
-	// up to DefaultBackoffMax (20s). A schedule from NewBackOff is reset
+	// or DefaultThrottleBackoffInitial (1s) after a 503 without a delay, and
+	// doubles up to DefaultBackoffMax (20s); a 429 without a delay pauses its
+	// whole key for DefaultThrottlePause (5s), doubling with each consecutive
+	// one. A schedule from NewBackOff is reset
 	// before use, its waits are jittered and kept within (0,
 	// MaxRetryAfter], and backoff.Stop (or a nil schedule) ends the
 	// retries.
@@ -481,15 +483,20 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 	}
 	if status == http.StatusTooManyRequests || (status == http.StatusServiceUnavailable && fromServer) {
 		// The whole key pauses: for the server's delay, or, for a 429
-		// without one, for the throttle schedule's wait escalated by the
-		// key's consecutive throttles (1s, 2s, 4s … up to 20s, jittered,
-		// never under 1s), so that the key sends one probe per pause (case
-		// C20). The request's own retry waits the same pause.
+		// without one, for the next backoff wait: with the default schedule
+		// that is DefaultThrottlePause escalated by the key's consecutive
+		// throttles (5s, 10s, 20s, jittered, never under 5s), so that the
+		// key sends one probe per pause (case C20); with a NewBackOff
+		// schedule, its next wait. Never under a second. The request's own
+		// retry waits the same pause.
 		pause, strikes := serverWait, 0
 		if !fromServer {
 			strikes = c.s.cool.strikes(c.key, now) + 1
-			keyWait := c.s.jitter.apply(backoffDelay(strikes, DefaultThrottleBackoffInitial, DefaultBackoffMax),
-				0, DefaultThrottleBackoffInitial, DefaultBackoffMax, nil)
+			keyWait := wait // a NewBackOff schedule is the caller's choice: its next wait
+			if c.s.newBackOff == nil {
+				keyWait = c.s.jitter.apply(backoffDelay(strikes, DefaultThrottlePause, DefaultBackoffMax),
+					0, DefaultThrottlePause, DefaultBackoffMax, nil)
+			}
 			pause = max(wait, keyWait, minThrottlePause)
 			wait = pause
 		}
