@@ -45,7 +45,8 @@ func (m *Middleware) addrKey(r *http.Request) string {
 	if client.Is6() {
 		client = netip.PrefixFrom(client, m.ipv6Bits).Masked().Addr()
 	}
-	return addrKeyPrefix + client.String()
+	var buf [64]byte // room for the longest IPv6 text form
+	return string(client.AppendTo(append(buf[:0], addrKeyPrefix...)))
 }
 
 // forwardedClient returns the client address behind the trusted proxies.
