@@ -48,7 +48,9 @@ func randomQuotaLimit(rng *rand.Rand, i int) Limit {
 //   - Wait is 0 exactly when Remaining > 0; otherwise one unit is refused
 //     at now+Wait−1ns and admitted at now+Wait;
 //   - at now+Reset every part is whole (Remaining == Limit), and 1ns earlier
-//     one is not.
+//     one is not;
+//   - Remaining single units sent at any later instants are all admitted
+//     (what the middleware's RateLimit field promises a client).
 func TestQuotaProperties(t *testing.T) {
 	for i := range len(quotaKinds) + 1 {
 		name := "all"
@@ -103,7 +105,7 @@ func runQuotaSchedule(rng *rand.Rand, alg algorithm, ops int) error {
 		default: // the clock steps back, or a little forward
 			now = max(1, now+rng.Int64N(span)-span/2)
 		}
-		if err := checkQuota(alg, &c, now); err != nil {
+		if err := checkQuota(rng, alg, &c, now); err != nil {
 			return fmt.Errorf("op %d at %d: %w", op, now, err)
 		}
 	}
@@ -111,7 +113,7 @@ func runQuotaSchedule(rng *rand.Rand, alg algorithm, ops int) error {
 }
 
 // checkQuota checks the Quota of c at now against alg's decisions.
-func checkQuota(alg algorithm, c *cell, now int64) error {
+func checkQuota(rng *rand.Rand, alg algorithm, c *cell, now int64) error {
 	q := quotaAt(alg, c, now, now)
 	if probe := probeQuota(alg, c, now); int64(q.Remaining) != probe.remaining {
 		return fmt.Errorf("Remaining = %d, but %d units fit at once", q.Remaining, probe.remaining)
@@ -124,6 +126,9 @@ func checkQuota(alg algorithm, c *cell, now int64) error {
 	}
 	if got := takeSingles(alg, c, now); got != q.Remaining {
 		return fmt.Errorf("%d single units admitted in a row, want Remaining = %d", got, q.Remaining)
+	}
+	if err := spreadSingles(rng, alg, c, now, q.Remaining); err != nil {
+		return err
 	}
 	if q.Wait > 0 && q.Wait < math.MaxInt64 {
 		w := now + int64(q.Wait)
@@ -171,6 +176,21 @@ func takeSingles(alg algorithm, c *cell, now int64) int {
 		n++
 	}
 	return n
+}
+
+// spreadSingles books n single units in a copy of c at random instants from
+// now on, in time order, and fails if one is refused.
+func spreadSingles(rng *rand.Rand, alg algorithm, c *cell, now int64, n int) error {
+	d := cloneCell(c)
+	span := max(alg.span(), 8)
+	for i := range n {
+		now += rng.Int64N(span / 2)
+		if !fitsOne(alg, &d, now) {
+			return fmt.Errorf("unit %d of Remaining %d refused at %d, spread over later instants", i+1, n, now)
+		}
+		alg.book(&d, now, now, 1)
+	}
+	return nil
 }
 
 // cloneCell returns a deep copy of c.

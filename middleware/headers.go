@@ -83,10 +83,12 @@ func policyField(ps []policy) string {
 // rateLimitField serializes the RateLimit field for q (draft §4.1), one
 // item per policy, e.g. `"default";r=42;t=17`. r is the units remaining.
 // t is the whole seconds, rounded up, until the quota is whole again; when
-// nothing remains, it is the time until the next unit instead (the same
-// value as Retry-After), so that "no more than r within t" holds and t
-// never names a later moment than Retry-After (draft §6).
-func rateLimitField(ps []policy, q pace.Quota) string {
+// nothing remains, it is the time until the next unit instead. Either way a
+// client that sends at most r requests in the next t seconds is not refused
+// by this limit. No t exceeds maxT: a refusal passes its Retry-After, which
+// must not name an earlier moment than the end of any effective window
+// (draft §6); a shorter t keeps the promise above.
+func rateLimitField(ps []policy, q pace.Quota, maxT int64) string {
 	var arr [96]byte
 	b := arr[:0]
 	parts := []pace.Quota{q}
@@ -105,7 +107,7 @@ func rateLimitField(ps []policy, q pace.Quota) string {
 		b = append(b, ";r="...)
 		b = strconv.AppendInt(b, min(int64(p.Remaining), maxSFInteger), 10)
 		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, seconds(t), 10)
+		b = strconv.AppendInt(b, min(seconds(t), maxT), 10)
 	}
 	return string(b)
 }

@@ -67,23 +67,25 @@ func TestSFString(t *testing.T) {
 }
 
 // TestRateLimitField checks t: Reset while units remain, Wait when none do,
-// and the cap on huge values.
+// capped at maxT (a refusal's Retry-After), and the cap on huge values.
 func TestRateLimitField(t *testing.T) {
 	one := policiesOf("p", pace.Quota{Limit: 10, Window: time.Second})
 	two := policiesOf("p", pace.Quota{Parts: []pace.Quota{{Limit: 1, Window: time.Second}, {Limit: 9, Window: time.Hour}}})
 	tests := []struct {
 		ps   []policy
 		q    pace.Quota
+		maxT int64
 		want string
 	}{
-		{one, pace.Quota{Remaining: 3, Reset: 1500 * time.Millisecond}, `"p";r=3;t=2`},
-		{one, pace.Quota{Remaining: 0, Reset: time.Hour, Wait: 10 * time.Millisecond}, `"p";r=0;t=1`},
-		{one, pace.Quota{Remaining: 10}, `"p";r=10;t=0`},
-		{one, pace.Quota{Remaining: math.MaxInt, Reset: math.MaxInt64}, `"p";r=999999999999999;t=9223372037`},
-		{two, pace.Quota{Parts: []pace.Quota{{Wait: 2 * time.Second}, {Remaining: 4, Reset: time.Minute}}}, `"p-1";r=0;t=2, "p-2";r=4;t=60`},
+		{one, pace.Quota{Remaining: 3, Reset: 1500 * time.Millisecond}, math.MaxInt64, `"p";r=3;t=2`},
+		{one, pace.Quota{Remaining: 0, Reset: time.Hour, Wait: 10 * time.Millisecond}, math.MaxInt64, `"p";r=0;t=1`},
+		{one, pace.Quota{Remaining: 10}, math.MaxInt64, `"p";r=10;t=0`},
+		{one, pace.Quota{Remaining: math.MaxInt, Reset: math.MaxInt64}, math.MaxInt64, `"p";r=999999999999999;t=9223372037`},
+		{two, pace.Quota{Parts: []pace.Quota{{Wait: 2 * time.Second}, {Remaining: 4, Reset: time.Minute}}}, math.MaxInt64, `"p-1";r=0;t=2, "p-2";r=4;t=60`},
+		{two, pace.Quota{Parts: []pace.Quota{{Wait: 2 * time.Second}, {Remaining: 4, Reset: time.Minute}}}, 2, `"p-1";r=0;t=2, "p-2";r=4;t=2`},
 	}
 	for _, tt := range tests {
-		if got := rateLimitField(tt.ps, tt.q); got != tt.want {
+		if got := rateLimitField(tt.ps, tt.q, tt.maxT); got != tt.want {
 			t.Errorf("rateLimitField(%+v) = %s, want %s", tt.q, got, tt.want)
 		}
 	}

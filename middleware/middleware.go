@@ -87,16 +87,20 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		}
 		q, ok := m.keyed.AdmitAt(time.Now(), key, 1)
 		h := w.Header()
-		if !m.o.OmitHeaders {
-			h.Set(hdrRateLimitPolicy, m.policy)
-			h.Set(hdrRateLimit, rateLimitField(m.policies, q))
-		}
 		if ok {
+			if !m.o.OmitHeaders {
+				h.Set(hdrRateLimitPolicy, m.policy)
+				h.Set(hdrRateLimit, rateLimitField(m.policies, q, math.MaxInt64))
+			}
 			next.ServeHTTP(w, r)
 			return
 		}
 		secs := retryAfter(q.Wait)
 		h.Set(hdrRetryAfter, strconv.FormatInt(secs, 10))
+		if !m.o.OmitHeaders {
+			h.Set(hdrRateLimitPolicy, m.policy)
+			h.Set(hdrRateLimit, rateLimitField(m.policies, q, secs))
+		}
 		if m.o.OnLimited != nil {
 			m.o.OnLimited(w, r, Refusal{Quota: q, RetryAfter: secondsDuration(secs)})
 			return
