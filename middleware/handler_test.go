@@ -181,3 +181,12 @@ func (h *countingHandler) count() int {
 	defer h.mu.Unlock()
 	return h.n
 }
+
+// TestNilNext checks that a nil next means http.DefaultServeMux.
+func TestNilNext(t *testing.T) {
+	h := newTest(t, Options{Limit: pace.Fixed(pace.PerHour(1))}).Handler(nil)
+	// The default mux has no routes in this test binary: 404.
+	if rec := serve(h, httptest.NewRequest(http.MethodGet, "/nil-next", nil)); rec.Code != http.StatusNotFound {
+		t.Errorf("status %d through a nil next, want 404 from http.DefaultServeMux", rec.Code)
+	}
+}

@@ -44,6 +44,7 @@ func TestAddrKey(t *testing.T) {
 		{"IPv6 zone dropped", nil, 0, "[fe80::1%eth0]:443", nil, "afe80::"},
 		{"IPv4-mapped IPv6 is IPv4", nil, 0, "[::ffff:192.0.2.1]:443", nil, "a192.0.2.1"},
 		{"IPv6 behind IPv6 proxies", proxies, 0, "[2001:db8:ffff::1]:443", []string{"[2001:db8:5:6::7]:99, 2001:db8:ffff::2"}, "a2001:db8:5:6::"},
+		{"IPv4-mapped trusted prefix", []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")}, 0, "[::ffff:10.0.0.1]:80", []string{"198.51.100.9"}, "a198.51.100.9"},
 		{"bracketed IPv6 without a port", proxies, 0, "10.0.0.1:80", []string{"[2001:db8:5:6::7]"}, "a2001:db8:5:6::"},
 		{"RemoteAddr without a port", nil, 0, "192.0.2.5", nil, "a192.0.2.5"},
 		{"RemoteAddr that is no IP (Unix socket)", proxies, 0, "@", []string{"198.51.100.9"}, "a@"},

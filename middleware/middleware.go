@@ -52,6 +52,9 @@ func New(o Options) (*Middleware, error) {
 		m.errNoKey = fmt.Errorf("%w: no %s header", ErrNoKey, m.keyHeader)
 	}
 	for _, p := range o.TrustedProxies {
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96) // addresses are unmapped too
+		}
 		m.trusted = append(m.trusted, p.Masked())
 	}
 	name := o.PolicyName
@@ -65,8 +68,9 @@ func New(o Options) (*Middleware, error) {
 	return m, nil
 }
 
-// Handler returns a handler that passes each request next can take to
-// next, untouched, and refuses the others with 429 Too Many Requests.
+// Handler returns a handler that passes each request its key's limit
+// admits to next, untouched, and refuses the others with 429 Too Many
+// Requests. A nil next means http.DefaultServeMux, as for http.Server.
 //
 // Every request takes one unit of its key's limit if one is free now;
 // requests never wait. An admitted request goes to next as it came (the
@@ -75,10 +79,13 @@ func New(o Options) (*Middleware, error) {
 // quota left after it; next may still change or delete them. A refused
 // request costs nothing, does not reach next, and gets status 429 with
 // Retry-After (whole seconds, rounded up, at least 1), RateLimit-Policy and
-// RateLimit (r=0), through [Options].OnLimited if set. A request whose key
-// cannot be found goes to [Options].OnKeyError (by default 400 Bad
-// Request).
+// RateLimit (r=0 for the policy that refused it), through
+// [Options].OnLimited if set. A request whose key cannot be found goes to
+// [Options].OnKeyError (by default 400 Bad Request).
 func (m *Middleware) Handler(next http.Handler) http.Handler {
+	if next == nil {
+		next = http.DefaultServeMux
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, err := m.keyOf(r)
 		if err != nil {

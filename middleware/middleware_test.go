@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -151,7 +152,11 @@ func TestHeaders(t *testing.T) {
 
 // rateLimitItem matches one item of a RateLimit field as the middleware
 // writes it.
-var rateLimitItem = regexp.MustCompile(`^"([ !#-\[\]-~]*)";r=(\d+);t=(\d+)$`)
+var rateLimitItem = regexp.MustCompile(`^"([ !#-\[\]-~]|\\["\\])*";r=(\d{1,15});t=(\d{1,15})$`)
+
+// policyItem matches one item of a RateLimit-Policy field: q is a
+// non-negative Integer, w a positive one (draft §3.1).
+var policyItem = regexp.MustCompile(`^"([ !#-\[\]-~]|\\["\\])*";q=\d{1,15};w=[1-9]\d{0,14}$`)
 
 // checkAgainstQuota checks the RateLimit and Retry-After fields of rec
 // against key's Quota, read from the limiter at the same (fake) instant: r
@@ -171,6 +176,11 @@ func checkAgainstQuota(t *testing.T, m *Middleware, key string, rec *httptest.Re
 	items := splitList(rec.Header().Get("RateLimit"))
 	if len(items) != len(parts) {
 		t.Fatalf("RateLimit %q has %d items, want %d", rec.Header().Get("RateLimit"), len(items), len(parts))
+	}
+	for _, item := range splitList(rec.Header().Get("RateLimit-Policy")) {
+		if !policyItem.MatchString(item) {
+			t.Errorf("RateLimit-Policy item %q is malformed", item)
+		}
 	}
 	for i, p := range parts {
 		sm := rateLimitItem.FindStringSubmatch(items[i])
@@ -203,7 +213,7 @@ func ceilSeconds(d time.Duration) int64 {
 
 // splitList splits a field value at ", ".
 func splitList(v string) []string {
-	return regexp.MustCompile(`, `).Split(v, -1)
+	return strings.Split(v, ", ")
 }
 
 // TestHeadersPerClient checks that each client address has its own limit.
