@@ -1,0 +1,100 @@
+package pace
+
+import "time"
+
+// QuotaAt returns key's [Quota] at now: its limit, window, the units it may
+// take now, and how long until it is whole again or may take one more unit.
+// It books nothing and does not start tracking an unknown key, whose Quota
+// is that of a fresh limit (or of the shared overflow limit when the key's
+// shard is full, see [KeyedOptions].MaxKeys). With the zero Limit only a
+// pause shows: Limit is 0 and Wait lasts until the pause ends. Safe for
+// concurrent use.
+func (k *Keyed) QuotaAt(now time.Time, key string) Quota {
+	var q Quota
+	k.withCell(sinceEpoch(k.epoch, now), key, func(c *cell, pause, now int64) bool {
+		q = k.quotaOf(c, pause, now)
+		return false
+	})
+	return q
+}
+
+// AdmitAt is AllowAt that also reports key's Quota: it books n units for key
+// if they may be used at now, never for later, and returns the Quota right
+// after that decision, read under the same lock, so that no other call comes
+// between the decision and the figures. On a refusal nothing is booked and
+// the Quota's Wait says how long until one unit may go. It refuses while the
+// key is paused and for n <= 0 or n above what the limit can ever grant at
+// once. Safe for concurrent use.
+//
+// AdmitAt is meant for servers that answer excess at once (HTTP 429 with
+// Retry-After and RateLimit headers) instead of making callers wait.
+func (k *Keyed) AdmitAt(now time.Time, key string, n int) (q Quota, ok bool) {
+	k.withCell(sinceEpoch(k.epoch, now), key, func(c *cell, pause, now int64) bool {
+		_, err := k.decide(c, pause, now, n, 0, noDeadline, false)
+		ok = err == nil
+		q = k.quotaOf(c, pause, now)
+		return ok
+	})
+	return q, ok
+}
+
+// quotaOf returns the Quota of c (nil: no limit) at now for a key paused
+// until pause.
+func (k *Keyed) quotaOf(c *cell, pause, now int64) Quota {
+	from := max(now, pause)
+	if c == nil {
+		return Quota{Wait: time.Duration(from - now)}
+	}
+	return quotaAt(k.alg, c, now, from)
+}
+
+// withCell finds key's limit state at now (ns since epoch) as reserve does,
+// and calls f with it under the lock that guards it, with the key's pause
+// and the instant to use (never earlier than the last sweep of the key's
+// shard). c is nil with the zero Limit. When f returns true, c is stored as
+// the key's state (tracking the key if it was new); otherwise nothing is
+// kept.
+func (k *Keyed) withCell(now int64, key string, f func(c *cell, pause, now int64) (keep bool)) {
+	s, h := k.locate(key)
+	s.mu.Lock()
+	now = max(now, s.last)
+	if now-s.last >= k.sweepEvery {
+		s.sweep(k, now)
+	}
+	var pause int64
+	if len(s.pauses) > 0 {
+		pause = s.pauses[h]
+	}
+	if k.alg == nil {
+		s.mu.Unlock()
+		f(nil, pause, now)
+		return
+	}
+	w, tracked := s.cells[h]
+	if !tracked && pause == 0 && s.full(k) {
+		if now-s.last >= minSweepEvery {
+			s.sweep(k, now)
+		}
+		if s.full(k) {
+			s.mu.Unlock()
+			k.over.mu.Lock()
+			f(&k.over.c, k.over.pause, now)
+			k.over.mu.Unlock()
+			return
+		}
+	}
+	s.tmp = cell{a: w.a, b: w.b}
+	var x *cellExt
+	if tracked && len(s.exts) > 0 {
+		x = s.exts[h]
+		s.tmp.x = x
+	}
+	if f(&s.tmp, pause, now) {
+		s.store(h, x)
+		if !tracked && len(s.cells) > s.peak {
+			s.peak = len(s.cells)
+		}
+	}
+	s.tmp = cell{}
+	s.mu.Unlock()
+}
