@@ -195,6 +195,9 @@ func TestCheckResponse(t *testing.T) {
 		{503, nil, false, 0, true},
 		{503, map[string]string{"Retry-After": "2"}, true, 2 * time.Second, false},
 		{503, map[string]string{"Retry-After": "-2"}, false, 0, true},
+		{503, map[string]string{"Retry-After-Ms": "1500"}, true, 1500 * time.Millisecond, false},
+		{429, map[string]string{"X-Ratelimit-Reset": "60"}, true, time.Minute, false},
+		{200, map[string]string{"Retry-After": "5"}, false, 0, false},
 	}
 	for _, tt := range tests {
 		h := http.Header{}
@@ -209,49 +212,6 @@ func TestCheckResponse(t *testing.T) {
 				tt.code, tt.header, err, tt.throttled, tt.retryAfter, tt.statusErr)
 		}
 	}
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(1994, 11, 6, 8, 49, 7, 0, time.UTC)
-	tests := []struct {
-		v    string
-		d    time.Duration
-		ok   bool
-		note string
-	}{
-		{"0", 0, true, ""},
-		{"120", 2 * time.Minute, true, ""},
-		{"", 0, false, "missing"},
-		{"-1", 0, false, "not digits"},
-		{"1.5", 0, false, "not digits"},
-		{"soon", 0, false, "garbage"},
-		{"12a", 0, false, "garbage after digits"},
-		{"Sun, 06 Nov 1994 08:49:37 GMT", 30 * time.Second, true, "IMF-fixdate"},
-		{"Sunday, 06-Nov-94 08:49:37 GMT", 30 * time.Second, true, "RFC 850"},
-		{"Sun Nov  6 08:49:37 1994", 30 * time.Second, true, "asctime"},
-		{"Sun, 06 Nov 1994 08:48:07 GMT", 0, true, "past"},
-		{"9223372036", 9223372036 * time.Second, true, "largest whole seconds"},
-		{"9223372037", maxDuration, true, "saturates"},
-		{"99999999999999999999", maxDuration, true, "saturates past uint64"},
-	}
-	for _, tt := range tests {
-		if d, ok := parseRetryAfter(tt.v, now); d != tt.d || ok != tt.ok {
-			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v (%s)", tt.v, d, ok, tt.d, tt.ok, tt.note)
-		}
-	}
-}
-
-func FuzzParseRetryAfter(f *testing.F) {
-	for _, s := range []string{"0", "120", "-1", "1.5", "Sun, 06 Nov 1994 08:49:37 GMT",
-		"Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "99999999999999999999"} {
-		f.Add(s)
-	}
-	now := time.Date(1994, 11, 6, 8, 49, 0, 0, time.UTC)
-	f.Fuzz(func(t *testing.T, v string) {
-		if d, ok := parseRetryAfter(v, now); d < 0 || (!ok && d != 0) {
-			t.Errorf("parseRetryAfter(%q) = %v, %v; want d >= 0, and 0 when !ok", v, d, ok)
-		}
-	})
 }
 
 func TestRecordStatusOutsideRun(t *testing.T) {
