@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacehttp/pace"
 )
 
 // Run calls fn for each item, once per attempt, with at most
@@ -46,7 +48,7 @@ func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, ite
 	if err := r.prepare(); err != nil {
 		return nil, err
 	}
-	if !opts.Rate.IsZero() {
+	if opts.Rate != (pace.Rate{}) {
 		r.ceiling = &window{n: opts.Rate.N, per: opts.Rate.Per}
 	}
 	r.loop()
@@ -104,7 +106,7 @@ func (r *runner[T]) prepare() error {
 	}
 	if r.opts.Journal == "" {
 		r.sum.NotStarted = len(r.items)
-		r.sum.Ideal = r.opts.Rate.ideal(len(r.items))
+		r.sum.Ideal = ideal(r.opts.Rate, len(r.items))
 		return nil
 	}
 	seen := make(map[string]int, len(r.items))
@@ -133,7 +135,7 @@ func (r *runner[T]) prepare() error {
 		}
 	}
 	r.sum.NotStarted = len(r.items) - r.sum.Resumed
-	r.sum.Ideal = r.opts.Rate.ideal(r.sum.NotStarted)
+	r.sum.Ideal = ideal(r.opts.Rate, r.sum.NotStarted)
 	return nil
 }
 

@@ -33,8 +33,8 @@
 // per host (for example pace.Transport) spaces the requests of every caller,
 // the batch included. [Options.Rate] adds a ceiling of Run's own, counted on
 // every attempt Run starts, retries and probes included: at most N starts in
-// any window of length Per. It is exact (a sliding log), so Rate{N: 5, Per:
-// time.Second} never puts more than 5 starts in any 1 s, and it also gives
+// any window of length Per. It is exact (a sliding log, [pace.Sliding]), so
+// pace.PerSecond(5) never puts more than 5 starts in any 1 s, and it also gives
 // [Summary.Ideal], the least time the ceiling allows for the run.
 //
 // # Resuming

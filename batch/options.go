@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pacehttp/pace"
 )
 
 // Defaults for the zero fields of [Options].
@@ -25,31 +27,11 @@ const (
 	DefaultMaxBackoff = 5 * time.Minute
 )
 
-// Rate is a ceiling on how often Run starts attempts: at most N starts in
-// any window of length Per (a sliding log, so the bound holds for every
-// window, not only for aligned ones). Rate{N: 5, Per: time.Second} allows 5
-// starts at once and never more than 5 in any second; Rate{N: 1, Per: 200 *
-// time.Millisecond} spaces starts evenly, as a leaky-bucket pacer at 5/s
-// does. The zero Rate means no ceiling.
-//
-// Rate has the same fields as pace.Rate, so a value of one converts to the
-// other: batch.Rate(pace.PerSecond(5)).
-type Rate struct {
-	N   int           // starts per window; must be positive
-	Per time.Duration // length of the window; must be positive
-}
-
-// IsZero reports whether r is the zero Rate, which means no ceiling.
-func (r Rate) IsZero() bool { return r == Rate{} }
-
-// String formats r as "N/Per", for example "5/1s".
-func (r Rate) String() string { return fmt.Sprintf("%d/%v", r.N, r.Per) }
-
-// ideal returns the least time the ceiling allows for m starts: the first N
-// go at once, the next N one window later, and so on. It saturates rather
-// than overflowing.
-func (r Rate) ideal(m int) time.Duration {
-	if r.IsZero() || m <= 1 {
+// ideal returns the least time the ceiling r (Options.Rate) allows for m
+// starts: the first r.N go at once, the next r.N one window later, and so
+// on. It is 0 for the zero Rate, and saturates rather than overflowing.
+func ideal(r pace.Rate, m int) time.Duration {
+	if r == (pace.Rate{}) || m <= 1 {
 		return 0
 	}
 	windows := int64((m - 1) / r.N)
@@ -69,9 +51,15 @@ type Options struct {
 	// Zero means DefaultConcurrency. It must not be negative.
 	Concurrency int
 
-	// Rate, if not zero, is a ceiling on how often attempts start, retries
-	// and probes included; see [Rate]. It also sets [Summary.Ideal].
-	Rate Rate
+	// Rate, if not zero, is a ceiling on how often Run starts attempts,
+	// retries and probes included: at most Rate.N starts in any window of
+	// length Rate.Per, counted by an exact sliding log ([pace.Sliding]), so
+	// the bound holds for every window, not only for aligned ones.
+	// pace.PerSecond(5) allows 5 starts at once and never more than 5 in
+	// any second; pace.Every(200 * time.Millisecond) spaces starts evenly,
+	// as a leaky-bucket pacer at 5/s does. The zero Rate means no ceiling;
+	// any other must have N and Per positive. It also sets [Summary.Ideal].
+	Rate pace.Rate
 
 	// StopOnError stops dispatch at the first failed item: no new item
 	// starts, the attempts in flight run to their end (they are not
@@ -128,9 +116,9 @@ func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.Concurrency < 0:
 		return o, configErr("Concurrency", o.Concurrency, "must not be negative")
-	case !o.Rate.IsZero() && o.Rate.N <= 0:
+	case o.Rate != (pace.Rate{}) && o.Rate.N <= 0:
 		return o, configErr("Rate.N", o.Rate.N, "must be positive")
-	case !o.Rate.IsZero() && o.Rate.Per <= 0:
+	case o.Rate != (pace.Rate{}) && o.Rate.Per <= 0:
 		return o, configErr("Rate.Per", o.Rate.Per, "must be positive")
 	case o.Backoff < 0:
 		return o, configErr("Backoff", o.Backoff, "must not be negative")

@@ -3,6 +3,8 @@ package batch
 import (
 	"slices"
 	"time"
+
+	"github.com/pacehttp/pace"
 )
 
 // window is a sliding log: it lets a start happen at t only if fewer than n
@@ -98,10 +100,10 @@ func (l *learner) started(t time.Time) {
 	}
 }
 
-// rate returns the learned limit as a Rate, or the zero Rate.
-func (l *learner) rate() Rate {
+// rate returns the learned limit, or the zero Rate.
+func (l *learner) rate() pace.Rate {
 	if l.limit == nil {
-		return Rate{}
+		return pace.Rate{}
 	}
-	return Rate{N: l.limit.n, Per: l.limit.per}
+	return pace.Rate{N: l.limit.n, Per: l.limit.per}
 }

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/pacehttp/pace"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -90,7 +92,7 @@ func TestWindowProperty(t *testing.T) {
 
 func TestLearner(t *testing.T) {
 	var l learner
-	if l.wait(t0) != 0 || !l.rate().IsZero() {
+	if l.wait(t0) != 0 || l.rate() != (pace.Rate{}) {
 		t.Fatal("a learner with no limit waits")
 	}
 	for i := range 5 {
@@ -99,7 +101,7 @@ func TestLearner(t *testing.T) {
 	// Five accepted in 0..4s, throttled, probe at 9s came back fine at 10s:
 	// at most 5 starts in any 10s; the probe counts in the new log.
 	l.resume(t0.Add(10*time.Second), t0.Add(9*time.Second))
-	if got := l.rate(); got != (Rate{N: 5, Per: 10 * time.Second}) {
+	if got := l.rate(); got != (pace.Rate{N: 5, Per: 10 * time.Second}) {
 		t.Fatalf("learned %v, want 5/10s", got)
 	}
 	if d := l.wait(t0.Add(10 * time.Second)); d != time.Second {
@@ -114,7 +116,7 @@ func TestLearner(t *testing.T) {
 		t.Errorf("after a quiet window: %v, want 6/10s", l.rate())
 	}
 	// Much later it has grown past any use and is forgotten.
-	if d := l.wait(t0.Add(24 * time.Hour)); d != 0 || !l.rate().IsZero() {
+	if d := l.wait(t0.Add(24 * time.Hour)); d != 0 || l.rate() != (pace.Rate{}) {
 		t.Errorf("a day later: wait %v, limit %v; want none", d, l.rate())
 	}
 	if len(l.streak) != 1 {
@@ -134,22 +136,22 @@ func TestLearnerStreakBounded(t *testing.T) {
 
 func TestRateIdeal(t *testing.T) {
 	tests := []struct {
-		r    Rate
+		r    pace.Rate
 		m    int
 		want time.Duration
 	}{
-		{Rate{}, 100, 0},
-		{Rate{5, time.Second}, 0, 0},
-		{Rate{5, time.Second}, 1, 0},
-		{Rate{5, time.Second}, 5, 0},
-		{Rate{5, time.Second}, 6, time.Second},
-		{Rate{5, time.Second}, 300, 59 * time.Second},
-		{Rate{1, 10 * time.Millisecond}, 300, 2990 * time.Millisecond},
-		{Rate{1, time.Duration(1 << 62)}, 3, maxDuration},
+		{pace.Rate{}, 100, 0},
+		{pace.Rate{N: 5, Per: time.Second}, 0, 0},
+		{pace.Rate{N: 5, Per: time.Second}, 1, 0},
+		{pace.Rate{N: 5, Per: time.Second}, 5, 0},
+		{pace.Rate{N: 5, Per: time.Second}, 6, time.Second},
+		{pace.Rate{N: 5, Per: time.Second}, 300, 59 * time.Second},
+		{pace.Rate{N: 1, Per: 10 * time.Millisecond}, 300, 2990 * time.Millisecond},
+		{pace.Rate{N: 1, Per: time.Duration(1 << 62)}, 3, maxDuration},
 	}
 	for _, tt := range tests {
-		if got := tt.r.ideal(tt.m); got != tt.want {
-			t.Errorf("%v.ideal(%d) = %v, want %v", tt.r, tt.m, got, tt.want)
+		if got := ideal(tt.r, tt.m); got != tt.want {
+			t.Errorf("ideal(%v, %d) = %v, want %v", tt.r, tt.m, got, tt.want)
 		}
 	}
 }
