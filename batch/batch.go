@@ -45,11 +45,13 @@ func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, ite
 		done:    make(chan *attempt, opts.Concurrency),
 		backoff: opts.Backoff,
 	}
+	if opts.Rate != (pace.Rate{}) {
+		if r.ceiling, err = pace.NewSlidingLog(opts.Rate); err != nil {
+			return nil, err // withDefaults has checked the Rate
+		}
+	}
 	if err := r.prepare(); err != nil {
 		return nil, err
-	}
-	if opts.Rate != (pace.Rate{}) {
-		r.ceiling = &window{n: opts.Rate.N, per: opts.Rate.Per}
 	}
 	r.loop()
 	return r.report()
@@ -83,7 +85,7 @@ type runner[T any] struct {
 	stop     error // why dispatch stopped, or nil while it goes on
 	stopped  bool
 
-	ceiling   *window // Options.Rate, or nil
+	ceiling   *pace.SlidingLog // Options.Rate, or nil
 	learn     learner
 	paused    bool
 	until     time.Time // while paused: when the probe may start
@@ -205,7 +207,7 @@ func (r *runner[T]) dispatch(now time.Time) (wake time.Time) {
 		}
 		wait := r.learn.wait(now)
 		if r.ceiling != nil {
-			wait = max(wait, r.ceiling.wait(now))
+			wait = max(wait, delayAt(r.ceiling, now))
 		}
 		if wait > 0 {
 			return now.Add(wait)
@@ -235,7 +237,7 @@ func (r *runner[T]) launch(idx int, now time.Time, probe bool) {
 	r.inflight++
 	r.probing = probe
 	if r.ceiling != nil {
-		r.ceiling.add(now)
+		bookAt(r.ceiling, now)
 	}
 	r.learn.started(now)
 	a := &attempt{idx: idx, start: now, probe: probe}

@@ -22,8 +22,10 @@
 // more starts in any window than the server accepted (answered without a
 // throttle) between the previous resume and the throttle, where the window
 // is as long as the time from the first of those starts to the successful
-// probe. This learned limit grows by an eighth each time a whole window
-// passes, and the next pause replaces it; [Summary.Learned] shows it. It is what keeps a batch that meets a quota of N requests per
+// probe. Like the ceiling below, it is counted exactly, by a sliding log
+// ([pace.SlidingLog]). This learned limit grows by an eighth each time a
+// whole window passes, and the next pause replaces it; [Summary.Learned]
+// shows it. It is what keeps a batch that meets a quota of N requests per
 // rolling window from throttling again on every window (case C25 in the
 // project's case list, from GSA/sam_api#51).
 //
