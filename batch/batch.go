@@ -29,8 +29,9 @@ import (
 // The error is nil when every item succeeded (restored ones included). When
 // some did not, it is an [*Error], returned with the full Report. Invalid
 // options, two items with the same ID, or a journal that cannot be opened or
-// read give a nil Report and a [*ConfigError] or [*JournalError], before
-// anything runs.
+// read give a nil Report and a [*pace.ConfigError] (matching
+// [pace.ErrInvalidConfig]; its Field names the option, such as "Rate.N", or
+// "ID" for a duplicate ID) or a [*JournalError], before anything runs.
 func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, item T) error, opts Options) (*Report, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {

@@ -293,8 +293,8 @@ func TestRunInvalidOptions(t *testing.T) {
 	for _, tt := range tests {
 		var calls atomic.Int32
 		rep, err := Run(context.Background(), ints(3), func(context.Context, int) error { calls.Add(1); return nil }, tt.opts)
-		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Field != tt.field || !errors.Is(err, ErrInvalidConfig) || rep != nil || calls.Load() != 0 {
+		var ce *pace.ConfigError
+		if !errors.As(err, &ce) || ce.Field != tt.field || !errors.Is(err, pace.ErrInvalidConfig) || rep != nil || calls.Load() != 0 {
 			t.Errorf("Run(%+v) = %v, %v after %d calls; want nil and a *ConfigError for %s", tt.opts, rep, err, calls.Load(), tt.field)
 		}
 	}

@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -111,15 +110,17 @@ type Options struct {
 }
 
 // withDefaults returns o with zero fields replaced by their defaults, or a
-// *ConfigError naming the first invalid field.
+// *pace.ConfigError naming the first invalid field.
 func (o Options) withDefaults() (Options, error) {
-	switch {
-	case o.Concurrency < 0:
+	if o.Concurrency < 0 {
 		return o, configErr("Concurrency", o.Concurrency, "must not be negative")
-	case o.Rate != (pace.Rate{}) && o.Rate.N <= 0:
-		return o, configErr("Rate.N", o.Rate.N, "must be positive")
-	case o.Rate != (pace.Rate{}) && o.Rate.Per <= 0:
-		return o, configErr("Rate.Per", o.Rate.Per, "must be positive")
+	}
+	if o.Rate != (pace.Rate{}) {
+		if err := pace.Sliding(o.Rate).Err(); err != nil {
+			return o, err // names Rate.N or Rate.Per
+		}
+	}
+	switch {
 	case o.Backoff < 0:
 		return o, configErr("Backoff", o.Backoff, "must not be negative")
 	case o.MaxBackoff < 0:
@@ -140,25 +141,9 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// ErrInvalidConfig is matched by every [*ConfigError].
-var ErrInvalidConfig = errors.New("batch: invalid configuration")
-
-// ConfigError reports one invalid [Options] field, or an input Run cannot
-// work with (two items with the same ID). Run returns it before running
-// anything. It matches [ErrInvalidConfig].
-type ConfigError struct {
-	Field  string // the setting, e.g. "Rate.N" or "ID"
-	Value  any    // the rejected value
-	Reason string // what is wrong, e.g. "must be positive"
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("batch: invalid %s %v: %s", e.Field, e.Value, e.Reason)
-}
-
-// Is reports whether target is ErrInvalidConfig.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
-
+// configErr returns a *pace.ConfigError, the one error type of invalid
+// settings in pace and its subpackages, so that errors.Is(err,
+// pace.ErrInvalidConfig) matches every one of them.
 func configErr(field string, value any, reason string) error {
-	return &ConfigError{Field: field, Value: value, Reason: reason}
+	return &pace.ConfigError{Field: field, Value: value, Reason: reason}
 }
