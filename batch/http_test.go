@@ -10,33 +10,15 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacehttp/pace/internal/testhttp"
 )
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// trackedBody is a response body that records how much was read and whether
-// it was closed.
-type trackedBody struct {
-	r      io.Reader
-	read   int
-	closed bool
-}
-
-func (b *trackedBody) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	b.read += n
-	return n, err
-}
-
-func (b *trackedBody) Close() error { b.closed = true; return nil }
 
 // fakeAPI answers by path, and remembers every body it handed out.
 type fakeAPI struct {
 	mu     sync.Mutex
 	seen   map[string]int
-	bodies []*trackedBody
+	bodies []*testhttp.Body
 	sends  map[string][]time.Time
 }
 
@@ -63,7 +45,7 @@ func (f *fakeAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 	case p == "/refused":
 		return nil, errConnRefused
 	}
-	b := &trackedBody{r: strings.NewReader(body)}
+	b := testhttp.NewBody(body)
 	f.bodies = append(f.bodies, b)
 	return &http.Response{StatusCode: code, Header: h, Body: b, Request: req}, nil
 }
@@ -120,8 +102,8 @@ func TestHTTP(t *testing.T) {
 			t.Errorf("Summary = %v, want 2 throttled, 2 pauses", s)
 		}
 		for i, b := range api.bodies {
-			if !b.closed || b.read > 4<<10+len("hello") {
-				t.Errorf("body %d: closed %v after reading %d bytes; want closed, at most 4 KiB drained", i, b.closed, b.read)
+			if !b.Closed() || b.BytesRead() > 4<<10+len("hello") {
+				t.Errorf("body %d: closed %v after reading %d bytes; want closed, at most 4 KiB drained", i, b.Closed(), b.BytesRead())
 			}
 		}
 	})
@@ -136,7 +118,7 @@ func TestHTTPBuildErrors(t *testing.T) {
 		return nil, nil
 	}
 	sent := false
-	client := &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+	client := &http.Client{Transport: testhttp.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
 		sent = true
 		return nil, errConnRefused
 	})}
@@ -168,7 +150,7 @@ func TestHTTPCustomCheck(t *testing.T) {
 		t.Errorf("Run = %v, %v", rep.Results, err)
 	}
 	for _, b := range api.bodies {
-		if !b.closed {
+		if !b.Closed() {
 			t.Error("body not closed after a check that read it")
 		}
 	}
