@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacehttp/pace"
 )
 
 // Run calls fn for each item, once per attempt, with at most
@@ -27,8 +29,9 @@ import (
 // The error is nil when every item succeeded (restored ones included). When
 // some did not, it is an [*Error], returned with the full Report. Invalid
 // options, two items with the same ID, or a journal that cannot be opened or
-// read give a nil Report and a [*ConfigError] or [*JournalError], before
-// anything runs.
+// read give a nil Report and a [*pace.ConfigError] (matching
+// [pace.ErrInvalidConfig]; its Field names the option, such as "Rate.N", or
+// "ID" for a duplicate ID) or a [*JournalError], before anything runs.
 func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, item T) error, opts Options) (*Report, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -43,11 +46,13 @@ func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, ite
 		done:    make(chan *attempt, opts.Concurrency),
 		backoff: opts.Backoff,
 	}
+	if opts.Rate != (pace.Rate{}) {
+		if r.ceiling, err = pace.NewSlidingLog(opts.Rate); err != nil {
+			return nil, err // withDefaults has checked the Rate
+		}
+	}
 	if err := r.prepare(); err != nil {
 		return nil, err
-	}
-	if !opts.Rate.IsZero() {
-		r.ceiling = &window{n: opts.Rate.N, per: opts.Rate.Per}
 	}
 	r.loop()
 	return r.report()
@@ -81,7 +86,7 @@ type runner[T any] struct {
 	stop     error // why dispatch stopped, or nil while it goes on
 	stopped  bool
 
-	ceiling   *window // Options.Rate, or nil
+	ceiling   *pace.SlidingLog // Options.Rate, or nil
 	learn     learner
 	paused    bool
 	until     time.Time // while paused: when the probe may start
@@ -104,7 +109,7 @@ func (r *runner[T]) prepare() error {
 	}
 	if r.opts.Journal == "" {
 		r.sum.NotStarted = len(r.items)
-		r.sum.Ideal = r.opts.Rate.ideal(len(r.items))
+		r.sum.Ideal = ideal(r.opts.Rate, len(r.items))
 		return nil
 	}
 	seen := make(map[string]int, len(r.items))
@@ -133,7 +138,7 @@ func (r *runner[T]) prepare() error {
 		}
 	}
 	r.sum.NotStarted = len(r.items) - r.sum.Resumed
-	r.sum.Ideal = r.opts.Rate.ideal(r.sum.NotStarted)
+	r.sum.Ideal = ideal(r.opts.Rate, r.sum.NotStarted)
 	return nil
 }
 
@@ -203,7 +208,7 @@ func (r *runner[T]) dispatch(now time.Time) (wake time.Time) {
 		}
 		wait := r.learn.wait(now)
 		if r.ceiling != nil {
-			wait = max(wait, r.ceiling.wait(now))
+			wait = max(wait, delayAt(r.ceiling, now))
 		}
 		if wait > 0 {
 			return now.Add(wait)
@@ -233,7 +238,7 @@ func (r *runner[T]) launch(idx int, now time.Time, probe bool) {
 	r.inflight++
 	r.probing = probe
 	if r.ceiling != nil {
-		r.ceiling.add(now)
+		bookAt(r.ceiling, now)
 	}
 	r.learn.started(now)
 	a := &attempt{idx: idx, start: now, probe: probe}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacehttp/pace"
 )
 
 func ints(n int) []int {
@@ -239,12 +241,12 @@ func TestRunCancelledBeforeStart(t *testing.T) {
 func TestRunRateCeiling(t *testing.T) {
 	tests := []struct {
 		name      string
-		rate      Rate
+		rate      pace.Rate
 		wantIdeal time.Duration
 	}{
-		{"5 in any second", Rate{N: 5, Per: time.Second}, 9 * time.Second},
-		{"even spacing", Rate{N: 1, Per: 200 * time.Millisecond}, 49 * 200 * time.Millisecond},
-		{"3 per 2s", Rate{N: 3, Per: 2 * time.Second}, 16 * 2 * time.Second},
+		{"5 in any second", pace.Rate{N: 5, Per: time.Second}, 9 * time.Second},
+		{"even spacing", pace.Rate{N: 1, Per: 200 * time.Millisecond}, 49 * 200 * time.Millisecond},
+		{"3 per 2s", pace.Rate{N: 3, Per: 2 * time.Second}, 16 * 2 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,9 +283,9 @@ func TestRunInvalidOptions(t *testing.T) {
 		field string
 	}{
 		{Options{Concurrency: -1}, "Concurrency"},
-		{Options{Rate: Rate{N: 0, Per: time.Second}}, "Rate.N"},
-		{Options{Rate: Rate{N: 5}}, "Rate.Per"},
-		{Options{Rate: Rate{N: -5, Per: -time.Second}}, "Rate.N"},
+		{Options{Rate: pace.Rate{N: 0, Per: time.Second}}, "Rate.N"},
+		{Options{Rate: pace.Rate{N: 5}}, "Rate.Per"},
+		{Options{Rate: pace.Rate{N: -5, Per: -time.Second}}, "Rate.N"},
 		{Options{Backoff: -time.Second}, "Backoff"},
 		{Options{MaxBackoff: -time.Second}, "MaxBackoff"},
 		{Options{Backoff: time.Minute, MaxBackoff: time.Second}, "MaxBackoff"},
@@ -291,8 +293,8 @@ func TestRunInvalidOptions(t *testing.T) {
 	for _, tt := range tests {
 		var calls atomic.Int32
 		rep, err := Run(context.Background(), ints(3), func(context.Context, int) error { calls.Add(1); return nil }, tt.opts)
-		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Field != tt.field || !errors.Is(err, ErrInvalidConfig) || rep != nil || calls.Load() != 0 {
+		var ce *pace.ConfigError
+		if !errors.As(err, &ce) || ce.Field != tt.field || !errors.Is(err, pace.ErrInvalidConfig) || rep != nil || calls.Load() != 0 {
 			t.Errorf("Run(%+v) = %v, %v after %d calls; want nil and a *ConfigError for %s", tt.opts, rep, err, calls.Load(), tt.field)
 		}
 	}

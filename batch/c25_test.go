@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacehttp/pace"
 )
 
 // quotaServer stands in for an API that admits limit requests per rolling
@@ -90,7 +92,7 @@ func TestCaseC25QuotaExhausted(t *testing.T) {
 				type pauseSpan struct{ from, to time.Time }
 				var pauses []pauseSpan
 				opts := Options{
-					Rate: Rate{N: 5, Per: time.Second},
+					Rate: pace.Rate{N: 5, Per: time.Second},
 					OnProgress: func(p Progress) {
 						switch {
 						case p.Index >= 0:

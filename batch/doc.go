@@ -22,8 +22,10 @@
 // more starts in any window than the server accepted (answered without a
 // throttle) between the previous resume and the throttle, where the window
 // is as long as the time from the first of those starts to the successful
-// probe. This learned limit grows by an eighth each time a whole window
-// passes, and the next pause replaces it; [Summary.Learned] shows it. It is what keeps a batch that meets a quota of N requests per
+// probe. Like the ceiling below, it is counted exactly, by a sliding log
+// ([pace.SlidingLog]). This learned limit grows by an eighth each time a
+// whole window passes, and the next pause replaces it; [Summary.Learned]
+// shows it. It is what keeps a batch that meets a quota of N requests per
 // rolling window from throttling again on every window (case C25 in the
 // project's case list, from GSA/sam_api#51).
 //
@@ -33,8 +35,8 @@
 // per host (for example pace.Transport) spaces the requests of every caller,
 // the batch included. [Options.Rate] adds a ceiling of Run's own, counted on
 // every attempt Run starts, retries and probes included: at most N starts in
-// any window of length Per. It is exact (a sliding log), so Rate{N: 5, Per:
-// time.Second} never puts more than 5 starts in any 1 s, and it also gives
+// any window of length Per. It is exact (a sliding log, [pace.Sliding]), so
+// pace.PerSecond(5) never puts more than 5 starts in any 1 s, and it also gives
 // [Summary.Ideal], the least time the ceiling allows for the run.
 //
 // # Resuming

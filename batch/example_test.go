@@ -9,8 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
+	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/batch"
 )
 
@@ -52,7 +52,7 @@ func ExampleHTTP() {
 	// In a real job the client's Transport paces and retries per host
 	// (pace.Transport); the batch adds a ceiling of its own here.
 	rep, _ := batch.Run(context.Background(), ids, batch.HTTP(api.Client(), build, nil),
-		batch.Options{Rate: batch.Rate{N: 10, Per: time.Second}})
+		batch.Options{Rate: pace.PerSecond(10)})
 	for _, r := range rep.Results {
 		fmt.Println(ids[r.Index], r.Outcome, r.Status)
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacehttp/pace"
 )
 
 // HTTP returns an item function for [Run] that sends one request per item
@@ -63,63 +63,26 @@ func drainAndClose(body io.ReadCloser) {
 
 // CheckResponse is the default response check of [HTTP]. It accepts a 2xx
 // status. It returns a [*ThrottledError] for 429 Too Many Requests (RFC 6585
-// section 4), and for 503 Service Unavailable with a Retry-After header,
-// which RFC 9110 section 15.6.4 defines as the server asking for time;
-// RetryAfter holds the delay the header gives. Any other status gives a
-// [*StatusError].
+// section 4), and for 503 Service Unavailable that names a delay, which RFC
+// 9110 section 15.6.4 defines as the server asking for time; RetryAfter
+// holds the delay, read by [pace.RetryAfter] (Retry-After, retry-after-ms,
+// x-ms-retry-after-ms and the rate-limit reset headers, by the same rules as
+// pace.Transport) and measured from the moment CheckResponse is called. Any
+// other status gives a [*StatusError].
 func CheckResponse(resp *http.Response) error {
 	code := resp.StatusCode
 	switch {
 	case code >= 200 && code < 300:
 		return nil
 	case code == http.StatusTooManyRequests:
-		d, _ := retryAfter(resp.Header, time.Now())
+		d, _ := pace.RetryAfter(resp, time.Now())
 		return &ThrottledError{Status: code, RetryAfter: d}
 	case code == http.StatusServiceUnavailable:
-		if d, ok := retryAfter(resp.Header, time.Now()); ok {
+		if d, ok := pace.RetryAfter(resp, time.Now()); ok {
 			return &ThrottledError{Status: code, RetryAfter: d}
 		}
 	}
 	return &StatusError{Code: code}
-}
-
-// retryAfter reads the Retry-After header of a response received at now. An
-// HTTP-date is taken relative to the response's Date header when it has a
-// valid one, so a server clock that differs from ours does not skew the
-// delay. ok is false when the header is missing or malformed.
-func retryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
-	if date, err := http.ParseTime(h.Get("Date")); err == nil {
-		now = date
-	}
-	return parseRetryAfter(h.Get("Retry-After"), now)
-}
-
-// maxDelaySeconds is the largest whole number of seconds a Duration holds.
-const maxDelaySeconds = math.MaxInt64 / int64(time.Second)
-
-// parseRetryAfter interprets a Retry-After value (RFC 9110 section 10.2.3)
-// at now: delay-seconds (digits only) or an HTTP-date in any of its three
-// forms. A past date gives 0; a delay too large for a Duration saturates. ok
-// is false when v is empty or malformed, and then d is 0.
-func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
-	if v == "" {
-		return 0, false
-	}
-	if '0' <= v[0] && v[0] <= '9' {
-		s, err := strconv.ParseUint(v, 10, 64)
-		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return 0, false
-		}
-		if s > uint64(maxDelaySeconds) || err != nil {
-			return maxDuration, true
-		}
-		return time.Duration(s) * time.Second, true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return max(t.Sub(now), 0), true
 }
 
 // statusKey is the context key of an attempt's status recorder.

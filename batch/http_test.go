@@ -10,33 +10,15 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacehttp/pace/internal/testhttp"
 )
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// trackedBody is a response body that records how much was read and whether
-// it was closed.
-type trackedBody struct {
-	r      io.Reader
-	read   int
-	closed bool
-}
-
-func (b *trackedBody) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	b.read += n
-	return n, err
-}
-
-func (b *trackedBody) Close() error { b.closed = true; return nil }
 
 // fakeAPI answers by path, and remembers every body it handed out.
 type fakeAPI struct {
 	mu     sync.Mutex
 	seen   map[string]int
-	bodies []*trackedBody
+	bodies []*testhttp.Body
 	sends  map[string][]time.Time
 }
 
@@ -63,7 +45,7 @@ func (f *fakeAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 	case p == "/refused":
 		return nil, errConnRefused
 	}
-	b := &trackedBody{r: strings.NewReader(body)}
+	b := testhttp.NewBody(body)
 	f.bodies = append(f.bodies, b)
 	return &http.Response{StatusCode: code, Header: h, Body: b, Request: req}, nil
 }
@@ -120,8 +102,8 @@ func TestHTTP(t *testing.T) {
 			t.Errorf("Summary = %v, want 2 throttled, 2 pauses", s)
 		}
 		for i, b := range api.bodies {
-			if !b.closed || b.read > 4<<10+len("hello") {
-				t.Errorf("body %d: closed %v after reading %d bytes; want closed, at most 4 KiB drained", i, b.closed, b.read)
+			if !b.Closed() || b.BytesRead() > 4<<10+len("hello") {
+				t.Errorf("body %d: closed %v after reading %d bytes; want closed, at most 4 KiB drained", i, b.Closed(), b.BytesRead())
 			}
 		}
 	})
@@ -136,7 +118,7 @@ func TestHTTPBuildErrors(t *testing.T) {
 		return nil, nil
 	}
 	sent := false
-	client := &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+	client := &http.Client{Transport: testhttp.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
 		sent = true
 		return nil, errConnRefused
 	})}
@@ -168,7 +150,7 @@ func TestHTTPCustomCheck(t *testing.T) {
 		t.Errorf("Run = %v, %v", rep.Results, err)
 	}
 	for _, b := range api.bodies {
-		if !b.closed {
+		if !b.Closed() {
 			t.Error("body not closed after a check that read it")
 		}
 	}
@@ -195,6 +177,9 @@ func TestCheckResponse(t *testing.T) {
 		{503, nil, false, 0, true},
 		{503, map[string]string{"Retry-After": "2"}, true, 2 * time.Second, false},
 		{503, map[string]string{"Retry-After": "-2"}, false, 0, true},
+		{503, map[string]string{"Retry-After-Ms": "1500"}, true, 1500 * time.Millisecond, false},
+		{429, map[string]string{"X-Ratelimit-Reset": "60"}, true, time.Minute, false},
+		{200, map[string]string{"Retry-After": "5"}, false, 0, false},
 	}
 	for _, tt := range tests {
 		h := http.Header{}
@@ -209,49 +194,6 @@ func TestCheckResponse(t *testing.T) {
 				tt.code, tt.header, err, tt.throttled, tt.retryAfter, tt.statusErr)
 		}
 	}
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(1994, 11, 6, 8, 49, 7, 0, time.UTC)
-	tests := []struct {
-		v    string
-		d    time.Duration
-		ok   bool
-		note string
-	}{
-		{"0", 0, true, ""},
-		{"120", 2 * time.Minute, true, ""},
-		{"", 0, false, "missing"},
-		{"-1", 0, false, "not digits"},
-		{"1.5", 0, false, "not digits"},
-		{"soon", 0, false, "garbage"},
-		{"12a", 0, false, "garbage after digits"},
-		{"Sun, 06 Nov 1994 08:49:37 GMT", 30 * time.Second, true, "IMF-fixdate"},
-		{"Sunday, 06-Nov-94 08:49:37 GMT", 30 * time.Second, true, "RFC 850"},
-		{"Sun Nov  6 08:49:37 1994", 30 * time.Second, true, "asctime"},
-		{"Sun, 06 Nov 1994 08:48:07 GMT", 0, true, "past"},
-		{"9223372036", 9223372036 * time.Second, true, "largest whole seconds"},
-		{"9223372037", maxDuration, true, "saturates"},
-		{"99999999999999999999", maxDuration, true, "saturates past uint64"},
-	}
-	for _, tt := range tests {
-		if d, ok := parseRetryAfter(tt.v, now); d != tt.d || ok != tt.ok {
-			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v (%s)", tt.v, d, ok, tt.d, tt.ok, tt.note)
-		}
-	}
-}
-
-func FuzzParseRetryAfter(f *testing.F) {
-	for _, s := range []string{"0", "120", "-1", "1.5", "Sun, 06 Nov 1994 08:49:37 GMT",
-		"Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "99999999999999999999"} {
-		f.Add(s)
-	}
-	now := time.Date(1994, 11, 6, 8, 49, 0, 0, time.UTC)
-	f.Fuzz(func(t *testing.T, v string) {
-		if d, ok := parseRetryAfter(v, now); d < 0 || (!ok && d != 0) {
-			t.Errorf("parseRetryAfter(%q) = %v, %v; want d >= 0, and 0 when !ok", v, d, ok)
-		}
-	})
 }
 
 func TestRecordStatusOutsideRun(t *testing.T) {

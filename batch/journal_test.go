@@ -14,6 +14,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacehttp/pace"
 )
 
 // readJournal parses every line of the journal at path, failing the test on
@@ -250,7 +252,7 @@ func TestJournalDuplicateID(t *testing.T) {
 	items := []string{"a", "b", "a"}
 	_, err := Run(context.Background(), items, func(context.Context, string) error { return nil },
 		Options{Journal: path, ID: func(i int) string { return items[i] }})
-	var ce *ConfigError
+	var ce *pace.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "ID" || !strings.Contains(err.Error(), "items 0 and 2") {
 		t.Errorf("Run = %v, want a *ConfigError for ID naming items 0 and 2", err)
 	}

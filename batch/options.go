@@ -1,9 +1,10 @@
 package batch
 
 import (
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pacehttp/pace"
 )
 
 // Defaults for the zero fields of [Options].
@@ -25,31 +26,11 @@ const (
 	DefaultMaxBackoff = 5 * time.Minute
 )
 
-// Rate is a ceiling on how often Run starts attempts: at most N starts in
-// any window of length Per (a sliding log, so the bound holds for every
-// window, not only for aligned ones). Rate{N: 5, Per: time.Second} allows 5
-// starts at once and never more than 5 in any second; Rate{N: 1, Per: 200 *
-// time.Millisecond} spaces starts evenly, as a leaky-bucket pacer at 5/s
-// does. The zero Rate means no ceiling.
-//
-// Rate has the same fields as pace.Rate, so a value of one converts to the
-// other: batch.Rate(pace.PerSecond(5)).
-type Rate struct {
-	N   int           // starts per window; must be positive
-	Per time.Duration // length of the window; must be positive
-}
-
-// IsZero reports whether r is the zero Rate, which means no ceiling.
-func (r Rate) IsZero() bool { return r == Rate{} }
-
-// String formats r as "N/Per", for example "5/1s".
-func (r Rate) String() string { return fmt.Sprintf("%d/%v", r.N, r.Per) }
-
-// ideal returns the least time the ceiling allows for m starts: the first N
-// go at once, the next N one window later, and so on. It saturates rather
-// than overflowing.
-func (r Rate) ideal(m int) time.Duration {
-	if r.IsZero() || m <= 1 {
+// ideal returns the least time the ceiling r (Options.Rate) allows for m
+// starts: the first r.N go at once, the next r.N one window later, and so
+// on. It is 0 for the zero Rate, and saturates rather than overflowing.
+func ideal(r pace.Rate, m int) time.Duration {
+	if r == (pace.Rate{}) || m <= 1 {
 		return 0
 	}
 	windows := int64((m - 1) / r.N)
@@ -69,9 +50,15 @@ type Options struct {
 	// Zero means DefaultConcurrency. It must not be negative.
 	Concurrency int
 
-	// Rate, if not zero, is a ceiling on how often attempts start, retries
-	// and probes included; see [Rate]. It also sets [Summary.Ideal].
-	Rate Rate
+	// Rate, if not zero, is a ceiling on how often Run starts attempts,
+	// retries and probes included: at most Rate.N starts in any window of
+	// length Rate.Per, counted by an exact sliding log ([pace.Sliding]), so
+	// the bound holds for every window, not only for aligned ones.
+	// pace.PerSecond(5) allows 5 starts at once and never more than 5 in
+	// any second; pace.Every(200 * time.Millisecond) spaces starts evenly,
+	// as a leaky-bucket pacer at 5/s does. The zero Rate means no ceiling;
+	// any other must have N and Per positive. It also sets [Summary.Ideal].
+	Rate pace.Rate
 
 	// StopOnError stops dispatch at the first failed item: no new item
 	// starts, the attempts in flight run to their end (they are not
@@ -123,15 +110,17 @@ type Options struct {
 }
 
 // withDefaults returns o with zero fields replaced by their defaults, or a
-// *ConfigError naming the first invalid field.
+// *pace.ConfigError naming the first invalid field.
 func (o Options) withDefaults() (Options, error) {
-	switch {
-	case o.Concurrency < 0:
+	if o.Concurrency < 0 {
 		return o, configErr("Concurrency", o.Concurrency, "must not be negative")
-	case !o.Rate.IsZero() && o.Rate.N <= 0:
-		return o, configErr("Rate.N", o.Rate.N, "must be positive")
-	case !o.Rate.IsZero() && o.Rate.Per <= 0:
-		return o, configErr("Rate.Per", o.Rate.Per, "must be positive")
+	}
+	if o.Rate != (pace.Rate{}) {
+		if err := pace.Sliding(o.Rate).Err(); err != nil {
+			return o, err // names Rate.N or Rate.Per
+		}
+	}
+	switch {
 	case o.Backoff < 0:
 		return o, configErr("Backoff", o.Backoff, "must not be negative")
 	case o.MaxBackoff < 0:
@@ -152,25 +141,9 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// ErrInvalidConfig is matched by every [*ConfigError].
-var ErrInvalidConfig = errors.New("batch: invalid configuration")
-
-// ConfigError reports one invalid [Options] field, or an input Run cannot
-// work with (two items with the same ID). Run returns it before running
-// anything. It matches [ErrInvalidConfig].
-type ConfigError struct {
-	Field  string // the setting, e.g. "Rate.N" or "ID"
-	Value  any    // the rejected value
-	Reason string // what is wrong, e.g. "must be positive"
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("batch: invalid %s %v: %s", e.Field, e.Value, e.Reason)
-}
-
-// Is reports whether target is ErrInvalidConfig.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
-
+// configErr returns a *pace.ConfigError, the one error type of invalid
+// settings in pace and its subpackages, so that errors.Is(err,
+// pace.ErrInvalidConfig) matches every one of them.
 func configErr(field string, value any, reason string) error {
-	return &ConfigError{Field: field, Value: value, Reason: reason}
+	return &pace.ConfigError{Field: field, Value: value, Reason: reason}
 }

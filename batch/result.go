@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/pacehttp/pace"
 )
 
 // Outcome is what became of one item.
@@ -80,7 +82,7 @@ type Summary struct {
 
 	// Learned is the limit Run derived from the last pause (see the
 	// package documentation), as it stands; zero if none.
-	Learned Rate
+	Learned pace.Rate
 
 	Elapsed time.Duration // time since Run started
 	// Ideal is the least time Options.Rate allows for the items this run

@@ -15,10 +15,12 @@ var ErrThrottled = errors.New("batch: throttled")
 
 // ThrottledError reports that the server throttled an attempt, and how long
 // it asked the client to wait. It matches [ErrThrottled]. [HTTP] returns one
-// for a 429 response, and for a 503 that carries Retry-After.
+// for a 429 response, and for a 503 that names a delay (see
+// [CheckResponse]).
 type ThrottledError struct {
 	// RetryAfter is the delay the server asked for (Retry-After, RFC 9110
-	// section 10.2.3), or 0 if it gave none; then Run backs off on its own.
+	// section 10.2.3, or another header [pace.RetryAfter] reads), or 0 if
+	// it gave none; then Run backs off on its own.
 	RetryAfter time.Duration
 	// Status is the HTTP status code, or 0 when the throttle was not an
 	// HTTP response.
