@@ -1,0 +1,77 @@
+package main
+
+import (
+	"math"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/pacehttp/pace"
+)
+
+// clientCounts is what the client's Transport reported through OnEvent.
+type clientCounts struct {
+	seen429 atomic.Int64 // 429 responses received, retried or handed back
+	pauses  atomic.Int64 // times a 429 paused the whole host
+	retries atomic.Int64 // attempts the Transport sent again
+}
+
+// onEvent counts ev. Every 429 the Transport receives ends in exactly one
+// EventRetry (sent again) or EventGiveUp (handed back to the caller, here
+// the batch), each carrying the status; EventThrottle marks a pause of the
+// whole host. It is safe for concurrent use.
+func (c *clientCounts) onEvent(ev pace.Event) {
+	switch ev.Kind {
+	case pace.EventThrottle:
+		c.pauses.Add(1)
+	case pace.EventRetry:
+		c.retries.Add(1)
+		if ev.StatusCode == http.StatusTooManyRequests {
+			c.seen429.Add(1)
+		}
+	case pace.EventGiveUp:
+		if ev.StatusCode == http.StatusTooManyRequests {
+			c.seen429.Add(1)
+		}
+	}
+}
+
+// pacing returns the leaky-bucket rate for perSecond calls a second: one
+// call every 1/perSecond, rounded up to a whole nanosecond so that the
+// client never goes faster than asked.
+func pacing(perSecond float64) pace.Rate {
+	return pace.Every(time.Duration(math.Ceil(float64(time.Second) / perSecond)))
+}
+
+// newClient returns an http.Client for host whose pace.Transport paces
+// that host with a leaky bucket at r, lets up to queue calls wait for their
+// turn, and reports to counts. base sends the requests; the caller closes
+// its idle connections when done.
+func newClient(host string, r pace.Rate, queue int, base *http.Transport, counts *clientCounts) (*http.Client, error) {
+	t := &pace.Transport{
+		Base: base,
+		Limits: pace.Hosts{
+			// Calls leave one every r.Interval(), evenly: against an API
+			// that allows N in any second, N calls never fall within one
+			// second if the interval is at least 1/N. A call that would
+			// have to wait behind more than queue others is refused;
+			// with queue >= the batch's concurrency that never happens.
+			host: pace.Leaky(r, queue),
+		},
+		OnEvent: counts.onEvent,
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: t}, nil
+}
+
+// newBase returns the Transport that sends the calls: http.DefaultTransport's
+// settings, with enough idle connections kept that calls in flight do not
+// open new ones (a new connection's handshake is one source of the arrival
+// jitter the margin absorbs).
+func newBase(concurrency int) *http.Transport {
+	b := http.DefaultTransport.(*http.Transport).Clone()
+	b.MaxIdleConnsPerHost = concurrency
+	return b
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/pacehttp/pace/batch"
+	"github.com/pacehttp/pace/batch/progress"
+)
+
+// run is the program: it parses args, runs the batch and prints to stdout;
+// errors go to stderr. It returns the exit code: 0 if every item succeeded,
+// 1 if any failed or was lost (or the run could not start), 2 for bad flags
+// (one line on stderr).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		usage(stdout)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "batch: %v (see -h)\n", err)
+		return 2
+	}
+	t, err := execute(ctx, cfg, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "batch: %v\n", err)
+		return 1
+	}
+	t.print(stdout)
+	if t.err != nil {
+		fmt.Fprintf(stderr, "batch: %v\n", t.err)
+	}
+	if !t.ok() {
+		return 1
+	}
+	return 0
+}
+
+// execute starts the local API unless cfg.url is set, runs the batch
+// against it and returns what happened. The error is about setting up; the
+// batch's own outcome is in the tally.
+func execute(ctx context.Context, cfg config, stdout io.Writer) (t tally, err error) {
+	tmpl := cfg.url
+	if tmpl == "" {
+		a, err := startAPI(cfg.rate)
+		if err != nil {
+			return t, err
+		}
+		defer func() {
+			if cerr := a.close(); cerr != nil && err == nil {
+				err = fmt.Errorf("stopping the local API: %w", cerr)
+			}
+			t.admitted, t.refused = a.admitted.Load(), a.refused.Load()
+		}()
+		t.local = true
+		tmpl = a.url + "/items/{i}"
+	}
+	u, err := url.Parse(itemURL(tmpl, 0))
+	if err != nil {
+		return t, err
+	}
+
+	base := newBase(cfg.concurrency)
+	defer base.CloseIdleConnections()
+	var counts clientCounts
+	r := pacing(cfg.clientRate())
+	client, err := newClient(u.Host, r, cfg.concurrency, base, &counts)
+	if err != nil {
+		return t, err
+	}
+	t.rate = cfg.rate
+	printHeader(stdout, cfg, tmpl, t.local, r.Interval())
+
+	items := make([]int, cfg.calls)
+	for i := range items {
+		items[i] = i
+	}
+	get := func(ctx context.Context, i int) (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, http.MethodGet, itemURL(tmpl, i), nil)
+	}
+	pr := &progress.Printer{Out: stdout, Title: "calls"}
+	rep, runErr := batch.Run(ctx, items, batch.HTTP(client, get, batch.CheckResponse), batch.Options{
+		Concurrency: cfg.concurrency,
+		Journal:     cfg.journal,
+		OnProgress:  pr.Update,
+	})
+	if rep == nil { // nothing ran: the journal could not be opened, say
+		return t, runErr
+	}
+	t.Summary = rep.Summary
+	t.Ideal = ideal(t.Items-t.Resumed, cfg.rate)
+	shown := t.Summary
+	shown.Ideal = shown.Ideal.Round(time.Millisecond)
+	pr.Finish(shown)
+	t.err = runErr
+	t.client429, t.pauses, t.transportRetries = counts.seen429.Load(), counts.pauses.Load(), counts.retries.Load()
+	return t, nil
+}
+
+// ideal returns the least time for calls calls spaced evenly at rate per
+// second: (calls − 1)/rate seconds, when the last one starts (see the
+// package documentation).
+func ideal(calls, rate int) time.Duration {
+	if calls <= 1 {
+		return 0
+	}
+	return time.Duration(int64(calls-1) * int64(time.Second) / int64(rate))
+}
+
+// printHeader says what the run is about to do.
+func printHeader(w io.Writer, cfg config, tmpl string, local bool, interval time.Duration) {
+	if local {
+		fmt.Fprintf(w, "API     %s (local): at most %d requests in any 1s, sliding-window log (package middleware)\n", tmpl, cfg.rate)
+	} else {
+		fmt.Fprintf(w, "API     %s: taken to allow %d requests per second\n", tmpl, cfg.rate)
+	}
+	why := fmt.Sprintf("%g%% below the API's limit (-margin %g)", cfg.margin*100, cfg.margin)
+	if cfg.mismatch {
+		why = fmt.Sprintf("%g× the API's limit (-mismatch)", mismatchFactor)
+	}
+	fmt.Fprintf(w, "client  pace.Transport with a leaky-bucket pacer: %.4g calls/s, one every %v, %s\n",
+		float64(time.Second)/float64(interval), interval, why)
+	fmt.Fprintf(w, "batch   %d calls, at most %d in flight\n", cfg.calls, cfg.concurrency)
+	if cfg.journal != "" {
+		fmt.Fprintf(w, "journal %s (items it records as done are skipped)\n", cfg.journal)
+	}
+}
