@@ -1,0 +1,33 @@
+// Command perhost shows one http.Client that paces several hosts, each by
+// its own limit, with a default for every host not listed.
+//
+//	go run ./examples/perhost
+//
+// The client's pace.Transport has one pace.Hosts map:
+//
+//	api.payments.example  pace.Leaky(pace.PerSecond(5), 10)   one call every 200ms
+//	api.search.example    pace.Bucket(pace.PerSecond(20), 5)  bursts of 5, then 20 a second
+//	internal.example      the zero pace.Limit                 not paced
+//	"*" (pace.DefaultHost) pace.Leaky(pace.PerSecond(10), 10) every other host: one every 100ms
+//
+// The default's state is kept per host: maps.example and cdn.example,
+// neither listed, each get their own 10 a second, not 10 between them.
+//
+// All the names lead, through a custom dialer, to one server on loopback
+// (127.0.0.1, a free port), which records when each request arrived and
+// for which Host. The program sends 6 requests to each of five hosts at
+// once and prints, per host, the arrivals as the server saw them.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Stdout)
+	stop()
+	os.Exit(code)
+}
