@@ -263,3 +263,16 @@ func TestRunCancelled(t *testing.T) {
 		t.Errorf("summary does not report 5 lost:\n%s", stdout)
 	}
 }
+
+// TestRunSetupError checks that a run that cannot start (here, a journal in
+// a missing directory) exits 1 with one line on stderr, prefixed once.
+func TestRunSetupError(t *testing.T) {
+	journal := filepath.Join(t.TempDir(), "missing", "run.jsonl")
+	code, _, stderr := runArgs(t, t.Context(), "-n", "3", "-journal", journal)
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "batch: ") || strings.Contains(stderr, "batch: batch:") {
+		t.Errorf("stderr = %q, want one line starting with one \"batch: \"", stderr)
+	}
+}

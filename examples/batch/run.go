@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/pacehttp/pace/batch"
@@ -30,17 +31,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	t, err := execute(ctx, cfg, stdout)
 	if err != nil {
-		fmt.Fprintf(stderr, "batch: %v\n", err)
+		fmt.Fprintln(stderr, errorLine(err))
 		return 1
 	}
 	t.print(stdout)
 	if t.err != nil {
-		fmt.Fprintf(stderr, "batch: %v\n", t.err)
+		fmt.Fprintln(stderr, errorLine(t.err))
 	}
 	if !t.ok() {
 		return 1
 	}
 	return 0
+}
+
+// errorLine formats err for stderr, prefixed with "batch: " once (package
+// batch's errors carry that prefix already).
+func errorLine(err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "batch: ") {
+		return msg
+	}
+	return "batch: " + msg
 }
 
 // execute starts the local API unless cfg.url is set, runs the batch

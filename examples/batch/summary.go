@@ -45,17 +45,21 @@ func (t tally) print(w io.Writer) {
 	row("failed", "%d", t.Failed)
 	row("lost", "%d", t.lost())
 	if t.local {
-		row("429s", "%d refused by the API (it admitted %d); %d seen by the client, %d host %s",
-			t.refused, t.admitted, t.client429, t.pauses, plural(t.pauses, "pause", "pauses"))
+		row("429s", "%d refused by the API (it admitted %d); %d seen by the client, %d host %s; %d reached the batch",
+			t.refused, t.admitted, t.client429, t.pauses, plural(t.pauses, "pause", "pauses"), t.Throttled)
 	} else {
-		row("429s", "%d seen by the client, %d host %s (the remote API's own count is unknown)",
-			t.client429, t.pauses, plural(t.pauses, "pause", "pauses"))
+		row("429s", "%d seen by the client, %d host %s, %d reached the batch (the remote API's own count is unknown)",
+			t.client429, t.pauses, plural(t.pauses, "pause", "pauses"), t.Throttled)
 	}
 	row("retries", "%d (%d by the Transport, %d by the batch)", t.transportRetries+int64(t.Retries), t.transportRetries, t.Retries)
 	row("elapsed", "%v", t.Elapsed.Round(time.Millisecond))
 	if t.Ideal > 0 {
-		row("ideal", "%v = %d gaps of 1/%d s between %d calls spaced evenly at the API's limit; elapsed is %.1f%% of it",
-			t.Ideal.Round(time.Millisecond), t.Items-t.Resumed-1, t.rate, t.Items-t.Resumed, 100*float64(t.Elapsed)/float64(t.Ideal))
+		ratio := "" // meaningless when the run stopped early
+		if t.lost() == 0 {
+			ratio = fmt.Sprintf("; elapsed is %.1f%% of it", 100*float64(t.Elapsed)/float64(t.Ideal))
+		}
+		row("ideal", "%v = %d gaps of 1/%d s between %d calls spaced evenly at the API's limit%s",
+			t.Ideal.Round(time.Millisecond), t.Items-t.Resumed-1, t.rate, t.Items-t.Resumed, ratio)
 	}
 	if t.client429 > 0 {
 		fmt.Fprintln(w, "Each 429 paused the whole host for the API's Retry-After; the Transport then sent the call again, and the pacer resumed.")
