@@ -1,0 +1,423 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Run calls fn for each item, once per attempt, with at most
+// opts.Concurrency calls in flight, and returns a [Report] that accounts for
+// every item in input order.
+//
+// fn's error decides the item's fate: nil is success; an error matching
+// [ErrThrottled] pauses dispatch and makes the item try again (see the
+// package documentation); any other error fails the item, unless the context
+// had ended, which makes it Interrupted. A failed item is not retried: retry
+// transient errors inside fn, or in the client's Transport. fn is called
+// with a context derived from ctx, and should give up when it ends.
+//
+// When ctx ends, Run starts nothing more, waits for the calls in flight to
+// return (they see the cancelled context), and returns what was done. It
+// never leaves a goroutine behind. A panic in fn is not recovered.
+//
+// The error is nil when every item succeeded (restored ones included). When
+// some did not, it is an [*Error], returned with the full Report. Invalid
+// options, two items with the same ID, or a journal that cannot be opened or
+// read give a nil Report and a [*ConfigError] or [*JournalError], before
+// anything runs.
+func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, item T) error, opts Options) (*Report, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	r := &runner[T]{
+		ctx:     ctx,
+		items:   items,
+		fn:      fn,
+		opts:    opts,
+		results: make([]Result, len(items)),
+		done:    make(chan *attempt, opts.Concurrency),
+		backoff: opts.Backoff,
+	}
+	if err := r.prepare(); err != nil {
+		return nil, err
+	}
+	if !opts.Rate.IsZero() {
+		r.ceiling = &window{n: opts.Rate.N, per: opts.Rate.Per}
+	}
+	r.loop()
+	return r.report()
+}
+
+// attempt is one call of fn for one item.
+type attempt struct {
+	idx    int
+	start  time.Time
+	probe  bool
+	status atomic.Int64 // set through RecordStatus
+	err    error        // fn's result, set before the attempt is sent on done
+	dur    time.Duration
+}
+
+// runner is the state of one Run. Only Run's goroutine touches it; the
+// goroutines that call fn communicate through done.
+type runner[T any] struct {
+	ctx     context.Context
+	items   []T
+	fn      func(context.Context, T) error
+	opts    Options
+	results []Result
+	done    chan *attempt // capacity Concurrency, so callers never block
+	journal *journal
+	started time.Time
+
+	next     int   // next index never started (restored items are skipped)
+	retry    []int // throttled items waiting for another attempt, oldest first
+	inflight int
+	stop     error // why dispatch stopped, or nil while it goes on
+	stopped  bool
+
+	ceiling   *window // Options.Rate, or nil
+	learn     learner
+	paused    bool
+	until     time.Time // while paused: when the probe may start
+	probing   bool      // the probe is in flight
+	backoff   time.Duration
+	resumedAt time.Time // throttles of attempts started earlier are stale
+
+	sum Summary // counters kept as the run goes
+}
+
+// prepare fills in IDs, checks them, and restores results from the journal.
+func (r *runner[T]) prepare() error {
+	r.sum.Items = len(r.items)
+	for i := range r.results {
+		id := strconv.Itoa(i)
+		if r.opts.ID != nil {
+			id = r.opts.ID(i)
+		}
+		r.results[i] = Result{Index: i, ID: id}
+	}
+	if r.opts.Journal == "" {
+		r.sum.NotStarted = len(r.items)
+		r.sum.Ideal = r.opts.Rate.ideal(len(r.items))
+		return nil
+	}
+	seen := make(map[string]int, len(r.items))
+	for i, res := range r.results {
+		if j, dup := seen[res.ID]; dup {
+			return configErr("ID", strconv.Quote(res.ID), fmt.Sprintf("items %d and %d have the same ID", j, i))
+		}
+		seen[res.ID] = i
+	}
+	j, done, err := openJournal(r.opts.Journal)
+	if err != nil {
+		return err
+	}
+	r.journal = j
+	for i := range r.results {
+		rec, ok := done[r.results[i].ID]
+		if !ok || (r.opts.RedoFailed && rec.Outcome == Failed.String()) {
+			continue
+		}
+		r.results[i] = rec.result(i)
+		r.sum.Resumed++
+		if r.results[i].Outcome == Succeeded {
+			r.sum.Succeeded++
+		} else {
+			r.sum.Failed++
+		}
+	}
+	r.sum.NotStarted = len(r.items) - r.sum.Resumed
+	r.sum.Ideal = r.opts.Rate.ideal(r.sum.NotStarted)
+	return nil
+}
+
+// loop dispatches attempts and collects their results until nothing is left
+// to do and nothing is in flight.
+func (r *runner[T]) loop() {
+	r.started = time.Now()
+	timer := time.NewTimer(time.Hour) // armed only while a wake is due
+	timer.Stop()
+	for {
+		if !r.stopped && r.ctx.Err() != nil { // no select has seen it yet
+			r.halt(context.Cause(r.ctx))
+		}
+		now := time.Now()
+		wake := r.dispatch(now)
+		if r.journal != nil {
+			if err := r.journal.tick(now); err != nil {
+				r.halt(r.journalErr(err))
+			}
+			if due := r.journal.due(); !due.IsZero() && (wake.IsZero() || due.Before(wake)) {
+				wake = due
+			}
+		}
+		if r.inflight == 0 && (r.stopped || !r.hasWork()) {
+			return
+		}
+		var alarm <-chan time.Time
+		if !wake.IsZero() {
+			timer.Reset(wake.Sub(now))
+			alarm = timer.C
+		}
+		var ctxDone <-chan struct{}
+		if !r.stopped {
+			ctxDone = r.ctx.Done()
+		}
+		select {
+		case a := <-r.done:
+			r.finish(a)
+		case <-alarm:
+		case <-ctxDone:
+			r.halt(context.Cause(r.ctx))
+		}
+		timer.Stop()
+	}
+}
+
+// hasWork reports whether some item waits to be started or retried.
+func (r *runner[T]) hasWork() bool {
+	for r.next < len(r.results) && r.results[r.next].Resumed {
+		r.next++
+	}
+	return len(r.retry) > 0 || r.next < len(r.results)
+}
+
+// dispatch starts every attempt that may start at now, and returns when it
+// should be called again if that depends on time alone (zero: only when an
+// attempt ends).
+func (r *runner[T]) dispatch(now time.Time) (wake time.Time) {
+	for !r.stopped && r.inflight < r.opts.Concurrency && r.hasWork() {
+		if r.paused {
+			if r.probing {
+				return time.Time{} // one probe at a time
+			}
+			if now.Before(r.until) {
+				return r.until
+			}
+		}
+		wait := r.learn.wait(now)
+		if r.ceiling != nil {
+			wait = max(wait, r.ceiling.wait(now))
+		}
+		if wait > 0 {
+			return now.Add(wait)
+		}
+		var idx int
+		if len(r.retry) > 0 {
+			idx, r.retry = r.retry[0], r.retry[1:]
+		} else {
+			idx = r.next
+			r.next++
+		}
+		r.launch(idx, now, r.paused)
+	}
+	return time.Time{}
+}
+
+// launch starts one attempt of item idx at now.
+func (r *runner[T]) launch(idx int, now time.Time, probe bool) {
+	res := &r.results[idx]
+	if res.Attempts == 0 {
+		r.sum.NotStarted--
+		r.sum.Running++
+	} else {
+		r.sum.Retries++
+	}
+	res.Attempts++
+	r.inflight++
+	r.probing = probe
+	if r.ceiling != nil {
+		r.ceiling.add(now)
+	}
+	r.learn.started(now)
+	a := &attempt{idx: idx, start: now, probe: probe}
+	actx := context.WithValue(r.ctx, statusKey{}, &a.status)
+	item := r.items[idx]
+	go func() {
+		a.err = r.fn(actx, item)
+		a.dur = time.Since(a.start)
+		r.done <- a
+	}()
+}
+
+// finish settles an attempt that ended.
+func (r *runner[T]) finish(a *attempt) {
+	now := time.Now()
+	r.inflight--
+	res := &r.results[a.idx]
+	res.Duration += a.dur
+	if s := int(a.status.Load()); s != 0 {
+		res.Status = s
+	}
+	if s := statusOf(a.err); s != 0 {
+		res.Status = s
+	}
+	res.Err = a.err
+	if a.probe {
+		r.probing = false
+	}
+	delay, throttled := throttleDelay(a.err)
+	switch {
+	case a.err == nil:
+		r.settle(res, Succeeded, now)
+		r.accepted(a, now)
+	case throttled:
+		r.sum.Throttled++
+		r.throttled(a, delay, now)
+	case r.ctx.Err() != nil:
+		r.settle(res, Interrupted, now)
+	default:
+		r.settle(res, Failed, now)
+		r.accepted(a, now)
+		if r.opts.StopOnError {
+			r.halt(&ItemError{Index: res.Index, ID: res.ID, Status: res.Status, Err: res.Err})
+		}
+	}
+	r.progress(a.idx)
+}
+
+// settle gives item res its final outcome and journals it.
+func (r *runner[T]) settle(res *Result, o Outcome, now time.Time) {
+	res.Outcome = o
+	r.sum.Running--
+	switch o {
+	case Succeeded:
+		r.sum.Succeeded++
+	case Failed:
+		r.sum.Failed++
+	case Interrupted:
+		r.sum.Interrupted++
+		return
+	}
+	if r.journal != nil && !r.stopJournal() {
+		if err := r.journal.write(newRecord(res), now); err != nil {
+			r.halt(r.journalErr(err))
+		}
+	}
+}
+
+// stopJournal reports whether the journal already failed.
+func (r *runner[T]) stopJournal() bool {
+	var je *JournalError
+	return r.stop != nil && errors.As(r.stop, &je)
+}
+
+func (r *runner[T]) journalErr(err error) error {
+	return &JournalError{Path: r.opts.Journal, Err: err}
+}
+
+// throttled handles an attempt that came back throttled: the item goes back
+// in line (first, if it will be the probe), and dispatch pauses unless the
+// throttle is stale news.
+func (r *runner[T]) throttled(a *attempt, delay time.Duration, now time.Time) {
+	if r.stopped {
+		r.settle(&r.results[a.idx], Interrupted, now)
+		return
+	}
+	switch {
+	case a.probe: // still closed: wait longer, probe again with the same item
+		r.retry = append([]int{a.idx}, r.retry...)
+		if delay == 0 {
+			r.backoff = min(2*r.backoff, r.opts.MaxBackoff)
+			delay = r.backoff
+		}
+		r.pause(now, delay)
+	case !r.paused && !a.start.Before(r.resumedAt): // news: pause, this item probes
+		r.retry = append([]int{a.idx}, r.retry...)
+		r.sum.Pauses++
+		r.backoff = r.opts.Backoff
+		if delay == 0 {
+			delay = r.backoff
+		}
+		r.pause(now, delay)
+	default: // sent before the pause or the last resume: requeue
+		r.retry = append(r.retry, a.idx)
+		if r.paused && delay > 0 && now.Add(delay).After(r.until) {
+			r.pause(now, delay)
+		}
+	}
+}
+
+// pause holds dispatch for delay after now, when the probe may start. A
+// pause that would outlast ctx's deadline ends the run at once instead.
+func (r *runner[T]) pause(now time.Time, delay time.Duration) {
+	r.paused, r.until = true, now.Add(delay)
+	if dl, ok := r.ctx.Deadline(); ok && r.until.After(dl) {
+		r.halt(fmt.Errorf("%w: a pause of %v would outlast the context deadline: %w",
+			ErrThrottled, delay, context.DeadlineExceeded))
+		return
+	}
+	r.progressPause()
+}
+
+// accepted notes an attempt the server did not throttle. If it was the
+// probe, the pause ends: full concurrency resumes, under the limit learned
+// from the streak of accepted attempts before the pause.
+func (r *runner[T]) accepted(a *attempt, now time.Time) {
+	if !a.probe {
+		r.learn.accepted(a.start)
+		return
+	}
+	r.paused, r.until = false, time.Time{}
+	r.resumedAt = now
+	r.learn.resume(now, a.start)
+	r.progressPause()
+}
+
+// halt stops dispatch for good, keeping the first reason given.
+func (r *runner[T]) halt(why error) {
+	if !r.stopped {
+		r.stopped, r.stop = true, why
+	}
+}
+
+func (r *runner[T]) snapshot() Summary {
+	s := r.sum
+	s.Elapsed = time.Since(r.started)
+	s.Learned = r.learn.rate()
+	return s
+}
+
+func (r *runner[T]) progress(idx int) {
+	if r.opts.OnProgress != nil {
+		r.opts.OnProgress(Progress{Summary: r.snapshot(), Index: idx, Paused: r.paused, Until: r.until})
+	}
+}
+
+func (r *runner[T]) progressPause() { r.progress(-1) }
+
+// report settles what the loop left open and builds the Report and error.
+func (r *runner[T]) report() (*Report, error) {
+	now := time.Now()
+	for _, idx := range r.retry { // throttled, never retried
+		r.settle(&r.results[idx], Interrupted, now)
+	}
+	r.retry = nil
+	if r.journal != nil {
+		if err := r.journal.close(); err != nil {
+			r.halt(r.journalErr(err))
+		}
+	}
+	rep := &Report{Results: r.results, Summary: r.snapshot()}
+	s := rep.Summary
+	if s.Failed == 0 && s.Interrupted == 0 && s.NotStarted == 0 && r.stop == nil {
+		return rep, nil
+	}
+	e := &Error{Failed: s.Failed, Interrupted: s.Interrupted, NotStarted: s.NotStarted, Stop: r.stop}
+	for i := range r.results {
+		if res := &r.results[i]; res.Outcome == Failed {
+			e.First = &ItemError{Index: i, ID: res.ID, Status: res.Status, Err: res.Err}
+			break
+		}
+	}
+	if ie, ok := e.Stop.(*ItemError); ok && e.First != nil && ie.Index == e.First.Index {
+		e.First = ie
+	}
+	return rep, e
+}

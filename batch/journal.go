@@ -1,0 +1,188 @@
+package batch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// record is one line of the journal: a finished item.
+type record struct {
+	ID       string `json:"id"`
+	Outcome  string `json:"outcome"` // "succeeded" or "failed"
+	Status   int    `json:"status,omitempty"`
+	Attempts int    `json:"attempts"`
+	Duration int64  `json:"duration_ns"`
+	Error    string `json:"error,omitempty"`
+}
+
+func newRecord(r *Result) record {
+	rec := record{ID: r.ID, Outcome: r.Outcome.String(), Status: r.Status, Attempts: r.Attempts, Duration: int64(r.Duration)}
+	if r.Err != nil {
+		rec.Error = r.Err.Error()
+	}
+	return rec
+}
+
+// result restores the Result of item i from rec.
+func (rec record) result(i int) Result {
+	r := Result{Index: i, ID: rec.ID, Status: rec.Status, Attempts: rec.Attempts,
+		Duration: time.Duration(rec.Duration), Resumed: true, Outcome: Succeeded}
+	if rec.Outcome == Failed.String() {
+		r.Outcome = Failed
+		r.Err = errors.New(rec.Error)
+	}
+	return r
+}
+
+func (rec record) valid() bool {
+	return rec.Outcome == Succeeded.String() || rec.Outcome == Failed.String()
+}
+
+// Journal syncing: after this many pending records, or this long after the
+// first of them.
+const (
+	syncEvery = 64
+	syncAfter = time.Second
+)
+
+// journal appends records to a file. It is used by Run's goroutine only.
+type journal struct {
+	f       *os.File
+	pending int       // records written since the last sync
+	syncDue time.Time // when pending records must be synced
+}
+
+// JournalError reports a journal that cannot be opened, read or written.
+// Line is the 1-based line of a corrupt record, or 0.
+type JournalError struct {
+	Path string
+	Line int
+	Err  error
+}
+
+func (e *JournalError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("batch: journal %s line %d: %v", e.Path, e.Line, e.Err)
+	}
+	return fmt.Sprintf("batch: journal %s: %v", e.Path, e.Err)
+}
+
+// Unwrap returns e.Err.
+func (e *JournalError) Unwrap() error { return e.Err }
+
+// errCorrupt is the Err of a JournalError for a bad line followed by good
+// ones: not a torn write, so the file cannot be trusted.
+var errCorrupt = errors.New("corrupt record followed by valid ones")
+
+// openJournal opens or creates the journal at path and returns it with the
+// records it holds, by ID (a later record of an ID replaces an earlier one).
+// A torn tail (a partial last line, or bad lines with no good line after
+// them) is cut off, so that new records start on a line of their own.
+func openJournal(path string) (*journal, map[string]record, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, &JournalError{Path: path, Err: err}
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, &JournalError{Path: path, Err: err}
+	}
+	done, end, err := parseJournal(data)
+	if err != nil {
+		f.Close()
+		var je *JournalError
+		if errors.As(err, &je) {
+			je.Path = path
+		}
+		return nil, nil, err
+	}
+	if end < len(data) {
+		if err := f.Truncate(int64(end)); err != nil {
+			f.Close()
+			return nil, nil, &JournalError{Path: path, Err: err}
+		}
+	}
+	return &journal{f: f}, done, nil
+}
+
+// parseJournal returns the records in data and the length of its good
+// prefix, every byte after which belongs to a torn tail.
+func parseJournal(data []byte) (done map[string]record, end int, err error) {
+	done = make(map[string]record)
+	badLine := 0
+	for line, off := 1, 0; off < len(data); line++ {
+		n := bytes.IndexByte(data[off:], '\n')
+		if n < 0 {
+			break // a partial last line: torn
+		}
+		var rec record
+		if json.Unmarshal(data[off:off+n], &rec) != nil || !rec.valid() {
+			if badLine == 0 {
+				badLine = line
+			}
+		} else {
+			if badLine != 0 {
+				return nil, 0, &JournalError{Line: badLine, Err: errCorrupt}
+			}
+			done[rec.ID] = rec
+			end = off + n + 1
+		}
+		off += n + 1
+	}
+	return done, end, nil
+}
+
+// write appends rec as one line, in one write, and syncs when syncEvery
+// records are pending.
+func (j *journal) write(rec record, now time.Time) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if _, err := j.f.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	if j.pending++; j.pending == 1 {
+		j.syncDue = now.Add(syncAfter)
+	}
+	if j.pending >= syncEvery {
+		return j.sync()
+	}
+	return nil
+}
+
+// due returns when pending records must be synced, or the zero Time.
+func (j *journal) due() time.Time {
+	if j.pending == 0 {
+		return time.Time{}
+	}
+	return j.syncDue
+}
+
+// tick syncs if pending records are due at now.
+func (j *journal) tick(now time.Time) error {
+	if j.pending > 0 && !now.Before(j.syncDue) {
+		return j.sync()
+	}
+	return nil
+}
+
+func (j *journal) sync() error {
+	j.pending = 0
+	return j.f.Sync()
+}
+
+// close syncs and closes the file.
+func (j *journal) close() error {
+	err := j.f.Sync()
+	if cerr := j.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,176 @@
+package batch
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults for the zero fields of [Options].
+const (
+	// DefaultConcurrency is the number of items in flight at once when
+	// Options.Concurrency is zero. Raise it when one call takes longer than
+	// Concurrency divided by the rate the server allows, or the batch will
+	// run slower than the limit.
+	DefaultConcurrency = 8
+
+	// DefaultBackoff is the first pause after a throttled attempt that
+	// carries no server delay.
+	DefaultBackoff = time.Second
+
+	// DefaultMaxBackoff caps the doubling pause between probes when the
+	// server gives no delay. It is long enough that a quota counted per
+	// minute costs a handful of probes, and short enough that a batch loses
+	// at most five minutes after a quota counted per hour or per day resets.
+	DefaultMaxBackoff = 5 * time.Minute
+)
+
+// Rate is a ceiling on how often Run starts attempts: at most N starts in
+// any window of length Per (a sliding log, so the bound holds for every
+// window, not only for aligned ones). Rate{N: 5, Per: time.Second} allows 5
+// starts at once and never more than 5 in any second; Rate{N: 1, Per: 200 *
+// time.Millisecond} spaces starts evenly, as a leaky-bucket pacer at 5/s
+// does. The zero Rate means no ceiling.
+//
+// Rate has the same fields as pace.Rate, so a value of one converts to the
+// other: batch.Rate(pace.PerSecond(5)).
+type Rate struct {
+	N   int           // starts per window; must be positive
+	Per time.Duration // length of the window; must be positive
+}
+
+// IsZero reports whether r is the zero Rate, which means no ceiling.
+func (r Rate) IsZero() bool { return r == Rate{} }
+
+// String formats r as "N/Per", for example "5/1s".
+func (r Rate) String() string { return fmt.Sprintf("%d/%v", r.N, r.Per) }
+
+// ideal returns the least time the ceiling allows for m starts: the first N
+// go at once, the next N one window later, and so on. It saturates rather
+// than overflowing.
+func (r Rate) ideal(m int) time.Duration {
+	if r.IsZero() || m <= 1 {
+		return 0
+	}
+	windows := int64((m - 1) / r.N)
+	if windows > int64(maxDuration/r.Per) {
+		return maxDuration
+	}
+	return time.Duration(windows) * r.Per
+}
+
+const maxDuration = time.Duration(1<<63 - 1)
+
+// Options configures [Run]. The zero value runs every item with
+// DefaultConcurrency, no rate ceiling, no journal, and carries on past
+// failures.
+type Options struct {
+	// Concurrency is the largest number of attempts in flight at once.
+	// Zero means DefaultConcurrency. It must not be negative.
+	Concurrency int
+
+	// Rate, if not zero, is a ceiling on how often attempts start, retries
+	// and probes included; see [Rate]. It also sets [Summary.Ideal].
+	Rate Rate
+
+	// StopOnError stops dispatch at the first failed item: no new item
+	// starts, the attempts in flight run to their end (they are not
+	// cancelled), and the items never started are reported as NotStarted.
+	// A throttled attempt is not a failure. By default Run carries on.
+	StopOnError bool
+
+	// OnProgress, if non-nil, is called from Run's goroutine after every
+	// attempt ends and whenever dispatch pauses or resumes; see [Progress].
+	// Calls never overlap. It should return quickly: dispatch waits for it.
+	OnProgress func(Progress)
+
+	// Backoff is the first pause after a throttled attempt whose error
+	// carries no server delay; each failed probe doubles it up to
+	// MaxBackoff, and a successful probe resets it. Zero means
+	// DefaultBackoff. A delay the server gave is used as it is, whatever
+	// its length: bound the run with the context's deadline (a pause that
+	// would outlast it ends the run at once).
+	Backoff time.Duration
+
+	// MaxBackoff caps the doubling pause. Zero means DefaultMaxBackoff. It
+	// must not be below Backoff.
+	MaxBackoff time.Duration
+
+	// Journal, if not empty, is the path of a JSON Lines file of finished
+	// items (created if missing), which makes the run resumable: items the
+	// file already records are skipped and their results restored, and
+	// every item that finishes is appended as one line. Lines reach the
+	// operating system as each item finishes, so a killed process loses
+	// none; they are synced to disk every 64 records, at least once a
+	// second while records are pending, and at the end. A torn last line
+	// (a crash mid-write) is dropped and its item run again. Only one run
+	// may use a journal at a time.
+	Journal string
+
+	// ID returns the journal key of items[i]: a string that names the item
+	// across runs. If nil, the key is the index i itself, which is right
+	// only if a restarted run is given the same items in the same order;
+	// when the list can change between runs (items added, removed or
+	// sorted differently), give an ID derived from the item, such as its
+	// database key. Keys must be unique within the batch (Run checks when
+	// a journal is used). Result.ID holds the key either way.
+	ID func(i int) string
+
+	// RedoFailed makes a resumed run start again the items the journal
+	// records as failed. By default every finished item is skipped, so
+	// that a restart never repeats a call.
+	RedoFailed bool
+}
+
+// withDefaults returns o with zero fields replaced by their defaults, or a
+// *ConfigError naming the first invalid field.
+func (o Options) withDefaults() (Options, error) {
+	switch {
+	case o.Concurrency < 0:
+		return o, configErr("Concurrency", o.Concurrency, "must not be negative")
+	case !o.Rate.IsZero() && o.Rate.N <= 0:
+		return o, configErr("Rate.N", o.Rate.N, "must be positive")
+	case !o.Rate.IsZero() && o.Rate.Per <= 0:
+		return o, configErr("Rate.Per", o.Rate.Per, "must be positive")
+	case o.Backoff < 0:
+		return o, configErr("Backoff", o.Backoff, "must not be negative")
+	case o.MaxBackoff < 0:
+		return o, configErr("MaxBackoff", o.MaxBackoff, "must not be negative")
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.Backoff == 0 {
+		o.Backoff = DefaultBackoff
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = max(DefaultMaxBackoff, o.Backoff)
+	}
+	if o.MaxBackoff < o.Backoff {
+		return o, configErr("MaxBackoff", o.MaxBackoff, fmt.Sprintf("must not be below Backoff (%v)", o.Backoff))
+	}
+	return o, nil
+}
+
+// ErrInvalidConfig is matched by every [*ConfigError].
+var ErrInvalidConfig = errors.New("batch: invalid configuration")
+
+// ConfigError reports one invalid [Options] field, or an input Run cannot
+// work with (two items with the same ID). Run returns it before running
+// anything. It matches [ErrInvalidConfig].
+type ConfigError struct {
+	Field  string // the setting, e.g. "Rate.N" or "ID"
+	Value  any    // the rejected value
+	Reason string // what is wrong, e.g. "must be positive"
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("batch: invalid %s %v: %s", e.Field, e.Value, e.Reason)
+}
+
+// Is reports whether target is ErrInvalidConfig.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+func configErr(field string, value any, reason string) error {
+	return &ConfigError{Field: field, Value: value, Reason: reason}
+}

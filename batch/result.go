@@ -1,0 +1,207 @@
+package batch
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Outcome is what became of one item.
+type Outcome int
+
+const (
+	// NotStarted means the item's function was never called: the context
+	// ended, StopOnError stopped the run, or the journal failed first. It
+	// is the zero Outcome.
+	NotStarted Outcome = iota
+	// Succeeded means the item's last attempt returned nil.
+	Succeeded
+	// Failed means the item's last attempt returned an error that was not
+	// a throttle, while the run's context was still live.
+	Failed
+	// Interrupted means the item was started but the run ended before it
+	// finished: its attempt returned an error after the context ended, or
+	// it was throttled and waiting for another attempt. It is not written
+	// to the journal, so a resumed run does it again.
+	Interrupted
+)
+
+var outcomeNames = [...]string{"not started", "succeeded", "failed", "interrupted"}
+
+// String returns "not started", "succeeded", "failed" or "interrupted".
+func (o Outcome) String() string {
+	if o < 0 || int(o) >= len(outcomeNames) {
+		return fmt.Sprintf("Outcome(%d)", int(o))
+	}
+	return outcomeNames[o]
+}
+
+// Result is the account of one item.
+type Result struct {
+	Index   int     // position of the item in the input
+	ID      string  // the item's key: Options.ID(Index), or the index in decimal
+	Outcome Outcome // what became of the item
+	// Err is the error of the item's last attempt: nil when it succeeded,
+	// the failure when it failed, and the throttle or context error when it
+	// was interrupted. For an item restored from the journal it is a plain
+	// error with the recorded message.
+	Err error
+	// Status is the last HTTP status code the item's attempts reported
+	// (through [HTTP], [RecordStatus], or a [*StatusError] or
+	// [*ThrottledError] they returned), or 0 if none did.
+	Status int
+	// Attempts is how many times the item's function was called, throttled
+	// attempts included.
+	Attempts int
+	// Duration is the time spent in the item's function, all attempts
+	// together; pauses between attempts are not included.
+	Duration time.Duration
+	// Resumed means the result was restored from the journal of an earlier
+	// run and the function was not called in this one.
+	Resumed bool
+}
+
+// Summary counts the items of a run. In the summary of a finished run
+// Items == Succeeded + Failed + Interrupted + NotStarted; in a [Progress]
+// report, the items started and not yet finished are counted in Running,
+// and NotStarted counts those not yet reached.
+type Summary struct {
+	Items       int // items given to Run
+	Succeeded   int // including those restored from the journal
+	Failed      int // including those restored from the journal
+	Interrupted int // started, cut off when the run ended
+	NotStarted  int // never started
+	Running     int // in flight or waiting for a retry; 0 once Run returns
+	Resumed     int // restored from the journal, not run again
+
+	Throttled int // attempts that came back throttled (HTTP 429 and the like)
+	Retries   int // attempts beyond each item's first
+	Pauses    int // times dispatch paused for a throttle
+
+	// Learned is the limit Run derived from the last pause (see the
+	// package documentation), as it stands; zero if none.
+	Learned Rate
+
+	Elapsed time.Duration // time since Run started
+	// Ideal is the least time Options.Rate allows for the items this run
+	// had to do (restored ones excluded): the instant the last of them
+	// could start at the earliest. Zero when there is no Rate.
+	Ideal time.Duration
+}
+
+// String formats s on one line, for example
+// "300 items: 300 succeeded, 0 failed, 0 not started; 10 throttled, 10 retries, 1 pause; elapsed 3m6s, ideal 59s".
+// Interrupted, running and resumed items appear only when there are some.
+func (s Summary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d items: %d succeeded, %d failed", s.Items, s.Succeeded, s.Failed)
+	if s.Interrupted > 0 {
+		fmt.Fprintf(&b, ", %d interrupted", s.Interrupted)
+	}
+	if s.Running > 0 {
+		fmt.Fprintf(&b, ", %d running", s.Running)
+	}
+	fmt.Fprintf(&b, ", %d not started", s.NotStarted)
+	if s.Resumed > 0 {
+		fmt.Fprintf(&b, " (%d resumed from the journal)", s.Resumed)
+	}
+	fmt.Fprintf(&b, "; %d throttled, %d %s, %d %s", s.Throttled,
+		s.Retries, plural(s.Retries, "retry", "retries"), s.Pauses, plural(s.Pauses, "pause", "pauses"))
+	fmt.Fprintf(&b, "; elapsed %v", s.Elapsed.Round(time.Millisecond))
+	if s.Ideal > 0 {
+		fmt.Fprintf(&b, ", ideal %v", s.Ideal)
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// Progress is passed to Options.OnProgress: the counts so far, and what
+// happened.
+type Progress struct {
+	Summary // counts so far; Elapsed is the time since Run started
+
+	// Index is the item whose attempt just ended, or -1 when the call
+	// reports a pause or a resume.
+	Index int
+
+	// Paused reports that dispatch is paused after a throttle. Until is
+	// when the next probe may start (zero when not paused).
+	Paused bool
+	Until  time.Time
+}
+
+// Report is what [Run] returns: one Result per item, in input order, and
+// their Summary.
+type Report struct {
+	Results []Result
+	Summary Summary
+}
+
+// ItemError is the error of one failed item, as found in an [*Error].
+type ItemError struct {
+	Index  int    // position of the item in the input
+	ID     string // the item's key
+	Status int    // last HTTP status reported, or 0
+	Err    error  // the item's error
+}
+
+func (e *ItemError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("item %d (id %q, status %d): %v", e.Index, e.ID, e.Status, e.Err)
+	}
+	return fmt.Sprintf("item %d (id %q): %v", e.Index, e.ID, e.Err)
+}
+
+// Unwrap returns e.Err.
+func (e *ItemError) Unwrap() error { return e.Err }
+
+// Error is the error [Run] returns when not every item succeeded. The
+// [Report] has the details; Error says how many and why.
+//
+// errors.Is and errors.As see through it to Stop and First: a cancelled
+// run matches context.Canceled, and errors.As(err, &itemErr) finds the first
+// failed item.
+type Error struct {
+	Failed      int // items that failed
+	Interrupted int // items started but not finished
+	NotStarted  int // items never started
+
+	// Stop is why the run ended before every item was done: the context's
+	// cause, the first failure when StopOnError is set (an *ItemError), a
+	// journal error, or a pause that would outlast the context's deadline.
+	// It is nil when the run went through every item.
+	Stop error
+
+	// First is the first failed item in input order, or nil.
+	First *ItemError
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "batch: %d failed, %d interrupted, %d not started", e.Failed, e.Interrupted, e.NotStarted)
+	if e.Stop != nil {
+		fmt.Fprintf(&b, ": stopped: %v", e.Stop)
+	}
+	if e.First != nil && e.First != e.Stop {
+		fmt.Fprintf(&b, "; first failure: %v", e.First)
+	}
+	return b.String()
+}
+
+// Unwrap returns Stop and First, those that are not nil.
+func (e *Error) Unwrap() []error {
+	var errs []error
+	if e.Stop != nil {
+		errs = append(errs, e.Stop)
+	}
+	if e.First != nil && e.First != e.Stop {
+		errs = append(errs, e.First)
+	}
+	return errs
+}

@@ -1,0 +1,84 @@
+package batch
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// ErrThrottled marks an attempt the server throttled. An item function
+// returns an error matching it (errors.Is) to make Run pause dispatch and
+// try the item again instead of failing it; [*ThrottledError] matches it and
+// can carry the server's delay.
+var ErrThrottled = errors.New("batch: throttled")
+
+// ThrottledError reports that the server throttled an attempt, and how long
+// it asked the client to wait. It matches [ErrThrottled]. [HTTP] returns one
+// for a 429 response, and for a 503 that carries Retry-After.
+type ThrottledError struct {
+	// RetryAfter is the delay the server asked for (Retry-After, RFC 9110
+	// section 10.2.3), or 0 if it gave none; then Run backs off on its own.
+	RetryAfter time.Duration
+	// Status is the HTTP status code, or 0 when the throttle was not an
+	// HTTP response.
+	Status int
+	// Err is an underlying error, or nil.
+	Err error
+}
+
+func (e *ThrottledError) Error() string {
+	msg := "batch: throttled"
+	if e.Status != 0 {
+		msg = fmt.Sprintf("batch: throttled: HTTP %d %s", e.Status, http.StatusText(e.Status))
+	}
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf(", retry after %v", e.RetryAfter)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is reports whether target is ErrThrottled.
+func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
+
+// Unwrap returns e.Err.
+func (e *ThrottledError) Unwrap() error { return e.Err }
+
+// throttleDelay reports whether err marks a throttle, and the server's delay
+// if one is known.
+func throttleDelay(err error) (delay time.Duration, throttled bool) {
+	if !errors.Is(err, ErrThrottled) {
+		return 0, false
+	}
+	var te *ThrottledError
+	if errors.As(err, &te) {
+		return max(te.RetryAfter, 0), true
+	}
+	return 0, true
+}
+
+// StatusError reports a response whose status [CheckResponse] does not
+// accept.
+type StatusError struct {
+	Code int // the HTTP status code
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("batch: HTTP %d %s", e.Code, http.StatusText(e.Code))
+}
+
+// statusOf returns the HTTP status carried by err, or 0.
+func statusOf(err error) int {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	var te *ThrottledError
+	if errors.As(err, &te) {
+		return te.Status
+	}
+	return 0
+}

@@ -1,0 +1,224 @@
+package pace
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// Backoff defaults, used when the server gives no delay. They follow the AWS
+// SDKs' standard retry mode (AWS SDKs and Tools Reference Guide, "Retry
+// behavior"; the 2026 revision in aws/aws-sdk-go-v2#3400): exponential
+// backoff doubling up to MAX_BACKOFF = 20 s, applied before jitter, with a
+// longer 1 s base after a throttling error. AWS now starts transient errors
+// at 50 ms; pace starts them at 100 ms, a little gentler on the server.
+const (
+	// DefaultBackoffInitial is the first backoff delay after a failed
+	// attempt (a transport error or a retryable 5xx without a delay).
+	DefaultBackoffInitial = 100 * time.Millisecond
+
+	// DefaultBackoffMax caps every backoff delay, before and after jitter.
+	DefaultBackoffMax = 20 * time.Second
+
+	// DefaultThrottleBackoffInitial is the first backoff delay after a
+	// throttle: a 429 or 503 that carries no usable delay. It is also the
+	// shortest wait after a throttle (see backoffFloor), so a throttled key
+	// never pauses for less than a second (case C20).
+	DefaultThrottleBackoffInitial = time.Second
+)
+
+// Jitter chooses how a backoff delay is randomized, so that clients that
+// failed together do not retry together. The strategies are those of Marc
+// Brooker, "Exponential Backoff And Jitter", AWS Architecture Blog, 2015.
+// Whatever the strategy, pace keeps every wait above zero and at or below
+// the backoff cap: jitter is applied under the cap, never above it (unlike
+// cenkalti/backoff's RandomizationFactor, cenkalti/backoff#117), and never
+// shortens a wait below a floor (see backoffFloor).
+//
+// The zero value is FullJitter. Values are plain integers, safe to copy.
+type Jitter int
+
+const (
+	// FullJitter waits a uniformly random time between the floor and the
+	// backoff delay. It spreads retries the most; the blog found it does
+	// the least total work. The default.
+	FullJitter Jitter = iota
+
+	// EqualJitter waits half the backoff delay plus a uniformly random part
+	// of the other half, so a wait is never shorter than half the delay.
+	EqualJitter
+
+	// DecorrelatedJitter ignores the schedule after the first retry and
+	// draws each wait uniformly between the floor and three times the
+	// previous wait, capped.
+	DecorrelatedJitter
+
+	// NoJitter waits exactly the backoff delay (capped, floored). Useful in
+	// tests and for a single client; fleets should jitter.
+	NoJitter
+)
+
+// String returns the strategy's name, e.g. "full jitter".
+func (j Jitter) String() string {
+	switch j {
+	case FullJitter:
+		return "full jitter"
+	case EqualJitter:
+		return "equal jitter"
+	case DecorrelatedJitter:
+		return "decorrelated jitter"
+	case NoJitter:
+		return "no jitter"
+	}
+	return "Jitter(" + strconv.Itoa(int(j)) + ")"
+}
+
+// validate reports a *ConfigError naming field when j is not one of the
+// defined strategies.
+func (j Jitter) validate(field string) error {
+	if j < FullJitter || j > NoJitter {
+		return configErr(field, j, "unknown jitter strategy")
+	}
+	return nil
+}
+
+// newBackOff returns the backoff schedule for one request: initial, doubling
+// up to maxDelay, then maxDelay forever (MaxElapsedTime 0: the attempt count and the
+// context bound retries, not the schedule). Randomization is off because
+// Jitter owns it, which keeps the cap a cap (cenkalti/backoff#117, #139).
+// initial <= 0 means DefaultBackoffInitial, maxDelay <= 0 DefaultBackoffMax, and
+// an initial above maxDelay starts at maxDelay. The policy is stateful and not safe
+// for concurrent use: each request needs its own.
+func newBackOff(initial, maxDelay time.Duration) backoff.BackOff {
+	initial, maxDelay = backoffBounds(initial, maxDelay)
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(initial),
+		backoff.WithMultiplier(2),
+		backoff.WithMaxInterval(maxDelay),
+		backoff.WithRandomizationFactor(0),
+		backoff.WithMaxElapsedTime(0),
+	)
+}
+
+// backoffBounds applies newBackOff's defaults to initial and maxDelay.
+func backoffBounds(initial, maxDelay time.Duration) (time.Duration, time.Duration) {
+	if initial <= 0 {
+		initial = DefaultBackoffInitial
+	}
+	if maxDelay <= 0 {
+		maxDelay = DefaultBackoffMax
+	}
+	return min(initial, maxDelay), maxDelay
+}
+
+// backoffDelay returns the n-th delay (n >= 1; smaller n means 1) of the
+// schedule newBackOff(initial, maxDelay) returns, without running it:
+// initial doubled n-1 times, capped at maxDelay, the cap taking over once a
+// delay reaches half of it, as ExponentialBackOff does. It never computes 2^n: it doubles
+// at most 63 times, since a delay of at least 1 ns reaches any cap by then,
+// so the cost is bounded for every n and nothing overflows (case C10). It
+// lets a caller derive a delay from a count (such as a key's consecutive
+// throttles) without keeping a policy. Pure and safe for concurrent use.
+func backoffDelay(n int, initial, maxDelay time.Duration) time.Duration {
+	initial, maxDelay = backoffBounds(initial, maxDelay)
+	d := initial
+	for i := 1; i < n; i++ {
+		if d >= maxDelay-d { // 2d >= maxDelay, without overflow: capped from now on
+			return maxDelay
+		}
+		d *= 2
+	}
+	return d
+}
+
+// backoffFloor returns the shortest wait jitter may produce, for a schedule
+// that starts at initial. After a transport error or a 5xx it is half of
+// initial, so that full jitter still spreads the first retry over
+// [initial/2, initial] yet never fires a retry at once (a near-zero wait
+// is a hot loop, weaviate/weaviate#10179). After a throttle it is initial
+// itself: the server said slow down, so a wait never drops below the
+// throttle base (aws/aws-sdk-net#4341 shows full jitter collapsing throttle
+// waits to a few milliseconds). The result is at least 1 ns.
+func backoffFloor(initial time.Duration, throttled bool) time.Duration {
+	if !throttled {
+		initial /= 2
+	}
+	return max(initial, 1)
+}
+
+// retryWait returns the wait before the next retry when the server gave no
+// delay: the next delay of the request's policy b, jittered by j. prev is
+// the previous wait this function returned for the request (0 before the
+// first retry); floor and cap bound the result as apply explains. ok is
+// false, and b must not be asked again, when b returns backoff.Stop: the
+// policy says stop retrying (a nil b says the same). Any other value b returns, zero, negative or
+// huge, is brought into [floor, cap], so a user-supplied policy can never
+// cause a zero, negative or unbounded wait. rnd(n) must return a uniform
+// integer in [0, n); nil means math/rand/v2's Int64N, which is safe for
+// concurrent use. b is not safe for concurrent use; the rest is pure.
+func retryWait(b backoff.BackOff, j Jitter, prev, floor, cap time.Duration, rnd func(n int64) int64) (wait time.Duration, ok bool) {
+	if b == nil {
+		return 0, false
+	}
+	d := b.NextBackOff()
+	if d == backoff.Stop {
+		return 0, false
+	}
+	return j.apply(d, prev, floor, cap, rnd), true
+}
+
+// apply jitters the backoff delay d. The result is always in [lo, cap] with
+// lo = min(max(floor, 1ns), cap), so it is above zero and never above cap:
+//
+//   - d is first brought into [lo, cap]: a d <= 0 from a misbehaving policy
+//     counts as lo, a d above cap as cap. Call this hi.
+//   - FullJitter: uniform in [lo, hi].
+//   - EqualJitter: uniform in [max(⌈hi/2⌉, lo), hi].
+//   - DecorrelatedJitter: uniform in [lo, min(cap, 3·prev)], prev being the
+//     previous wait (hi when prev <= 0, i.e. on the first retry), as
+//     sleep = min(cap, random_between(base, sleep·3)) in the blog, with lo
+//     for base. 3·prev is computed without overflow.
+//   - NoJitter: hi.
+//
+// cap <= 0 means DefaultBackoffMax; an unknown j behaves as FullJitter.
+// rnd is as in retryWait; a value it returns outside [0, n) is clamped.
+func (j Jitter) apply(d, prev, floor, cap time.Duration, rnd func(n int64) int64) time.Duration {
+	if cap <= 0 {
+		cap = DefaultBackoffMax
+	}
+	lo := min(max(floor, 1), cap)
+	hi := min(max(d, lo), cap)
+	switch j {
+	case NoJitter:
+		return hi
+	case EqualJitter:
+		return uniformWait(max(hi-hi/2, lo), hi, rnd)
+	case DecorrelatedJitter:
+		if prev <= 0 {
+			prev = hi
+		}
+		top := cap
+		if prev <= cap/3 {
+			top = prev * 3
+		}
+		return uniformWait(lo, max(top, lo), rnd)
+	default:
+		return uniformWait(lo, hi, rnd)
+	}
+}
+
+// uniformWait returns a uniform duration in [lo, hi], 1 <= lo <= hi.
+func uniformWait(lo, hi time.Duration, rnd func(n int64) int64) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	if rnd == nil {
+		rnd = rand.Int64N
+	}
+	n := int64(hi-lo) + 1 // no overflow: lo >= 1
+	r := rnd(n)
+	r = min(max(r, 0), n-1)
+	return lo + time.Duration(r)
+}

@@ -1,0 +1,352 @@
+package pace
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+var allJitters = []Jitter{FullJitter, EqualJitter, DecorrelatedJitter, NoJitter}
+
+// TestJitterWaitBoundsProperty drives each jitter kind through 10,000
+// attempts of the exponential schedule for several caps and floors, feeding
+// each wait back as prev, and checks every wait is above zero, at least the
+// floor (or the cap when the floor is above it) and at most the cap.
+func TestJitterWaitBoundsProperty(t *testing.T) {
+	caps := []time.Duration{1, time.Millisecond, time.Second, DefaultBackoffMax, math.MaxInt64}
+	floors := []time.Duration{0, 50 * time.Millisecond, math.MaxInt64}
+	for _, j := range allJitters {
+		for _, cap := range caps {
+			for _, floor := range floors {
+				rng := rand.New(rand.NewPCG(uint64(j)+1, uint64(cap)))
+				b := newBackOff(DefaultBackoffInitial, cap)
+				lo := min(max(floor, 1), cap)
+				var prev time.Duration
+				for attempt := 1; attempt <= 10_000; attempt++ {
+					w, ok := retryWait(b, j, prev, floor, cap, rng.Int64N)
+					if !ok || w <= 0 || w > cap || w < lo {
+						t.Fatalf("%v cap %v floor %v attempt %d: retryWait = %v, %v; want ok and in [%v, %v]",
+							j, cap, floor, attempt, w, ok, lo, cap)
+					}
+					prev = w
+				}
+			}
+		}
+	}
+}
+
+// TestJitterHostilePolicyProperty feeds apply 10,000 arbitrary delays and
+// previous waits per kind (negative, zero, huge, as a user policy might
+// return) and checks the wait stays in (0, cap].
+func TestJitterHostilePolicyProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	arbitrary := func() time.Duration {
+		switch rng.IntN(4) {
+		case 0:
+			return time.Duration(rng.Int64()) // up to MaxInt64
+		case 1:
+			return -time.Duration(rng.Int64()) // negative
+		case 2:
+			return time.Duration(rng.Int64N(3)) - 1 // -1 (Stop), 0, 1
+		}
+		return time.Duration(rng.Int64N(int64(time.Minute)))
+	}
+	for _, j := range allJitters {
+		for range 10_000 {
+			d, prev, floor := arbitrary(), arbitrary(), arbitrary()
+			cap := arbitrary()
+			w := j.apply(d, prev, floor, cap, rng.Int64N)
+			wantCap := cap
+			if cap <= 0 {
+				wantCap = DefaultBackoffMax
+			}
+			if w <= 0 || w > wantCap {
+				t.Fatalf("%v.apply(%v, %v, %v, %v) = %v; want in (0, %v]", j, d, prev, floor, cap, w, wantCap)
+			}
+		}
+	}
+}
+
+// TestJitterApplyEdges pins each kind at the ends of its random range with
+// rnd returning its smallest and largest value, and checks how out-of-range
+// inputs are brought into [floor, cap].
+func TestJitterApplyEdges(t *testing.T) {
+	lowest := func(int64) int64 { return 0 }
+	highest := func(n int64) int64 { return n - 1 }
+	broken := func(n int64) int64 { return n + 5 } // out of contract: clamped
+	const s = time.Second
+	tests := []struct {
+		name                string
+		j                   Jitter
+		d, prev, floor, cap time.Duration
+		rnd                 func(int64) int64
+		want                time.Duration
+	}{
+		{"full lowest is the floor", FullJitter, 4 * s, 0, s / 2, 20 * s, lowest, s / 2},
+		{"full highest is d", FullJitter, 4 * s, 0, s / 2, 20 * s, highest, 4 * s},
+		{"full above cap", FullJitter, 40 * s, 0, s / 2, 20 * s, highest, 20 * s},
+		{"full zero floor is 1ns", FullJitter, 4 * s, 0, 0, 20 * s, lowest, 1},
+		{"equal lowest is half", EqualJitter, 4 * s, 0, 0, 20 * s, lowest, 2 * s},
+		{"equal lowest odd rounds up", EqualJitter, 3, 0, 0, 20 * s, lowest, 2},
+		{"equal highest is d", EqualJitter, 4 * s, 0, 0, 20 * s, highest, 4 * s},
+		{"equal floor above half", EqualJitter, 4 * s, 0, 3 * s, 20 * s, lowest, 3 * s},
+		{"decorrelated first retry up to 3d", DecorrelatedJitter, s, 0, s / 2, 20 * s, highest, 3 * s},
+		{"decorrelated up to 3 prev", DecorrelatedJitter, s, 5 * s, s / 2, 20 * s, highest, 15 * s},
+		{"decorrelated capped", DecorrelatedJitter, s, 9 * s, s / 2, 20 * s, highest, 20 * s},
+		{"decorrelated huge prev does not overflow", DecorrelatedJitter, s, math.MaxInt64, s / 2, 20 * s, highest, 20 * s},
+		{"decorrelated lowest is the floor", DecorrelatedJitter, s, 5 * s, s / 2, 20 * s, lowest, s / 2},
+		{"decorrelated prev below floor", DecorrelatedJitter, s, 1, s / 2, 20 * s, highest, s / 2},
+		{"none is d", NoJitter, 4 * s, 0, s / 2, 20 * s, nil, 4 * s},
+		{"none capped", NoJitter, math.MaxInt64, 0, s / 2, 20 * s, nil, 20 * s},
+		{"zero delay means floor", NoJitter, 0, 0, s / 2, 20 * s, nil, s / 2},
+		{"negative delay means floor", FullJitter, -5, 0, s / 2, 20 * s, highest, s / 2},
+		{"floor above cap means cap", FullJitter, s, 0, 30 * s, 20 * s, lowest, 20 * s},
+		{"zero cap means default", NoJitter, time.Hour, 0, 0, 0, nil, DefaultBackoffMax},
+		{"huge cap and delay", FullJitter, math.MaxInt64, 0, 1, math.MaxInt64, highest, math.MaxInt64},
+		{"unknown kind is full", Jitter(42), 4 * s, 0, s / 2, 20 * s, lowest, s / 2},
+		{"rnd out of range clamped", FullJitter, 4 * s, 0, s / 2, 20 * s, broken, 4 * s},
+		{"negative rnd clamped", FullJitter, 4 * s, 0, s / 2, 20 * s, func(int64) int64 { return -9 }, s / 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.j.apply(tt.d, tt.prev, tt.floor, tt.cap, tt.rnd); got != tt.want {
+				t.Errorf("%v.apply(%v, %v, %v, %v) = %v, want %v", tt.j, tt.d, tt.prev, tt.floor, tt.cap, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestFullJitterSpreads checks that full jitter with the default random
+// source really spreads waits over [floor, d]: the mean of many draws is
+// near the middle and both ends of the range are approached.
+func TestFullJitterSpreads(t *testing.T) {
+	const n = 4000
+	floor, d := 50*time.Millisecond, time.Second
+	var sum float64
+	lowest, highest := d, floor
+	for range n {
+		w := FullJitter.apply(d, 0, floor, DefaultBackoffMax, nil)
+		sum += float64(w)
+		lowest, highest = min(lowest, w), max(highest, w)
+	}
+	mid := float64(floor+d) / 2
+	if mean := sum / n; math.Abs(mean-mid) > 0.05*mid {
+		t.Errorf("mean full-jitter wait = %v, want about %v", time.Duration(mean), time.Duration(mid))
+	}
+	if lowest > floor+50*time.Millisecond || highest < d-50*time.Millisecond {
+		t.Errorf("full-jitter waits spanned [%v, %v], want close to [%v, %v]", lowest, highest, floor, d)
+	}
+}
+
+// TestBackoffC10 is case C10: base 100 ms, factor 2, cap 1 s, jitter off.
+// Every value for attempts 1..10,000 lies in [100ms, 1s], and from the 5th
+// on it is exactly 1 s. The closed form backoffDelay agrees with the
+// cenkalti schedule at every one of those attempts, including 63, 64 and
+// 1025, and gives 1 s at 2^31-1 and at the largest int.
+func TestBackoffC10(t *testing.T) {
+	const base, cap = 100 * time.Millisecond, time.Second
+	b := newBackOff(base, cap)
+	for attempt := 1; attempt <= 10_000; attempt++ {
+		w, ok := retryWait(b, NoJitter, 0, backoffFloor(base, false), cap, nil)
+		if !ok || w < base || w > cap {
+			t.Fatalf("attempt %d: wait = %v, %v; want in [%v, %v]", attempt, w, ok, base, cap)
+		}
+		if attempt >= 5 && w != cap {
+			t.Fatalf("attempt %d: wait = %v, want exactly %v from the 5th on", attempt, w, cap)
+		}
+		if c := backoffDelay(attempt, base, cap); c != w {
+			t.Fatalf("backoffDelay(%d) = %v, but the schedule gave %v", attempt, c, w)
+		}
+	}
+	for _, n := range []int{63, 64, 1025, math.MaxInt32, math.MaxInt} {
+		if got := backoffDelay(n, base, cap); got != cap {
+			t.Errorf("backoffDelay(%d, %v, %v) = %v, want %v", n, base, cap, got, cap)
+		}
+	}
+}
+
+// TestBackoffFixedPoint shows why attempt 2^31-1 of the real schedule is
+// also exactly the cap without running two billion steps: once capped, a
+// call to NextBackOff leaves the ExponentialBackOff's whole state unchanged,
+// so every later call returns the same value.
+func TestBackoffFixedPoint(t *testing.T) {
+	for _, tc := range []struct{ initial, max time.Duration }{
+		{100 * time.Millisecond, time.Second},
+		{DefaultThrottleBackoffInitial, DefaultBackoffMax},
+		{1, math.MaxInt64},
+	} {
+		eb := newBackOff(tc.initial, tc.max).(*backoff.ExponentialBackOff)
+		for range 70 { // at most 63 doublings reach any cap
+			eb.NextBackOff()
+		}
+		before := *eb
+		if d := eb.NextBackOff(); d != tc.max {
+			t.Errorf("newBackOff(%v, %v) after 70 calls = %v, want the cap", tc.initial, tc.max, d)
+		}
+		if after := *eb; after != before {
+			t.Errorf("newBackOff(%v, %v): state changed after capping: %+v -> %+v", tc.initial, tc.max, before, after)
+		}
+	}
+}
+
+// TestBackoffDelayMatchesSchedule cross-checks the closed form against
+// ExponentialBackOff for awkward bounds (odd values, an initial above the
+// cap, the largest cap, defaults).
+func TestBackoffDelayMatchesSchedule(t *testing.T) {
+	for _, tc := range []struct{ initial, max time.Duration }{
+		{3, 1000},
+		{7 * time.Millisecond, time.Second + 1},
+		{time.Second, 20 * time.Second},
+		{30 * time.Second, 20 * time.Second},
+		{1, math.MaxInt64},
+		{0, 0},
+		{-time.Second, -1},
+	} {
+		b := newBackOff(tc.initial, tc.max)
+		for n := 1; n <= 200; n++ {
+			if want, got := b.NextBackOff(), backoffDelay(n, tc.initial, tc.max); got != want {
+				t.Fatalf("backoffDelay(%d, %v, %v) = %v, schedule gives %v", n, tc.initial, tc.max, got, want)
+			}
+		}
+	}
+	if got := backoffDelay(0, time.Second, time.Minute); got != time.Second {
+		t.Errorf("backoffDelay(0, 1s, 1m) = %v, want the first delay 1s", got)
+	}
+}
+
+func TestNewBackOffDefaults(t *testing.T) {
+	b := newBackOff(0, 0)
+	if d := b.NextBackOff(); d != DefaultBackoffInitial {
+		t.Errorf("newBackOff(0, 0) first delay = %v, want %v", d, DefaultBackoffInitial)
+	}
+	var last time.Duration
+	for range 100 {
+		last = b.NextBackOff()
+	}
+	if last != DefaultBackoffMax {
+		t.Errorf("newBackOff(0, 0) settles at %v, want %v", last, DefaultBackoffMax)
+	}
+	if d := newBackOff(2*time.Second, time.Second).NextBackOff(); d != time.Second {
+		t.Errorf("newBackOff(2s, 1s) first delay = %v, want 1s", d)
+	}
+}
+
+// stepPolicy is a user-supplied policy returning canned values in order.
+type stepPolicy struct{ vals []time.Duration }
+
+func (p *stepPolicy) NextBackOff() time.Duration {
+	if len(p.vals) == 0 {
+		return backoff.Stop
+	}
+	d := p.vals[0]
+	p.vals = p.vals[1:]
+	return d
+}
+
+func (p *stepPolicy) Reset() {}
+
+// TestRetryWaitPluggedPolicies checks that backoff.Stop from any policy
+// means stop, and that a policy's zero, negative or huge values are brought
+// into [floor, cap].
+func TestRetryWaitPluggedPolicies(t *testing.T) {
+	const floor, cap = 50 * time.Millisecond, 20 * time.Second
+	p := &stepPolicy{vals: []time.Duration{0, -5, math.MaxInt64, time.Second}}
+	want := []time.Duration{floor, floor, cap, time.Second}
+	for i, w := range want {
+		got, ok := retryWait(p, NoJitter, 0, floor, cap, nil)
+		if !ok || got != w {
+			t.Errorf("retryWait on value %d = %v, %v; want %v, true", i, got, ok, w)
+		}
+	}
+	if got, ok := retryWait(p, NoJitter, 0, floor, cap, nil); ok || got != 0 {
+		t.Errorf("retryWait after Stop = %v, %v; want 0, false", got, ok)
+	}
+	if _, ok := retryWait(nil, FullJitter, 0, floor, cap, nil); ok {
+		t.Error("retryWait(nil policy) ok = true, want false")
+	}
+	if _, ok := retryWait(&backoff.StopBackOff{}, FullJitter, 0, floor, cap, nil); ok {
+		t.Error("retryWait(StopBackOff) ok = true, want false")
+	}
+	limited := backoff.WithMaxRetries(newBackOff(0, 0), 2)
+	for i, wantOK := range []bool{true, true, false} {
+		if _, ok := retryWait(limited, FullJitter, 0, floor, cap, nil); ok != wantOK {
+			t.Errorf("retryWait(WithMaxRetries(2)) call %d ok = %v, want %v", i+1, ok, wantOK)
+		}
+	}
+}
+
+func TestBackoffFloor(t *testing.T) {
+	tests := []struct {
+		initial   time.Duration
+		throttled bool
+		want      time.Duration
+	}{
+		{DefaultBackoffInitial, false, DefaultBackoffInitial / 2},
+		{DefaultThrottleBackoffInitial, true, DefaultThrottleBackoffInitial},
+		{1, false, 1},
+		{0, true, 1},
+	}
+	for _, tt := range tests {
+		if got := backoffFloor(tt.initial, tt.throttled); got != tt.want {
+			t.Errorf("backoffFloor(%v, %v) = %v, want %v", tt.initial, tt.throttled, got, tt.want)
+		}
+	}
+}
+
+// TestThrottleWaitNeverUnderBase checks the rule behind case C20: after a
+// throttle, with the throttle schedule and floor, no jitter kind ever waits
+// less than DefaultThrottleBackoffInitial.
+func TestThrottleWaitNeverUnderBase(t *testing.T) {
+	floor := backoffFloor(DefaultThrottleBackoffInitial, true)
+	for _, j := range allJitters {
+		rng := rand.New(rand.NewPCG(3, uint64(j)))
+		b := newBackOff(DefaultThrottleBackoffInitial, DefaultBackoffMax)
+		var prev time.Duration
+		for attempt := 1; attempt <= 1000; attempt++ {
+			w, _ := retryWait(b, j, prev, floor, DefaultBackoffMax, rng.Int64N)
+			if w < DefaultThrottleBackoffInitial || w > DefaultBackoffMax {
+				t.Fatalf("%v attempt %d: throttle wait %v, want in [%v, %v]", j, attempt, w, DefaultThrottleBackoffInitial, DefaultBackoffMax)
+			}
+			prev = w
+		}
+	}
+}
+
+func TestJitterStringAndValidate(t *testing.T) {
+	for _, j := range allJitters {
+		if err := j.validate("Jitter"); err != nil {
+			t.Errorf("%v.validate() = %v, want nil", j, err)
+		}
+	}
+	for _, j := range []Jitter{-1, NoJitter + 1} {
+		err := j.validate("Jitter")
+		var ce *ConfigError
+		if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != "Jitter" {
+			t.Errorf("Jitter(%d).validate() = %v, want a *ConfigError for field Jitter", int(j), err)
+		}
+	}
+	names := map[string]bool{}
+	for _, j := range append(allJitters, Jitter(9)) {
+		names[j.String()] = true
+	}
+	if len(names) != len(allJitters)+1 || Jitter(9).String() != "Jitter(9)" || FullJitter.String() != "full jitter" {
+		t.Errorf("Jitter names not distinct or unexpected: %v", names)
+	}
+	var zero Jitter
+	if zero != FullJitter {
+		t.Errorf("zero Jitter = %v, want FullJitter", zero)
+	}
+}
+
+func BenchmarkRetryWait(b *testing.B) {
+	p := newBackOff(0, 0)
+	floor := backoffFloor(DefaultBackoffInitial, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		retryWait(p, FullJitter, 0, floor, DefaultBackoffMax, nil)
+	}
+}

@@ -1,0 +1,445 @@
+package pace
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// DefaultMaxAttempts is the default number of attempts per request, the
+// first one included: 3 means the request is sent at most three times, so at
+// most two retries. It is the AWS SDKs' standard-mode default.
+const DefaultMaxAttempts = 3
+
+// DefaultIdempotencyHeader is the request header whose presence makes a
+// POST or PATCH safe to retry, and the one AddIdempotencyKey sets
+// (draft-ietf-httpapi-idempotency-key-header; Stripe, PayPal, Adyen and
+// others use it).
+const DefaultIdempotencyHeader = "Idempotency-Key"
+
+// DefaultRetryStatuses returns the response status codes retried by default,
+// in a new slice: 408 Request Timeout, 429 Too Many Requests, 500 Internal
+// Server Error, 502 Bad Gateway, 503 Service Unavailable and 504 Gateway
+// Timeout. Statuses that mean the request itself is wrong or will not work
+// however often it is sent are not retried: 400, 401, 403, 404, 405, 409,
+// 422, and the permanent 5xx 501 Not Implemented, 505 HTTP Version Not
+// Supported, 506, 510 and 511 (case C12, aws/aws-sdk-go#1819).
+func DefaultRetryStatuses() []int {
+	return []int{
+		http.StatusRequestTimeout,
+		http.StatusTooManyRequests,
+		http.StatusInternalServerError,
+		http.StatusBadGateway,
+		http.StatusServiceUnavailable,
+		http.StatusGatewayTimeout,
+	}
+}
+
+// RetryPolicy decides which failed attempts are retried: the statuses, the
+// transport errors and the methods that are safe to send again. Its zero
+// value is the documented default, and the [Transport] embeds it, so its
+// fields are set on the Transport. Do not change a RetryPolicy while it is
+// in use; reading it is safe for concurrent use.
+//
+// What is retried by default:
+//
+//   - Responses with a status in Statuses (DefaultRetryStatuses when nil).
+//   - Transport errors that mean the request did not complete: connection
+//     refused or reset, an unexpected EOF, a timeout that is not the
+//     request context's deadline, an HTTP/2 GOAWAY, a closed idle
+//     connection. Never a cancelled or expired request context, a TLS or
+//     certificate error, an invalid URL or scheme, too many redirects, or
+//     an error pace does not recognize.
+//   - Only requests that are safe to send twice: the idempotent methods of
+//     RFC 9110 §9.2.2 (GET, HEAD, OPTIONS, TRACE, PUT, DELETE), or any
+//     method carrying the idempotency header, or any method when
+//     RetryNonIdempotent is set. A POST without a key is not retried after
+//     a transport error, because the server may have processed it (case
+//     C13). The exception is an error that proves nothing was sent (the
+//     connection was refused or never dialled): that is retried for every
+//     method.
+//   - A server hint wins over all of the above: an error response (4xx,
+//     5xx) with "Stripe-Should-Retry: false" is never retried, one with
+//     "true" is retried whatever its status if the method is safe to send
+//     again. A success is never retried.
+//
+// The Transport also needs a replayable body (see DefaultMaxBufferedBody)
+// and attempts left; Decide cannot lift those limits.
+type RetryPolicy struct {
+	// Statuses lists the response status codes to retry. Nil means
+	// DefaultRetryStatuses(); a non-nil empty slice retries no status.
+	// Codes must be in 100..599.
+	Statuses []int
+
+	// IdempotencyHeader names the request header whose presence makes a
+	// non-idempotent request (POST, PATCH) safe to retry: the server
+	// deduplicates attempts that carry the same key. Empty means
+	// DefaultIdempotencyHeader, and then X-Idempotency-Key also counts, as
+	// in net/http. The header counts when it has a non-empty value, or when
+	// it is present with a nil value (net/http's way to mark a request
+	// idempotent without sending the header).
+	IdempotencyHeader string
+
+	// RetryNonIdempotent, if true, retries requests of every method as if
+	// they were idempotent, including after a transport error. Use it only
+	// when the server tolerates duplicates.
+	RetryNonIdempotent bool
+
+	// AddIdempotencyKey, if true, gives each POST and PATCH request that
+	// lacks the idempotency header a random one (a UUIDv4, from
+	// crypto/rand) before the first attempt, the same on every attempt, so
+	// that such requests become safe to retry. The caller's request is not
+	// modified; the key is set on pace's copy.
+	AddIdempotencyKey bool
+
+	// Decide, if non-nil, is called after every attempt with pace's default
+	// decision in c.Retry and its reason in c.Reason, and returns whether to
+	// retry. It may set c.Reason to explain its choice to observers. It must
+	// not read or close c.Response.Body, nor modify c.Request. It is called
+	// from the goroutine running RoundTrip and must be safe for concurrent
+	// use when the Transport is.
+	Decide func(c *RetryCheck) bool
+}
+
+// RetryCheck is what [RetryPolicy.Decide] sees of one finished attempt. It
+// is a struct so that fields can be added later.
+type RetryCheck struct {
+	// Request is the attempt's request. Do not modify it.
+	Request *http.Request
+	// Response is the attempt's response, nil when Err is set. Its body is
+	// unread; do not read or close it.
+	Response *http.Response
+	// Err is the attempt's transport error, nil when Response is set.
+	Err error
+	// Attempt is the number of the attempt that just finished, from 1.
+	Attempt int
+	// Retry is pace's default decision.
+	Retry bool
+	// Reason says why, e.g. "retryable status", "connection reset" or
+	// "method not safe to replay". Decide may replace it.
+	Reason string
+}
+
+// Reasons reported with a retry decision. They are constants so that a
+// decision allocates nothing.
+const (
+	reasonRetryableStatus = "retryable status"
+	reasonFinalStatus     = "status not retryable"
+	reasonServerSaysNo    = "server said Stripe-Should-Retry: false"
+	reasonServerSaysYes   = "server said Stripe-Should-Retry: true"
+	reasonUnsafeMethod    = "method not safe to replay"
+	reasonMayBeProcessed  = "request may have been processed; method not safe to replay"
+	reasonDecideHook      = "decided by RetryPolicy.Decide"
+)
+
+// hdrStripeShouldRetry is Stripe's explicit retry hint (Stripe API
+// reference, "Idempotent requests" and "Errors": the header says whether a
+// request should be retried, overriding status-based rules).
+const hdrStripeShouldRetry = "Stripe-Should-Retry"
+
+// validate reports a *ConfigError for a status outside 100..599 or an
+// idempotency header name that is not an HTTP token.
+func (p *RetryPolicy) validate() error {
+	for _, code := range p.Statuses {
+		if code < 100 || code > 599 {
+			return configErr("Statuses", code, "not an HTTP status code (100..599)")
+		}
+	}
+	if h := p.IdempotencyHeader; h != "" {
+		for i := 0; i < len(h); i++ {
+			if !isTokenChar(h[i]) {
+				return configErr("IdempotencyHeader", h, "not a valid header name")
+			}
+		}
+	}
+	return nil
+}
+
+// retryStatus reports whether code is one of the statuses to retry.
+func (p *RetryPolicy) retryStatus(code int) bool {
+	if p.Statuses != nil {
+		return slices.Contains(p.Statuses, code)
+	}
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests,
+		http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// idempotencyHeader returns the canonical name of the idempotency header.
+func (p *RetryPolicy) idempotencyHeader() string {
+	if p.IdempotencyHeader == "" {
+		return DefaultIdempotencyHeader
+	}
+	return http.CanonicalHeaderKey(p.IdempotencyHeader)
+}
+
+// hasIdempotencyKey reports whether req carries the idempotency header
+// (see RetryPolicy.IdempotencyHeader for what counts).
+func (p *RetryPolicy) hasIdempotencyKey(req *http.Request) bool {
+	if headerCounts(req.Header, p.idempotencyHeader()) {
+		return true
+	}
+	return p.IdempotencyHeader == "" && headerCounts(req.Header, "X-Idempotency-Key")
+}
+
+func headerCounts(h http.Header, key string) bool {
+	vs, ok := h[key]
+	return ok && (vs == nil || (len(vs) > 0 && vs[0] != ""))
+}
+
+// replaySafe reports whether req may be sent again when the server may have
+// processed it: its method is idempotent (RFC 9110 §9.2.2), it carries an
+// idempotency key, or the policy retries every method.
+func (p *RetryPolicy) replaySafe(req *http.Request) bool {
+	return isIdempotentMethod(req.Method) || p.RetryNonIdempotent || p.hasIdempotencyKey(req)
+}
+
+// isIdempotentMethod reports whether m is idempotent per RFC 9110 §9.2.2:
+// GET, HEAD, OPTIONS, TRACE, PUT and DELETE ("" means GET in net/http).
+// Method names are case-sensitive (RFC 9110 §9.1).
+func isIdempotentMethod(m string) bool {
+	switch m {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
+		http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// check decides whether to retry after attempt number attempt (from 1) of
+// req ended with resp or err (exactly one non-nil). It applies the default
+// rules of RetryPolicy, then Decide. reason says why, for observers; it is
+// empty for a plain success. It does not look at the body, the attempt
+// count or the request's deadline: the Transport checks those. check does
+// not read resp.Body and is safe for concurrent use.
+func (p *RetryPolicy) check(req *http.Request, resp *http.Response, err error, attempt int) (retry bool, reason string) {
+	if err != nil {
+		retry, reason = p.checkError(req, err)
+	} else {
+		retry, reason = p.checkResponse(req, resp)
+	}
+	if p.Decide == nil {
+		return retry, reason
+	}
+	c := RetryCheck{Request: req, Response: resp, Err: err, Attempt: attempt, Retry: retry, Reason: reason}
+	decided := p.Decide(&c)
+	if decided != retry && c.Reason == reason {
+		c.Reason = reasonDecideHook
+	}
+	return decided, c.Reason
+}
+
+func (p *RetryPolicy) checkResponse(req *http.Request, resp *http.Response) (bool, string) {
+	if resp == nil {
+		return false, ""
+	}
+	if hint := trimOWS(headerValue(resp.Header, hdrStripeShouldRetry)); hint != "" && resp.StatusCode >= 400 {
+		switch {
+		case strings.EqualFold(hint, "false"):
+			return false, reasonServerSaysNo
+		case strings.EqualFold(hint, "true"):
+			if !p.replaySafe(req) {
+				return false, reasonUnsafeMethod
+			}
+			return true, reasonServerSaysYes
+		}
+	}
+	if !p.retryStatus(resp.StatusCode) {
+		if resp.StatusCode < 400 {
+			return false, ""
+		}
+		return false, reasonFinalStatus
+	}
+	if !p.replaySafe(req) {
+		return false, reasonUnsafeMethod
+	}
+	return true, reasonRetryableStatus
+}
+
+func (p *RetryPolicy) checkError(req *http.Request, err error) (bool, string) {
+	class, reason := classifyError(req.Context(), err)
+	switch class {
+	case errNotSent:
+		return true, reason
+	case errTransient:
+		if !p.replaySafe(req) {
+			return false, reasonMayBeProcessed
+		}
+		return true, reason
+	}
+	return false, reason
+}
+
+// withIdempotencyKey returns req unchanged, or, when AddIdempotencyKey is
+// set and req is a POST or PATCH that lacks the idempotency header, a clone
+// of req (same context, same Body) whose header carries a fresh random key.
+// The Transport calls it once per request, before the first attempt, so
+// every attempt sends the same key. The caller's request is never modified.
+func (p *RetryPolicy) withIdempotencyKey(req *http.Request) *http.Request {
+	if !p.AddIdempotencyKey || (req.Method != http.MethodPost && req.Method != http.MethodPatch) || p.hasIdempotencyKey(req) {
+		return req
+	}
+	r := req.Clone(req.Context())
+	if r.Header == nil {
+		r.Header = make(http.Header)
+	}
+	r.Header[p.idempotencyHeader()] = []string{newIdempotencyKey()}
+	return r
+}
+
+// newIdempotencyKey returns a random UUID version 4 (RFC 9562 §5.4), e.g.
+// "3b241101-e2bb-4255-8caf-4136c566a962", from crypto/rand.
+func newIdempotencyKey() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:])  // never fails since Go 1.24 (it crashes instead)
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // variant 10xx (RFC 9562)
+	var b [36]byte
+	hex.Encode(b[0:8], u[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], u[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], u[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], u[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:36], u[10:16])
+	return string(b[:])
+}
+
+// errClass is what a transport error says about retrying.
+type errClass uint8
+
+const (
+	errFinal     errClass = iota // never retry: cancelled, permanent or unknown
+	errTransient                 // retry if the request is safe to replay
+	errNotSent                   // nothing reached the server: retry any method
+)
+
+// classifyError sorts a transport error from one attempt whose request had
+// context ctx, using errors.Is and errors.As; only net/http errors that
+// have no type are matched by text, in netHTTPErrorClass. reason names the
+// kind of error for observers. In order:
+//
+//   - ctx done, or context.Canceled anywhere: final ("request canceled").
+//   - TLS and certificate errors (tls.CertificateVerificationError, the
+//     x509 error types, tls.RecordHeaderError, a TLS alert from the
+//     server): final; sending again will not change a certificate.
+//   - untyped net/http errors, by text (see netHTTPErrorClass).
+//   - a DNS error: final when the name does not exist, not sent when the
+//     lookup timed out or failed temporarily.
+//   - a dial or proxy-connect failure, or connection refused: not sent.
+//   - connection reset or aborted, broken pipe, ETIMEDOUT, io.EOF,
+//     io.ErrUnexpectedEOF, net.ErrClosed, a net.Error timeout, or
+//     context.DeadlineExceeded while ctx is still live (a Transport's own
+//     timeout, not the caller's deadline): transient.
+//   - anything else: final ("unknown transport error").
+func classifyError(ctx context.Context, err error) (errClass, string) {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		return errFinal, "request canceled"
+	}
+	if isTLSError(err) {
+		return errFinal, "TLS or certificate error"
+	}
+	if class, reason, ok := netHTTPErrorClass(err); ok {
+		return class, reason
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		if dnsErr.IsTimeout || dnsErr.IsTemporary {
+			return errNotSent, "DNS lookup failed temporarily"
+		}
+		return errFinal, "DNS lookup failed"
+	}
+	var opErr *net.OpError
+	if errors.Is(err, syscall.ECONNREFUSED) ||
+		(errors.As(err, &opErr) && (opErr.Op == "dial" || opErr.Op == "proxyconnect")) {
+		return errNotSent, "connection failed"
+	}
+	switch {
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE):
+		return errTransient, "connection reset"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		return errTransient, "connection closed"
+	case errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, context.DeadlineExceeded):
+		return errTransient, "timeout"
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return errTransient, "timeout"
+	}
+	return errFinal, "unknown transport error"
+}
+
+// isTLSError reports whether err comes from TLS: certificate verification,
+// a non-TLS reply to a TLS handshake, or an alert sent by the server.
+func isTLSError(err error) bool {
+	var (
+		verify    *tls.CertificateVerificationError
+		record    tls.RecordHeaderError
+		alert     tls.AlertError
+		ech       *tls.ECHRejectionError
+		unknownCA x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		roots     x509.SystemRootsError
+		critical  x509.UnhandledCriticalExtension
+		opErr     *net.OpError
+	)
+	return errors.As(err, &verify) || errors.As(err, &record) || errors.As(err, &alert) ||
+		errors.As(err, &ech) || errors.As(err, &unknownCA) || errors.As(err, &hostname) ||
+		errors.As(err, &invalid) || errors.As(err, &roots) || errors.As(err, &critical) ||
+		(errors.As(err, &opErr) && opErr.Op == "remote error") // crypto/tls's alert from the peer
+}
+
+// netHTTPErrorClass classifies, by their text, the errors net/http (Go 1.25,
+// 1.26) returns without an exported type. It is the only place pace matches
+// error text (STYLE.md §2.3). ok is false when err is none of them.
+//
+//   - "unsupported protocol scheme", "no Host in request URL", "nil
+//     Request.URL": an invalid request, final.
+//   - "stopped after N redirects": http.Client's redirect limit; a
+//     RoundTripper should not see it, and it is final if it does.
+//   - "http: ContentLength=N with Body length M": the request's declared
+//     length is wrong, final.
+//   - "net/http: request canceled": the request was cancelled, final.
+//   - "http2: server sent GOAWAY", "Server's graceful shutdown GOAWAY",
+//     "http2: client connection lost", "server closed idle connection",
+//     "HTTP/1.x transport connection broken": the connection went away,
+//     transient.
+func netHTTPErrorClass(err error) (class errClass, reason string, ok bool) {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "unsupported protocol scheme"),
+		strings.Contains(msg, "no Host in request URL"),
+		strings.Contains(msg, "nil Request.URL"):
+		return errFinal, "invalid request URL", true
+	case strings.Contains(msg, "stopped after") && strings.Contains(msg, "redirects"):
+		return errFinal, "too many redirects", true
+	case strings.Contains(msg, "http: ContentLength="):
+		return errFinal, "request body length mismatch", true
+	case strings.Contains(msg, "net/http: request canceled"):
+		return errFinal, "request canceled", true
+	case strings.Contains(msg, "server sent GOAWAY"),
+		strings.Contains(msg, "graceful shutdown GOAWAY"):
+		return errTransient, "HTTP/2 GOAWAY", true
+	case strings.Contains(msg, "http2: client connection lost"),
+		strings.Contains(msg, "server closed idle connection"),
+		strings.Contains(msg, "HTTP/1.x transport connection broken"):
+		return errTransient, "connection closed", true
+	}
+	return errFinal, "", false
+}

@@ -1,0 +1,428 @@
+package pace
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// c01Now is the client's clock in case C01: 30 s before the instant
+// "Sun, 06 Nov 1994 08:49:37 GMT" that the examples of RFC 9110 §5.6.7 use.
+var c01Now = time.Date(1994, 11, 6, 8, 49, 7, 0, time.UTC)
+
+func TestParseRetryAfter(t *testing.T) {
+	tests := []struct {
+		name   string
+		v      string
+		want   time.Duration
+		wantOK bool
+	}{
+		{"zero", "0", 0, true},
+		{"delay-seconds", "120", 120 * time.Second, true},
+		{"leading zeros", "007", 7 * time.Second, true},
+		{"OWS trimmed", " \t5\t ", 5 * time.Second, true},
+		// C05: delay-seconds is 1*DIGIT, so these fall back to backoff.
+		{"C05 negative", "-1", 0, false},
+		{"C05 fraction", "1.5", 0, false},
+		{"C05 garbage", "soon", 0, false},
+		{"plus sign", "+5", 0, false},
+		{"unit", "5s", 0, false},
+		{"empty", "", 0, false},
+		{"only OWS", " \t ", 0, false},
+		{"inner space", "5 5", 0, false},
+		{"list", "5, 6", 0, false},
+		{"vertical tab is not OWS", "\v5", 0, false},
+		{"newline is not OWS", "5\n", 0, false},
+		{"no-break space is not OWS", "\u00a05", 0, false},
+		{"hex", "0x10", 0, false},
+		{"fullwidth digit", "５", 0, false},
+		// C01: the three HTTP-date forms RFC 9110 §5.6.7 requires, each 30 s ahead.
+		{"C01 IMF-fixdate", "Sun, 06 Nov 1994 08:49:37 GMT", 30 * time.Second, true},
+		{"C01 RFC 850", "Sunday, 06-Nov-94 08:49:37 GMT", 30 * time.Second, true},
+		{"C01 asctime", "Sun Nov  6 08:49:37 1994", 30 * time.Second, true},
+		{"date at now", "Sun, 06 Nov 1994 08:49:07 GMT", 0, true},
+		// C05: a date in the past means retry now.
+		{"C05 past date", "Sun, 06 Nov 1994 08:48:07 GMT", 0, true},
+		{"far past date", "Thu, 01 Jan 1970 00:00:00 GMT", 0, true},
+		{"RFC 850 with another zone", "Sunday, 06-Nov-94 08:49:37 PST", 0, false},
+		{"IMF with another zone", "Sun, 06 Nov 1994 08:49:37 UTC", 0, false},
+		{"date with trailing garbage", "Sun, 06 Nov 1994 08:49:37 GMT x", 0, false},
+		{"ISO 8601 is not an HTTP-date", "1994-11-06T08:49:37Z", 0, false},
+		// Saturation: never wraps negative, lands above any cap.
+		{"largest exact seconds", strconv.FormatInt(maxDurationSeconds, 10), time.Duration(maxDurationSeconds) * time.Second, true},
+		{"one second more saturates", strconv.FormatInt(maxDurationSeconds+1, 10), math.MaxInt64, true},
+		{"uint64 overflow saturates", "99999999999999999999", math.MaxInt64, true},
+		{"huge then garbage", "99999999999999999999x", 0, false},
+		{"far future date", "Fri, 31 Dec 9999 23:59:59 GMT", math.MaxInt64, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := parseRetryAfter(tt.v, c01Now)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tt.v, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+// TestRFC850TwoDigitYear checks the rule of RFC 9110 §5.6.7 for RFC 850
+// dates: the two digits name the year in the current century unless that is
+// more than 50 years ahead, then the century before.
+func TestRFC850TwoDigitYear(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(year int) time.Time { return time.Date(year, 11, 6, 8, 49, 37, 0, time.UTC) }
+	tests := []struct {
+		v    string
+		want time.Time
+	}{
+		{"Sunday, 06-Nov-94 08:49:37 GMT", at(1994)},   // 2094 is 68 years ahead
+		{"Thursday, 06-Nov-75 08:49:37 GMT", at(2075)}, // 49 years ahead: this century (time.Parse says 1975)
+		{"Friday, 06-Nov-26 08:49:37 GMT", at(2026)},
+		{"Monday, 06-Nov-00 08:49:37 GMT", at(2000)},
+	}
+	for _, tt := range tests {
+		got, ok := parseHTTPDate(tt.v, now)
+		if !ok || !got.Equal(tt.want) {
+			t.Errorf("parseHTTPDate(%q) = %v, %v; want %v", tt.v, got, ok, tt.want)
+		}
+		if d, _ := parseRetryAfter(tt.v, now); d != max(tt.want.Sub(now), 0) {
+			t.Errorf("parseRetryAfter(%q) = %v, want %v", tt.v, d, max(tt.want.Sub(now), 0))
+		}
+	}
+}
+
+// TestParseRetryAfterAboveCap checks that a delay too large to represent
+// lands above the default cap instead of wrapping to a short or negative wait
+// (C03, hashicorp/go-retryablehttp #247).
+func TestParseRetryAfterAboveCap(t *testing.T) {
+	for _, v := range []string{"3600", "99999999999999999999", strconv.FormatUint(math.MaxUint64, 10)} {
+		d, ok := parseRetryAfter(v, c01Now)
+		if !ok || d <= DefaultMaxRetryAfter {
+			t.Errorf("parseRetryAfter(%q) = %v, %v; want ok and above the cap %v", v, d, ok, DefaultMaxRetryAfter)
+		}
+	}
+}
+
+func TestDateDelay(t *testing.T) {
+	now := c01Now
+	target := now.Add(30 * time.Second)
+	tests := []struct {
+		name       string
+		serverDate time.Time
+		want       time.Duration
+	}{
+		{"no Date header", time.Time{}, 30 * time.Second},
+		{"clocks agree", now, 30 * time.Second},
+		// The server's clock is 10 s behind ours: its instant is 30 s after
+		// its Date, so waiting only target-now = 30 s would be fine, but
+		// target-Date = 40 s is what guarantees the server's clock has
+		// reached target.
+		{"server clock behind", now.Add(-10 * time.Second), 40 * time.Second},
+		// The server's clock is 10 s ahead: target-now = 30 s is longer
+		// than target-Date = 20 s; the longer wait wins.
+		{"server clock ahead", now.Add(10 * time.Second), 30 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := dateDelay(target, now, tt.serverDate); got != tt.want {
+				t.Errorf("dateDelay(now+30s, now, %v) = %v, want %v", tt.serverDate, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseMillis(t *testing.T) {
+	tests := []struct {
+		v      string
+		want   time.Duration
+		wantOK bool
+	}{
+		{"0", 0, true},
+		{"250", 250 * time.Millisecond, true},
+		{" 1500 ", 1500 * time.Millisecond, true},
+		{"1.5", 1500 * time.Microsecond, true},
+		{"0.000001", time.Nanosecond, true},
+		{"0.0000001", time.Nanosecond, true}, // finer than 1 ns rounds up, never down
+		{"0.0000000", 0, true},
+		{"2.5000001", 2500*time.Microsecond + time.Nanosecond, true},
+		{"9223372036854", 9223372036854 * time.Millisecond, true},
+		{"9223372036855", math.MaxInt64, true},
+		{"99999999999999999999999", math.MaxInt64, true},
+		{"9223372036854.775807", math.MaxInt64, true},
+		{"-1", 0, false},
+		{"+1", 0, false},
+		{"1.", 0, false},
+		{".5", 0, false},
+		{"1e3", 0, false},
+		{"1.2.3", 0, false},
+		{"10ms", 0, false},
+		{"", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := parseMillis(tt.v)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("parseMillis(%q) = %v, %v; want %v, %v", tt.v, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestParseResetValue(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	sec := func(off int64) string { return strconv.FormatInt(now.Unix()+off, 10) }
+	ms := func(off int64) string { return strconv.FormatInt(now.UnixMilli()+off, 10) }
+	tests := []struct {
+		name   string
+		v      string
+		want   time.Duration
+		wantOK bool
+	}{
+		{"delta seconds", "30", 30 * time.Second, true},
+		{"delta zero", "0", 0, true},
+		{"fractional delta", "1.25", 1250 * time.Millisecond, true},
+		{"largest delta", "999999999", 999999999 * time.Second, true},
+		{"epoch seconds ahead", sec(42), 42 * time.Second, true},
+		{"epoch seconds past", sec(-5), 0, true},
+		{"fractional epoch seconds (Discord)", sec(2) + ".5", 2500 * time.Millisecond, true},
+		{"smallest epoch seconds is far past", "1000000000", 0, true},
+		{"epoch milliseconds ahead", ms(1500), 1500 * time.Millisecond, true},
+		{"epoch milliseconds past", ms(-1), 0, true},
+		{"epoch ms beyond 2262 is huge, not negative", "99999999999999999999", time.Unix(0, math.MaxInt64).Sub(now), true},
+		{"negative", "-30", 0, false},
+		{"garbage", "soon", 0, false},
+		{"HTTP-date is not a reset value", "Sun, 01 Jun 2025 12:00:30 GMT", 0, false},
+		{"empty", "", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := parseResetValue(tt.v, now, time.Time{})
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("parseResetValue(%q) = %v, %v; want %v, %v", tt.v, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestParseRateLimit(t *testing.T) {
+	tests := []struct {
+		name   string
+		lines  []string
+		want   []rateLimitItem
+		wantOK bool
+	}{
+		{"draft example", []string{`"default";r=50;t=30`}, []rateLimitItem{{"default", 50, 30 * time.Second, true}}, true},
+		{"no window", []string{`"default";r=999;pk=:dHJpYWwxMjEzMjM=:`}, []rateLimitItem{{"default", 999, 0, false}}, true},
+		{"token name, spaces", []string{`day ; r=0 ; t=10`}, nil, false}, // SP before ';' is not allowed
+		{"token name", []string{`day;r=0;t=10`}, []rateLimitItem{{"day", 0, 10 * time.Second, true}}, true},
+		{"two items, two lines", []string{`"a";r=1;t=5`, ` "b";r=0;t=60`}, []rateLimitItem{{"a", 1, 5 * time.Second, true}, {"b", 0, 60 * time.Second, true}}, true},
+		{"vendor parameters ignored", []string{`"a";r=0;t=7;acme-burst=?1;x="y";z=1.5;w=@1659578233`}, []rateLimitItem{{"a", 0, 7 * time.Second, true}}, true},
+		{"later duplicate wins", []string{`"a";r=3;r=0;t=2`}, []rateLimitItem{{"a", 0, 2 * time.Second, true}}, true},
+		{"r missing", []string{`"a";t=30`}, nil, false},
+		{"r negative", []string{`"a";r=-1;t=30`}, nil, false},
+		{"t negative", []string{`"a";r=0;t=-30`}, nil, false},
+		{"t decimal", []string{`"a";r=0;t=1.5`}, nil, false},
+		{"t string", []string{`"a";r=0;t="30"`}, nil, false},
+		{"integer too long", []string{`"a";r=0;t=1234567890123456`}, nil, false},
+		{"name is an integer", []string{`5;r=0;t=1`}, nil, false},
+		{"trailing comma", []string{`"a";r=0;t=1,`}, nil, false},
+		{"unterminated string", []string{`"a;r=0;t=1`}, nil, false},
+		{"inner list", []string{`("a" "b");r=0`}, nil, false},
+		{"empty", []string{""}, nil, false},
+		{"uppercase key", []string{`"a";R=0`}, nil, false},
+		{"escaped quote in name", []string{`"a\"b";r=0;t=3`}, []rateLimitItem{{`a"b`, 0, 3 * time.Second, true}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := parseRateLimit(tt.lines)
+			if ok != tt.wantOK || !equalItems(got, tt.want) {
+				t.Errorf("parseRateLimit(%q) = %+v, %v; want %+v, %v", tt.lines, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func equalItems(a, b []rateLimitItem) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestParseRateLimitPolicy(t *testing.T) {
+	tests := []struct {
+		name   string
+		lines  []string
+		want   []rateLimitPolicy
+		wantOK bool
+	}{
+		{"two policies", []string{`"burst";q=100;w=60,"daily";q=1000;w=86400`},
+			[]rateLimitPolicy{{"burst", 100, "requests", time.Minute}, {"daily", 1000, "requests", 24 * time.Hour}}, true},
+		{"unit and partition key", []string{`"peruser";q=65535;qu="content-bytes";w=10;pk=:sdfjLJUOUH==:`},
+			[]rateLimitPolicy{{"peruser", 65535, "content-bytes", 10 * time.Second}}, true},
+		{"no window", []string{`"default";q=100`}, []rateLimitPolicy{{"default", 100, "requests", 0}}, true},
+		{"q missing", []string{`"default";w=10`}, nil, false},
+		{"zero window", []string{`"default";q=1;w=0`}, nil, false},
+		{"qu not a string", []string{`"default";q=1;qu=requests`}, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := parseRateLimitPolicy(tt.lines)
+			if ok != tt.wantOK || len(got) != len(tt.want) {
+				t.Fatalf("parseRateLimitPolicy(%q) = %+v, %v; want %+v, %v", tt.lines, got, ok, tt.want, tt.wantOK)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("parseRateLimitPolicy(%q)[%d] = %+v, want %+v", tt.lines, i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// response builds a response with status and header pairs.
+func response(status int, kv ...string) *http.Response {
+	h := make(http.Header)
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return &http.Response{StatusCode: status, Header: h}
+}
+
+func TestServerDelay(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	httpDate := func(d time.Duration) string { return now.Add(d).Format(http.TimeFormat) }
+	epoch := func(d time.Duration) string { return strconv.FormatInt(now.Add(d).Unix(), 10) }
+	epochMs := func(d time.Duration) string { return strconv.FormatInt(now.Add(d).UnixMilli(), 10) }
+	tests := []struct {
+		name       string
+		resp       *http.Response
+		want       time.Duration
+		wantSource string
+		wantOK     bool
+	}{
+		{"nil response", nil, 0, "", false},
+		{"no headers", response(429), 0, "", false},
+		{"429 delay-seconds", response(429, "Retry-After", "3"), 3 * time.Second, "Retry-After", true},
+		{"C02 503 delay-seconds", response(503, "Retry-After", "7"), 7 * time.Second, "Retry-After", true},
+		{"any status carries it", response(301, "Retry-After", "2"), 2 * time.Second, "Retry-After", true},
+		{"C05 -1 ignored", response(429, "Retry-After", "-1"), 0, "", false},
+		{"C05 1.5 ignored", response(429, "Retry-After", "1.5"), 0, "", false},
+		{"C05 soon ignored", response(429, "Retry-After", "soon"), 0, "", false},
+		{"C05 past date", response(429, "Retry-After", httpDate(-60*time.Second)), 0, "Retry-After", true},
+		{"C01 date 30s after Date", response(429, "Date", httpDate(0), "Retry-After", httpDate(30*time.Second)), 30 * time.Second, "Retry-After", true},
+		{"date measured from a lagging server Date", response(429, "Date", httpDate(-10*time.Second), "Retry-After", httpDate(20*time.Second)), 30 * time.Second, "Retry-After", true},
+		{"malformed Date ignored", response(429, "Date", "yesterday", "Retry-After", httpDate(30*time.Second)), 30 * time.Second, "Retry-After", true},
+		{"delay-seconds ignores Date", response(429, "Date", httpDate(-10*time.Second), "Retry-After", "5"), 5 * time.Second, "Retry-After", true},
+		{"ms beats Retry-After", response(429, "Retry-After", "2", "retry-after-ms", "1500"), 1500 * time.Millisecond, "Retry-After-Ms", true},
+		{"x-ms header", response(429, "x-ms-retry-after-ms", "250"), 250 * time.Millisecond, "X-Ms-Retry-After-Ms", true},
+		{"retry-after-ms beats x-ms", response(429, "x-ms-retry-after-ms", "250", "retry-after-ms", "100"), 100 * time.Millisecond, "Retry-After-Ms", true},
+		{"bad ms falls through", response(429, "retry-after-ms", "-5", "Retry-After", "2"), 2 * time.Second, "Retry-After", true},
+		{"huge saturates", response(429, "Retry-After", "99999999999999999999"), math.MaxInt64, "Retry-After", true},
+		{"X-RateLimit-Reset epoch on 429", response(429, "X-RateLimit-Reset", epoch(42*time.Second)), 42 * time.Second, "X-Ratelimit-Reset", true},
+		{"X-RateLimit-Reset epoch ms on 503", response(503, "X-RateLimit-Reset", epochMs(1500*time.Millisecond)), 1500 * time.Millisecond, "X-Ratelimit-Reset", true},
+		{"X-RateLimit-Reset on 200 with quota left", response(200, "X-RateLimit-Remaining", "5", "X-RateLimit-Reset", epoch(42*time.Second)), 0, "", false},
+		{"X-RateLimit-Reset on 200 with quota spent", response(200, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", epoch(42*time.Second)), 42 * time.Second, "X-Ratelimit-Reset", true},
+		{"X-RateLimit-Reset on 500 without remaining", response(500, "X-RateLimit-Reset", "10"), 0, "", false},
+		{"RateLimit-Reset delta on 503", response(503, "RateLimit-Reset", "17"), 17 * time.Second, "Ratelimit-Reset", true},
+		{"RateLimit-Reset with spent RateLimit-Remaining", response(200, "RateLimit-Remaining", "0", "RateLimit-Reset", "17"), 17 * time.Second, "Ratelimit-Reset", true},
+		{"remaining of the other family does not count", response(200, "X-RateLimit-Remaining", "0", "RateLimit-Reset", "17"), 0, "", false},
+		{"RateLimit-Reset beats X-RateLimit-Reset", response(429, "X-RateLimit-Reset", "9", "RateLimit-Reset", "4"), 4 * time.Second, "Ratelimit-Reset", true},
+		{"IETF r=0 on 200", response(200, "RateLimit", `"default";r=0;t=30`), 30 * time.Second, "Ratelimit", true},
+		{"IETF r>0 on 200", response(200, "RateLimit", `"default";r=5;t=30`), 0, "", false},
+		{"IETF r>0 on 429", response(429, "RateLimit", `"default";r=5;t=30`), 30 * time.Second, "Ratelimit", true},
+		{"IETF longest spent window", response(200, "RateLimit", `"a";r=0;t=10, "b";r=0;t=40, "c";r=3;t=90`), 40 * time.Second, "Ratelimit", true},
+		{"IETF r=0 without t", response(429, "RateLimit", `"a";r=0`), 0, "", false},
+		{"Retry-After beats IETF", response(429, "Retry-After", "5", "RateLimit", `"a";r=0;t=30`), 5 * time.Second, "Retry-After", true},
+		{"IETF beats reset headers", response(429, "RateLimit", `"a";r=0;t=30`, "X-RateLimit-Reset", "3"), 30 * time.Second, "Ratelimit", true},
+		{"malformed IETF falls through", response(429, "RateLimit", `"a";t=30`, "X-RateLimit-Reset", "3"), 3 * time.Second, "X-Ratelimit-Reset", true},
+		{"bad Retry-After falls through to reset", response(429, "Retry-After", "soon", "X-RateLimit-Reset", "3"), 3 * time.Second, "X-Ratelimit-Reset", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, src, ok := serverDelay(tt.resp, now)
+			if d != tt.want || src != tt.wantSource || ok != tt.wantOK {
+				t.Errorf("serverDelay = %v, %q, %v; want %v, %q, %v", d, src, ok, tt.want, tt.wantSource, tt.wantOK)
+			}
+		})
+	}
+}
+
+// TestServerDelayC01 is case C01 at the level of the parser: a 429 whose
+// Retry-After is an HTTP-date exactly 30 s after its Date header, in each
+// of the three forms, with the clocks in agreement, asks for exactly 30 s.
+func TestServerDelayC01(t *testing.T) {
+	date := "Sun, 06 Nov 1994 08:49:07 GMT" // = c01Now
+	for _, form := range []string{
+		"Sun, 06 Nov 1994 08:49:37 GMT",  // IMF-fixdate
+		"Sunday, 06-Nov-94 08:49:37 GMT", // RFC 850
+		"Sun Nov  6 08:49:37 1994",       // asctime
+	} {
+		d, src, ok := serverDelay(response(429, "Date", date, "Retry-After", form), c01Now)
+		if d != 30*time.Second || src != hdrRetryAfter || !ok {
+			t.Errorf("serverDelay(Retry-After: %q) = %v, %q, %v; want 30s, %q, true", form, d, src, ok, hdrRetryAfter)
+		}
+	}
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range []string{"0", "120", "-1", "1.5", " 5", "5s", "", "soon",
+		"Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
+		"99999999999999999999", "Fri, 31 Dec 9999 23:59:59 GMT", "Thu, 01 Jan 1970 00:00:00 GMT"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if d, ok := parseRetryAfter(v, c01Now); d < 0 || (!ok && d != 0) {
+			t.Errorf("parseRetryAfter(%q) = %v, %v; want d >= 0, and 0 when !ok", v, d, ok)
+		}
+	})
+}
+
+func FuzzServerDelay(f *testing.F) {
+	f.Add(429, "120", "", "", "", "", "", "")
+	f.Add(503, "Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:07 GMT", "", "", "", "", "")
+	f.Add(200, "", "", "1500", "", "", "", "")
+	f.Add(429, "soon", "", "x", "1000000042", "0", `"a";r=0;t=30`, `"a";q=10;w=1`)
+	f.Add(200, "", "", "", "99999999999999999999", "0", `"a";r=0;t=999999999999999`, "")
+	f.Add(503, "-1", "garbage", "1.0000001", "1e12", "-0", `"a";r=0;t=1, b;r=0;t=2`, `"a"`)
+	f.Fuzz(func(t *testing.T, status int, retryAfter, date, ms, reset, remaining, ratelimit, policy string) {
+		resp := response(status,
+			"Retry-After", retryAfter, "Date", date, "Retry-After-Ms", ms,
+			"X-RateLimit-Reset", reset, "X-RateLimit-Remaining", remaining,
+			"RateLimit-Reset", reset, "RateLimit-Remaining", remaining,
+			"RateLimit", ratelimit, "RateLimit-Policy", policy)
+		d, src, ok := serverDelay(resp, c01Now)
+		if d < 0 || (!ok && (d != 0 || src != "")) || (ok && src == "") {
+			t.Errorf("serverDelay = %v, %q, %v; want d >= 0, and 0 and no source when !ok", d, src, ok)
+		}
+		// The policy parser must never panic either, and its windows are positive.
+		pols, _ := parseRateLimitPolicy([]string{policy})
+		for _, p := range pols {
+			if p.quota < 0 || p.window < 0 {
+				t.Errorf("parseRateLimitPolicy(%q) = %+v; want non-negative q and w", policy, p)
+			}
+		}
+	})
+}
+
+func BenchmarkServerDelayNoHeaders(b *testing.B) {
+	resp := response(200, "Content-Type", "application/json")
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		serverDelay(resp, now)
+	}
+}
+
+func BenchmarkServerDelayRetryAfterDate(b *testing.B) {
+	resp := response(429, "Date", "Sun, 06 Nov 1994 08:49:07 GMT", "Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT")
+	b.ReportAllocs()
+	for b.Loop() {
+		serverDelay(resp, c01Now)
+	}
+}
