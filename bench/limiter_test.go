@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -257,4 +258,39 @@ func refuse(b *testing.B, allow func() bool) {
 		}
 	}
 	report(b, ok)
+}
+
+var (
+	sinkTime time.Time
+	sinkDur  time.Duration
+)
+
+// BenchmarkClock is the floor under every decision on the clock: reading
+// it with time.Now (x/time/rate, uber) or, more cheaply, as time.Since a
+// fixed instant (pace, failsafe-go), and that plus an uncontended mutex,
+// which every limiter measured here but uber's takes.
+func BenchmarkClock(b *testing.B) {
+	b.Run("time.Now", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkTime = time.Now()
+		}
+	})
+	start := time.Now()
+	b.Run("time.Since", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkDur = time.Since(start)
+		}
+	})
+	b.Run("time.Since+mutex", func(b *testing.B) {
+		var mu sync.Mutex
+		b.ReportAllocs()
+		for b.Loop() {
+			d := time.Since(start)
+			mu.Lock()
+			sinkDur = d
+			mu.Unlock()
+		}
+	})
 }
