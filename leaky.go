@@ -158,3 +158,9 @@ func (a *leakyAlg) String() string {
 	}
 	return s
 }
+
+var _ waitBounded = (*leakyAlg)(nil)
+
+// waitBound is the pacer's queue bound in nanoseconds (see [LeakyOptions]);
+// a [Composite] checks it against the real now.
+func (a *leakyAlg) waitBound() int64 { return a.wait }

@@ -101,10 +101,6 @@ func newEpoch() time.Time {
 	return now.Add(-epochOffset - time.Duration(intoDay))
 }
 
-// epochUnix is epoch's wall-clock time in nanoseconds since the Unix epoch;
-// it is a multiple of 24h.
-func epochUnix(epoch time.Time) int64 { return epoch.UnixNano() }
-
 // sinceEpoch converts t to nanoseconds since epoch, clamped to [1, MaxInt64/2].
 func sinceEpoch(epoch, t time.Time) int64 {
 	d := int64(t.Sub(epoch))

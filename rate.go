@@ -2,7 +2,6 @@ package pace
 
 import (
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -42,9 +41,6 @@ func (r Rate) Interval() time.Duration {
 	return time.Duration(ceilDiv(int64(r.Per), int64(r.N)))
 }
 
-// perNano returns r in events per nanosecond.
-func (r Rate) perNano() float64 { return float64(r.N) / float64(r.Per) }
-
 // validate reports a *ConfigError naming field when r is not usable.
 func (r Rate) validate(field string) error {
 	if r.N <= 0 {
@@ -63,14 +59,4 @@ func ceilDiv(a, b int64) int64 {
 		q++
 	}
 	return q
-}
-
-// nanosCeil converts a non-negative float64 count of nanoseconds to int64,
-// rounding up. ok is false when v is NaN, negative or too large to represent,
-// so that callers refuse instead of overflowing.
-func nanosCeil(v float64) (ns int64, ok bool) {
-	if !(v >= 0) || v >= math.MaxInt64/2 {
-		return 0, false
-	}
-	return int64(math.Ceil(v)), true
 }

@@ -1,0 +1,45 @@
+package pace_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pacehttp/pace"
+)
+
+// Two limits at once, 2 a second and 3 per clock minute: the third call
+// waits a second for the first, the fourth for the next minute.
+func ExampleNewComposite() {
+	l, err := pace.NewComposite(pace.Sliding(pace.PerSecond(2)), pace.Fixed(pace.PerMinute(3)))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(l)
+	t0 := time.Date(2025, 1, 1, 12, 0, 30, 0, time.UTC)
+	for i := range 4 {
+		r, err := l.ReserveAt(t0, 1)
+		fmt.Println(i, r.Delay, err)
+	}
+	// Output:
+	// all of (sliding log 2/1s; fixed window 3/1m0s)
+	// 0 0s <nil>
+	// 1 0s <nil>
+	// 2 1s <nil>
+	// 3 30s <nil>
+}
+
+// A part's configuration error is reported by All, and errors.As finds it.
+func ExampleAll() {
+	l := pace.All(pace.Sliding(pace.PerSecond(10)), pace.Fixed(pace.Rate{N: 500}))
+	var ce *pace.ConfigError
+	if errors.As(l.Err(), &ce) {
+		fmt.Println(ce.Field, errors.Is(l.Err(), pace.ErrInvalidConfig))
+	}
+	fmt.Println(l.Err())
+	fmt.Println(pace.All().Err())
+	// Output:
+	// Rate.Per true
+	// pace: part 1 of All: pace: invalid Rate.Per 0s: must be positive
+	// pace: invalid limits []: at least one non-zero limit is required
+}

@@ -1,0 +1,121 @@
+package pace
+
+import "fmt"
+
+// Fixed returns a fixed-window Limit: at most r.N units in each window of
+// length r.Per, windows aligned to the clock (for every r.Per that divides 24
+// hours a window starts on a multiple of r.Per since midnight UTC, so
+// PerMinute(60) means 60 per clock minute; other periods are counted from a
+// midnight UTC long ago). It is the counting that quota APIs announce with a
+// remaining count and a reset time.
+//
+// A fixed window admits up to 2·r.N in a span of r.Per that straddles a
+// boundary (r.N at the end of one window, r.N at the start of the next); use
+// [Sliding] when the server counts over a trailing window.
+//
+// Bookings never go back in time: once a reservation has waited into a later
+// window, later calls wait for that window too. A request refused costs
+// nothing. Cancelling gives the units back to the window they were booked
+// in; when that is a later window (the reservation waited), the limiter stays
+// in it, so a call for fewer units than the cancelled one may have to wait
+// for that window although the current one has room. Calls for as many
+// units or more see exactly the state before the reservation: it waited
+// because the current window was full for them.
+//
+// The Limit carries a [*ConfigError] naming "Rate.N" or "Rate.Per" when
+// either is not positive.
+func Fixed(r Rate) Limit {
+	if err := r.validate("Rate"); err != nil {
+		return newLimit(nil, err)
+	}
+	return newLimit(&fixedWindow{r: r, n: int64(r.N), per: int64(r.Per)}, nil)
+}
+
+// FixedWindow is a single-key fixed-window limiter (see [Fixed]) with
+// explicit-time methods (ReserveAt, AllowAt, CancelAt) and a blocking Wait.
+// Its state is two words. It is safe for concurrent use by multiple
+// goroutines.
+type FixedWindow struct{ local }
+
+// NewFixedWindow returns a fixed-window limiter allowing r.N units in each
+// aligned window of length r.Per (see [Fixed]). It returns a [*ConfigError]
+// naming "Rate.N" or "Rate.Per" when either is not positive.
+//
+// Its ReserveAt returns [ErrBadCount] for n <= 0, [ErrBurstExceeded] for
+// n > r.N, and [ErrWaitTooLong] when the window that would take the units
+// lies beyond what int64 nanoseconds can hold.
+func NewFixedWindow(r Rate) (*FixedWindow, error) {
+	l := Fixed(r)
+	if l.err != nil {
+		return nil, l.err
+	}
+	return &FixedWindow{local: newLocal(l.alg)}, nil
+}
+
+// fixedWindow is the algorithm. cell.a is the index of the window last
+// booked and cell.b the units booked in it; only the latest booked window is
+// tracked, so bookings never go back to an earlier one.
+type fixedWindow struct {
+	r   Rate
+	n   int64 // units per window
+	per int64 // window length in nanoseconds
+}
+
+var _ algorithm = (*fixedWindow)(nil)
+
+func (f *fixedWindow) earliest(c *cell, now int64, n int) (int64, error) {
+	if err := winCheck(n, f.n); err != nil {
+		return 0, err
+	}
+	w := winIndex(now, f.per)
+	fits := c.b+int64(n) <= f.n
+	switch {
+	case w > c.a:
+		return now, nil
+	case w == c.a && fits:
+		return now, nil
+	case w < c.a && fits:
+		// The booked window lies ahead of now (a reservation waited into it,
+		// or the clock stepped back): join it.
+		return f.start(c.a)
+	}
+	return f.start(c.a + 1)
+}
+
+func (f *fixedWindow) start(w int64) (int64, error) {
+	t, ok := winStart(w, f.per)
+	if !ok {
+		return 0, ErrWaitTooLong
+	}
+	return t, nil
+}
+
+func (f *fixedWindow) book(c *cell, _, t int64, n int) {
+	if w := winIndex(t, f.per); w > c.a {
+		c.a, c.b = w, int64(n)
+		return
+	}
+	c.b += int64(n)
+}
+
+// unbook gives the units back to their window if it is still the one
+// tracked; a reservation that had waited into a later window leaves the
+// limiter in that window (stricter than before, never looser).
+func (f *fixedWindow) unbook(c *cell, _, t int64, n int) {
+	if winIndex(t, f.per) == c.a {
+		c.b = max(0, c.b-int64(n))
+	}
+}
+
+func (f *fixedWindow) idle(c *cell, now int64) bool {
+	w := winIndex(now, f.per)
+	return w > c.a || (w == c.a && c.b == 0)
+}
+
+func (f *fixedWindow) span() int64 { return f.per }
+
+func (f *fixedWindow) maxN() int { return int(f.n) }
+
+func (f *fixedWindow) String() string {
+	return fmt.Sprintf("fixed window %v", f.r)
+}

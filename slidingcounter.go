@@ -1,0 +1,224 @@
+package pace
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// SlidingApprox returns an approximate sliding-window Limit that keeps two
+// counters per key: the units booked in the current aligned window of length
+// r.Per and in the previous one. At an instant e into the current window it
+// estimates the trailing window's count as
+//
+//	prev·(1 − e/r.Per) + cur
+//
+// and admits n units when the estimate plus n is at most r.N. This is the
+// estimate Cloudflare describes in "How we built rate limiting capable of
+// scaling to millions of domains" (2017,
+// https://blog.cloudflare.com/counting-things-a-lot-of-different-things/)
+// and HAProxy's sc_http_req_rate uses. Unlike HAProxy, refused requests are
+// not counted.
+// The comparison is exact integer arithmetic at nanosecond resolution, so
+// rounding never admits a unit above r.N.
+//
+// # Error against the exact log
+//
+// Each aligned window holds at most r.N units, and at most r.N−1 when the
+// window before it holds any, because the previous window's weight reaches
+// 0 only at the boundary. So no trailing window of length r.Per ever holds
+// more than 2·r.N−1 units, where [Sliding] holds at most r.N.
+//
+// On evenly spread traffic, one request every r.Per/k (measured by
+// TestSlidingCounterErrorVsLog for r.N from 1 to 60, k from 1 to 3·r.N+2 and
+// ten starting phases):
+//   - below the limit (k <= r.N−1) it admits every request, as the log does;
+//   - above it (k >= r.N+1) it settles at r.N−1 units per aligned window
+//     (one every other window when r.N = 1), a throughput of (r.N−1)/r.N of
+//     the log's;
+//   - from the third window after the traffic starts, no trailing window
+//     holds more than r.N;
+//   - in the first two windows after an idle period it can overshoot: the
+//     first window takes r.N at once and the next weighs them as if spread
+//     over the whole window, so a trailing window can hold up to
+//     r.N + ⌊φ·r.N⌋ + 1 units, φ being the fraction of its window that had
+//     passed at the first request (1.63·r.N at worst in the measurement).
+//
+// Windows are aligned as for [Fixed]. Bookings never go back to an earlier
+// window than the latest one booked. Cancelling gives the units back to the
+// window they were booked in; as for [Fixed], after cancelling a reservation
+// that waited into a later window, a call for fewer units than it may wait
+// for that window although the current one would admit it, while calls for
+// as many units or more see exactly the state before the reservation. The Limit carries a [*ConfigError]
+// naming "Rate.N" (not positive, or above 4294967295) or "Rate.Per" (not
+// positive).
+func SlidingApprox(r Rate) Limit {
+	if err := r.validate("Rate"); err != nil {
+		return newLimit(nil, err)
+	}
+	if int64(r.N) > math.MaxUint32 {
+		return newLimit(nil, configErr("Rate.N", r.N, "must be at most 4294967295 for a sliding counter"))
+	}
+	return newLimit(&slidingCounter{r: r, n: int64(r.N), per: int64(r.Per)}, nil)
+}
+
+// SlidingCounter is a single-key approximate sliding-window limiter (see
+// [SlidingApprox]) with explicit-time methods (ReserveAt, AllowAt, CancelAt)
+// and a blocking Wait. Its state is two words. It is safe for concurrent use
+// by multiple goroutines.
+type SlidingCounter struct{ local }
+
+// NewSlidingCounter returns an approximate sliding-window limiter allowing
+// about r.N units in any window of length r.Per (see [SlidingApprox] for the
+// exact bound). It returns a [*ConfigError] naming "Rate.N" or "Rate.Per"
+// when either is not positive, or r.N is above 4294967295.
+//
+// Its ReserveAt returns [ErrBadCount] for n <= 0, [ErrBurstExceeded] for
+// n > r.N, and [ErrWaitTooLong] when the instant that would take the units
+// lies beyond what int64 nanoseconds can hold.
+func NewSlidingCounter(r Rate) (*SlidingCounter, error) {
+	l := SlidingApprox(r)
+	if l.err != nil {
+		return nil, l.err
+	}
+	return &SlidingCounter{local: newLocal(l.alg)}, nil
+}
+
+// slidingCounter is the algorithm. cell.a is the index of the window last
+// booked ("current") and cell.b packs the units booked in it (low 32 bits)
+// and in the window before it (high 32 bits).
+type slidingCounter struct {
+	r   Rate
+	n   int64 // units per window, at most math.MaxUint32
+	per int64 // window length in nanoseconds
+}
+
+var _ algorithm = (*slidingCounter)(nil)
+
+func unpackCounts(b int64) (prev, cur int64) {
+	return int64(uint64(b) >> 32), int64(uint32(b))
+}
+
+func packCounts(prev, cur int64) int64 { return int64(uint64(prev)<<32 | uint64(cur)) }
+
+// counts returns the previous and current windows' counts as seen from
+// window w >= c.a.
+func (s *slidingCounter) counts(c *cell, w int64) (prev, cur int64) {
+	prev, cur = unpackCounts(c.b)
+	switch {
+	case w == c.a+1:
+		return cur, 0
+	case w > c.a+1:
+		return 0, 0
+	}
+	return prev, cur
+}
+
+// firstFit returns the smallest offset e into a window whose counts are
+// prev and cur at which n more units fit, prev·(per−e)/per + cur + n <= N,
+// or per when they fit nowhere in the window. Solving for e gives
+// e >= per − ⌊room·per/prev⌋ with room = N − cur − n; the product is taken in
+// 128 bits, so the answer is exact.
+func (s *slidingCounter) firstFit(prev, cur int64, n int) int64 {
+	room := s.n - cur - int64(n)
+	switch {
+	case room < 0:
+		return s.per
+	case prev <= room:
+		return 0
+	}
+	// room < prev, so the quotient is below per and Div64 cannot overflow.
+	hi, lo := bits.Mul64(uint64(room), uint64(s.per))
+	q, _ := bits.Div64(hi, lo, uint64(prev))
+	return s.per - int64(q)
+}
+
+// fitsAt reports whether n more units fit at offset e into a window whose
+// counts are prev and cur: prev·(per−e) <= (N−cur−n)·per, compared in 128
+// bits.
+func (s *slidingCounter) fitsAt(prev, cur int64, n int, e int64) bool {
+	room := s.n - cur - int64(n)
+	switch {
+	case room < 0:
+		return false
+	case prev <= room:
+		return true
+	}
+	hi1, lo1 := bits.Mul64(uint64(prev), uint64(s.per-e))
+	hi2, lo2 := bits.Mul64(uint64(room), uint64(s.per))
+	return hi1 < hi2 || (hi1 == hi2 && lo1 <= lo2)
+}
+
+// earliest looks in the window of max(now, start of the window last
+// booked), then the next, then the one after, which is always free.
+func (s *slidingCounter) earliest(c *cell, now int64, n int) (int64, error) {
+	if err := winCheck(n, s.n); err != nil {
+		return 0, err
+	}
+	t := now
+	if booked, _ := winStart(c.a, s.per); t < booked {
+		t = booked // c.a came from a booked instant, so its start fits in int64
+	}
+	w := winIndex(t, s.per)
+	start := w * s.per
+	prev, cur := s.counts(c, w)
+	if s.fitsAt(prev, cur, n, t-start) {
+		return t, nil // the common case, without a division
+	}
+	if e := max(t-start, s.firstFit(prev, cur, n)); e < s.per {
+		return s.at(start, e)
+	}
+	next, ok := winAdd(start, s.per)
+	if !ok {
+		return 0, ErrWaitTooLong
+	}
+	if e := s.firstFit(cur, 0, n); e < s.per {
+		return s.at(next, e)
+	}
+	return s.at(next, s.per)
+}
+
+// at returns start+e, or ErrWaitTooLong when that is past the end of int64
+// time.
+func (s *slidingCounter) at(start, e int64) (int64, error) {
+	t, ok := winAdd(start, e)
+	if !ok {
+		return 0, ErrWaitTooLong
+	}
+	return t, nil
+}
+
+func (s *slidingCounter) book(c *cell, _, t int64, n int) {
+	w := max(winIndex(t, s.per), c.a)
+	prev, cur := s.counts(c, w)
+	cur = min(cur+int64(n), math.MaxUint32)
+	c.a, c.b = w, packCounts(prev, cur)
+}
+
+// unbook gives the units back to the window they were booked in while it is
+// still one of the two tracked. A reservation that had waited into a later
+// window leaves the limiter in that window (stricter than before, never
+// looser).
+func (s *slidingCounter) unbook(c *cell, _, t int64, n int) {
+	prev, cur := unpackCounts(c.b)
+	switch winIndex(t, s.per) {
+	case c.a:
+		cur = max(0, cur-int64(n))
+	case c.a - 1:
+		prev = max(0, prev-int64(n))
+	default:
+		return
+	}
+	c.b = packCounts(prev, cur)
+}
+
+func (s *slidingCounter) idle(c *cell, now int64) bool {
+	w := winIndex(now, s.per)
+	return w-c.a >= 2 || (w >= c.a && c.b == 0)
+}
+
+func (s *slidingCounter) span() int64 { return winSpan(2, s.per) }
+
+func (s *slidingCounter) maxN() int { return int(s.n) }
+
+func (s *slidingCounter) String() string { return fmt.Sprintf("sliding counter %v", s.r) }

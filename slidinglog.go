@@ -1,0 +1,166 @@
+package pace
+
+import "fmt"
+
+// Sliding returns an exact sliding-window Limit: never more than r.N units
+// booked in any half-open window [t, t+r.Per), wherever t falls. It mirrors
+// servers that count requests over a trailing window ("100 in any rolling
+// minute") and is the strictest reading of "N per period".
+//
+// It remembers the instant of every unit booked in the last r.Per, plus
+// every unit reserved for later: 8 bytes per unit, up to 8·r.N bytes per key
+// under a steady load (more while reservations wait further ahead). The
+// memory is allocated on the first booking and grows as needed; a key whose
+// window has emptied is idle and can be forgotten. For large r.N with little
+// memory, [SlidingApprox] keeps two counters instead.
+//
+// Bookings are kept in time order: a call never books before the latest
+// booking, so a reservation that waits makes later calls wait behind it. A
+// request refused or cancelled costs nothing.
+//
+// The Limit carries a [*ConfigError] naming "Rate.N" or "Rate.Per" when
+// either is not positive.
+func Sliding(r Rate) Limit {
+	if err := r.validate("Rate"); err != nil {
+		return newLimit(nil, err)
+	}
+	return newLimit(&slidingLog{r: r, n: int64(r.N), per: int64(r.Per)}, nil)
+}
+
+// SlidingLog is a single-key exact sliding-window limiter (see [Sliding])
+// with explicit-time methods (ReserveAt, AllowAt, CancelAt) and a blocking
+// Wait. It is safe for concurrent use by multiple goroutines.
+type SlidingLog struct{ local }
+
+// NewSlidingLog returns an exact sliding-window limiter allowing at most r.N
+// units in any window of length r.Per (see [Sliding]). It returns a
+// [*ConfigError] naming "Rate.N" or "Rate.Per" when either is not positive.
+//
+// Its ReserveAt returns [ErrBadCount] for n <= 0, [ErrBurstExceeded] for
+// n > r.N, and [ErrWaitTooLong] when the instant that would take the units
+// lies beyond what int64 nanoseconds can hold.
+func NewSlidingLog(r Rate) (*SlidingLog, error) {
+	l := Sliding(r)
+	if l.err != nil {
+		return nil, l.err
+	}
+	return &SlidingLog{local: newLocal(l.alg)}, nil
+}
+
+// slidingLog is the algorithm. cell.x.log is a ring buffer of booked
+// instants in non-decreasing order (cell.x.head is the oldest, cell.x.count
+// the number in use), one entry per unit. cell.a is the latest now at which
+// anything was booked: entries at or before cell.a−per can never count
+// again, because no booking is made before cell.a, so book drops them.
+type slidingLog struct {
+	r   Rate
+	n   int64 // units per window
+	per int64 // window length in nanoseconds
+}
+
+var _ algorithm = (*slidingLog)(nil)
+
+// logAt returns the i-th oldest entry of x's ring.
+func logAt(x *cellExt, i int) int64 { return x.log[(x.head+i)%len(x.log)] }
+
+// earliest returns the first t >= now, not before the latest booking nor
+// the latest booking's now, at which n more units leave at most N in
+// (t−per, t]. With the entries sorted b_1 <= … <= b_m that is
+// t >= b_{m−N+n} + per.
+func (s *slidingLog) earliest(c *cell, now int64, n int) (int64, error) {
+	if err := winCheck(n, s.n); err != nil {
+		return 0, err
+	}
+	t := max(now, c.a)
+	x := c.x
+	if x == nil || x.count == 0 {
+		return t, nil
+	}
+	t = max(t, logAt(x, x.count-1))
+	if k := int64(x.count) - s.n + int64(n); k > 0 {
+		free, ok := winAdd(logAt(x, int(k-1)), s.per)
+		if !ok {
+			return 0, ErrWaitTooLong
+		}
+		t = max(t, free)
+	}
+	return t, nil
+}
+
+// book appends n entries at t, first dropping entries that can never count
+// again.
+func (s *slidingLog) book(c *cell, now, t int64, n int) {
+	c.a = max(c.a, now)
+	if c.x == nil {
+		c.x = &cellExt{}
+	}
+	x := c.x
+	for x.count > 0 && logAt(x, 0) <= c.a-s.per {
+		x.head = (x.head + 1) % len(x.log)
+		x.count--
+	}
+	if x.count == 0 {
+		x.head = 0
+	}
+	if need := x.count + n; need > len(x.log) {
+		s.grow(x, need)
+	}
+	for range n {
+		x.log[(x.head+x.count)%len(x.log)] = t
+		x.count++
+	}
+}
+
+// grow enlarges x's ring to hold at least need entries, doubling so that a
+// key settles at its peak size after a few bookings.
+func (s *slidingLog) grow(x *cellExt, need int) {
+	size := max(need, 2*len(x.log), 4)
+	if limit := int(s.n); size > limit && need <= limit {
+		size = limit // a steady load never holds more than N entries
+	}
+	log := make([]int64, size)
+	for i := range x.count {
+		log[i] = logAt(x, i)
+	}
+	x.log, x.head = log, 0
+}
+
+// unbook removes up to n entries equal to t, searching from the newest, and
+// closes the gap so the ring stays in order. Entries already dropped (their
+// window has passed) are not given back.
+func (s *slidingLog) unbook(c *cell, _, t int64, n int) {
+	x := c.x
+	if x == nil {
+		return
+	}
+	hi := x.count - 1
+	for hi >= 0 && logAt(x, hi) > t {
+		hi--
+	}
+	lo := hi
+	for lo >= 0 && hi-lo < n && logAt(x, lo) == t {
+		lo--
+	}
+	removed := hi - lo
+	if removed == 0 {
+		return
+	}
+	for i := hi + 1; i < x.count; i++ {
+		x.log[(x.head+i-removed)%len(x.log)] = logAt(x, i)
+	}
+	x.count -= removed
+}
+
+func (s *slidingLog) idle(c *cell, now int64) bool {
+	if c.a > now {
+		return false
+	}
+	x := c.x
+	return x == nil || x.count == 0 || logAt(x, x.count-1) <= now-s.per
+}
+
+func (s *slidingLog) span() int64 { return s.per }
+
+func (s *slidingLog) maxN() int { return int(s.n) }
+
+func (s *slidingLog) String() string { return fmt.Sprintf("sliding log %v", s.r) }
