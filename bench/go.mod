@@ -7,6 +7,7 @@ replace github.com/pacehttp/pace => ../
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/pacehttp/pace v0.0.0-00010101000000-000000000000
+	github.com/sethvargo/go-limiter v0.7.1
 	go.uber.org/ratelimit v0.3.1
 	golang.org/x/time v0.15.0
 )
