@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Runs the peer comparison benchmarks of this module with -benchmem and
 # writes the raw output, headed by the machine's details, to results.txt
-# (or $OUT). Sized for a 2-core machine: about four minutes in all.
+# (or $OUT). Sized for a 2-core machine: about five minutes in all. Other
+# load on the machine shows up in the figures: run it on an idle one.
 #
 #   ./run.sh                 every benchmark
 #   ./run.sh 'Allow'         only those matching a -bench pattern
 #   COUNT=10 BENCHTIME=1s ./run.sh
 #
 # If benchstat is installed (go install golang.org/x/perf/cmd/benchstat@latest)
-# the medians are printed at the end.
+# the medians and their 95% confidence intervals are printed at the end
+# (benchstat needs COUNT >= 6 for the intervals).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PATTERN=${1:-.}
-COUNT=${COUNT:-5}
+COUNT=${COUNT:-6}
 BENCHTIME=${BENCHTIME:-300ms}
 OUT=${OUT:-results.txt}
 
@@ -22,6 +24,7 @@ OUT=${OUT:-results.txt}
   echo "# go: $(go version)"
   echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')"
   echo "# cores: $(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)"
+  echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
   echo "# command: go test -run '^\$' -bench '$PATTERN' -benchmem -benchtime=$BENCHTIME -count=$COUNT"
 } >"$OUT"
 
