@@ -6,6 +6,7 @@ require (
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/schollz/progressbar/v3 v3.19.0
 	go.uber.org/goleak v1.3.0
+	golang.org/x/net v0.34.0
 	golang.org/x/term v0.28.0
 )
 
@@ -14,4 +15,5 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
 	golang.org/x/sys v0.29.0 // indirect
+	golang.org/x/text v0.21.0 // indirect
 )

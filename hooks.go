@@ -1,0 +1,192 @@
+package pace
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// EventKind says what an [Event] reports.
+type EventKind int
+
+const (
+	// EventWait: a request waited for its key's cooldown or its limiter
+	// before an attempt. Delay is how long it waited; Reason is
+	// [ReasonCooldown] or [ReasonLimit].
+	EventWait EventKind = iota + 1
+	// EventThrottle: the server throttled the key (429, or 503 with a
+	// delay) and the whole key is paused for Delay, until Until.
+	EventThrottle
+	// EventRetry: attempt Attempt failed (StatusCode or Err) and the
+	// request will be sent again after Delay. Reason is [ReasonServerDelay]
+	// when the server chose the delay, else [ReasonBackoff].
+	EventRetry
+	// EventGiveUp: attempt Attempt failed in a way that could have been
+	// retried, and the Transport stops; Reason says why, Delay is the wait
+	// that was refused (for example the server's Retry-After), if any.
+	EventGiveUp
+)
+
+// String returns "wait", "throttle", "retry" or "give-up".
+func (k EventKind) String() string {
+	switch k {
+	case EventWait:
+		return "wait"
+	case EventThrottle:
+		return "throttle"
+	case EventRetry:
+		return "retry"
+	case EventGiveUp:
+		return "give-up"
+	}
+	return "unknown"
+}
+
+// Reason qualifies an [Event]. The set may grow.
+type Reason string
+
+// Reasons carried by events.
+const (
+	ReasonCooldown      Reason = "cooldown"        // EventWait: the key was paused by the server
+	ReasonLimit         Reason = "limit"           // EventWait: the key's client-side limit
+	ReasonServerDelay   Reason = "server-delay"    // EventRetry: Retry-After or a reset header set the wait
+	ReasonBackoff       Reason = "backoff"         // EventRetry: the backoff schedule set the wait
+	ReasonAttempts      Reason = "attempts"        // EventGiveUp: MaxAttempts reached
+	ReasonDelayTooLong  Reason = "delay-too-long"  // EventGiveUp: the server's delay exceeds MaxRetryAfter
+	ReasonBudget        Reason = "budget"          // EventGiveUp: the key's retry budget is spent
+	ReasonDeadline      Reason = "deadline"        // EventGiveUp: the wait would outlast the context's deadline
+	ReasonNotReplayable Reason = "not-replayable"  // EventGiveUp: the body cannot be sent again
+	ReasonNotIdempotent Reason = "not-idempotent"  // EventGiveUp: the method may not be repeated safely
+	ReasonServerHint    Reason = "server-hint"     // EventGiveUp: the server said not to retry
+	ReasonBackoffStop   Reason = "backoff-stopped" // EventGiveUp: the backoff policy returned backoff.Stop
+	ReasonDecided       Reason = "decided"         // EventGiveUp: RetryPolicy.Decide said no
+)
+
+// Event is what the Transport tells [Transport.OnEvent] and its Logger
+// about one request: waits, throttles, retries and give-ups. Fields that do
+// not apply to a kind are zero. It is a struct so that fields can be added.
+type Event struct {
+	Kind    EventKind
+	Reason  Reason
+	Key     string        // the request's key (by default its host)
+	Request *http.Request // the caller's request; do not modify it
+	Attempt int           // the attempt concerned, counting from 1
+	// Delay is the wait the event is about (see the kinds).
+	Delay time.Duration
+	// Until is the end of the key's pause (EventThrottle only).
+	Until time.Time
+	// StatusCode is the status of the attempt's response, 0 if there was
+	// none.
+	StatusCode int
+	// Err is the attempt's transport error, or the error returned to the
+	// caller for EventGiveUp, if any.
+	Err error
+}
+
+// defaultSecretHeaders are never logged with their value.
+var defaultSecretHeaders = []string{
+	"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie",
+	"X-Api-Key", "Api-Key", "X-Auth-Token", "X-Csrf-Token", "X-Xsrf-Token",
+}
+
+// secretWords mark a header as secret wherever they appear in its name.
+var secretWords = []string{"auth", "token", "secret", "password", "passwd", "session", "cookie", "api-key", "apikey", "signature", "credential"}
+
+// redacted replaces secret header values in logs.
+const redacted = "[redacted]"
+
+// observer sends events to OnEvent and the Logger. It is built once per
+// Transport.
+type observer struct {
+	onEvent func(Event)
+	logger  *slog.Logger
+	secret  map[string]bool // canonical header names
+}
+
+func newObserver(onEvent func(Event), logger *slog.Logger, extra []string) *observer {
+	if onEvent == nil && logger == nil {
+		return nil
+	}
+	o := &observer{onEvent: onEvent, logger: logger, secret: make(map[string]bool)}
+	for _, h := range defaultSecretHeaders {
+		o.secret[http.CanonicalHeaderKey(h)] = true
+	}
+	for _, h := range extra {
+		o.secret[http.CanonicalHeaderKey(h)] = true
+	}
+	return o
+}
+
+// isSecret reports whether header name may carry a credential.
+func (o *observer) isSecret(name string) bool {
+	if o.secret[http.CanonicalHeaderKey(name)] {
+		return true
+	}
+	l := strings.ToLower(name)
+	for _, w := range secretWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// emit delivers ev. A nil observer does nothing; callers check for nil
+// before building the Event, so that the success path builds nothing.
+func (o *observer) emit(ctx context.Context, ev Event) {
+	if o.onEvent != nil {
+		o.onEvent(ev)
+	}
+	if o.logger != nil && o.logger.Enabled(ctx, slog.LevelDebug) {
+		o.log(ctx, &ev)
+	}
+}
+
+// log writes ev at debug level. The URL is logged without its query and
+// user information, which often carry credentials; header values whose
+// names are secret are replaced by "[redacted]".
+func (o *observer) log(ctx context.Context, ev *Event) {
+	attrs := make([]slog.Attr, 0, 12)
+	attrs = append(attrs, slog.String("event", ev.Kind.String()))
+	if ev.Reason != "" {
+		attrs = append(attrs, slog.String("reason", string(ev.Reason)))
+	}
+	attrs = append(attrs, slog.String("key", ev.Key))
+	if r := ev.Request; r != nil {
+		attrs = append(attrs, slog.String("method", r.Method))
+		if r.URL != nil {
+			attrs = append(attrs, slog.String("url", r.URL.Scheme+"://"+r.URL.Host+r.URL.EscapedPath()))
+		}
+		if len(r.Header) > 0 {
+			h := make([]any, 0, len(r.Header))
+			for _, name := range slices.Sorted(maps.Keys(r.Header)) {
+				v := strings.Join(r.Header[name], ", ")
+				if o.isSecret(name) {
+					v = redacted
+				}
+				h = append(h, slog.String(name, v))
+			}
+			attrs = append(attrs, slog.Group("header", h...))
+		}
+	}
+	if ev.Attempt > 0 {
+		attrs = append(attrs, slog.Int("attempt", ev.Attempt))
+	}
+	if ev.Delay > 0 {
+		attrs = append(attrs, slog.Duration("delay", ev.Delay))
+	}
+	if !ev.Until.IsZero() {
+		attrs = append(attrs, slog.Time("until", ev.Until))
+	}
+	if ev.StatusCode != 0 {
+		attrs = append(attrs, slog.Int("status", ev.StatusCode))
+	}
+	if ev.Err != nil {
+		attrs = append(attrs, slog.String("error", ev.Err.Error()))
+	}
+	o.logger.LogAttrs(ctx, slog.LevelDebug, "pace: "+ev.Kind.String(), attrs...)
+}

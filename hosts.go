@@ -1,0 +1,108 @@
+package pace
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Hosts maps a host to the [Limit] that paces requests to it, for
+// [Transport.Limits]. A key is matched exactly against the request's
+// URL.Host, compared in lower case, port included when the URL has one:
+// "api.example" matches https://api.example/v1 but not
+// https://api.example:8443/v1. The key "*" is the default for every host not
+// listed; without it unlisted hosts are not paced. The zero Limit paces
+// nothing, so {"*": lim, "internal.example": {}} exempts one host.
+//
+// The Limit is chosen by host, but its state is kept per request key (see
+// [Transport.Key]): with a Key that returns an API key, each API key gets
+// its own bucket under its host's Limit.
+type Hosts map[string]Limit
+
+// DefaultHost is the key of [Hosts] that applies to unlisted hosts.
+const DefaultHost = "*"
+
+// hostLimiters is the compiled form of Hosts: one keyed store per listed
+// host, plus the default. A nil *hostLimiters paces nothing.
+type hostLimiters struct {
+	byHost map[string]Limiter // lower-case host -> store; nil entry: not paced
+	def    Limiter            // for unlisted hosts; nil: not paced
+}
+
+// compileHosts validates h and builds one store per entry.
+func compileHosts(h Hosts) (*hostLimiters, error) {
+	if len(h) == 0 {
+		return nil, nil
+	}
+	if err := validateHosts(h); err != nil {
+		return nil, err
+	}
+	hl := &hostLimiters{byHost: make(map[string]Limiter, len(h))}
+	for host, l := range h {
+		lh := strings.ToLower(host)
+		var lim Limiter
+		if !l.IsZero() {
+			k, err := NewKeyed(l, KeyedOptions{})
+			if err != nil {
+				return nil, configErr(hostField(host), l, err.Error())
+			}
+			lim = k
+		}
+		if lh == DefaultHost {
+			hl.def = lim
+		} else {
+			hl.byHost[lh] = lim
+		}
+	}
+	return hl, nil
+}
+
+// forHost returns the store for host (already lower-case), or nil when the
+// host is not paced.
+func (hl *hostLimiters) forHost(host string) Limiter {
+	if hl == nil {
+		return nil
+	}
+	if l, ok := hl.byHost[host]; ok {
+		return l
+	}
+	return hl.def
+}
+
+// requestHost returns req's host in lower case, port kept: URL.Host, or
+// req.Host when the URL has none. It allocates only when the host has
+// upper-case letters.
+func requestHost(req *http.Request) string {
+	h := req.Host
+	if req.URL != nil && req.URL.Host != "" {
+		h = req.URL.Host
+	}
+	return strings.ToLower(h)
+}
+
+// validateHosts reports the first invalid entry of h as a *ConfigError
+// naming it.
+func validateHosts(h Hosts) error {
+	seen := make(map[string]bool, len(h))
+	for host, l := range h {
+		field := hostField(host)
+		if host == "" {
+			return configErr(field, host, "empty host; use \"*\" for the default")
+		}
+		if err := l.Err(); err != nil {
+			if ce, ok := err.(*ConfigError); ok {
+				return configErr(field+"."+ce.Field, ce.Value, ce.Reason)
+			}
+			return configErr(field, l, err.Error())
+		}
+		lh := strings.ToLower(host)
+		if seen[lh] {
+			return configErr(field, host, "listed twice, ignoring case")
+		}
+		seen[lh] = true
+	}
+	return nil
+}
+
+// hostField names the Limits entry of host in a ConfigError.
+func hostField(host string) string { return "Limits[" + strconv.Quote(host) + "]" }

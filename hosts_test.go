@@ -1,0 +1,146 @@
+package pace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacehttp/pace/internal/testhttp"
+)
+
+// TestHostsChooseTheLimit: each host gets its listed Limit, matched in
+// lower case with the port kept; "*" covers the rest; the zero Limit
+// exempts a host.
+func TestHostsChooseTheLimit(t *testing.T) {
+	tests := []struct {
+		url     string
+		wantGap time.Duration
+	}{
+		{"http://api.test/", 100 * time.Millisecond},
+		{"http://API.Test/", 100 * time.Millisecond},
+		{"http://api.test:8443/", time.Second}, // port kept: not "api.test"
+		{"http://other.test/", time.Second},
+		{"http://free.test/", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &testhttp.Server{}
+				tr := &Transport{Base: srv, Limits: Hosts{
+					"Api.Test":  Leaky(Every(100*time.Millisecond), 10),
+					"*":         Bucket(PerSecond(1), 1),
+					"free.test": {},
+				}}
+				for range 3 {
+					roundTrip(t, tr, "GET", tt.url)
+				}
+				for i, g := range gaps(srv.Requests()) {
+					if g != tt.wantGap {
+						t.Errorf("gap %d = %v, want %v", i+1, g, tt.wantGap)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestHostsStatePerKey: with a Key function, the host's Limit applies to
+// each key separately.
+func TestHostsStatePerKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &testhttp.Server{}
+		tr := &Transport{
+			Base:   srv,
+			Limits: Hosts{"api.test": Leaky(Every(time.Second), 10)},
+			Key:    func(r *http.Request) string { return r.Header.Get("X-Api-Key") },
+		}
+		start := time.Now()
+		var mu sync.Mutex
+		at := map[string][]time.Duration{}
+		var wg sync.WaitGroup
+		for _, key := range []string{"a", "a", "b", "b"} {
+			wg.Go(func() {
+				req := newRequest(t, t.Context(), "GET", "http://api.test/", "")
+				req.Header.Set("X-Api-Key", key)
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				mu.Lock()
+				at[key] = append(at[key], time.Since(start))
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		want := "[0s 1s]"
+		if fmt.Sprint(at["a"]) != want || fmt.Sprint(at["b"]) != want {
+			t.Errorf("key a sent at %v, key b at %v; want %s each", at["a"], at["b"], want)
+		}
+	})
+}
+
+// TestHostsRefusals is issue item 2: a full leaky-bucket queue or a wait
+// beyond MaxWait fails at once with an error matching ErrRateLimited,
+// nothing sent; a cancelled wait returns promptly and gives its slot back.
+func TestHostsRefusals(t *testing.T) {
+	t.Run("queue full", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv := &testhttp.Server{}
+			tr := &Transport{Base: srv, Limits: Hosts{"api.test": Leaky(Every(time.Second), 1)}}
+			roundTrip(t, tr, "GET", "http://api.test/") // takes the slot at 0
+			done := make(chan struct{})
+			go func() { // waits in the queue for the slot at 1s
+				defer close(done)
+				roundTrip(t, tr, "GET", "http://api.test/")
+			}()
+			synctest.Wait()
+			start := time.Now()
+			_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.test/", ""))
+			if !errors.Is(err, ErrQueueFull) || !errors.Is(err, ErrRateLimited) || time.Since(start) != 0 {
+				t.Errorf("third request: %v after %v, want ErrQueueFull at once", err, time.Since(start))
+			}
+			<-done
+			if srv.Count() != 2 {
+				t.Errorf("%d sent, want 2", srv.Count())
+			}
+		})
+	})
+	t.Run("beyond MaxWait", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv := &testhttp.Server{}
+			tr := &Transport{Base: srv, MaxWait: 5 * time.Second, Limits: Hosts{"*": Bucket(PerMinute(1), 1)}}
+			roundTrip(t, tr, "GET", "http://api.test/")
+			_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.test/", ""))
+			var we *WaitError
+			if !errors.Is(err, ErrWaitTooLong) || !errors.As(err, &we) || we.Delay != time.Minute || srv.Count() != 1 {
+				t.Errorf("err %v after %d sent; want ErrWaitTooLong carrying 1m, 1 sent", err, srv.Count())
+			}
+		})
+	})
+	t.Run("cancelled wait", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv := &testhttp.Server{}
+			tr := &Transport{Base: srv, Limits: Hosts{"*": Leaky(Every(time.Second), 10)}}
+			roundTrip(t, tr, "GET", "http://api.test/")
+			ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+			time.AfterFunc(300*time.Millisecond, cancel)
+			start := time.Now()
+			_, err := tr.RoundTrip(newRequest(t, ctx, "GET", "http://api.test/", ""))
+			if !errors.Is(err, context.Canceled) || time.Since(start) != 300*time.Millisecond {
+				t.Fatalf("err %v after %v, want context.Canceled after 300ms", err, time.Since(start))
+			}
+			// The slot at 1s was given back: the next request takes it.
+			roundTrip(t, tr, "GET", "http://api.test/")
+			if at := srv.Requests()[1].At.Sub(start); at != time.Second {
+				t.Errorf("next request sent %v after the cancelled one started, want at its 1s slot", at)
+			}
+		})
+	})
+}

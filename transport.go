@@ -1,0 +1,623 @@
+package pace
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// DefaultMaxWait is the longest a request waits, by default, for its key's
+// cooldown and limiter together before it is refused with an error matching
+// [ErrRateLimited]. It equals the default cap on server-given delays, so
+// that a pause the Transport accepts for a retry is also accepted by the
+// key's new requests.
+const DefaultMaxWait = 5 * time.Minute
+
+// minThrottlePause is the shortest pause of a key after a 429 that carries
+// no delay (case C20: a throttled host is never hit again within a second).
+const minThrottlePause = time.Second
+
+// Transport is an [http.RoundTripper] that paces requests per key (by
+// default per host), honours the server's throttling answers and retries
+// what is safe to retry.
+//
+// For each request it computes the key, waits out the key's cooldown (set by
+// an earlier 429 or 503 of that key), waits for the key's limiter, sends the
+// request through Base and classifies the outcome. A retryable outcome is
+// retried after the delay the server asked for (Retry-After and the reset
+// headers), or else after a capped exponential backoff with jitter; the
+// retry passes through the cooldown and the limiter again. A throttling
+// answer (429, or 503 with a delay) pauses the whole key, so that the key's
+// other requests, new or already waiting, hold back too.
+//
+// # Contract
+//
+// RoundTrip follows the [http.RoundTripper] contract: it never modifies the
+// caller's request (attempts send copies, with the body rewound), it
+// closes the request body on every path, and it returns either a response
+// or an error, never both. When retries run out on a status, the last
+// response is returned as it came, body unread; when they run out on a
+// transport error, the error is an [*AttemptsError] that unwraps to the last
+// error. Waits are cut short by the request's context: a wait that would
+// outlast the context's deadline fails at once with an error matching
+// [ErrWaitExceedsDeadline] and context.DeadlineExceeded.
+//
+// The zero Transport is ready to use: no pacing, DefaultMaxAttempts attempts,
+// the default retry policy. Its fields must not be changed after first use,
+// and a Transport must not be copied after first use. A Transport is safe
+// for concurrent use by multiple goroutines. Invalid settings are reported
+// by [Transport.Validate] and, as an error matching [ErrInvalidConfig], by
+// every RoundTrip.
+type Transport struct {
+	// Base sends each attempt. If nil, http.DefaultTransport is used.
+	Base http.RoundTripper
+
+	// Limits paces requests by host: see [Hosts]. Nil means no pacing,
+	// unless Limiter is set. Limits and Limiter may not both be set.
+	Limits Hosts
+
+	// Key returns the key a request's pacing state, cooldown and retry
+	// budget are kept under, for example the value of an API-key header,
+	// so that each credential has its own bucket. If nil, or if it returns
+	// "", the key is the request's URL.Host in lower case, port kept. The
+	// Limit applied is still chosen by host from Limits.
+	Key func(*http.Request) string
+
+	// Limiter, if non-nil, paces every request instead of Limits, under the
+	// request's key; for example a limiter whose state is shared across
+	// processes. It must be safe for concurrent use.
+	Limiter Limiter
+
+	// MaxWait is the longest a request may wait for its key's cooldown and
+	// limiter together before an attempt. A longer wait, or a full
+	// leaky-bucket queue, fails at once, nothing sent, with a [*WaitError]
+	// matching [ErrRateLimited]. Zero means DefaultMaxWait.
+	MaxWait time.Duration
+
+	// MaxAttempts is the number of attempts per request, the first
+	// included. Zero means DefaultMaxAttempts; 1 disables retries.
+	MaxAttempts int
+
+	// MaxRetryAfter caps the delay a server may impose through Retry-After
+	// or its reset headers. A response asking for longer is returned to the
+	// caller at once, unretried, and OnEvent is told why
+	// ([ReasonDelayTooLong]); its key stays paused for the delay asked.
+	// Zero means DefaultMaxRetryAfter (five minutes).
+	MaxRetryAfter time.Duration
+
+	// RetryPolicy says which statuses and transport errors are retried and
+	// which requests are safe to send again (methods, Idempotency-Key); its
+	// zero value is the default. Its fields are set on the Transport.
+	RetryPolicy
+
+	// NewBackOff returns the backoff schedule for one request, used when the
+	// server gives no delay; schedules are stateful, so each request gets
+	// its own. If nil, the schedule starts at DefaultBackoffInitial (100ms),
+	// or DefaultThrottleBackoffInitial (1s) after a 429 or 503, and doubles
+	// up to DefaultBackoffMax (20s). A schedule from NewBackOff is reset
+	// before use, its waits are jittered and kept within (0,
+	// MaxRetryAfter], and backoff.Stop (or a nil schedule) ends the
+	// retries.
+	NewBackOff func() backoff.BackOff
+
+	// Jitter randomizes backoff waits: FullJitter (the zero value),
+	// EqualJitter, DecorrelatedJitter or NoJitter. It never makes a wait
+	// longer than the cap or zero. Server-given delays are never jittered.
+	Jitter Jitter
+
+	// MaxBufferedBody is the largest request body, in bytes, that is read
+	// into memory so that it can be sent again, when the request has no
+	// GetBody (which net/http then also uses to replay it, for example after
+	// an HTTP/2 GOAWAY). A longer body is sent once, complete, and never
+	// retried. Zero means DefaultMaxBufferedBody (1 MiB); a negative value
+	// means never buffer: such bodies are always sent once.
+	MaxBufferedBody int64
+
+	// Budget limits retries per key to a share of recent traffic: see
+	// [RetryBudget]. The zero value means the default budget.
+	Budget RetryBudget
+
+	// OnEvent, if non-nil, is called for each wait, throttle, retry and
+	// give-up (see [Event]), on the goroutine of the request, so it must be
+	// safe for concurrent use. It must not block and must not modify the
+	// request. Nothing is built for it when it is nil.
+	OnEvent func(Event)
+
+	// Logger, if non-nil, receives the same events as debug-level records.
+	// Values of secret headers (Authorization, Proxy-Authorization, Cookie,
+	// API-key and token headers, and SecretHeaders) are never logged, nor
+	// is the URL's query.
+	Logger *slog.Logger
+
+	// SecretHeaders names more request headers whose values must never be
+	// logged.
+	SecretHeaders []string
+
+	once sync.Once
+	st   *state
+	err  error
+}
+
+var _ http.RoundTripper = (*Transport)(nil)
+
+// state is a Transport's configuration, checked and compiled on first use.
+type state struct {
+	base          http.RoundTripper
+	key           func(*http.Request) string
+	limiter       Limiter
+	hosts         *hostLimiters
+	maxWait       time.Duration
+	maxAttempts   int
+	maxRetryAfter time.Duration
+	policy        *RetryPolicy
+	newBackOff    func() backoff.BackOff
+	jitter        Jitter
+	maxBody       int64
+	budget        *budget
+	obs           *observer
+	cool          cooldown
+}
+
+// Validate reports the first invalid setting of t as a [*ConfigError]
+// (matching [ErrInvalidConfig]), or nil. RoundTrip reports the same error.
+// Validate only reads t.
+func (t *Transport) Validate() error {
+	_, err := t.compile(false)
+	return err
+}
+
+// compile checks t's fields and, when build is true, builds its state.
+func (t *Transport) compile(build bool) (*state, error) {
+	for _, c := range []struct {
+		field string
+		v     int64
+	}{
+		{"MaxWait", int64(t.MaxWait)},
+		{"MaxAttempts", int64(t.MaxAttempts)},
+		{"MaxRetryAfter", int64(t.MaxRetryAfter)},
+	} {
+		if c.v < 0 {
+			return nil, configErr(c.field, c.v, "must not be negative")
+		}
+	}
+	if t.Limiter != nil && len(t.Limits) > 0 {
+		return nil, configErr("Limiter", t.Limiter, "set together with Limits; use one")
+	}
+	if err := t.Budget.validate(); err != nil {
+		return nil, err
+	}
+	if err := t.RetryPolicy.validate(); err != nil {
+		return nil, err
+	}
+	if err := t.Jitter.validate("Jitter"); err != nil {
+		return nil, err
+	}
+	if !build {
+		return nil, validateHosts(t.Limits)
+	}
+	policy := t.RetryPolicy
+	policy.Statuses = slices.Clone(policy.Statuses)
+	s := &state{
+		base:          t.Base,
+		key:           t.Key,
+		limiter:       t.Limiter,
+		maxWait:       orDefault(t.MaxWait, DefaultMaxWait),
+		maxAttempts:   orDefault(t.MaxAttempts, DefaultMaxAttempts),
+		maxRetryAfter: orDefault(t.MaxRetryAfter, DefaultMaxRetryAfter),
+		policy:        &policy,
+		newBackOff:    t.NewBackOff,
+		jitter:        t.Jitter,
+		maxBody:       orDefault(t.MaxBufferedBody, DefaultMaxBufferedBody),
+		budget:        newBudget(t.Budget),
+		obs:           newObserver(t.OnEvent, t.Logger, t.SecretHeaders),
+	}
+	if s.base == nil {
+		s.base = http.DefaultTransport
+	}
+	if t.Limiter == nil {
+		hl, err := compileHosts(t.Limits)
+		if err != nil {
+			return nil, err
+		}
+		s.hosts = hl
+	}
+	return s, nil
+}
+
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// init compiles t once.
+func (t *Transport) init() (*state, error) {
+	t.once.Do(func() { t.st, t.err = t.compile(true) })
+	return t.st, t.err
+}
+
+// CloseIdleConnections closes the idle connections of Base (or of
+// http.DefaultTransport when Base is nil) if it has such a method.
+func (t *Transport) CloseIdleConnections() {
+	type closeIdler interface{ CloseIdleConnections() }
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if c, ok := base.(closeIdler); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// AttemptsError reports that a request failed after Attempts attempts
+// without a usable response: the last attempt's transport error, or the
+// reason retrying stopped after a discarded response (a wait that would
+// outlast the context's deadline, a cancelled wait, a refused limiter
+// wait). Err is that error; StatusCode is the status of the last response
+// received and discarded, 0 if the last attempt got none. It unwraps to Err,
+// so errors.Is sees through it.
+type AttemptsError struct {
+	Attempts   int
+	StatusCode int
+	Err        error
+}
+
+func (e *AttemptsError) Error() string {
+	if e.StatusCode != 0 {
+		return fmt.Sprintf("pace: %d attempts, last status %d: %v", e.Attempts, e.StatusCode, e.Err)
+	}
+	return fmt.Sprintf("pace: %d attempts: %v", e.Attempts, e.Err)
+}
+
+// Unwrap returns e.Err.
+func (e *AttemptsError) Unwrap() error { return e.Err }
+
+// RoundTrip sends req, paced and retried as the Transport's documentation
+// says. See [Transport] for the contract and the errors.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	s, err := t.init()
+	if err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
+	return s.roundTrip(req)
+}
+
+// call is the state of one RoundTrip.
+type call struct {
+	s   *state
+	req *http.Request // the caller's, never modified
+	ctx context.Context
+	key string
+	lim Limiter // nil: not paced
+
+	send     *http.Request // what the first attempt sends: req, or a copy
+	canRetry bool          // the body can be sent again
+
+	bo       backoff.BackOff // the request's schedule, made at its first backoff
+	floor    time.Duration   // shortest backoff wait
+	cap      time.Duration   // longest backoff wait
+	prevWait time.Duration   // the last backoff wait, for decorrelated jitter
+}
+
+func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
+	c := call{s: s, req: req, ctx: req.Context()}
+	c.key = c.keyOf()
+	if s.limiter != nil {
+		c.lim = s.limiter
+	} else if s.hosts != nil {
+		c.lim = s.hosts.forHost(requestHost(req))
+	}
+	send, replayable, err := prepareBody(req, s.maxBody) // closes req.Body on error
+	if err != nil {
+		return nil, err
+	}
+	c.send, c.canRetry = s.policy.withIdempotencyKey(send), replayable
+
+	lastStatus := 0
+	for attempt := 1; ; attempt++ {
+		out, err := c.beforeAttempt(attempt)
+		if err != nil {
+			if attempt == 1 {
+				return nil, err
+			}
+			return nil, &AttemptsError{Attempts: attempt - 1, StatusCode: lastStatus, Err: err}
+		}
+		resp, err := s.base.RoundTrip(out)
+		if resp != nil && err != nil { // a broken Base; keep the contract
+			drainAndClose(resp.Body, 0)
+			resp = nil
+		}
+		if resp == nil && err == nil {
+			err = fmt.Errorf("pace: %T returned no response and no error", s.base)
+		}
+		retry, why := s.policy.check(out, resp, err, attempt)
+		wait, again, werr := c.afterAttempt(attempt, resp, err, retry, why)
+		if werr != nil { // the wait would outlast the context's deadline
+			drainAndClose(bodyOf(resp), 0)
+			return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Err: werr}
+		}
+		if !again {
+			if err != nil {
+				return nil, &AttemptsError{Attempts: attempt, Err: err}
+			}
+			if out != req {
+				resp.Request = req
+			}
+			return resp, nil
+		}
+		lastStatus = statusOf(resp)
+		drainAndClose(bodyOf(resp), 0)
+		if err := sleepCtx(c.ctx, c.key, wait); err != nil {
+			return nil, &AttemptsError{Attempts: attempt, StatusCode: lastStatus, Err: err}
+		}
+	}
+}
+
+// keyOf returns the request's key.
+func (c *call) keyOf() string {
+	if c.s.key != nil {
+		if k := c.s.key(c.req); k != "" {
+			return k
+		}
+	}
+	return requestHost(c.req)
+}
+
+// beforeAttempt waits for the key's cooldown and limiter and returns the
+// request to send for this attempt, with a fresh body for a retry. If the
+// first attempt cannot go, the request body is closed.
+func (c *call) beforeAttempt(attempt int) (*http.Request, error) {
+	if err := c.pace(attempt); err != nil {
+		if attempt == 1 {
+			closeRequestBody(c.send)
+		}
+		return nil, err
+	}
+	if attempt == 1 {
+		return c.send, nil
+	}
+	return rewindBody(c.ctx, c.send)
+}
+
+// pace waits until the key is neither paused nor held by its limiter, for
+// at most maxWait in all. A pause set while the request waited for its
+// limiter (another request of the key was throttled) sends it back to wait
+// out the pause and book again, so that no request leaves into a closed
+// window.
+func (c *call) pace(attempt int) error {
+	maxWait := c.s.maxWait
+	var t0 time.Duration
+	if c.lim != nil {
+		t0 = monoNow()
+	}
+	var waited time.Duration
+	for {
+		d, err := c.s.cool.wait(c.ctx, c.key, max(maxWait-waited, 1)) // 1ns: refuse any wait
+		if d > 0 && c.s.obs != nil {
+			c.emit(Event{Kind: EventWait, Reason: ReasonCooldown, Attempt: attempt, Delay: d})
+		}
+		if err != nil || c.lim == nil {
+			return err
+		}
+		waited += d
+		err = c.lim.Wait(c.ctx, c.key, max(maxWait-waited, 1))
+		if err == nil && c.s.obs == nil && c.s.cool.n.Load() == 0 {
+			return nil // the common case: no clock read after the wait
+		}
+		lw := monoNow() - t0 - waited // the limiter's wait
+		waited += lw
+		if err != nil {
+			return err
+		}
+		if lw > 0 && c.s.obs != nil {
+			c.emit(Event{Kind: EventWait, Reason: ReasonLimit, Attempt: attempt, Delay: lw})
+		}
+		if c.s.cool.remaining(c.key, time.Now()) == 0 {
+			return nil
+		}
+	}
+}
+
+// monoBase anchors monoNow.
+var monoBase = time.Now()
+
+// monoNow reads the monotonic clock as a duration since monoBase: a third
+// of the cost of time.Now, for measuring waits.
+func monoNow() time.Duration { return time.Since(monoBase) }
+
+// afterAttempt settles attempt, which ended with resp or err, after the
+// retry policy said retry (and why): it learns from the response's headers
+// (a throttle pauses the whole key), charges or refunds the key's retry
+// budget, and, when the request is to be sent again, decides the wait. again
+// is false when the outcome is final; the give-up event has then been
+// emitted if a retryable failure is not retried. deadline is non-nil when
+// the wait would outlast the context's deadline.
+func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry bool, why string) (wait time.Duration, again bool, deadline error) {
+	status := statusOf(resp)
+	// failed: an outcome that costs budget, a retryable failure whether
+	// or not this request may repeat it.
+	failed := retry || (resp != nil && c.s.policy.retryStatus(status)) ||
+		(err != nil && errClassOf(c.ctx, err) != errFinal)
+	if !retry && status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
+		if c.s.budget != nil { // the success path: one atomic load when nothing failed lately
+			if failed {
+				c.s.budget.failure(c.key)
+			} else {
+				c.s.budget.success(c.key)
+			}
+		}
+		if failed && c.s.obs != nil {
+			c.giveUp(attempt, policyReason(why), 0, status, err)
+		}
+		return 0, false, nil
+	}
+
+	now := time.Now()
+	var serverWait time.Duration
+	fromServer := false
+	if resp != nil {
+		serverWait, _, fromServer = serverDelay(resp, now)
+	}
+	throttled := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+	reason, stop := ReasonBackoff, Reason("")
+	switch {
+	case fromServer:
+		wait, reason = serverWait, ReasonServerDelay
+	case retry:
+		w, ok := c.nextBackoff(throttled && !fromServer)
+		if !ok {
+			stop = ReasonBackoffStop
+		}
+		wait = w
+	}
+	if status == http.StatusTooManyRequests || (status == http.StatusServiceUnavailable && fromServer) {
+		// The whole key pauses: for the server's delay, or, for a 429
+		// without one, for the throttle schedule's wait escalated by the
+		// key's consecutive throttles (1s, 2s, 4s … up to 20s, jittered,
+		// never under 1s), so that the key sends one probe per pause (case
+		// C20). The request's own retry waits the same pause.
+		pause, strikes := serverWait, 0
+		if !fromServer {
+			strikes = c.s.cool.strikes(c.key, now) + 1
+			keyWait := c.s.jitter.apply(backoffDelay(strikes, DefaultThrottleBackoffInitial, DefaultBackoffMax),
+				0, DefaultThrottleBackoffInitial, DefaultBackoffMax, nil)
+			pause = max(wait, keyWait, minThrottlePause)
+			wait = pause
+		}
+		until := now.Add(pause) // a saturated pause lands centuries ahead, never in the past
+		if c.s.cool.pauseUntil(c.key, until, now, strikes) && c.s.obs != nil {
+			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: pause, Until: until, StatusCode: status})
+		}
+	}
+
+	budgetOK := true
+	if c.s.budget != nil {
+		if failed {
+			budgetOK = c.s.budget.failure(c.key)
+		} else {
+			c.s.budget.success(c.key)
+		}
+	}
+	var give Reason
+	var refused time.Duration
+	switch {
+	case !retry:
+		if failed {
+			give = policyReason(why)
+		}
+	case fromServer && serverWait > c.s.maxRetryAfter:
+		give, refused = ReasonDelayTooLong, serverWait
+	case !c.canRetry:
+		give = ReasonNotReplayable
+	case attempt >= c.s.maxAttempts:
+		give = ReasonAttempts
+	case stop != "":
+		give = stop
+	case !budgetOK && !(fromServer && serverWait > 0):
+		give = ReasonBudget
+	}
+	if give != "" || !retry {
+		if give != "" && c.s.obs != nil {
+			c.giveUp(attempt, give, refused, status, err)
+		}
+		return 0, false, nil
+	}
+	if dl, ok := c.ctx.Deadline(); ok && time.Until(dl) < wait {
+		werr := &WaitError{Key: c.key, Delay: wait, Err: errDeadline}
+		if c.s.obs != nil {
+			c.giveUp(attempt, ReasonDeadline, wait, status, werr)
+		}
+		return 0, false, werr
+	}
+	if c.s.obs != nil {
+		c.emit(Event{Kind: EventRetry, Reason: reason, Attempt: attempt, Delay: wait, StatusCode: status, Err: err})
+	}
+	return wait, true, nil
+}
+
+// nextBackoff returns the wait before the next attempt from the request's
+// backoff schedule, jittered; ok is false when the schedule says stop.
+// throttled selects the default schedule for a throttle (a 429 or 503
+// without a delay: 1s first) over the one for other failures (100ms first).
+// A schedule from Transport.NewBackOff is used as given, with waits from
+// 1ns up to MaxRetryAfter.
+func (c *call) nextBackoff(throttled bool) (time.Duration, bool) {
+	if c.bo == nil {
+		if c.s.newBackOff != nil {
+			c.bo, c.floor, c.cap = c.s.newBackOff(), 1, c.s.maxRetryAfter
+			if c.bo != nil {
+				c.bo.Reset()
+			}
+		} else {
+			initial := DefaultBackoffInitial
+			if throttled {
+				initial = DefaultThrottleBackoffInitial
+			}
+			c.bo = newBackOff(initial, DefaultBackoffMax)
+			c.floor, c.cap = backoffFloor(initial, throttled), DefaultBackoffMax
+		}
+	}
+	w, ok := retryWait(c.bo, c.s.jitter, c.prevWait, c.floor, c.cap, nil)
+	if ok {
+		c.prevWait = w
+	}
+	return w, ok
+}
+
+// giveUp emits an EventGiveUp.
+func (c *call) giveUp(attempt int, r Reason, d time.Duration, status int, err error) {
+	c.emit(Event{Kind: EventGiveUp, Reason: r, Attempt: attempt, Delay: d, StatusCode: status, Err: err})
+}
+
+// policyReason maps a RetryPolicy reason for not retrying a retryable
+// failure to an event Reason.
+func policyReason(why string) Reason {
+	switch why {
+	case reasonUnsafeMethod, reasonMayBeProcessed:
+		return ReasonNotIdempotent
+	case reasonServerSaysNo:
+		return ReasonServerHint
+	case reasonDecideHook:
+		return ReasonDecided
+	}
+	return Reason(why)
+}
+
+// errClassOf classifies a transport error of a request with context ctx.
+func errClassOf(ctx context.Context, err error) errClass {
+	class, _ := classifyError(ctx, err)
+	return class
+}
+
+// emit completes ev with the call's key and request and delivers it.
+func (c *call) emit(ev Event) {
+	if c.s.obs == nil {
+		return
+	}
+	ev.Key, ev.Request = c.key, c.req
+	c.s.obs.emit(c.ctx, ev)
+}
+
+func statusOf(resp *http.Response) int {
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
+}
+
+// bodyOf returns resp's body, or nil.
+func bodyOf(resp *http.Response) io.ReadCloser {
+	if resp == nil {
+		return nil
+	}
+	return resp.Body
+}
