@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,9 +20,11 @@ import (
 // A keyed store is measured twice. With one key, every call decides on the
 // same state, at the never-reached rate of limiter_test.go, so every call is
 // admitted. With a million keys, each key carries a per-client quota of 60 a
-// minute with bursts of 60 and is touched once before the clock starts; the
-// timed calls then walk the keys in turn, so each call finds its state cold
-// in memory, as a busy server's would be. The quota is long enough that no
+// minute with bursts of 60 and is touched once, in order, before the clock
+// starts; the timed calls then walk the keys in a fixed random order, so
+// each call finds its state cold in memory, as a busy server's would be. (A
+// walk in creation order would flatter the stores that allocate one object
+// per key: consecutive keys' objects sit next to each other in memory.) The quota is long enough that no
 // store forgets a key during the benchmark (pace's Keyed sweeps a key only
 // once its bucket is full again, and sweeps a shard at most every 60 s).
 //
@@ -34,19 +38,24 @@ import (
 const manyKeys = 1_000_000
 
 var (
-	keysOnce sync.Once
-	keys     []string
+	keysOnce    sync.Once
+	keysCreated []string // in creation order
+	keysWalk    []string // the same strings in a fixed random order
 )
 
-// theKeys returns manyKeys distinct keys like those of an API's clients.
-func theKeys() []string {
+// theKeys returns manyKeys distinct keys like those of an API's clients, in
+// creation order and in a fixed random order.
+func theKeys() (created, walk []string) {
 	keysOnce.Do(func() {
-		keys = make([]string, manyKeys)
-		for i := range keys {
-			keys[i] = fmt.Sprintf("client-%07d", i)
+		keysCreated = make([]string, manyKeys)
+		for i := range keysCreated {
+			keysCreated[i] = fmt.Sprintf("client-%07d", i)
 		}
+		keysWalk = slices.Clone(keysCreated)
+		r := rand.New(rand.NewPCG(1, 2))
+		r.Shuffle(len(keysWalk), func(i, j int) { keysWalk[i], keysWalk[j] = keysWalk[j], keysWalk[i] })
 	})
-	return keys
+	return keysCreated, keysWalk
 }
 
 // quota is the per-key limit of the million-key benchmarks.
@@ -174,7 +183,7 @@ func BenchmarkKeyed1Key(b *testing.B) {
 // BenchmarkKeyed1MKeys is the cost of one decision, and the bytes per key,
 // of a keyed store holding a million keys.
 func BenchmarkKeyed1MKeys(b *testing.B) {
-	keys := theKeys()
+	keys, walk := theKeys()
 	for _, c := range contestants {
 		b.Run(c.name, func(b *testing.B) {
 			before := liveHeap()
@@ -193,10 +202,10 @@ func BenchmarkKeyed1MKeys(b *testing.B) {
 				i := 0
 				b.ReportAllocs()
 				for b.Loop() {
-					if s.allow(keys[i]) {
+					if s.allow(walk[i]) {
 						ok++
 					}
-					if i++; i == len(keys) {
+					if i++; i == len(walk) {
 						i = 0
 					}
 				}
@@ -210,10 +219,10 @@ func BenchmarkKeyed1MKeys(b *testing.B) {
 					i := int(start.Add(manyKeys/7)) % manyKeys // goroutines walk apart
 					var n int64
 					for pb.Next() {
-						if s.allow(keys[i]) {
+						if s.allow(walk[i]) {
 							n++
 						}
-						if i++; i == len(keys) {
+						if i++; i == len(walk) {
 							i = 0
 						}
 					}

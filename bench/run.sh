@@ -29,6 +29,7 @@ OUT=${OUT:-results.txt}
 } >"$OUT"
 
 go test -run '^$' -bench "$PATTERN" -benchmem -benchtime="$BENCHTIME" -count="$COUNT" -timeout 30m . | tee -a "$OUT"
+echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >>"$OUT"
 
 if command -v benchstat >/dev/null; then
   benchstat "$OUT"
