@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the peer comparison benchmarks of this module with -benchmem and
 # writes the raw output, headed by the machine's details, to results.txt
-# (or $OUT). Sized for a 2-core machine: about five minutes in all. Other
+# (or $OUT). Sized for a 2-core machine: about 3½ minutes in all. Other
 # load on the machine shows up in the figures: run it on an idle one.
 #
 #   ./run.sh                 every benchmark
