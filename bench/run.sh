@@ -22,6 +22,7 @@ OUT=${OUT:-results.txt}
 {
   echo "# date: $(date -u +%Y-%m-%dT%H:%MZ)"
   echo "# go: $(go version)"
+  echo "# pace: $(git -C .. describe --always --dirty 2>/dev/null || echo unknown)"
   echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')"
   echo "# cores: $(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)"
   echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
