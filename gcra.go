@@ -100,6 +100,23 @@ func (g *gcra) unbook(c *cell, _, t int64, n int) {
 	c.b = min(c.b, c.a-g.i)
 }
 
+// allow1 takes one unit at now if it can go at once: earliest and book for
+// n = 1 and t = now, written out for the hot path of Allow. tat − now is
+// compared with τ − i rather than adding, so a saturated TAT cannot wrap.
+func (g *gcra) allow1(c *cell, now int64) bool {
+	tat := max(c.a, now)
+	if tat-now > g.tau-g.i {
+		return false
+	}
+	c.a = tat + g.i
+	c.b = max(c.b, now)
+	return true
+}
+
+// core returns g; algorithms built on GCRA expose it so that Allow can skip
+// the interface calls.
+func (g *gcra) core() *gcra { return g }
+
 // idle reports whether c is full at now, so it behaves like the zero cell.
 func (g *gcra) idle(c *cell, now int64) bool { return c.a <= now }
 

@@ -585,3 +585,33 @@ func gcraFuzzSize(b byte) int {
 // gcraMaxFuzzOps bounds a fuzz schedule so the all-pairs promise check stays
 // fast.
 const gcraMaxFuzzOps = 200
+
+// TestGCRAAllow1MatchesGeneric: the fast path Allow uses decides and books
+// exactly as earliest+book do, on random schedules with clock steps back and
+// saturated instants.
+func TestGCRAAllow1MatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for range 2000 {
+		g, err := newGCRA(Rate{N: 1 + rng.IntN(50), Per: time.Duration(1+rng.IntN(5)) * time.Second}, 1+rng.IntN(5), "Burst", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fast, slow cell
+		now := int64(1 + rng.IntN(1e9))
+		for step := range 50 {
+			now = clampNow(now + int64(rng.IntN(int(2*g.i))) - int64(g.i)/2)
+			if rng.IntN(100) == 0 {
+				now = maxSpan
+			}
+			gotOK := g.allow1(&fast, now)
+			tt, err := g.earliest(&slow, now, 1)
+			wantOK := err == nil && tt <= now
+			if wantOK {
+				g.book(&slow, now, now, 1)
+			}
+			if gotOK != wantOK || fast != slow {
+				t.Fatalf("step %d at %d: allow1 = %v %+v, earliest+book = %v %+v", step, now, gotOK, fast, wantOK, slow)
+			}
+		}
+	}
+}

@@ -326,50 +326,11 @@ func (k *Keyed) locate(key string) (*shard, uint64) {
 // reserve books n units for key at now (ns since epoch). With wait false it
 // refuses any delay. over reports that the key used the overflow state.
 func (k *Keyed) reserve(now int64, key string, n int, maxWait time.Duration, deadline int64, wait bool) (r Reservation, over bool, err error) {
-	s, h := k.locate(key)
-	s.mu.Lock()
-	now = max(now, s.last)
-	if now-s.last >= k.sweepEvery {
-		s.sweep(k, now)
-	}
-	var pause int64
-	if len(s.pauses) > 0 {
-		pause = s.pauses[h]
-	}
-	if k.alg == nil {
-		s.mu.Unlock()
-		r, err = k.decide(nil, pause, now, n, maxWait, deadline, wait)
-		return r, false, err
-	}
-	w, tracked := s.cells[h]
-	if !tracked && pause == 0 && s.full(k) {
-		if now-s.last >= minSweepEvery {
-			s.sweep(k, now)
-		}
-		if s.full(k) {
-			s.mu.Unlock()
-			k.over.mu.Lock()
-			r, err = k.decide(&k.over.c, k.over.pause, now, n, maxWait, deadline, wait)
-			k.over.mu.Unlock()
-			return r, true, err
-		}
-	}
-	s.tmp = cell{a: w.a, b: w.b}
-	var x *cellExt
-	if tracked && len(s.exts) > 0 {
-		x = s.exts[h]
-		s.tmp.x = x
-	}
-	r, err = k.decide(&s.tmp, pause, now, n, maxWait, deadline, wait)
-	if err == nil {
-		s.store(h, x)
-		if !tracked && len(s.cells) > s.peak {
-			s.peak = len(s.cells)
-		}
-	}
-	s.tmp = cell{}
-	s.mu.Unlock()
-	return r, false, err
+	over = k.withCell(now, key, func(c *cell, pause, now int64) bool {
+		r, err = k.decide(c, pause, now, n, maxWait, deadline, wait)
+		return err == nil
+	})
+	return r, over, err
 }
 
 // decide books n units in c (nil: no limit) for a request at now that may

@@ -48,13 +48,13 @@ func (k *Keyed) quotaOf(c *cell, pause, now int64) Quota {
 	return quotaAt(k.alg, c, now, from)
 }
 
-// withCell finds key's limit state at now (ns since epoch) as reserve does,
-// and calls f with it under the lock that guards it, with the key's pause
+// withCell finds key's limit state at now (ns since epoch) and calls f with
+// it under the lock that guards it, with the key's pause
 // and the instant to use (never earlier than the last sweep of the key's
 // shard). c is nil with the zero Limit. When f returns true, c is stored as
 // the key's state (tracking the key if it was new); otherwise nothing is
-// kept.
-func (k *Keyed) withCell(now int64, key string, f func(c *cell, pause, now int64) (keep bool)) {
+// kept. over reports that the key used the shared overflow state.
+func (k *Keyed) withCell(now int64, key string, f func(c *cell, pause, now int64) (keep bool)) (over bool) {
 	s, h := k.locate(key)
 	s.mu.Lock()
 	now = max(now, s.last)
@@ -68,7 +68,7 @@ func (k *Keyed) withCell(now int64, key string, f func(c *cell, pause, now int64
 	if k.alg == nil {
 		s.mu.Unlock()
 		f(nil, pause, now)
-		return
+		return false
 	}
 	w, tracked := s.cells[h]
 	if !tracked && pause == 0 && s.full(k) {
@@ -80,7 +80,7 @@ func (k *Keyed) withCell(now int64, key string, f func(c *cell, pause, now int64
 			k.over.mu.Lock()
 			f(&k.over.c, k.over.pause, now)
 			k.over.mu.Unlock()
-			return
+			return true
 		}
 	}
 	s.tmp = cell{a: w.a, b: w.b}
@@ -97,4 +97,5 @@ func (k *Keyed) withCell(now int64, key string, f func(c *cell, pause, now int64
 	}
 	s.tmp = cell{}
 	s.mu.Unlock()
+	return false
 }

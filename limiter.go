@@ -153,9 +153,16 @@ type local struct {
 	alg   algorithm
 	c     cell
 	epoch time.Time
+	g     *gcra // alg's GCRA core for token buckets and pacers, else nil
 }
 
-func newLocal(alg algorithm) local { return local{alg: alg, epoch: newEpoch()} }
+func newLocal(alg algorithm) local {
+	var g *gcra
+	if a, ok := alg.(interface{ core() *gcra }); ok {
+		g = a.core()
+	}
+	return local{alg: alg, epoch: newEpoch(), g: g}
+}
 
 // ReserveAt books n units at the earliest instant at or after now and
 // returns the Reservation; its Delay says how long after now the units may
@@ -180,8 +187,18 @@ func (l *local) AllowAt(now time.Time, n int) bool {
 }
 
 // Allow is AllowAt(time.Now(), 1). It reads the monotonic clock through
-// time.Since(epoch), which costs about half of time.Now.
-func (l *local) Allow() bool { return l.allowAt(clampNow(int64(time.Since(l.epoch))), 1) }
+// time.Since(epoch), which costs about half of time.Now. Safe for concurrent
+// use.
+func (l *local) Allow() bool {
+	at := clampNow(int64(time.Since(l.epoch)))
+	if l.g == nil {
+		return l.allowAt(at, 1)
+	}
+	l.mu.Lock()
+	ok := l.g.allow1(&l.c, at)
+	l.mu.Unlock()
+	return ok
+}
 
 // allowAt is AllowAt on nanoseconds since the epoch.
 func (l *local) allowAt(at int64, n int) bool {
