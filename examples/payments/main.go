@@ -10,7 +10,8 @@
 //
 //   - every 9th request is throttled: 429 with Retry-After: 1 and the finer
 //     retry-after-ms: 20 (the OpenAI and Azure header, which pace prefers);
-//   - every 13th other request fails before it is processed: 503;
+//   - every 13th request, unless throttled, fails before it is processed:
+//     503;
 //   - of the charges it makes, one in three is followed by trouble: the
 //     connection is dropped with no answer, or a 503 comes back, so the
 //     client cannot know the charge was made.
