@@ -107,8 +107,9 @@ type shard struct {
 	pauses map[uint64]int64    // pause end, ns since epoch; nil if none
 	tmp    cell                // scratch cell handed to the algorithm (kept off the stack)
 	last   int64               // instant of the last sweep; now never runs earlier than this
+	seen   int64               // latest instant decided on; now never runs earlier than this
 	peak   int                 // largest len(cells) since the map was last rebuilt
-	_      [128 - 72]byte      // keep shards on separate cache lines
+	_      [128 - 80]byte      // keep shards on separate cache lines
 }
 
 // words is the compact part of a cell.
@@ -119,6 +120,7 @@ type overflow struct {
 	mu    sync.Mutex
 	c     cell
 	pause int64
+	seen  int64 // latest instant decided on; now never runs earlier than this
 	_     [64]byte
 }
 
@@ -326,8 +328,9 @@ func (k *Keyed) locate(key string) (*shard, uint64) {
 // reserve books n units for key at now (ns since epoch). With wait false it
 // refuses any delay. over reports that the key used the overflow state.
 func (k *Keyed) reserve(now int64, key string, n int, maxWait time.Duration, deadline int64, wait bool) (r Reservation, over bool, err error) {
-	over = k.withCell(now, key, func(c *cell, pause, now int64) bool {
-		r, err = k.decide(c, pause, now, n, maxWait, deadline, wait)
+	over = k.withCell(now, key, func(c *cell, pause, decided int64) bool {
+		r, err = k.decide(c, pause, decided, n, maxWait, deadline, wait)
+		r = r.from(decided, now)
 		return err == nil
 	})
 	return r, over, err

@@ -57,7 +57,12 @@ func (k *Keyed) quotaOf(c *cell, pause, now int64) Quota {
 func (k *Keyed) withCell(now int64, key string, f func(c *cell, pause, now int64) (keep bool)) (over bool) {
 	s, h := k.locate(key)
 	s.mu.Lock()
-	now = max(now, s.last)
+	// Callers read the clock before taking the lock, so instants reach a
+	// shard slightly out of order; deciding each at the latest instant seen
+	// keeps every algorithm's bookings in time order (a sliding log would
+	// otherwise refuse a request that arrives a microsecond "late").
+	now = max(now, s.last, s.seen)
+	s.seen = now
 	if now-s.last >= k.sweepEvery {
 		s.sweep(k, now)
 	}
@@ -78,6 +83,8 @@ func (k *Keyed) withCell(now int64, key string, f func(c *cell, pause, now int64
 		if s.full(k) {
 			s.mu.Unlock()
 			k.over.mu.Lock()
+			now = max(now, k.over.seen)
+			k.over.seen = now
 			f(&k.over.c, k.over.pause, now)
 			k.over.mu.Unlock()
 			return true

@@ -34,6 +34,15 @@ type Reservation struct {
 	n     int
 }
 
+// from re-expresses r, decided at instant decided (ns since epoch), as
+// seen from the caller's earlier instant at: its Delay counts from at.
+func (r Reservation) from(decided, at int64) Reservation {
+	if decided > at && (r.n > 0 || r.Delay > 0) {
+		r.Delay += time.Duration(decided - at)
+	}
+	return r
+}
+
 // cell is the state of one limit for one key. Its zero value is a fresh,
 // unused limit for every algorithm, which lets the keyed store create state
 // lazily and forget it once it is idle again. Compact algorithms use only a
@@ -154,6 +163,20 @@ type local struct {
 	c     cell
 	epoch time.Time
 	g     *gcra // alg's GCRA core for token buckets and pacers, else nil
+	seen  int64 // latest clock reading decided on, ns since epoch (see clock)
+}
+
+// clock returns at, or the latest instant already read from the clock and
+// decided on if that is later, and records it; l.mu must be held. It serves
+// the methods that read the clock themselves (Allow, Wait), not those given
+// an explicit now. Goroutines read the clock before taking the lock, so their instants arrive slightly out of order; deciding
+// each at the latest instant seen keeps bookings in time order (a sliding log
+// would otherwise refuse a request that arrives a microsecond "late") and
+// means a clock stepping back mints nothing.
+func (l *local) clock(at int64) int64 {
+	at = max(at, l.seen)
+	l.seen = at
+	return at
 }
 
 func newLocal(alg algorithm) local {
@@ -173,11 +196,21 @@ func newLocal(alg algorithm) local {
 // represented. A now earlier than a previous one is allowed and mints no
 // units. Safe for concurrent use.
 func (l *local) ReserveAt(now time.Time, n int) (Reservation, error) {
-	at := sinceEpoch(l.epoch, now)
+	return l.reserve(sinceEpoch(l.epoch, now), n, false)
+}
+
+// reserve is ReserveAt on nanoseconds since the epoch. With fromClock, at
+// was read from the clock before taking the lock, and is decided at the
+// latest such instant already seen (see clock).
+func (l *local) reserve(at int64, n int, fromClock bool) (Reservation, error) {
 	l.mu.Lock()
-	r, err := reserveCell(l.alg, &l.c, at, n, 0)
+	from := at
+	if fromClock {
+		from = l.clock(at)
+	}
+	r, err := reserveCell(l.alg, &l.c, from, n, 0)
 	l.mu.Unlock()
-	return r, err
+	return r.from(from, at), err
 }
 
 // AllowAt reports whether n units may be used at now, and books them if so.
@@ -191,19 +224,24 @@ func (l *local) AllowAt(now time.Time, n int) bool {
 // use.
 func (l *local) Allow() bool {
 	at := clampNow(int64(time.Since(l.epoch)))
-	if l.g == nil {
-		return l.allowAt(at, 1)
-	}
 	l.mu.Lock()
-	ok := l.g.allow1(&l.c, at)
-	l.mu.Unlock()
-	return ok
+	defer l.mu.Unlock()
+	at = l.clock(at)
+	if l.g != nil {
+		return l.g.allow1(&l.c, at)
+	}
+	return l.allowLocked(at, 1)
 }
 
 // allowAt is AllowAt on nanoseconds since the epoch.
 func (l *local) allowAt(at int64, n int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.allowLocked(at, n)
+}
+
+// allowLocked is allowAt with l.mu held.
+func (l *local) allowLocked(at int64, n int) bool {
 	if n <= 0 || n > l.alg.maxN() {
 		return false
 	}
@@ -244,8 +282,7 @@ func (l *local) Wait(ctx context.Context, n int) error {
 	if err := ctx.Err(); err != nil {
 		return &WaitError{Err: err}
 	}
-	now := time.Now()
-	r, err := l.ReserveAt(now, n)
+	r, err := l.reserve(clampNow(int64(time.Since(l.epoch))), n, true)
 	if err != nil {
 		return &WaitError{Delay: r.Delay, Err: err}
 	}
