@@ -190,7 +190,7 @@ func (t *Transport) compile(build bool) (*state, error) {
 		}
 	}
 	if t.Limiter != nil && len(t.Limits) > 0 {
-		return nil, configErr("Limiter", t.Limiter, "set together with Limits; use one")
+		return nil, configErr("Limiter", fmt.Sprintf("%T", t.Limiter), "set together with Limits; use one")
 	}
 	if err := t.Budget.validate(); err != nil {
 		return nil, err
