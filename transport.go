@@ -76,20 +76,27 @@ type Transport struct {
 	Limiter Limiter
 
 	// MaxWait is the longest a request may wait for its key's cooldown and
-	// limiter together before an attempt. A longer wait, or a full
+	// limiter together before each attempt. A longer wait, or a full
 	// leaky-bucket queue, fails at once, nothing sent, with a [*WaitError]
-	// matching [ErrRateLimited]. Zero means DefaultMaxWait.
+	// matching [ErrRateLimited]. Zero means DefaultMaxWait. The waits
+	// between attempts are bounded by MaxRetryAfter instead.
 	MaxWait time.Duration
 
 	// MaxAttempts is the number of attempts per request, the first
 	// included. Zero means DefaultMaxAttempts; 1 disables retries.
 	MaxAttempts int
 
-	// MaxRetryAfter caps the delay a server may impose through Retry-After
-	// or its reset headers. A response asking for longer is returned to the
-	// caller at once, unretried, and OnEvent is told why
-	// ([ReasonDelayTooLong]); its key stays paused for the delay asked.
-	// Zero means DefaultMaxRetryAfter (five minutes).
+	// MaxRetryAfter bounds every wait between attempts and every pause of
+	// a key. A server delay (Retry-After or a reset header) above it is not
+	// slept: the response is returned to the caller at once, unretried, and
+	// OnEvent is told why ([ReasonDelayTooLong]); its key is paused for
+	// MaxRetryAfter, not for the delay asked, so that no answer, however
+	// large or malformed its delay, can make the key's requests wait, or
+	// fail with [ErrWaitTooLong], for longer. The waits the Transport
+	// chooses itself are capped at it too: backoff waits, and the pause after
+	// a 429 without a delay (then shorter than DefaultThrottlePause, or than
+	// a second, when MaxRetryAfter is). Zero means DefaultMaxRetryAfter
+	// (five minutes).
 	MaxRetryAfter time.Duration
 
 	// RetryPolicy says which statuses and transport errors are retried and
@@ -103,7 +110,8 @@ type Transport struct {
 	// or DefaultThrottleBackoffInitial (1s) after a 503 without a delay, and
 	// doubles up to DefaultBackoffMax (20s); a 429 without a delay pauses its
 	// whole key for DefaultThrottlePause (5s), doubling with each consecutive
-	// one. A schedule from NewBackOff is reset
+	// one; all of these are capped at MaxRetryAfter. A schedule from
+	// NewBackOff is reset
 	// before use, its waits are jittered and kept within (0,
 	// MaxRetryAfter], and backoff.Stop (or a nil schedule) ends the
 	// retries.
@@ -488,8 +496,10 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 		// throttles (5s, 10s, 20s, jittered, never under 5s), so that the
 		// key sends one probe per pause (case C20); with a NewBackOff
 		// schedule, its next wait. Never under a second. The request's own
-		// retry waits the same pause.
-		pause, strikes := serverWait, 0
+		// retry waits the same pause. Whatever its source, the pause is
+		// capped at MaxRetryAfter: a server delay above the cap is refused
+		// for the retry (below) yet pauses the key only that long.
+		pause, strikes := min(serverWait, c.s.maxRetryAfter), 0
 		if !fromServer {
 			strikes = c.s.cool.strikes(c.key, now) + 1
 			keyWait := wait // a NewBackOff schedule is the caller's choice: its next wait
@@ -497,10 +507,10 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 				keyWait = c.s.jitter.apply(backoffDelay(strikes, DefaultThrottlePause, DefaultBackoffMax),
 					0, DefaultThrottlePause, DefaultBackoffMax, nil)
 			}
-			pause = max(wait, keyWait, minThrottlePause)
+			pause = min(max(wait, keyWait, minThrottlePause), c.s.maxRetryAfter)
 			wait = pause
 		}
-		until := now.Add(pause) // a saturated pause lands centuries ahead, never in the past
+		until := now.Add(pause)
 		if c.s.cool.pauseUntil(c.key, until, now, strikes) && c.s.obs != nil {
 			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: pause, Until: until, StatusCode: status})
 		}
@@ -554,7 +564,8 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 // nextBackoff returns the wait before the next attempt from the request's
 // backoff schedule, jittered; ok is false when the schedule says stop.
 // throttled selects the default schedule for a throttle (a 429 or 503
-// without a delay: 1s first) over the one for other failures (100ms first).
+// without a delay: 1s first) over the one for other failures (100ms first);
+// its waits are capped at the lower of DefaultBackoffMax and MaxRetryAfter.
 // A schedule from Transport.NewBackOff is used as given, with waits from
 // 1ns up to MaxRetryAfter.
 func (c *call) nextBackoff(throttled bool) (time.Duration, bool) {
@@ -570,7 +581,8 @@ func (c *call) nextBackoff(throttled bool) (time.Duration, bool) {
 				initial = DefaultThrottleBackoffInitial
 			}
 			c.bo = newBackOff(initial, DefaultBackoffMax)
-			c.floor, c.cap = backoffFloor(initial, throttled), DefaultBackoffMax
+			c.cap = min(DefaultBackoffMax, c.s.maxRetryAfter)
+			c.floor = min(backoffFloor(initial, throttled), c.cap)
 		}
 	}
 	w, ok := retryWait(c.bo, c.s.jitter, c.prevWait, c.floor, c.cap, nil)
