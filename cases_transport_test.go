@@ -477,12 +477,12 @@ func (l *goawayListener) goaway(c net.Conn) {
 // TestCaseC20OneThrottlePausesTheHost: a host paced at 10/s, 10 workers
 // sharing 50 requests; the server answers 429 to every request in the 2 s
 // after its first one, then 200. After the first 429 reaches the client at
-// t0, no request leaves until the key's pause P is over: P is the throttle
-// schedule's first wait, 1 s, for a 429 without Retry-After, and 3 s when it
-// carries Retry-After: 3. A delay-less throttle escalates the key's pause
-// (1 s, then 1–2 s), so the key sends one probe per pause: run 1 meets
-// exactly 2 429s, run 2 exactly 1. All 50 requests end in 200, and no 1 s
-// window holds more than 10 sends, retries included.
+// t0, no request leaves until the key's pause P is over: P is
+// DefaultThrottlePause (5 s) for a 429 without Retry-After, and 3 s when it
+// carries Retry-After: 3. When the pause ends, the waiting requests leave
+// paced by the host's 10/s limit, after the server's 2 s of 429s: each run
+// meets exactly 1 429. All 50 requests end in 200, and no 1 s window holds
+// more than 10 sends, retries included.
 func TestCaseC20OneThrottlePausesTheHost(t *testing.T) {
 	tests := []struct {
 		name       string

@@ -20,6 +20,9 @@ const DefaultThrottlePause = 5 * time.Second
 // 429 or 503 with a delay (or 429 without one) pauses the whole key, so that
 // every request of that key, new or already waiting, holds back until then
 // instead of each retrying on its own (the thundering herd of case C20).
+// Consecutive throttles without a delay lengthen the pause (see strikes).
+// No request is singled out to probe: when the pause ends, every waiting
+// request of the key leaves, paced only by the key's limiter, if any.
 //
 // A pause never exceeds the Transport's MaxRetryAfter: a server delay
 // above it (the response is then returned unretried) pauses the key for

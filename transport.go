@@ -34,8 +34,11 @@ const minThrottlePause = time.Second
 // retried after the delay the server asked for (Retry-After and the reset
 // headers), or else after a capped exponential backoff with jitter; the
 // retry passes through the cooldown and the limiter again. A throttling
-// answer (429, or 503 with a delay) pauses the whole key, so that the key's
-// other requests, new or already waiting, hold back too.
+// answer (429, or 503 with a delay) pauses the whole key: new and waiting
+// requests of the key wait out the pause too, and consecutive throttles
+// without a delay lengthen it. When the pause ends, every request of the
+// key that was waiting leaves, paced only by the key's limiter: set a
+// limit in Limits (or a Limiter) to pace what leaves afterwards.
 //
 // # Contract
 //
@@ -79,7 +82,9 @@ type Transport struct {
 	// limiter together before each attempt. A longer wait, or a full
 	// leaky-bucket queue, fails at once, nothing sent, with a [*WaitError]
 	// matching [ErrRateLimited]. Zero means DefaultMaxWait. The waits
-	// between attempts are bounded by MaxRetryAfter instead.
+	// between attempts are bounded by MaxRetryAfter instead: a server delay
+	// above it is not slept, and backoff waits and the Transport's own
+	// pauses are capped at it.
 	MaxWait time.Duration
 
 	// MaxAttempts is the number of attempts per request, the first
@@ -493,9 +498,11 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 		// The whole key pauses: for the server's delay, or, for a 429
 		// without one, for the next backoff wait: with the default schedule
 		// that is DefaultThrottlePause escalated by the key's consecutive
-		// throttles (5s, 10s, 20s, jittered, never under 5s), so that the
-		// key sends one probe per pause (case C20); with a NewBackOff
-		// schedule, its next wait. Never under a second. The request's own
+		// throttles (5s, 10s, 20s, jittered, never under 5s), so that a
+		// host that keeps throttling is asked less and less often (case
+		// C20); with a NewBackOff schedule, its next wait. Never under a
+		// second. Every request of the key waits the pause out, and all
+		// leave when it ends, paced only by the key's limiter. The request's own
 		// retry waits the same pause. Whatever its source, the pause is
 		// capped at MaxRetryAfter: a server delay above the cap is refused
 		// for the retry (below) yet pauses the key only that long.
