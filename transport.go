@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -277,19 +278,63 @@ func (t *Transport) CloseIdleConnections() {
 // reason retrying stopped after a discarded response (a wait that would
 // outlast the context's deadline, a cancelled wait, a refused limiter
 // wait). Err is that error; StatusCode is the status of the last response
-// received and discarded, 0 if the last attempt got none. It unwraps to Err,
-// so errors.Is sees through it.
+// received and discarded, 0 if the last attempt got none. Reason says why
+// the Transport gave up on a failure it could otherwise have retried, as
+// the [EventGiveUp] it emits does: for example [ReasonAttempts],
+// [ReasonBudget], [ReasonNotIdempotent] or [ReasonDeadline]. It is empty
+// when Err alone explains the end: an error that is never retried, a wait
+// before an attempt refused, or the context ending during a wait. It
+// unwraps to Err, so errors.Is sees through it.
 type AttemptsError struct {
 	Attempts   int
 	StatusCode int
+	Reason     Reason
 	Err        error
 }
 
+// Error returns, for example, "pace: 1 attempt (gave up: method not safe
+// to replay): EOF" or "pace: 3 attempts, last status 503: context
+// canceled".
 func (e *AttemptsError) Error() string {
-	if e.StatusCode != 0 {
-		return fmt.Sprintf("pace: %d attempts, last status %d: %v", e.Attempts, e.StatusCode, e.Err)
+	var b strings.Builder
+	fmt.Fprintf(&b, "pace: %d attempt", e.Attempts)
+	if e.Attempts != 1 {
+		b.WriteByte('s')
 	}
-	return fmt.Sprintf("pace: %d attempts: %v", e.Attempts, e.Err)
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, ", last status %d", e.StatusCode)
+	}
+	if e.Reason != "" {
+		fmt.Fprintf(&b, " (gave up: %s)", e.Reason.text())
+	}
+	b.WriteString(": ")
+	b.WriteString(strings.TrimPrefix(fmt.Sprint(e.Err), "pace: "))
+	return b.String()
+}
+
+// text describes a give-up reason in words for error messages.
+func (r Reason) text() string {
+	switch r {
+	case ReasonAttempts:
+		return "MaxAttempts reached"
+	case ReasonBudget:
+		return "retry budget spent"
+	case ReasonDeadline:
+		return "the wait would outlast the context's deadline"
+	case ReasonNotReplayable:
+		return "body cannot be sent again"
+	case ReasonNotIdempotent:
+		return "method not safe to replay"
+	case ReasonServerHint:
+		return "server said not to retry"
+	case ReasonBackoffStop:
+		return "backoff schedule stopped"
+	case ReasonDecided:
+		return "RetryPolicy.Decide said no"
+	case ReasonDelayTooLong:
+		return "server delay above MaxRetryAfter"
+	}
+	return string(r)
 }
 
 // Unwrap returns e.Err.
@@ -355,14 +400,14 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 			err = fmt.Errorf("pace: %T returned no response and no error", s.base)
 		}
 		retry, why := s.policy.check(out, resp, err, attempt)
-		wait, again, werr := c.afterAttempt(attempt, resp, err, retry, why)
+		wait, again, give, werr := c.afterAttempt(attempt, resp, err, retry, why)
 		if werr != nil { // the wait would outlast the context's deadline
 			drainAndClose(bodyOf(resp), 0)
-			return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Err: werr}
+			return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: give, Err: werr}
 		}
 		if !again {
 			if err != nil {
-				return nil, &AttemptsError{Attempts: attempt, Err: err}
+				return nil, &AttemptsError{Attempts: attempt, Reason: give, Err: err}
 			}
 			if out != req {
 				resp.Request = req
@@ -453,10 +498,11 @@ func monoNow() time.Duration { return time.Since(monoBase) }
 // retry policy said retry (and why): it learns from the response's headers
 // (a throttle pauses the whole key), charges or refunds the key's retry
 // budget, and, when the request is to be sent again, decides the wait. again
-// is false when the outcome is final; the give-up event has then been
-// emitted if a retryable failure is not retried. deadline is non-nil when
-// the wait would outlast the context's deadline.
-func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry bool, why string) (wait time.Duration, again bool, deadline error) {
+// is false when the outcome is final; if a retryable failure is not
+// retried, give is why and the give-up event has been emitted. deadline is
+// non-nil when the wait would outlast the context's deadline (give is then
+// ReasonDeadline).
+func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry bool, why string) (wait time.Duration, again bool, give Reason, deadline error) {
 	status := statusOf(resp)
 	// failed: an outcome that costs budget, a retryable failure whether
 	// or not this request may repeat it.
@@ -470,10 +516,13 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 				c.s.budget.success(c.key)
 			}
 		}
-		if failed && c.s.obs != nil {
-			c.giveUp(attempt, policyReason(why), 0, status, err)
+		if failed {
+			give = policyReason(why)
+			if c.s.obs != nil {
+				c.giveUp(attempt, give, 0, status, err)
+			}
 		}
-		return 0, false, nil
+		return 0, false, give, nil
 	}
 
 	now := time.Now()
@@ -531,7 +580,6 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 			c.s.budget.success(c.key)
 		}
 	}
-	var give Reason
 	var refused time.Duration
 	switch {
 	case !retry:
@@ -553,19 +601,19 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 		if give != "" && c.s.obs != nil {
 			c.giveUp(attempt, give, refused, status, err)
 		}
-		return 0, false, nil
+		return 0, false, give, nil
 	}
 	if dl, ok := c.ctx.Deadline(); ok && time.Until(dl) < wait {
 		werr := &WaitError{Key: c.key, Delay: wait, Err: errDeadline}
 		if c.s.obs != nil {
 			c.giveUp(attempt, ReasonDeadline, wait, status, werr)
 		}
-		return 0, false, werr
+		return 0, false, ReasonDeadline, werr
 	}
 	if c.s.obs != nil {
 		c.emit(Event{Kind: EventRetry, Reason: reason, Attempt: attempt, Delay: wait, StatusCode: status, Err: err})
 	}
-	return wait, true, nil
+	return wait, true, "", nil
 }
 
 // nextBackoff returns the wait before the next attempt from the request's
