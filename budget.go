@@ -24,9 +24,19 @@ const (
 // first. Every attempt that fails in a retryable way (a retryable status or
 // transport error) takes 1 token; every other answer gives back TokenRatio
 // tokens, up to MaxTokens. A retry is allowed only while the key holds more
-// than MaxTokens/2 tokens. With the defaults (10 and 0.1) a key that fails
-// every time gets at most 5 retries in all, and then one more for every 10
-// successes.
+// than MaxTokens/2 tokens once its failure is counted.
+//
+// First attempts spend tokens too, so a key that fails every time gets, from
+// a full bucket, at most ⌈MaxTokens/2⌉ − 1 retries in all: 4 with the
+// defaults (10 and 0.1), whose first four failed attempts leave 9, 8, 7 and
+// 6 tokens and the fifth leaves 5, not more than half. MaxAttempts may cut
+// that short: with the default of 3, a request's third attempt spends the
+// token of a retry it cannot make, and the key gets 3 retries (20 requests
+// to a host that always fails cost 23 attempts). Answers that do not fail
+// raise the bound: over any stretch of traffic that starts from a full
+// bucket, the budget allows fewer than MaxTokens/2 + TokenRatio × (the
+// answers that did not fail) retries; with the defaults, fewer than 5 plus
+// one for every 10 such answers.
 //
 // Retries the server scheduled itself with a positive delay (Retry-After and
 // the other headers the Transport reads) are not held back by the budget:

@@ -109,7 +109,8 @@ func TestCaseC02RetryAfterOn503(t *testing.T) {
 // TestCaseC03RetryAfterAboveCap: a server that always answers 429 with
 // Retry-After: 3600, against a cap of 10 s and RetryMax 3: one request, the
 // 429 back at once with its hint readable, the observer told why, and the
-// key paused so that the next call is refused without being sent.
+// key paused for the cap, not the hour, so that the next call waits 10 s
+// and is sent.
 func TestCaseC03RetryAfterAboveCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusTooManyRequests, "Retry-After", "3600")}}
@@ -137,11 +138,14 @@ func TestCaseC03RetryAfterAboveCap(t *testing.T) {
 		if giveUp.Reason != ReasonDelayTooLong || giveUp.Delay != time.Hour {
 			t.Errorf("give-up event %+v, want reason %q with the 1h delay", giveUp, ReasonDelayTooLong)
 		}
-		// The key is paused for the hour: a new call fails at once, unsent.
-		_, err = tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.test/", ""))
-		var we *WaitError
-		if !errors.Is(err, ErrRateLimited) || !errors.As(err, &we) || we.Delay != time.Hour || srv.Count() != 1 {
-			t.Errorf("next call: %v after %d requests, want ErrRateLimited carrying 1h, nothing sent", err, srv.Count())
+		// The key is paused for MaxRetryAfter (10 s), not the hour: a new
+		// call waits the 10 s and is sent.
+		start = time.Now()
+		if code := roundTrip(t, tr, "GET", "http://api.test/"); code != http.StatusTooManyRequests {
+			t.Errorf("next call: status %d, want the server's 429", code)
+		}
+		if el := time.Since(start); el != 10*time.Second || srv.Count() != 2 {
+			t.Errorf("next call returned after %v and %d requests in all, want after the 10s cap, 2", el, srv.Count())
 		}
 	})
 }
@@ -473,12 +477,12 @@ func (l *goawayListener) goaway(c net.Conn) {
 // TestCaseC20OneThrottlePausesTheHost: a host paced at 10/s, 10 workers
 // sharing 50 requests; the server answers 429 to every request in the 2 s
 // after its first one, then 200. After the first 429 reaches the client at
-// t0, no request leaves until the key's pause P is over: P is the throttle
-// schedule's first wait, 1 s, for a 429 without Retry-After, and 3 s when it
-// carries Retry-After: 3. A delay-less throttle escalates the key's pause
-// (1 s, then 1–2 s), so the key sends one probe per pause: run 1 meets
-// exactly 2 429s, run 2 exactly 1. All 50 requests end in 200, and no 1 s
-// window holds more than 10 sends, retries included.
+// t0, no request leaves until the key's pause P is over: P is
+// DefaultThrottlePause (5 s) for a 429 without Retry-After, and 3 s when it
+// carries Retry-After: 3. When the pause ends, the waiting requests leave
+// paced by the host's 10/s limit, after the server's 2 s of 429s: each run
+// meets exactly 1 429. All 50 requests end in 200, and no 1 s window holds
+// more than 10 sends, retries included.
 func TestCaseC20OneThrottlePausesTheHost(t *testing.T) {
 	tests := []struct {
 		name       string

@@ -10,6 +10,7 @@ import (
 // DefaultThrottlePause is how long a whole key pauses after a 429 that
 // carries no usable delay (no Retry-After or reset header). Consecutive
 // throttles of the same key double it, jittered, up to DefaultBackoffMax.
+// [Transport].MaxRetryAfter caps it.
 // Five seconds follows the fix in env0/terraform-provider-env0#1127 (case
 // C20): a server that gives no hint usually counts in windows of seconds,
 // and a shorter pause only buys another 429.
@@ -19,6 +20,16 @@ const DefaultThrottlePause = 5 * time.Second
 // 429 or 503 with a delay (or 429 without one) pauses the whole key, so that
 // every request of that key, new or already waiting, holds back until then
 // instead of each retrying on its own (the thundering herd of case C20).
+// Consecutive throttles without a delay lengthen the pause (see strikes).
+// No request is singled out to probe: when the pause ends, every waiting
+// request of the key leaves, paced only by the key's limiter, if any.
+//
+// A pause never exceeds the Transport's MaxRetryAfter: a server delay
+// above it (the response is then returned unretried) pauses the key for
+// MaxRetryAfter only, so that no answer, however large or malformed its
+// delay, can hold the key's requests, or make them fail with
+// ErrWaitTooLong, for longer. The callers apply the cap; pauseUntil takes
+// the instant it is given.
 //
 // Only keys paused, or paused until recently, have entries. An entry is
 // kept one pause length after its pause ends, to count consecutive

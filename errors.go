@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -49,8 +51,13 @@ type ConfigError struct {
 	Reason string // what is wrong, e.g. "must be positive"
 }
 
+// Error returns "pace: invalid Field Value: Reason", without Value when it
+// prints as nothing (an empty string or nil).
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("pace: invalid %s %v: %s", e.Field, e.Value, e.Reason)
+	if v := fmt.Sprint(e.Value); v != "" && e.Value != nil {
+		return fmt.Sprintf("pace: invalid %s %s: %s", e.Field, v, e.Reason)
+	}
+	return fmt.Sprintf("pace: invalid %s: %s", e.Field, e.Reason)
 }
 
 // Is reports whether target is ErrInvalidConfig.
@@ -70,11 +77,23 @@ type WaitError struct {
 	Err   error
 }
 
+// Error returns "pace: "key": wait Delay: Err", leaving out the key when it
+// is empty (a single-key limiter), the wait when Delay is 0, and the "pace: "
+// that starts the text of the package's own errors.
 func (e *WaitError) Error() string {
-	if e.Delay > 0 {
-		return fmt.Sprintf("pace: %q: wait %v: %v", e.Key, e.Delay, e.Err)
+	var b strings.Builder
+	b.WriteString("pace: ")
+	if e.Key != "" {
+		b.WriteString(strconv.Quote(e.Key))
+		b.WriteString(": ")
 	}
-	return fmt.Sprintf("pace: %q: %v", e.Key, e.Err)
+	if e.Delay > 0 {
+		b.WriteString("wait ")
+		b.WriteString(e.Delay.String())
+		b.WriteString(": ")
+	}
+	b.WriteString(strings.TrimPrefix(fmt.Sprint(e.Err), "pace: "))
+	return b.String()
 }
 
 // Unwrap returns e.Err.

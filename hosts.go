@@ -10,9 +10,17 @@ import (
 // [Transport.Limits]. A key is matched exactly against the request's
 // URL.Host, compared in lower case, port included when the URL has one:
 // "api.example" matches https://api.example/v1 but not
-// https://api.example:8443/v1. The key "*" is the default for every host not
+// https://api.example:8443/v1. Upper-case letters in a key are accepted and
+// lower-cased, so "API.example" is the same key as "api.example" (listing
+// both is an error). The key "*" is the default for every host not
 // listed; without it unlisted hosts are not paced. The zero Limit paces
 // nothing, so {"*": lim, "internal.example": {}} exempts one host.
+//
+// A key that no URL.Host can ever equal is rejected, by
+// [Transport.Validate] and every RoundTrip, with a [*ConfigError] naming
+// Limits["key"]: an empty key, a URL ("https://api.example"), a key holding
+// '/', '?', '#', '@', a space or a control character, and a '*' anywhere
+// but in the key "*" itself (there are no wildcard patterns).
 //
 // The Limit is chosen by host, but its state is kept per request key (see
 // [Transport.Key]): with a Key that returns an API key, each API key gets
@@ -86,8 +94,8 @@ func validateHosts(h Hosts) error {
 	seen := make(map[string]bool, len(h))
 	for host, l := range h {
 		field := hostField(host)
-		if host == "" {
-			return configErr(field, host, "empty host; use \"*\" for the default")
+		if reason := hostKeyProblem(host); reason != "" {
+			return configErr(field, host, reason)
 		}
 		if err := l.Err(); err != nil {
 			if ce, ok := err.(*ConfigError); ok {
@@ -102,6 +110,29 @@ func validateHosts(h Hosts) error {
 		seen[lh] = true
 	}
 	return nil
+}
+
+// hostKeyProblem says why host can never equal a request's URL.Host, or
+// returns "" when it can.
+func hostKeyProblem(host string) string {
+	switch {
+	case host == "":
+		return "empty host; use \"*\" for the default"
+	case host == DefaultHost:
+		return ""
+	case strings.Contains(host, "://"):
+		return "a URL, not a host: drop the scheme and any path"
+	case strings.ContainsAny(host, "/?#@"):
+		return "not a host: a URL.Host holds no '/', '?', '#' or '@'"
+	case strings.Contains(host, "*"):
+		return "wildcards are not supported; \"*\" alone is the default"
+	}
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; c <= ' ' || c == 0x7f {
+			return "contains a space or control character"
+		}
+	}
+	return ""
 }
 
 // hostField names the Limits entry of host in a ConfigError.

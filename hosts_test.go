@@ -144,3 +144,50 @@ func TestHostsRefusals(t *testing.T) {
 		})
 	})
 }
+
+// TestHostsRejectKeysThatCannotMatch: a key no URL.Host can equal is a
+// *ConfigError naming Limits["key"], from Validate and from RoundTrip,
+// nothing sent; upper-case letters are lower-cased, not rejected.
+func TestHostsRejectKeysThatCannotMatch(t *testing.T) {
+	lim := Bucket(PerSecond(1), 1)
+	tests := []struct {
+		key     string
+		wantErr bool
+	}{
+		{"https://api.example", true},
+		{"api.example/v1", true},
+		{"api.example?x=1", true},
+		{"api.example#top", true},
+		{"user@api.example", true},
+		{"api example", true},
+		{" api.example", true},
+		{"api.example\t", true},
+		{"api.example\n", true},
+		{"*.example", true},
+		{"api.*", true},
+		{"", true},
+		{"API.Example", false},
+		{"api.example:8443", false},
+		{"[::1]:8080", false},
+		{"*", false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%q", tt.key), func(t *testing.T) {
+			tr := &Transport{Base: &testhttp.Server{}, Limits: Hosts{tt.key: lim}}
+			err := tr.Validate()
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != hostField(tt.key) {
+				t.Fatalf("Validate() = %v, want a *ConfigError for %s", err, hostField(tt.key))
+			}
+			if _, rerr := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.example/", "")); !errors.Is(rerr, ErrInvalidConfig) {
+				t.Errorf("RoundTrip = %v, want ErrInvalidConfig", rerr)
+			}
+		})
+	}
+}

@@ -239,12 +239,21 @@ func (k *Keyed) CancelAt(now time.Time, key string, r Reservation) {
 // book no earlier, AllowAt refuses before it. It only ever extends a pause,
 // never shortens one, and a paused key is not evicted before its pause ends.
 // If the key is new and its shard is full (see [KeyedOptions].MaxKeys), the
-// pause applies to the shared overflow state instead. Safe for concurrent
-// use.
+// pause applies to the shared overflow state instead. The zero Time, and
+// an until in the past of the store (no later than the latest instant it
+// has decided a request of the key's shard at, or read for Wait), are
+// ignored: such a pause could hold nothing back. Safe for concurrent use.
 func (k *Keyed) PauseUntil(key string, until time.Time) {
+	if until.IsZero() || !until.After(k.epoch) {
+		return
+	}
 	at := sinceEpoch(k.epoch, until)
 	s, h := k.locate(key)
 	s.mu.Lock()
+	if at <= max(s.last, s.seen) {
+		s.mu.Unlock()
+		return
+	}
 	if p, ok := s.pauses[h]; ok {
 		s.pauses[h] = max(p, at)
 		s.mu.Unlock()
@@ -265,21 +274,24 @@ func (k *Keyed) PauseUntil(key string, until time.Time) {
 }
 
 // PausedUntil returns the end of key's pause as set by PauseUntil, or the
-// zero Time if it has none. A pause that has ended may still be reported
-// until the key's shard is next swept. Safe for concurrent use.
+// zero Time if it has none. The store keeps no clock of its own: a pause
+// ends for it once it has decided a request of the key's shard at or after
+// the pause's end, so a pause that has ended by the wall clock may still be
+// reported until then. Safe for concurrent use.
 func (k *Keyed) PausedUntil(key string) time.Time {
 	s, h := k.locate(key)
 	s.mu.Lock()
 	p, ok := s.pauses[h]
 	_, tracked := s.cells[h]
 	full := !ok && !tracked && s.full(k)
+	past := max(s.last, s.seen)
 	s.mu.Unlock()
 	if full {
 		k.over.mu.Lock()
-		p = k.over.pause
+		p, past = k.over.pause, max(past, k.over.seen)
 		k.over.mu.Unlock()
 	}
-	if p == 0 {
+	if p <= past {
 		return time.Time{}
 	}
 	return k.epoch.Add(time.Duration(p))

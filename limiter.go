@@ -9,7 +9,8 @@ import (
 
 // A Limiter decides when a request for a key may proceed. It is the
 // interface the [Transport] talks to; the in-memory [Keyed] store implements
-// it, and so does the Redis-backed limiter in package redislimit.
+// it, and other implementations (for example one whose state is shared
+// across processes) may implement it too.
 // Implementations must be safe for concurrent use by multiple goroutines.
 type Limiter interface {
 	// Wait blocks until one request for key may proceed and books it.

@@ -45,10 +45,12 @@ func headerValue(h http.Header, canonicalKey string) string {
 const maxDurationSeconds = math.MaxInt64 / int64(time.Second)
 
 // epochSecondsFrom and epochMillisFrom tell epoch instants from deltas in
-// the reset headers; see parseResetValue.
+// the reset headers, and resetValueLimit marks the values too large to be
+// either; see parseResetValue.
 const (
-	epochSecondsFrom = 1_000_000_000     // 2001-09-09T01:46:40Z in seconds
-	epochMillisFrom  = 1_000_000_000_000 // the same instant in milliseconds
+	epochSecondsFrom = 1_000_000_000       // 2001-09-09T01:46:40Z in seconds
+	epochMillisFrom  = 1_000_000_000_000   // the same instant in milliseconds
+	resetValueLimit  = 100_000_000_000_000 // 1e14 ms: the year 5138
 )
 
 // serverDelay returns the delay the server asked for in resp, measured from
@@ -261,7 +263,13 @@ func parseMillis(v string) (time.Duration, bool) {
 //     real window, so no real delta is mistaken for an instant.
 //   - 1e9 ≤ v < 1e12: a Unix time in seconds (from 2001-09-09 to the year
 //     33658); every epoch-seconds value sent today is in this range.
-//   - v ≥ 1e12: a Unix time in milliseconds (1e12 ms is again 2001-09-09).
+//   - 1e12 ≤ v < 1e14: a Unix time in milliseconds (1e12 ms is again
+//     2001-09-09, 1e14 ms the year 5138).
+//   - v ≥ 1e14: malformed, ignored (ok is false, and serverDelay tries the
+//     next header). No epoch in seconds or milliseconds is that large; such
+//     a value is most likely a Unix time in microseconds or nanoseconds
+//     (today about 1.8e15 and 1.8e18), which read as milliseconds would
+//     name an instant centuries ahead.
 //
 // An instant is measured by dateDelay against now and the response's Date,
 // so a past instant yields 0. d is never negative and saturates.
@@ -272,7 +280,7 @@ func parseResetValue(v string, now, serverDate time.Time) (time.Duration, bool) 
 		intPart = v[:i]
 	}
 	n, ok := parseDigits(intPart)
-	if !ok {
+	if !ok || n >= resetValueLimit {
 		return 0, false
 	}
 	unit := time.Second

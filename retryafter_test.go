@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -188,7 +189,12 @@ func TestParseResetValue(t *testing.T) {
 		{"smallest epoch seconds is far past", "1000000000", 0, true},
 		{"epoch milliseconds ahead", ms(1500), 1500 * time.Millisecond, true},
 		{"epoch milliseconds past", ms(-1), 0, true},
-		{"epoch ms beyond 2262 is huge, not negative", "99999999999999999999", time.Unix(0, math.MaxInt64).Sub(now), true},
+		{"epoch ms beyond 2262 is huge, not negative", "99999999999999", time.Unix(0, math.MaxInt64).Sub(now), true},
+		{"1e14 and above is malformed", "100000000000000", 0, false},
+		{"epoch microseconds are malformed", strconv.FormatInt(now.UnixMicro()+3e6, 10), 0, false},
+		{"epoch nanoseconds are malformed", strconv.FormatInt(now.UnixNano()+3e9, 10), 0, false},
+		{"fractional 1e14 is malformed", "100000000000000.5", 0, false},
+		{"20 digits are malformed", "99999999999999999999", 0, false},
 		{"negative", "-30", 0, false},
 		{"garbage", "soon", 0, false},
 		{"HTTP-date is not a reset value", "Sun, 01 Jun 2025 12:00:30 GMT", 0, false},
@@ -389,6 +395,8 @@ func FuzzServerDelay(f *testing.F) {
 	f.Add(200, "", "", "1500", "", "", "", "")
 	f.Add(429, "soon", "", "x", "1000000042", "0", `"a";r=0;t=30`, `"a";q=10;w=1`)
 	f.Add(200, "", "", "", "99999999999999999999", "0", `"a";r=0;t=999999999999999`, "")
+	f.Add(429, "", "", "", "1748779203000000", "", "", "") // epoch µs
+	f.Add(429, "", "", "", "99999999999999", "", "", "")   // the largest epoch ms
 	f.Add(503, "-1", "garbage", "1.0000001", "1e12", "-0", `"a";r=0;t=1, b;r=0;t=2`, `"a"`)
 	f.Fuzz(func(t *testing.T, status int, retryAfter, date, ms, reset, remaining, ratelimit, policy string) {
 		resp := response(status,
@@ -399,6 +407,13 @@ func FuzzServerDelay(f *testing.F) {
 		d, src, ok := serverDelay(resp, c01Now)
 		if d < 0 || (!ok && (d != 0 || src != "")) || (ok && src == "") {
 			t.Errorf("serverDelay = %v, %q, %v; want d >= 0, and 0 and no source when !ok", d, src, ok)
+		}
+		// A reset value of 1e14 or more (an epoch in µs or ns) is never used.
+		if src == hdrRateLimitReset || src == hdrXRateLimitReset {
+			intPart, _, _ := strings.Cut(trimOWS(reset), ".")
+			if n, _ := parseDigits(intPart); n >= 1e14 {
+				t.Errorf("serverDelay used the reset value %q (%v), want it ignored as malformed", reset, d)
+			}
 		}
 		// The policy parser must never panic either, and its windows are positive.
 		pols, _ := parseRateLimitPolicy([]string{policy})

@@ -20,7 +20,9 @@ import (
 //  3. On a 429 or 503 response, or when the matching remaining count is 0:
 //     the IETF RateLimit field's "t" (draft-ietf-httpapi-ratelimit-headers
 //     §4.1), then RateLimit-Reset, then X-RateLimit-Reset, read as delta
-//     seconds, epoch seconds or epoch milliseconds by their size.
+//     seconds, epoch seconds or epoch milliseconds by their size; a reset
+//     value of 1e14 or more (an epoch in microseconds or nanoseconds) is
+//     malformed.
 //
 // A malformed header (a sign, a unit, a zone other than GMT) is skipped in
 // favour of the next. The delay is never negative, and one too large for a

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,8 +35,11 @@ const minThrottlePause = time.Second
 // retried after the delay the server asked for (Retry-After and the reset
 // headers), or else after a capped exponential backoff with jitter; the
 // retry passes through the cooldown and the limiter again. A throttling
-// answer (429, or 503 with a delay) pauses the whole key, so that the key's
-// other requests, new or already waiting, hold back too.
+// answer (429, or 503 with a delay) pauses the whole key: new and waiting
+// requests of the key wait out the pause too, and consecutive throttles
+// without a delay lengthen it. When the pause ends, every request of the
+// key that was waiting leaves, paced only by the key's limiter: set a
+// limit in Limits (or a Limiter) to pace what leaves afterwards.
 //
 // # Contract
 //
@@ -76,20 +80,29 @@ type Transport struct {
 	Limiter Limiter
 
 	// MaxWait is the longest a request may wait for its key's cooldown and
-	// limiter together before an attempt. A longer wait, or a full
+	// limiter together before each attempt. A longer wait, or a full
 	// leaky-bucket queue, fails at once, nothing sent, with a [*WaitError]
-	// matching [ErrRateLimited]. Zero means DefaultMaxWait.
+	// matching [ErrRateLimited]. Zero means DefaultMaxWait. The waits
+	// between attempts are bounded by MaxRetryAfter instead: a server delay
+	// above it is not slept, and backoff waits and the Transport's own
+	// pauses are capped at it.
 	MaxWait time.Duration
 
 	// MaxAttempts is the number of attempts per request, the first
 	// included. Zero means DefaultMaxAttempts; 1 disables retries.
 	MaxAttempts int
 
-	// MaxRetryAfter caps the delay a server may impose through Retry-After
-	// or its reset headers. A response asking for longer is returned to the
-	// caller at once, unretried, and OnEvent is told why
-	// ([ReasonDelayTooLong]); its key stays paused for the delay asked.
-	// Zero means DefaultMaxRetryAfter (five minutes).
+	// MaxRetryAfter bounds every wait between attempts and every pause of
+	// a key. A server delay (Retry-After or a reset header) above it is not
+	// slept: the response is returned to the caller at once, unretried, and
+	// OnEvent is told why ([ReasonDelayTooLong]); its key is paused for
+	// MaxRetryAfter, not for the delay asked, so that no answer, however
+	// large or malformed its delay, can make the key's requests wait, or
+	// fail with [ErrWaitTooLong], for longer. The waits the Transport
+	// chooses itself are capped at it too: backoff waits, and the pause after
+	// a 429 without a delay (then shorter than DefaultThrottlePause, or than
+	// a second, when MaxRetryAfter is). Zero means DefaultMaxRetryAfter
+	// (five minutes).
 	MaxRetryAfter time.Duration
 
 	// RetryPolicy says which statuses and transport errors are retried and
@@ -103,7 +116,8 @@ type Transport struct {
 	// or DefaultThrottleBackoffInitial (1s) after a 503 without a delay, and
 	// doubles up to DefaultBackoffMax (20s); a 429 without a delay pauses its
 	// whole key for DefaultThrottlePause (5s), doubling with each consecutive
-	// one. A schedule from NewBackOff is reset
+	// one; all of these are capped at MaxRetryAfter. A schedule from
+	// NewBackOff is reset
 	// before use, its waits are jittered and kept within (0,
 	// MaxRetryAfter], and backoff.Stop (or a nil schedule) ends the
 	// retries.
@@ -190,7 +204,7 @@ func (t *Transport) compile(build bool) (*state, error) {
 		}
 	}
 	if t.Limiter != nil && len(t.Limits) > 0 {
-		return nil, configErr("Limiter", t.Limiter, "set together with Limits; use one")
+		return nil, configErr("Limiter", fmt.Sprintf("%T", t.Limiter), "set together with Limits; use one")
 	}
 	if err := t.Budget.validate(); err != nil {
 		return nil, err
@@ -264,19 +278,63 @@ func (t *Transport) CloseIdleConnections() {
 // reason retrying stopped after a discarded response (a wait that would
 // outlast the context's deadline, a cancelled wait, a refused limiter
 // wait). Err is that error; StatusCode is the status of the last response
-// received and discarded, 0 if the last attempt got none. It unwraps to Err,
-// so errors.Is sees through it.
+// received and discarded, 0 if the last attempt got none. Reason says why
+// the Transport gave up on a failure it could otherwise have retried, as
+// the [EventGiveUp] it emits does: for example [ReasonAttempts],
+// [ReasonBudget], [ReasonNotIdempotent] or [ReasonDeadline]. It is empty
+// when Err alone explains the end: an error that is never retried, a wait
+// before an attempt refused, or the context ending during a wait. It
+// unwraps to Err, so errors.Is sees through it.
 type AttemptsError struct {
 	Attempts   int
 	StatusCode int
+	Reason     Reason
 	Err        error
 }
 
+// Error returns, for example, "pace: 1 attempt (gave up: method not safe
+// to replay): EOF" or "pace: 3 attempts, last status 503: context
+// canceled".
 func (e *AttemptsError) Error() string {
-	if e.StatusCode != 0 {
-		return fmt.Sprintf("pace: %d attempts, last status %d: %v", e.Attempts, e.StatusCode, e.Err)
+	var b strings.Builder
+	fmt.Fprintf(&b, "pace: %d attempt", e.Attempts)
+	if e.Attempts != 1 {
+		b.WriteByte('s')
 	}
-	return fmt.Sprintf("pace: %d attempts: %v", e.Attempts, e.Err)
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, ", last status %d", e.StatusCode)
+	}
+	if e.Reason != "" {
+		fmt.Fprintf(&b, " (gave up: %s)", e.Reason.text())
+	}
+	b.WriteString(": ")
+	b.WriteString(strings.TrimPrefix(fmt.Sprint(e.Err), "pace: "))
+	return b.String()
+}
+
+// text describes a give-up reason in words for error messages.
+func (r Reason) text() string {
+	switch r {
+	case ReasonAttempts:
+		return "MaxAttempts reached"
+	case ReasonBudget:
+		return "retry budget spent"
+	case ReasonDeadline:
+		return "the wait would outlast the context's deadline"
+	case ReasonNotReplayable:
+		return "body cannot be sent again"
+	case ReasonNotIdempotent:
+		return "method not safe to replay"
+	case ReasonServerHint:
+		return "server said not to retry"
+	case ReasonBackoffStop:
+		return "backoff schedule stopped"
+	case ReasonDecided:
+		return "RetryPolicy.Decide said no"
+	case ReasonDelayTooLong:
+		return "server delay above MaxRetryAfter"
+	}
+	return string(r)
 }
 
 // Unwrap returns e.Err.
@@ -342,14 +400,14 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 			err = fmt.Errorf("pace: %T returned no response and no error", s.base)
 		}
 		retry, why := s.policy.check(out, resp, err, attempt)
-		wait, again, werr := c.afterAttempt(attempt, resp, err, retry, why)
+		wait, again, give, werr := c.afterAttempt(attempt, resp, err, retry, why)
 		if werr != nil { // the wait would outlast the context's deadline
 			drainAndClose(bodyOf(resp), 0)
-			return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Err: werr}
+			return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: give, Err: werr}
 		}
 		if !again {
 			if err != nil {
-				return nil, &AttemptsError{Attempts: attempt, Err: err}
+				return nil, &AttemptsError{Attempts: attempt, Reason: give, Err: err}
 			}
 			if out != req {
 				resp.Request = req
@@ -440,10 +498,11 @@ func monoNow() time.Duration { return time.Since(monoBase) }
 // retry policy said retry (and why): it learns from the response's headers
 // (a throttle pauses the whole key), charges or refunds the key's retry
 // budget, and, when the request is to be sent again, decides the wait. again
-// is false when the outcome is final; the give-up event has then been
-// emitted if a retryable failure is not retried. deadline is non-nil when
-// the wait would outlast the context's deadline.
-func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry bool, why string) (wait time.Duration, again bool, deadline error) {
+// is false when the outcome is final; if a retryable failure is not
+// retried, give is why and the give-up event has been emitted. deadline is
+// non-nil when the wait would outlast the context's deadline (give is then
+// ReasonDeadline).
+func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry bool, why string) (wait time.Duration, again bool, give Reason, deadline error) {
 	status := statusOf(resp)
 	// failed: an outcome that costs budget, a retryable failure whether
 	// or not this request may repeat it.
@@ -457,10 +516,13 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 				c.s.budget.success(c.key)
 			}
 		}
-		if failed && c.s.obs != nil {
-			c.giveUp(attempt, policyReason(why), 0, status, err)
+		if failed {
+			give = policyReason(why)
+			if c.s.obs != nil {
+				c.giveUp(attempt, give, 0, status, err)
+			}
 		}
-		return 0, false, nil
+		return 0, false, give, nil
 	}
 
 	now := time.Now()
@@ -485,11 +547,15 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 		// The whole key pauses: for the server's delay, or, for a 429
 		// without one, for the next backoff wait: with the default schedule
 		// that is DefaultThrottlePause escalated by the key's consecutive
-		// throttles (5s, 10s, 20s, jittered, never under 5s), so that the
-		// key sends one probe per pause (case C20); with a NewBackOff
-		// schedule, its next wait. Never under a second. The request's own
-		// retry waits the same pause.
-		pause, strikes := serverWait, 0
+		// throttles (5s, 10s, 20s, jittered, never under 5s), so that a
+		// host that keeps throttling is asked less and less often (case
+		// C20); with a NewBackOff schedule, its next wait. Never under a
+		// second. Every request of the key waits the pause out, and all
+		// leave when it ends, paced only by the key's limiter. The request's own
+		// retry waits the same pause. Whatever its source, the pause is
+		// capped at MaxRetryAfter: a server delay above the cap is refused
+		// for the retry (below) yet pauses the key only that long.
+		pause, strikes := min(serverWait, c.s.maxRetryAfter), 0
 		if !fromServer {
 			strikes = c.s.cool.strikes(c.key, now) + 1
 			keyWait := wait // a NewBackOff schedule is the caller's choice: its next wait
@@ -497,10 +563,10 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 				keyWait = c.s.jitter.apply(backoffDelay(strikes, DefaultThrottlePause, DefaultBackoffMax),
 					0, DefaultThrottlePause, DefaultBackoffMax, nil)
 			}
-			pause = max(wait, keyWait, minThrottlePause)
+			pause = min(max(wait, keyWait, minThrottlePause), c.s.maxRetryAfter)
 			wait = pause
 		}
-		until := now.Add(pause) // a saturated pause lands centuries ahead, never in the past
+		until := now.Add(pause)
 		if c.s.cool.pauseUntil(c.key, until, now, strikes) && c.s.obs != nil {
 			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: pause, Until: until, StatusCode: status})
 		}
@@ -514,7 +580,6 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 			c.s.budget.success(c.key)
 		}
 	}
-	var give Reason
 	var refused time.Duration
 	switch {
 	case !retry:
@@ -536,25 +601,26 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 		if give != "" && c.s.obs != nil {
 			c.giveUp(attempt, give, refused, status, err)
 		}
-		return 0, false, nil
+		return 0, false, give, nil
 	}
 	if dl, ok := c.ctx.Deadline(); ok && time.Until(dl) < wait {
 		werr := &WaitError{Key: c.key, Delay: wait, Err: errDeadline}
 		if c.s.obs != nil {
 			c.giveUp(attempt, ReasonDeadline, wait, status, werr)
 		}
-		return 0, false, werr
+		return 0, false, ReasonDeadline, werr
 	}
 	if c.s.obs != nil {
 		c.emit(Event{Kind: EventRetry, Reason: reason, Attempt: attempt, Delay: wait, StatusCode: status, Err: err})
 	}
-	return wait, true, nil
+	return wait, true, "", nil
 }
 
 // nextBackoff returns the wait before the next attempt from the request's
 // backoff schedule, jittered; ok is false when the schedule says stop.
 // throttled selects the default schedule for a throttle (a 429 or 503
-// without a delay: 1s first) over the one for other failures (100ms first).
+// without a delay: 1s first) over the one for other failures (100ms first);
+// its waits are capped at the lower of DefaultBackoffMax and MaxRetryAfter.
 // A schedule from Transport.NewBackOff is used as given, with waits from
 // 1ns up to MaxRetryAfter.
 func (c *call) nextBackoff(throttled bool) (time.Duration, bool) {
@@ -570,7 +636,8 @@ func (c *call) nextBackoff(throttled bool) (time.Duration, bool) {
 				initial = DefaultThrottleBackoffInitial
 			}
 			c.bo = newBackOff(initial, DefaultBackoffMax)
-			c.floor, c.cap = backoffFloor(initial, throttled), DefaultBackoffMax
+			c.cap = min(DefaultBackoffMax, c.s.maxRetryAfter)
+			c.floor = min(backoffFloor(initial, throttled), c.cap)
 		}
 	}
 	w, ok := retryWait(c.bo, c.s.jitter, c.prevWait, c.floor, c.cap, nil)

@@ -190,3 +190,25 @@ func TestNilNext(t *testing.T) {
 		t.Errorf("status %d through a nil next, want 404 from http.DefaultServeMux", rec.Code)
 	}
 }
+
+// TestZeroMiddleware: a Middleware not built by New (the zero value, or
+// nil) never panics; its handler answers every request 500 with a one-line
+// body that says why, and never calls next.
+func TestZeroMiddleware(t *testing.T) {
+	for name, m := range map[string]*Middleware{"zero": {}, "nil": nil} {
+		t.Run(name, func(t *testing.T) {
+			called := false
+			h := m.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called = true }))
+			const want = "middleware: Middleware not created by middleware.New\n"
+			for range 2 {
+				rec := serve(h, httptest.NewRequest(http.MethodGet, "/", nil))
+				if rec.Code != http.StatusInternalServerError || rec.Body.String() != want {
+					t.Errorf("response = %d %q, want 500 %q", rec.Code, rec.Body.String(), want)
+				}
+			}
+			if called {
+				t.Error("next was called")
+			}
+		})
+	}
+}

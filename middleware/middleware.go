@@ -21,6 +21,8 @@ var ErrNoKey = errors.New("middleware: request has no rate-limit key")
 // pace.Limit. Create it with [New] and wrap handlers with
 // [Middleware.Handler]; one Middleware may wrap several handlers, which then
 // share its limits. It is safe for concurrent use by multiple goroutines.
+// A Middleware must come from New: the zero Middleware limits nothing and
+// its handlers answer every request with an error (see Handler).
 type Middleware struct {
 	o         Options
 	keyed     *pace.Keyed
@@ -82,7 +84,18 @@ func New(o Options) (*Middleware, error) {
 // RateLimit (r=0 for the policy that refused it), through
 // [Options].OnLimited if set. A request whose key cannot be found goes to
 // [Options].OnKeyError (by default 400 Bad Request).
+//
+// On a Middleware not built by New (the zero value, or nil) Handler never
+// panics: the handler it returns answers every request with 500 Internal
+// Server Error and the one-line body "middleware: Middleware not created
+// by middleware.New", and never calls next, so that the mistake shows at
+// the first request rather than as an unlimited server.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
+	if m == nil || m.keyed == nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, errNotFromNew, http.StatusInternalServerError)
+		})
+	}
 	if next == nil {
 		next = http.DefaultServeMux
 	}
@@ -115,6 +128,10 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		http.Error(w, http.StatusText(http.StatusTooManyRequests), http.StatusTooManyRequests)
 	})
 }
+
+// errNotFromNew is the body of every answer of a handler from a Middleware
+// that New did not build.
+const errNotFromNew = "middleware: Middleware not created by middleware.New"
 
 // secondsDuration converts whole seconds to a Duration, saturating.
 func secondsDuration(secs int64) time.Duration {
