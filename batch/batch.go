@@ -16,9 +16,10 @@ import (
 // every item in input order.
 //
 // fn's error decides the item's fate: nil is success; an error matching
-// [ErrThrottled] pauses dispatch and makes the item try again (see the
-// package documentation); any other error fails the item, unless the context
-// had ended, which makes it Interrupted. A failed item is not retried: retry
+// [ErrThrottled] or [pace.ErrRateLimited] pauses dispatch and makes the item
+// try again (see the package documentation and [ErrThrottled]); any other
+// error fails the item, unless the context had ended, which makes it
+// Interrupted. A failed item is not retried: retry
 // transient errors inside fn, or in the client's Transport. fn is called
 // with a context derived from ctx, and should give up when it ends.
 //
