@@ -19,7 +19,11 @@ import (
 // [ErrThrottled] or [pace.ErrRateLimited] pauses dispatch and makes the item
 // try again (see the package documentation and [ErrThrottled]); any other
 // error fails the item, unless the context had ended, which makes it
-// Interrupted. A failed item is not retried: retry
+// Interrupted. An error matching [pace.ErrInvalidConfig] (a
+// misconfigured pace.Transport, say, or [HTTP] given a nil build) says the
+// setup is wrong, not the item: Run stops dispatch as StopOnError would,
+// and the item is Interrupted, so that nothing is journaled as failed and a
+// run with the setup fixed does it. A failed item is not retried: retry
 // transient errors inside fn, or in the client's Transport. fn is called
 // with a context derived from ctx, and should give up when it ends.
 //
@@ -28,12 +32,16 @@ import (
 // never leaves a goroutine behind. A panic in fn is not recovered.
 //
 // The error is nil when every item succeeded (restored ones included). When
-// some did not, it is an [*Error], returned with the full Report. Invalid
-// options, two items with the same ID, or a journal that cannot be opened or
-// read give a nil Report and a [*pace.ConfigError] (matching
-// [pace.ErrInvalidConfig]; its Field names the option, such as "Rate.N", or
-// "ID" for a duplicate ID) or a [*JournalError], before anything runs.
+// some did not, it is an [*Error], returned with the full Report. A nil fn,
+// invalid options, two items with the same ID, or a journal that cannot be
+// opened or read give a nil Report and a [*pace.ConfigError] (matching
+// [pace.ErrInvalidConfig]; its Field names the option, such as "Rate.N",
+// "fn" for a nil fn, or "ID" for a duplicate ID) or a [*JournalError],
+// before anything runs.
 func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, item T) error, opts Options) (*Report, error) {
+	if fn == nil {
+		return nil, configErr("fn", nil, "the item function must not be nil")
+	}
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -278,6 +286,9 @@ func (r *runner[T]) finish(a *attempt) {
 		r.throttled(a, delay, now)
 	case r.ctx.Err() != nil:
 		r.settle(res, Interrupted, now)
+	case errors.Is(a.err, pace.ErrInvalidConfig): // the setup is wrong, not the item
+		r.settle(res, Interrupted, now)
+		r.halt(&ItemError{Index: res.Index, ID: res.ID, Status: res.Status, Err: res.Err})
 	default:
 		r.settle(res, Failed, now)
 		r.accepted(a, now)
