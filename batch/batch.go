@@ -46,6 +46,7 @@ func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, ite
 	if err != nil {
 		return nil, err
 	}
+	opts.Concurrency = min(opts.Concurrency, max(len(items), 1)) // it sizes done
 	r := &runner[T]{
 		ctx:     ctx,
 		items:   items,

@@ -118,6 +118,28 @@ func TestRunAllSucceed(t *testing.T) {
 	})
 }
 
+// TestRunHugeConcurrency: Concurrency far beyond the number of items is
+// taken as the number of items; nothing is sized by the raw value (1<<40
+// once ran out of memory).
+func TestRunHugeConcurrency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g gauge
+		fn := func(context.Context, int) error {
+			g.enter()
+			defer g.leave()
+			time.Sleep(time.Second)
+			return nil
+		}
+		rep, err := Run(t.Context(), ints(5), fn, Options{Concurrency: 1 << 40})
+		if err != nil || rep.Summary.Succeeded != 5 || g.most != 5 {
+			t.Errorf("Run = %v, %v with %d in flight at most; want 5 succeeded, all 5 at once", rep.Summary, err, g.most)
+		}
+		if _, err := Run(t.Context(), []int(nil), fn, Options{Concurrency: 1 << 40}); err != nil {
+			t.Errorf("Run(no items) = %v", err)
+		}
+	})
+}
+
 func TestRunStopOnError(t *testing.T) {
 	tests := []struct {
 		name string

@@ -47,7 +47,9 @@ const maxDuration = time.Duration(1<<63 - 1)
 // failures.
 type Options struct {
 	// Concurrency is the largest number of attempts in flight at once.
-	// Zero means DefaultConcurrency. It must not be negative.
+	// Zero means DefaultConcurrency. It must not be negative. A value above
+	// the number of items is taken as the number of items, since no more
+	// can be in flight; any larger value costs nothing.
 	Concurrency int
 
 	// Rate, if not zero, is a ceiling on how often Run starts attempts,
