@@ -75,17 +75,26 @@ func (e *JournalError) Error() string {
 // Unwrap returns e.Err.
 func (e *JournalError) Unwrap() error { return e.Err }
 
+// ErrJournalLocked is the Err of the [*JournalError] that [Run] returns,
+// before doing any item, when another run holds the journal: another
+// process, or another Run in this one. See [Options.Journal].
+var ErrJournalLocked = errors.New("in use by another run")
+
 // errCorrupt is the Err of a JournalError for a bad line followed by good
 // ones: not a torn write, so the file cannot be trusted.
 var errCorrupt = errors.New("corrupt record followed by valid ones")
 
-// openJournal opens or creates the journal at path and returns it with the
-// records it holds, by ID (a later record of an ID replaces an earlier one).
+// openJournal opens or creates the journal at path, locks it (see
+// lockJournal), and returns it with the records it holds, by ID (a later record of an ID replaces an earlier one).
 // A torn tail (a partial last line, or bad lines with no good line after
 // them) is cut off, so that new records start on a line of their own.
 func openJournal(path string) (*journal, map[string]record, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
+		return nil, nil, &JournalError{Path: path, Err: err}
+	}
+	if err := lockJournal(f); err != nil { // before reading: another run may be writing
+		f.Close()
 		return nil, nil, &JournalError{Path: path, Err: err}
 	}
 	data, err := io.ReadAll(f)
