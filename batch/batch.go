@@ -31,8 +31,10 @@ import (
 // return (they see the cancelled context), and returns what was done. It
 // never leaves a goroutine behind. A panic in fn is not recovered.
 //
-// The error is nil when every item succeeded (restored ones included). When
-// some did not, it is an [*Error], returned with the full Report. A nil fn,
+// The error is nil when every item succeeded (restored ones included), even
+// if ctx ended after the last item started, unless the journal could not
+// be written. When some did not, or the journal failed, it is an [*Error],
+// returned with the full Report. A nil fn,
 // invalid options, two items with the same ID, or a journal that cannot be
 // opened or read give a nil Report and a [*pace.ConfigError] (matching
 // [pace.ErrInvalidConfig]; its Field names the option, such as "Rate.N",
@@ -424,8 +426,8 @@ func (r *runner[T]) report() (*Report, error) {
 	}
 	rep := &Report{Results: r.results, Summary: r.snapshot()}
 	s := rep.Summary
-	if s.Failed == 0 && s.Interrupted == 0 && s.NotStarted == 0 && r.stop == nil {
-		return rep, nil
+	if s.Failed == 0 && s.Interrupted == 0 && s.NotStarted == 0 && !r.stopJournal() {
+		return rep, nil // the context may have ended after the last start: nothing was lost
 	}
 	e := &Error{Failed: s.Failed, Interrupted: s.Interrupted, NotStarted: s.NotStarted, Stop: r.stop}
 	for i := range r.results {

@@ -140,6 +140,21 @@ func TestRunHugeConcurrency(t *testing.T) {
 	})
 }
 
+// TestRunAllSucceedAfterDeadline: calls that ignore the context and finish
+// after its deadline still succeed, and when every item did, Run's error is
+// nil, as documented, although the context ended.
+func TestRunAllSucceedAfterDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		fn := func(context.Context, int) error { time.Sleep(2 * time.Second); return nil }
+		rep, err := Run(ctx, ints(3), fn, Options{})
+		if err != nil || rep.Summary.Succeeded != 3 {
+			t.Errorf("Run = %v, %v; want 3 succeeded and a nil error", rep.Summary, err)
+		}
+	})
+}
+
 func TestRunStopOnError(t *testing.T) {
 	tests := []struct {
 		name string

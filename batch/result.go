@@ -165,8 +165,9 @@ func (e *ItemError) Error() string {
 // Unwrap returns e.Err.
 func (e *ItemError) Unwrap() error { return e.Err }
 
-// Error is the error [Run] returns when not every item succeeded. The
-// [Report] has the details; Error says how many and why.
+// Error is the error [Run] returns when not every item succeeded, or the
+// journal could not be written. The [Report] has the details; Error says
+// how many and why.
 //
 // errors.Is and errors.As see through it to Stop and First: a cancelled
 // run matches context.Canceled, and errors.As(err, &itemErr) finds the first
