@@ -92,7 +92,10 @@ type Options struct {
 	// operating system as each item finishes, so a killed process loses
 	// none; they are synced to disk every 64 records, at least once a
 	// second while records are pending, and at the end. A torn last line
-	// (a crash mid-write) is dropped and its item run again.
+	// (one without its newline: a crash mid-write) is dropped and its item
+	// run again. Any other line that is not a valid record makes Run fail
+	// at once with a [*JournalError] naming the line, before doing any
+	// item, and leaves the file as it is.
 	//
 	// Only one run may use a journal at a time. Run takes an exclusive
 	// advisory lock on the file (flock(2)) before reading it, and holds it
