@@ -329,6 +329,7 @@ func TestRunCancelledJournal(t *testing.T) {
 		t.Errorf("exit code %d, want 1", code)
 	}
 	if !strings.Contains(stdout, "\n  not done   5 (interrupted or not started; a run with the same -journal does them") ||
+		!strings.Contains(stdout, "\nNOT OK: 0 failed, 5 not done (run again with the same -journal to do them)\n") ||
 		strings.Contains(stdout, "lost") {
 		t.Errorf("summary does not say the 5 items not done will be resumed:\n%s", stdout)
 	}

@@ -81,7 +81,11 @@ func (t tally) print(w io.Writer) {
 	if t.ok() {
 		fmt.Fprintf(w, "OK: all %d calls succeeded, none lost\n", t.Items)
 	} else {
-		fmt.Fprintf(w, "NOT OK: %d failed, %d not done\n", t.Failed, t.notDone())
+		hint := ""
+		if t.notDone() > 0 && t.journal != "" {
+			hint = " (run again with the same -journal to do them)"
+		}
+		fmt.Fprintf(w, "NOT OK: %d failed, %d not done%s\n", t.Failed, t.notDone(), hint)
 	}
 }
 
