@@ -50,7 +50,9 @@
 // that file and, on a later run with the same file, skips the items it
 // already holds and restores their results, so a job killed half-way and
 // started again does each item once and ends with the same results. See
-// [Options.ID] for the choice of key.
+// [Options.ID] for the choice of key. One run at a time may use a journal:
+// Run locks the file, and a second run fails at once with
+// [ErrJournalLocked] (see [Options.Journal] for the caveats).
 //
 // # Concurrency
 //
