@@ -16,9 +16,14 @@ import (
 // every item in input order.
 //
 // fn's error decides the item's fate: nil is success; an error matching
-// [ErrThrottled] pauses dispatch and makes the item try again (see the
-// package documentation); any other error fails the item, unless the context
-// had ended, which makes it Interrupted. A failed item is not retried: retry
+// [ErrThrottled] or [pace.ErrRateLimited] pauses dispatch and makes the item
+// try again (see the package documentation and [ErrThrottled]); any other
+// error fails the item, unless the context had ended, which makes it
+// Interrupted. An error matching [pace.ErrInvalidConfig] (a
+// misconfigured pace.Transport, say, or [HTTP] given a nil build) says the
+// setup is wrong, not the item: Run stops dispatch as StopOnError would,
+// and the item is Interrupted, so that nothing is journaled as failed and a
+// run with the setup fixed does it. A failed item is not retried: retry
 // transient errors inside fn, or in the client's Transport. fn is called
 // with a context derived from ctx, and should give up when it ends.
 //
@@ -26,17 +31,24 @@ import (
 // return (they see the cancelled context), and returns what was done. It
 // never leaves a goroutine behind. A panic in fn is not recovered.
 //
-// The error is nil when every item succeeded (restored ones included). When
-// some did not, it is an [*Error], returned with the full Report. Invalid
-// options, two items with the same ID, or a journal that cannot be opened or
-// read give a nil Report and a [*pace.ConfigError] (matching
-// [pace.ErrInvalidConfig]; its Field names the option, such as "Rate.N", or
-// "ID" for a duplicate ID) or a [*JournalError], before anything runs.
+// The error is nil when every item succeeded (restored ones included), even
+// if ctx ended after the last item started, unless the journal could not
+// be written. When some did not, or the journal failed, it is an [*Error],
+// returned with the full Report. A nil fn,
+// invalid options, two items with the same ID, or a journal that cannot be
+// opened or read give a nil Report and a [*pace.ConfigError] (matching
+// [pace.ErrInvalidConfig]; its Field names the option, such as "Rate.N",
+// "fn" for a nil fn, or "ID" for a duplicate ID) or a [*JournalError],
+// before anything runs.
 func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, item T) error, opts Options) (*Report, error) {
+	if fn == nil {
+		return nil, configErr("fn", nil, "the item function must not be nil")
+	}
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
+	opts.Concurrency = min(opts.Concurrency, max(len(items), 1)) // it sizes done
 	r := &runner[T]{
 		ctx:     ctx,
 		items:   items,
@@ -277,6 +289,9 @@ func (r *runner[T]) finish(a *attempt) {
 		r.throttled(a, delay, now)
 	case r.ctx.Err() != nil:
 		r.settle(res, Interrupted, now)
+	case errors.Is(a.err, pace.ErrInvalidConfig): // the setup is wrong, not the item
+		r.settle(res, Interrupted, now)
+		r.halt(&ItemError{Index: res.Index, ID: res.ID, Status: res.Status, Err: res.Err})
 	default:
 		r.settle(res, Failed, now)
 		r.accepted(a, now)
@@ -411,8 +426,8 @@ func (r *runner[T]) report() (*Report, error) {
 	}
 	rep := &Report{Results: r.results, Summary: r.snapshot()}
 	s := rep.Summary
-	if s.Failed == 0 && s.Interrupted == 0 && s.NotStarted == 0 && r.stop == nil {
-		return rep, nil
+	if s.Failed == 0 && s.Interrupted == 0 && s.NotStarted == 0 && !r.stopJournal() {
+		return rep, nil // the context may have ended after the last start: nothing was lost
 	}
 	e := &Error{Failed: s.Failed, Interrupted: s.Interrupted, NotStarted: s.NotStarted, Stop: r.stop}
 	for i := range r.results {

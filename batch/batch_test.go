@@ -118,6 +118,43 @@ func TestRunAllSucceed(t *testing.T) {
 	})
 }
 
+// TestRunHugeConcurrency: Concurrency far beyond the number of items is
+// taken as the number of items; nothing is sized by the raw value (1<<40
+// once ran out of memory).
+func TestRunHugeConcurrency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g gauge
+		fn := func(context.Context, int) error {
+			g.enter()
+			defer g.leave()
+			time.Sleep(time.Second)
+			return nil
+		}
+		rep, err := Run(t.Context(), ints(5), fn, Options{Concurrency: 1 << 40})
+		if err != nil || rep.Summary.Succeeded != 5 || g.most != 5 {
+			t.Errorf("Run = %v, %v with %d in flight at most; want 5 succeeded, all 5 at once", rep.Summary, err, g.most)
+		}
+		if _, err := Run(t.Context(), []int(nil), fn, Options{Concurrency: 1 << 40}); err != nil {
+			t.Errorf("Run(no items) = %v", err)
+		}
+	})
+}
+
+// TestRunAllSucceedAfterDeadline: calls that ignore the context and finish
+// after its deadline still succeed, and when every item did, Run's error is
+// nil, as documented, although the context ended.
+func TestRunAllSucceedAfterDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		fn := func(context.Context, int) error { time.Sleep(2 * time.Second); return nil }
+		rep, err := Run(ctx, ints(3), fn, Options{})
+		if err != nil || rep.Summary.Succeeded != 3 {
+			t.Errorf("Run = %v, %v; want 3 succeeded and a nil error", rep.Summary, err)
+		}
+	})
+}
+
 func TestRunStopOnError(t *testing.T) {
 	tests := []struct {
 		name string

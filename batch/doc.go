@@ -9,14 +9,19 @@
 //
 // # Throttling
 //
-// An attempt that comes back throttled (an HTTP 429 through [HTTP], or any
-// error matching [ErrThrottled]) never fails its item. Run pauses dispatch
+// An attempt that comes back throttled (an HTTP 429 through [HTTP], any
+// error matching [ErrThrottled], or a client-side refusal matching
+// [pace.ErrRateLimited], such as pace.ErrWaitExceedsDeadline, where the
+// client's own limit sent nothing) never fails its item. Run pauses dispatch
 // of every new item, waits for the delay the server asked for (a
 // [*ThrottledError] carries it) or, without one, a backoff that starts at
 // [Options.Backoff] and doubles up to [Options.MaxBackoff], then sends that
 // one item again as a probe. Only when the probe comes back unthrottled does
 // full concurrency resume. A throttled item is retried until it is done or
-// the run ends; it is never lost and never run again after it succeeded.
+// the run ends; it is never lost and never run again after it succeeded. A
+// throttle that runs out of time is not a failure: when the pause would
+// outlast the context's deadline the run ends there, and the item is
+// Interrupted, not journaled, so that a resumed run does it.
 //
 // After such a pause Run also keeps to the allowance the server showed: no
 // more starts in any window than the server accepted (answered without a
@@ -45,7 +50,9 @@
 // that file and, on a later run with the same file, skips the items it
 // already holds and restores their results, so a job killed half-way and
 // started again does each item once and ends with the same results. See
-// [Options.ID] for the choice of key.
+// [Options.ID] for the choice of key. One run at a time may use a journal:
+// Run locks the file, and a second run fails at once with
+// [ErrJournalLocked] (see [Options.Journal] for the caveats).
 //
 // # Concurrency
 //

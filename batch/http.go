@@ -16,7 +16,9 @@ import (
 //
 // build makes the item's request; it should attach ctx
 // (http.NewRequestWithContext) so that cancelling the run cancels the
-// request. check judges the response; nil means [CheckResponse]. The
+// request. If build is nil, the function refuses every item with a
+// [*pace.ConfigError] for "build", which stops Run at the first item (see
+// [Run]). check judges the response; nil means [CheckResponse]. The
 // response's status is recorded for [Result.Status], and its body is closed
 // after check returns, with up to 4 KiB drained first so the connection can
 // be reused; check may read the body.
@@ -33,6 +35,10 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 	}
 	if check == nil {
 		check = CheckResponse
+	}
+	if build == nil {
+		err := configErr("build", nil, "the request builder must not be nil")
+		return func(context.Context, T) error { return err }
 	}
 	return func(ctx context.Context, item T) error {
 		req, err := build(ctx, item)

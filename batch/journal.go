@@ -57,8 +57,8 @@ type journal struct {
 	syncDue time.Time // when pending records must be synced
 }
 
-// JournalError reports a journal that cannot be opened, read or written.
-// Line is the 1-based line of a corrupt record, or 0.
+// JournalError reports a journal that cannot be opened, locked, read or
+// written. Line is the 1-based line that is not a valid record, or 0.
 type JournalError struct {
 	Path string
 	Line int
@@ -75,17 +75,29 @@ func (e *JournalError) Error() string {
 // Unwrap returns e.Err.
 func (e *JournalError) Unwrap() error { return e.Err }
 
-// errCorrupt is the Err of a JournalError for a bad line followed by good
-// ones: not a torn write, so the file cannot be trusted.
-var errCorrupt = errors.New("corrupt record followed by valid ones")
+// ErrJournalLocked is the Err of the [*JournalError] that [Run] returns,
+// before doing any item, when another run holds the journal: another
+// process, or another Run in this one. See [Options.Journal].
+var ErrJournalLocked = errors.New("in use by another run")
 
-// openJournal opens or creates the journal at path and returns it with the
-// records it holds, by ID (a later record of an ID replaces an earlier one).
-// A torn tail (a partial last line, or bad lines with no good line after
-// them) is cut off, so that new records start on a line of their own.
+// errCorrupt is the Err of a JournalError for a line that is not a valid
+// record. Each record is written with its newline in one write, so a line
+// that has its newline was written whole: if it is not a record, the file
+// is not a journal Run can trust.
+var errCorrupt = errors.New("not a valid journal record")
+
+// openJournal opens or creates the journal at path, locks it (see
+// lockJournal), and returns it with the records it holds, by ID (a later
+// record of an ID replaces an earlier one). A torn tail (a last line
+// without its newline) is cut off, so that new records start on a line of
+// their own.
 func openJournal(path string) (*journal, map[string]record, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
+		return nil, nil, &JournalError{Path: path, Err: err}
+	}
+	if err := lockJournal(f); err != nil { // before reading: another run may be writing
+		f.Close()
 		return nil, nil, &JournalError{Path: path, Err: err}
 	}
 	data, err := io.ReadAll(f)
@@ -112,28 +124,22 @@ func openJournal(path string) (*journal, map[string]record, error) {
 }
 
 // parseJournal returns the records in data and the length of its good
-// prefix, every byte after which belongs to a torn tail.
+// prefix: all of data but a last line without its newline, which is a torn
+// write. Any other line that is not a valid record is a *JournalError
+// (without Path) naming it.
 func parseJournal(data []byte) (done map[string]record, end int, err error) {
 	done = make(map[string]record)
-	badLine := 0
-	for line, off := 1, 0; off < len(data); line++ {
-		n := bytes.IndexByte(data[off:], '\n')
+	for line := 1; end < len(data); line++ {
+		n := bytes.IndexByte(data[end:], '\n')
 		if n < 0 {
-			break // a partial last line: torn
+			break // an unterminated last line: torn
 		}
 		var rec record
-		if json.Unmarshal(data[off:off+n], &rec) != nil || !rec.valid() {
-			if badLine == 0 {
-				badLine = line
-			}
-		} else {
-			if badLine != 0 {
-				return nil, 0, &JournalError{Line: badLine, Err: errCorrupt}
-			}
-			done[rec.ID] = rec
-			end = off + n + 1
+		if json.Unmarshal(data[end:end+n], &rec) != nil || !rec.valid() {
+			return nil, 0, &JournalError{Line: line, Err: errCorrupt}
 		}
-		off += n + 1
+		done[rec.ID] = rec
+		end += n + 1
 	}
 	return done, end, nil
 }

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,9 +188,6 @@ func TestJournalTornTail(t *testing.T) {
 		{"intact", good, 5},
 		{"partial last line", good + `{"id":"5","outco`, 5},
 		{"zeros", good + "\x00\x00\x00\x00", 5},
-		{"bad last line", good + "}{\n", 5},
-		{"bad line then partial", good + "}{\n" + `{"id":"6"`, 5},
-		{"unknown outcome", good + `{"id":"5","outcome":"maybe"}` + "\n", 5},
 		{"empty", "", 0},
 		{"only torn", `{"id":"0"`, 0},
 	}
@@ -222,19 +220,42 @@ func TestJournalTornTail(t *testing.T) {
 	}
 }
 
+// TestJournalCorrupt: a line that ends with its newline was written whole,
+// so if it is not a valid record the file cannot be trusted, wherever the
+// line is, the last one included: Run fails with a *JournalError naming the
+// line, runs nothing and leaves the file as it was. (Only an unterminated
+// last line is a torn write; see TestJournalTornTail.)
 func TestJournalCorrupt(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "run.jsonl")
-	content := journalLines("0", "1") + "not json\n" + journalLines("2")
-	writeFile(t, path, content)
-	var calls atomic.Int32
-	rep, err := Run(context.Background(), ints(5), func(context.Context, int) error { calls.Add(1); return nil },
-		Options{Journal: path})
-	var je *JournalError
-	if !errors.As(err, &je) || je.Line != 3 || je.Path != path || !errors.Is(err, errCorrupt) || rep != nil || calls.Load() != 0 {
-		t.Fatalf("Run = %v, %v after %d calls; want a *JournalError at line 3 and nothing run", rep, err, calls.Load())
+	good := journalLines("0", "1", "2", "3", "4")
+	tests := []struct {
+		name    string
+		content string
+		line    int
+	}{
+		{"bad line between good ones", journalLines("0", "1") + "not json\n" + journalLines("2"), 3},
+		{"garbage last line", good + "\x00\x01\x02\xff\n", 6},
+		{"bad last line", good + "}{\n", 6},
+		{"bad line then partial", good + "}{\n" + `{"id":"6"`, 6},
+		{"unknown outcome", good + `{"id":"5","outcome":"maybe"}` + "\n", 6},
+		{"empty line", good + "\n", 6},
+		{"zeros with a newline", good + "\x00\x00\n", 6},
+		{"first line", "}{\n", 1},
 	}
-	if b, _ := os.ReadFile(path); string(b) != content {
-		t.Error("a corrupt journal was changed")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "run.jsonl")
+			writeFile(t, path, tt.content)
+			var calls atomic.Int32
+			rep, err := Run(context.Background(), ints(10), func(context.Context, int) error { calls.Add(1); return nil },
+				Options{Journal: path})
+			var je *JournalError
+			if !errors.As(err, &je) || je.Line != tt.line || je.Path != path || !errors.Is(err, errCorrupt) || rep != nil || calls.Load() != 0 {
+				t.Fatalf("Run = %v, %v after %d calls; want a *JournalError at line %d and nothing run", rep, err, calls.Load(), tt.line)
+			}
+			if b, _ := os.ReadFile(path); string(b) != tt.content {
+				t.Error("a corrupt journal was changed")
+			}
+		})
 	}
 }
 
@@ -322,4 +343,32 @@ func TestJournalSyncBatches(t *testing.T) {
 	if recs := readJournal(t, path); len(recs) != syncEvery+1 {
 		t.Errorf("journal has %d records, want %d", len(recs), syncEvery+1)
 	}
+}
+
+// FuzzParseJournal checks parseJournal's contract on any bytes: either an
+// error naming a line that exists and ends with a newline, or a good prefix
+// made of whole lines, followed by at most one unterminated line.
+func FuzzParseJournal(f *testing.F) {
+	good := journalLines("0", "1")
+	for _, s := range []string{"", good, good + `{"id":"2"`, good + "\x00\x01\x02\xff\n", "\n", "}{\n" + good,
+		good + `{"id":"5","outcome":"maybe"}` + "\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		done, end, err := parseJournal(data)
+		if err != nil {
+			var je *JournalError
+			lines := bytes.Count(data, []byte("\n"))
+			if !errors.As(err, &je) || je.Line < 1 || je.Line > lines || done != nil {
+				t.Fatalf("parseJournal(%q) = %v, want a *JournalError naming one of its %d whole lines", data, err, lines)
+			}
+			return
+		}
+		if end < 0 || end > len(data) || (end > 0 && data[end-1] != '\n') || bytes.IndexByte(data[end:], '\n') >= 0 {
+			t.Fatalf("parseJournal(%q) good prefix %d: not whole lines followed by one torn line", data, end)
+		}
+		if len(done) > bytes.Count(data[:end], []byte("\n")) {
+			t.Fatalf("parseJournal(%q) = %d records from %d lines", data, len(done), bytes.Count(data[:end], []byte("\n")))
+		}
+	})
 }

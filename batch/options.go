@@ -47,7 +47,9 @@ const maxDuration = time.Duration(1<<63 - 1)
 // failures.
 type Options struct {
 	// Concurrency is the largest number of attempts in flight at once.
-	// Zero means DefaultConcurrency. It must not be negative.
+	// Zero means DefaultConcurrency. It must not be negative. A value above
+	// the number of items is taken as the number of items, since no more
+	// can be in flight; any larger value costs nothing.
 	Concurrency int
 
 	// Rate, if not zero, is a ceiling on how often Run starts attempts,
@@ -90,8 +92,21 @@ type Options struct {
 	// operating system as each item finishes, so a killed process loses
 	// none; they are synced to disk every 64 records, at least once a
 	// second while records are pending, and at the end. A torn last line
-	// (a crash mid-write) is dropped and its item run again. Only one run
-	// may use a journal at a time.
+	// (one without its newline: a crash mid-write) is dropped and its item
+	// run again. Any other line that is not a valid record makes Run fail
+	// at once with a [*JournalError] naming the line, before doing any
+	// item, and leaves the file as it is.
+	//
+	// Only one run may use a journal at a time. Run takes an exclusive
+	// advisory lock on the file (flock(2)) before reading it, and holds it
+	// until it returns; the operating system releases it if the process
+	// dies. A second run on the same file, in another process or in this
+	// one, fails at once, before doing any item, with a [*JournalError]
+	// matching [ErrJournalLocked]. Caveats: the lock binds only runs of
+	// this package (a process that ignores flock can still write the file);
+	// on NFS, Linux emulates flock with byte-range locks, which do not
+	// conflict within one process; and on systems without flock (Windows,
+	// AIX, Solaris, Plan 9, js/wasm, WASI) there is no lock at all.
 	Journal string
 
 	// ID returns the journal key of items[i]: a string that names the item

@@ -23,8 +23,10 @@ const (
 	Failed
 	// Interrupted means the item was started but the run ended before it
 	// finished: its attempt returned an error after the context ended, or
-	// it was throttled and waiting for another attempt. It is not written
-	// to the journal, so a resumed run does it again.
+	// it was throttled and waiting for another attempt (a throttle that
+	// ran out of time included), or its attempt met a configuration error
+	// (matching pace.ErrInvalidConfig), which ends the run. It is not
+	// written to the journal, so a resumed run does it again.
 	Interrupted
 )
 
@@ -163,8 +165,9 @@ func (e *ItemError) Error() string {
 // Unwrap returns e.Err.
 func (e *ItemError) Unwrap() error { return e.Err }
 
-// Error is the error [Run] returns when not every item succeeded. The
-// [Report] has the details; Error says how many and why.
+// Error is the error [Run] returns when not every item succeeded, or the
+// journal could not be written. The [Report] has the details; Error says
+// how many and why.
 //
 // errors.Is and errors.As see through it to Stop and First: a cancelled
 // run matches context.Canceled, and errors.As(err, &itemErr) finds the first
@@ -175,7 +178,8 @@ type Error struct {
 	NotStarted  int // items never started
 
 	// Stop is why the run ended before every item was done: the context's
-	// cause, the first failure when StopOnError is set (an *ItemError), a
+	// cause, the first failure when StopOnError is set (an *ItemError), the
+	// first item error matching pace.ErrInvalidConfig (an *ItemError), a
 	// journal error, or a pause that would outlast the context's deadline.
 	// It is nil when the run went through every item.
 	Stop error

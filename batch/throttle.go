@@ -5,12 +5,21 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/pacehttp/pace"
 )
 
 // ErrThrottled marks an attempt the server throttled. An item function
 // returns an error matching it (errors.Is) to make Run pause dispatch and
 // try the item again instead of failing it; [*ThrottledError] matches it and
 // can carry the server's delay.
+//
+// Run treats an error matching [pace.ErrRateLimited] the same way: a
+// client-side limit (a pace.Transport's limiter, say) refused the call and
+// nothing was sent, so the item is throttled, not failed, and the pause is
+// the wait a [*pace.WaitError] names (or the backoff, without one). That
+// includes pace.ErrWaitExceedsDeadline: if the pause would outlast the run's
+// deadline, the run ends and the item is Interrupted.
 var ErrThrottled = errors.New("batch: throttled")
 
 // ThrottledError reports that the server throttled an attempt, and how long
@@ -49,17 +58,29 @@ func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
 // Unwrap returns e.Err.
 func (e *ThrottledError) Unwrap() error { return e.Err }
 
-// throttleDelay reports whether err marks a throttle, and the server's delay
-// if one is known.
+// throttleDelay reports whether err marks a throttle, and the delay asked
+// for if one is known. A throttle is an error matching ErrThrottled (the
+// server said so; a [*ThrottledError] carries its delay) or one matching
+// pace.ErrRateLimited (a client-side limit refused the call before anything
+// was sent: pace.ErrQueueFull, pace.ErrWaitTooLong or
+// pace.ErrWaitExceedsDeadline; a [*pace.WaitError] carries the wait that
+// would have been needed).
 func throttleDelay(err error) (delay time.Duration, throttled bool) {
-	if !errors.Is(err, ErrThrottled) {
-		return 0, false
+	switch {
+	case errors.Is(err, ErrThrottled):
+		var te *ThrottledError
+		if errors.As(err, &te) {
+			return max(te.RetryAfter, 0), true
+		}
+		return 0, true
+	case errors.Is(err, pace.ErrRateLimited):
+		var we *pace.WaitError
+		if errors.As(err, &we) {
+			return max(we.Delay, 0), true
+		}
+		return 0, true
 	}
-	var te *ThrottledError
-	if errors.As(err, &te) {
-		return max(te.RetryAfter, 0), true
-	}
-	return 0, true
+	return 0, false
 }
 
 // StatusError reports a response whose status [CheckResponse] does not

@@ -45,9 +45,11 @@ func pacing(perSecond float64) pace.Rate {
 
 // newClient returns an http.Client for host whose pace.Transport paces
 // that host with a leaky bucket at r, lets up to queue calls wait for their
-// turn, and reports to counts. base sends the requests; the caller closes
+// turn, and reports to counts. A call that takes longer than timeout, its
+// waits and retries included, fails (http.Client.Timeout): an API that never
+// answers cannot hang the batch. base sends the requests; the caller closes
 // its idle connections when done.
-func newClient(host string, r pace.Rate, queue int, base *http.Transport, counts *clientCounts) (*http.Client, error) {
+func newClient(host string, r pace.Rate, queue int, timeout time.Duration, base *http.Transport, counts *clientCounts) (*http.Client, error) {
 	t := &pace.Transport{
 		Base: base,
 		Limits: pace.Hosts{
@@ -63,7 +65,7 @@ func newClient(host string, r pace.Rate, queue int, base *http.Transport, counts
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	return &http.Client{Transport: t}, nil
+	return &http.Client{Transport: t, Timeout: timeout}, nil
 }
 
 // newBase returns the Transport that sends the calls: http.DefaultTransport's

@@ -5,8 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Defaults and bounds of the flags.
@@ -15,6 +19,7 @@ const (
 	defaultRate        = 75 // 300 calls at 75/s: ideal 3.99 s
 	defaultMargin      = 0.02
 	defaultConcurrency = 8
+	defaultTimeout     = 30 * time.Second
 
 	// mismatchFactor is how much faster than the API's limit -mismatch
 	// paces the client.
@@ -28,13 +33,14 @@ const (
 
 // config is what the flags ask for.
 type config struct {
-	calls       int     // -n: calls to make, one per item
-	rate        int     // -rate: the API's limit, requests in any 1 s
-	margin      float64 // -margin: the client paces at rate × (1 − margin)
-	concurrency int     // -concurrency: calls in flight at most
-	url         string  // -url: the API to call; empty starts the local one
-	mismatch    bool    // -mismatch: pace the client at mismatchFactor × rate
-	journal     string  // -journal: JSON Lines file that makes the run resumable
+	calls       int           // -n: calls to make, one per item
+	rate        int           // -rate: the API's limit, requests in any 1 s
+	margin      float64       // -margin: the client paces at rate × (1 − margin)
+	concurrency int           // -concurrency: calls in flight at most
+	url         string        // -url: the API to call; empty starts the local one
+	mismatch    bool          // -mismatch: pace the client at mismatchFactor × rate
+	journal     string        // -journal: JSON Lines file that makes the run resumable
+	timeout     time.Duration // -timeout: longest one call may take, its retries included
 }
 
 // clientRate returns the pace, in calls per second, the client keeps.
@@ -57,6 +63,7 @@ func flagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.url, "url", "", "call this http(s) URL instead of starting a local API; \"{i}\" in it becomes the item's number")
 	fs.BoolVar(&c.mismatch, "mismatch", false, fmt.Sprintf("pace the client at %g× the API's limit, to watch 429s and host pauses at work (not with -margin)", mismatchFactor))
 	fs.StringVar(&c.journal, "journal", "", "JSON Lines journal of finished items: a run started again with the same file skips them")
+	fs.DurationVar(&c.timeout, "timeout", defaultTimeout, "longest one call may take, the Transport's waits and retries included; a call that takes longer fails")
 	return fs
 }
 
@@ -67,7 +74,7 @@ func usage(w io.Writer) {
 Starts a local API that allows at most -rate requests in any second, then
 sends -n calls through a paced pace.Transport with batch.Run, and prints
 progress and a summary. Exit code 0 if every call succeeded, 1 if any failed
-or was lost, 2 for bad flags.
+or was not done (interrupted or never started), 2 for bad flags.
 
 Flags:
 `)
@@ -98,6 +105,8 @@ func parseArgs(args []string) (config, error) {
 		return c, fmt.Errorf("-margin must be at least 0 and below %g, got %g", maxMargin, c.margin)
 	case c.concurrency < 1 || c.concurrency > maxConcurrency:
 		return c, fmt.Errorf("-concurrency must be from 1 to %d, got %d", maxConcurrency, c.concurrency)
+	case c.timeout <= 0:
+		return c, fmt.Errorf("-timeout must be positive, got %v", c.timeout)
 	case c.mismatch && set["margin"]:
 		return c, errors.New("-margin and -mismatch do not go together: -mismatch sets the client's pace")
 	}
@@ -106,7 +115,48 @@ func parseArgs(args []string) (config, error) {
 			return c, err
 		}
 	}
+	if c.journal != "" {
+		if err := checkJournal(c.journal); err != nil {
+			return c, err
+		}
+	}
 	return c, nil
+}
+
+// checkJournal reports, on one line, why path cannot be the journal: it
+// must be a regular file that can be opened for reading and writing, or
+// not exist yet in a directory that does. (batch.Run creates it, and may
+// still refuse it: if it is not a journal, or another run holds it.)
+func checkJournal(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		dir := filepath.Dir(path)
+		if di, err := os.Stat(dir); err != nil || !di.IsDir() {
+			return fmt.Errorf("-journal %q: directory %q does not exist", path, dir)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("-journal %q: %v", path, oneLine(err))
+	case fi.IsDir():
+		return fmt.Errorf("-journal %q is a directory, want a file", path)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("-journal %q is not a regular file", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("-journal %q: %v", path, oneLine(err))
+	}
+	return f.Close()
+}
+
+// oneLine returns err's message without the path an *fs.PathError repeats.
+func oneLine(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // checkURL reports, on one line, why raw is not an absolute http or https

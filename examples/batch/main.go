@@ -11,11 +11,16 @@
 // with 429 and Retry-After. It then sends -n GET requests, one per item,
 // through batch.Run and batch.HTTP, with an http.Client whose pace.Transport
 // paces the API's host with a leaky bucket (pace.Leaky): calls leave evenly
-// spaced, at most -concurrency in flight. Progress shows as a bar on a
-// terminal and as lines otherwise, and a summary follows: items, succeeded,
-// failed, lost, the 429s counted at the server and by the client (through
-// Transport.OnEvent), retries, elapsed and ideal time. The exit code is 0
-// only if every item succeeded: none failed, none lost.
+// spaced, at most -concurrency in flight, each call given up after -timeout
+// (30 s by default), so that an API that never answers cannot hang the
+// batch. Progress shows as a bar on a terminal and as lines otherwise,
+// labelled "batch-level": it counts what reached the batch, not the 429s
+// the Transport retried on its own. A summary follows: items, succeeded,
+// failed, not done (interrupted or never started, as after Ctrl-C; a run
+// with the same -journal does them), the 429s counted at the server and by
+// the client (through Transport.OnEvent), retries, elapsed and ideal time.
+// The exit code is 0 only if every item succeeded: none failed, none left
+// undone; 1 otherwise; 2 for bad flags, -journal and -timeout included.
 //
 // # The safety margin
 //

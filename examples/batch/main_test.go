@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -48,6 +51,10 @@ func TestFlagErrors(t *testing.T) {
 		{"unknown flag", []string{"-nope"}, "-nope"},
 		{"missing value", []string{"-n"}, "-n"},
 		{"stray argument", []string{"300"}, "unexpected argument"},
+		{"zero timeout", []string{"-timeout", "0s"}, "-timeout must be positive"},
+		{"negative timeout", []string{"-timeout", "-1s"}, "-timeout must be positive"},
+		{"timeout without unit", []string{"-timeout", "30"}, "-timeout"},
+		{"timeout not a duration", []string{"-timeout", "soon"}, "-timeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,13 +76,46 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
+// TestJournalFlagErrors checks that a -journal path that cannot be a
+// journal is refused with the other bad flags: exit code 2, one line on
+// stderr, nothing on stdout (no header printed first).
+func TestJournalFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path, want string
+	}{
+		{"a directory", dir, "is a directory"},
+		{"in a missing directory", filepath.Join(dir, "missing", "run.jsonl"), "does not exist"},
+		{"under a file", filepath.Join(file, "run.jsonl"), "-journal"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runArgs(t, t.Context(), "-n", "3", "-journal", tt.path)
+			if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) {
+				t.Errorf("run(-journal %s) = %d, stdout %q, stderr %q; want 2, nothing, one line saying %q",
+					tt.path, code, stdout, stderr, tt.want)
+			}
+		})
+	}
+	if _, err := parseArgs([]string{"-journal", filepath.Join(dir, "new.jsonl")}); err != nil {
+		t.Errorf("a new file in an existing directory: %v", err)
+	}
+	if _, err := parseArgs([]string{"-journal", file}); err != nil {
+		t.Errorf("an existing file: %v", err)
+	}
+}
+
 // TestHelp checks that -h documents every flag on stdout and exits 0.
 func TestHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(t.Context(), []string{"-h"}, &stdout, &stderr); code != 0 {
 		t.Errorf("run(-h) = %d, want 0", code)
 	}
-	for _, f := range []string{"-n", "-rate", "-margin", "-concurrency", "-url", "-mismatch", "-journal"} {
+	for _, f := range []string{"-n", "-rate", "-margin", "-concurrency", "-url", "-mismatch", "-journal", "-timeout"} {
 		if !strings.Contains(stdout.String(), "\n  "+f+" ") && !strings.Contains(stdout.String(), "\n  "+f+"\n") {
 			t.Errorf("-h does not document %s:\n%s", f, stdout.String())
 		}
@@ -116,7 +156,7 @@ func TestRunClean(t *testing.T) {
 		t.Errorf("stderr = %q, want nothing on a clean run", stderr)
 	}
 	for _, line := range []string{
-		"\nsummary\n", "\n  items      40\n", "\n  succeeded  40\n", "\n  failed     0\n", "\n  lost       0\n",
+		"\nsummary\n", "\n  items      40\n", "\n  succeeded  40\n", "\n  failed     0\n", "\n  not done   0\n",
 		"\n  429s       ", "\n  retries    ", "\n  elapsed    ", "\n  ideal      ", "\nOK: all 40 calls succeeded, none lost\n",
 	} {
 		if !strings.Contains(stdout, line) {
@@ -128,9 +168,9 @@ func TestRunClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tl.Items != 40 || tl.Succeeded != 40 || tl.Failed != 0 || tl.lost() != 0 || tl.err != nil {
+	if tl.Items != 40 || tl.Succeeded != 40 || tl.Failed != 0 || tl.notDone() != 0 || tl.err != nil {
 		t.Errorf("items %d, succeeded %d, failed %d, lost %d, err %v; want 40, 40, 0, 0, nil",
-			tl.Items, tl.Succeeded, tl.Failed, tl.lost(), tl.err)
+			tl.Items, tl.Succeeded, tl.Failed, tl.notDone(), tl.err)
 	}
 	if tl.admitted != 40 {
 		t.Errorf("the API admitted %d requests, want 40 (one per item)", tl.admitted)
@@ -154,8 +194,8 @@ func TestRunMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tl.Succeeded != 30 || tl.Failed != 0 || tl.lost() != 0 || tl.err != nil {
-		t.Errorf("succeeded %d, failed %d, lost %d, err %v; want 30, 0, 0, nil", tl.Succeeded, tl.Failed, tl.lost(), tl.err)
+	if tl.Succeeded != 30 || tl.Failed != 0 || tl.notDone() != 0 || tl.err != nil {
+		t.Errorf("succeeded %d, failed %d, lost %d, err %v; want 30, 0, 0, nil", tl.Succeeded, tl.Failed, tl.notDone(), tl.err)
 	}
 	if tl.refused < 1 || tl.client429 < 1 || tl.pauses < 1 {
 		t.Errorf("API refused %d, client saw %d 429s and paused %d times; want at least 1 each", tl.refused, tl.client429, tl.pauses)
@@ -168,6 +208,19 @@ func TestRunMismatch(t *testing.T) {
 	}
 	if got := tl.transportRetries + int64(tl.Retries); got < tl.client429 {
 		t.Errorf("%d retries for %d 429s: every throttled call must be sent again", got, tl.client429)
+	}
+	// The progress printer counts only what reached the batch (here no 429
+	// did, so its retries and pauses are 0); its lines must say so, lest
+	// they seem to contradict the summary's retries and host pauses.
+	var progressLine bool
+	for line := range strings.Lines(stdout.String()) {
+		if strings.Contains(line, "items: ") && !strings.HasPrefix(line, "batch-level done: ") {
+			t.Errorf("unlabelled batch summary line %q", line)
+		}
+		progressLine = progressLine || strings.HasPrefix(line, "batch-level done: ")
+	}
+	if !progressLine {
+		t.Errorf("no \"batch-level done: \" line:\n%s", stdout.String())
 	}
 }
 
@@ -242,7 +295,7 @@ func TestRunFailures(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit code %d, want 1", code)
 	}
-	if !strings.Contains(stdout, "\n  failed     3\n") || !strings.Contains(stdout, "NOT OK: 3 failed, 0 lost") {
+	if !strings.Contains(stdout, "\n  failed     3\n") || !strings.Contains(stdout, "NOT OK: 3 failed, 0 not done") {
 		t.Errorf("summary does not report 3 failures:\n%s", stdout)
 	}
 	if !strings.Contains(stderr, "404") || strings.Count(stderr, "\n") != 1 {
@@ -251,7 +304,7 @@ func TestRunFailures(t *testing.T) {
 }
 
 // TestRunCancelled checks that a run whose context is already done starts
-// nothing, reports every item lost and exits 1.
+// nothing, reports every item not done and exits 1.
 func TestRunCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -259,15 +312,81 @@ func TestRunCancelled(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit code %d, want 1", code)
 	}
-	if !strings.Contains(stdout, "\n  lost       5\n") {
-		t.Errorf("summary does not report 5 lost:\n%s", stdout)
+	if !strings.Contains(stdout, "\n  not done   5 (interrupted or not started; ") {
+		t.Errorf("summary does not report 5 not done:\n%s", stdout)
 	}
 }
 
-// TestRunSetupError checks that a run that cannot start (here, a journal in
-// a missing directory) exits 1 with one line on stderr, prefixed once.
+// TestRunCancelledJournal: with -journal, the items a cancelled run did not
+// do are not called lost: the summary says a run with the same journal
+// does them.
+func TestRunCancelledJournal(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	journal := filepath.Join(t.TempDir(), "run.jsonl")
+	code, stdout, _ := runArgs(t, ctx, "-n", "5", "-journal", journal)
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if !strings.Contains(stdout, "\n  not done   5 (interrupted or not started; a run with the same -journal does them") ||
+		!strings.Contains(stdout, "\nNOT OK: 0 failed, 5 not done (run again with the same -journal to do them)\n") ||
+		strings.Contains(stdout, "lost") {
+		t.Errorf("summary does not say the 5 items not done will be resumed:\n%s", stdout)
+	}
+}
+
+// TestRunTimeout aims the program at an API that accepts connections and
+// never answers: each call fails after -timeout, and the program exits 1
+// with one line on stderr. Without a timeout it would wait for ever (here,
+// until the test's guard deadline, which would leave the items not done).
+func TestRunTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	})
+	defer func() {
+		ln.Close()
+		wg.Wait()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // the guard
+	defer cancel()
+	code, stdout, stderr := runArgs(t, ctx, "-url", "http://"+ln.Addr().String()+"/items/{i}", "-n", "3", "-timeout", "100ms")
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if !strings.Contains(stdout, "\n  failed     3\n") || !strings.Contains(stdout, "\n  not done   0\n") {
+		t.Errorf("summary does not report 3 failed, 0 not done:\n%s", stdout)
+	}
+	if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no answer within -timeout 100ms") {
+		t.Errorf("stderr = %q, want one line naming the timeout", stderr)
+	}
+}
+
+// TestRunSetupError checks that a run that cannot start (here, a journal
+// that is not one: flag checks cannot see that) exits 1 with one line on
+// stderr, prefixed once.
 func TestRunSetupError(t *testing.T) {
-	journal := filepath.Join(t.TempDir(), "missing", "run.jsonl")
+	journal := filepath.Join(t.TempDir(), "run.jsonl")
+	if err := os.WriteFile(journal, []byte("not a journal\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, _, stderr := runArgs(t, t.Context(), "-n", "3", "-journal", journal)
 	if code != 1 {
 		t.Errorf("exit code %d, want 1", code)

@@ -11,14 +11,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/batch"
 	"github.com/pacehttp/pace/batch/progress"
 )
 
 // run is the program: it parses args, runs the batch and prints to stdout;
 // errors go to stderr. It returns the exit code: 0 if every item succeeded,
-// 1 if any failed or was lost (or the run could not start), 2 for bad flags
-// (one line on stderr).
+// 1 if any failed or was not done (or the run could not start), 2 for bad
+// flags (one line on stderr).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseArgs(args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -82,11 +83,11 @@ func execute(ctx context.Context, cfg config, stdout io.Writer) (t tally, err er
 	defer base.CloseIdleConnections()
 	var counts clientCounts
 	r := pacing(cfg.clientRate())
-	client, err := newClient(u.Host, r, cfg.concurrency, base, &counts)
+	client, err := newClient(u.Host, r, cfg.concurrency, cfg.timeout, base, &counts)
 	if err != nil {
 		return t, err
 	}
-	t.rate = cfg.rate
+	t.rate, t.journal = cfg.rate, cfg.journal
 	printHeader(stdout, cfg, tmpl, t.local, r.Interval())
 
 	items := make([]int, cfg.calls)
@@ -96,8 +97,18 @@ func execute(ctx context.Context, cfg config, stdout io.Writer) (t tally, err er
 	get := func(ctx context.Context, i int) (*http.Request, error) {
 		return http.NewRequestWithContext(ctx, http.MethodGet, itemURL(tmpl, i), nil)
 	}
-	pr := &progress.Printer{Out: stdout, Title: "calls"}
-	rep, runErr := batch.Run(ctx, items, batch.HTTP(client, get, batch.CheckResponse), batch.Options{
+	// The printer shows what the batch saw: not the 429s the Transport
+	// retried on its own, which only the summary below counts.
+	pr := &progress.Printer{Out: stdout, Title: "batch-level"}
+	call := batch.HTTP(client, get, batch.CheckResponse)
+	fn := func(ctx context.Context, i int) error {
+		err := call(ctx, i)
+		if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, pace.ErrRateLimited) && ctx.Err() == nil {
+			return fmt.Errorf("no answer within -timeout %v: %w", cfg.timeout, err) // http.Client.Timeout
+		}
+		return err
+	}
+	rep, runErr := batch.Run(ctx, items, fn, batch.Options{
 		Concurrency: cfg.concurrency,
 		Journal:     cfg.journal,
 		OnProgress:  pr.Update,
@@ -138,7 +149,7 @@ func printHeader(w io.Writer, cfg config, tmpl string, local bool, interval time
 	}
 	fmt.Fprintf(w, "client  pace.Transport with a leaky-bucket pacer: %.4g calls/s, one every %v, %s\n",
 		float64(time.Second)/float64(interval), interval, why)
-	fmt.Fprintf(w, "batch   %d calls, at most %d in flight\n", cfg.calls, cfg.concurrency)
+	fmt.Fprintf(w, "batch   %d calls, at most %d in flight, each given up after %v (-timeout)\n", cfg.calls, cfg.concurrency, cfg.timeout)
 	if cfg.journal != "" {
 		fmt.Fprintf(w, "journal %s (items it records as done are skipped)\n", cfg.journal)
 	}

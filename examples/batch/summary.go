@@ -12,8 +12,9 @@ import (
 type tally struct {
 	batch.Summary // the batch's counts; Ideal is set by this program
 
-	rate int   // the API's limit, requests in any second
-	err  error // batch.Run's error, nil when every item succeeded
+	rate    int    // the API's limit, requests in any second
+	err     error  // batch.Run's error, nil when every item succeeded
+	journal string // -journal, or empty
 
 	// At the API; only when it is the local one.
 	local             bool
@@ -23,12 +24,21 @@ type tally struct {
 	client429, pauses, transportRetries int64
 }
 
-// lost returns the items that neither succeeded nor failed: interrupted or
-// never started.
-func (t tally) lost() int { return t.Items - t.Succeeded - t.Failed }
+// notDone returns the items that neither succeeded nor failed: interrupted
+// or never started (a cancelled run, say). Nothing is recorded for them,
+// so a run with the same -journal does them.
+func (t tally) notDone() int { return t.Items - t.Succeeded - t.Failed }
 
 // ok reports whether every item succeeded.
-func (t tally) ok() bool { return t.Failed == 0 && t.lost() == 0 }
+func (t tally) ok() bool { return t.Failed == 0 && t.notDone() == 0 }
+
+// resume says what becomes of the items not done.
+func (t tally) resume() string {
+	if t.journal != "" {
+		return "a run with the same -journal does them; it skips the items done"
+	}
+	return "not recorded anywhere: with -journal, a run started again would do only them"
+}
 
 // print writes the summary.
 func (t tally) print(w io.Writer) {
@@ -43,7 +53,11 @@ func (t tally) print(w io.Writer) {
 		row("succeeded", "%d", t.Succeeded)
 	}
 	row("failed", "%d", t.Failed)
-	row("lost", "%d", t.lost())
+	if n := t.notDone(); n > 0 {
+		row("not done", "%d (interrupted or not started; %s)", n, t.resume())
+	} else {
+		row("not done", "0")
+	}
 	if t.local {
 		row("429s", "%d refused by the API (it admitted %d); %d seen by the client, %d host %s; %d reached the batch",
 			t.refused, t.admitted, t.client429, t.pauses, plural(t.pauses, "pause", "pauses"), t.Throttled)
@@ -55,7 +69,7 @@ func (t tally) print(w io.Writer) {
 	row("elapsed", "%v", t.Elapsed.Round(time.Millisecond))
 	if t.Ideal > 0 {
 		ratio := "" // meaningless when the run stopped early
-		if t.lost() == 0 {
+		if t.notDone() == 0 {
 			ratio = fmt.Sprintf("; elapsed is %.1f%% of it", 100*float64(t.Elapsed)/float64(t.Ideal))
 		}
 		row("ideal", "%v = %d gaps of 1/%d s between %d calls spaced evenly at the API's limit%s",
@@ -67,7 +81,11 @@ func (t tally) print(w io.Writer) {
 	if t.ok() {
 		fmt.Fprintf(w, "OK: all %d calls succeeded, none lost\n", t.Items)
 	} else {
-		fmt.Fprintf(w, "NOT OK: %d failed, %d lost (interrupted or not started)\n", t.Failed, t.lost())
+		hint := ""
+		if t.notDone() > 0 && t.journal != "" {
+			hint = " (run again with the same -journal to do them)"
+		}
+		fmt.Fprintf(w, "NOT OK: %d failed, %d not done%s\n", t.Failed, t.notDone(), hint)
 	}
 }
 

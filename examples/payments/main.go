@@ -2,7 +2,9 @@
 // charges every order exactly once although the API throttles, fails and
 // drops connections now and then.
 //
-//	go run ./examples/payments
+//	go run ./examples/payments          # 40 orders
+//	go run ./examples/payments -n 200   # more orders
+//	go run ./examples/payments -h       # the flags
 //
 // It starts a fake payment API on loopback (127.0.0.1, a free port) that
 // deduplicates POST /v1/charges by their Idempotency-Key header, as Stripe,
@@ -28,8 +30,11 @@
 // may have been processed (case C13 of the project's cases).
 //
 // It prints the orders that needed more than one attempt, with what
-// happened to each attempt, then charges requested against charges made,
-// and exits 0 only if every order was charged exactly once.
+// happened to each attempt, then a summary: the API's faults, every one of
+// which the client retried with the same key, the retries answered from the
+// idempotency store, charges made against orders, and the orders the client
+// gave up on. It exits 0 only if every order ended charged exactly once, 1
+// if not, and 2 for a bad flag or argument (one line on stderr).
 package main
 
 import (
@@ -40,7 +45,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := run(ctx, os.Stdout, 40)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

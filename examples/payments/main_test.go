@@ -55,12 +55,71 @@ func TestExactlyOnce(t *testing.T) {
 
 // TestRunOutput checks the program's exit code and closing line.
 func TestRunOutput(t *testing.T) {
-	var out bytes.Buffer
-	if code := run(t.Context(), &out, 20); code != 0 {
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"-n", "20"}, &out, &errb); code != 0 {
 		t.Errorf("run = %d, want 0; output:\n%s", code, out.String())
 	}
 	if !strings.Contains(out.String(), "OK: 20 orders, 20 charges: every order charged exactly once\n") {
 		t.Errorf("output lacks the OK line:\n%s", out.String())
+	}
+	if errb.Len() != 0 {
+		t.Errorf("stderr = %q, want nothing", errb.String())
+	}
+}
+
+// TestSummaryUnambiguous: the summary of a run that ended OK must not say
+// "failed" of the API's faults, which the client retried: they are listed
+// as retried faults, and the orders that failed are counted on their own
+// row (none here).
+func TestSummaryUnambiguous(t *testing.T) {
+	var out bytes.Buffer
+	if code := run(t.Context(), nil, &out, new(bytes.Buffer)); code != 0 {
+		t.Fatalf("run = %d, want 0; output:\n%s", code, out.String())
+	}
+	summary := out.String()[strings.Index(out.String(), "\nsummary\n"):]
+	for line := range strings.Lines(summary) {
+		if strings.HasPrefix(line, "  failed") {
+			t.Errorf("summary line %q: \"failed\" without saying what failed and that it was retried", line)
+		}
+	}
+	for _, want := range []string{
+		"\n  faults (retried)    ", " throttled: 429 before processing", " unavailable: 503 before processing",
+		" charged, then answered 503", " charged, then the connection dropped",
+		"\n  orders failed       0: every order ended with its charge\n",
+		"\n  charged twice       0 orders\n", "\n  not charged         0 orders\n",
+	} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
+		}
+	}
+}
+
+// TestFlags checks the command line: -h prints the help on stdout and
+// exits 0; an unknown flag, a stray argument or a bad -n gets one line on
+// stderr and exit code 2, with nothing charged (nothing on stdout).
+func TestFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"-h"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "\n  -n ") || errb.Len() != 0 {
+		t.Errorf("run(-h) = %d, stdout %q, stderr %q; want 0 and the flags on stdout", code, out.String(), errb.String())
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-bogus"}, "-bogus"},
+		{[]string{"stray"}, "unexpected argument \"stray\""},
+		{[]string{"-n", "0"}, "-n must be"},
+		{[]string{"-n", "10001"}, "-n must be"},
+		{[]string{"-n", "many"}, "-n"},
+		{[]string{"-n"}, "-n"},
+	}
+	for _, tt := range tests {
+		var out, errb bytes.Buffer
+		code := run(t.Context(), tt.args, &out, &errb)
+		msg := errb.String()
+		if code != 2 || out.Len() != 0 || strings.Count(msg, "\n") != 1 || !strings.HasSuffix(msg, "\n") || !strings.Contains(msg, tt.want) {
+			t.Errorf("run(%q) = %d, stdout %q, stderr %q; want 2, nothing, one line mentioning %q", tt.args, code, out.String(), msg, tt.want)
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,13 +28,23 @@ type result struct {
 	books   ledger   // the API's books at the end
 }
 
-// run charges n orders through a fake payment API, prints what happened to
-// stdout and returns the exit code: 0 if every order was charged exactly
-// once, 1 otherwise.
-func run(ctx context.Context, stdout io.Writer, n int) int {
+// run parses args, charges the orders they ask for through a fake payment
+// API, prints what happened to stdout and returns the exit code: 0 if every
+// order was charged exactly once, 1 otherwise, 2 for bad flags (one line on
+// stderr).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	n, err := parseArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		usage(stdout)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "payments: %v (see -h)\n", err)
+		return 2
+	}
 	r, err := chargeAll(ctx, n, stdout)
 	if err != nil {
-		fmt.Fprintf(stdout, "payments: %v\n", err)
+		fmt.Fprintf(stderr, "payments: %v\n", err)
 		return 1
 	}
 	if !r.print(stdout) {
@@ -156,18 +168,27 @@ func (r *result) print(w io.Writer) bool {
 		fmt.Fprintf(w, "  %-19s %s\n", name, fmt.Sprintf(format, args...))
 	}
 	fmt.Fprintln(w, "\nsummary")
-	row("charges requested", "%d (one per order)", len(r.orders))
-	row("requests received", "%d by the API (%d retries)", b.requests, b.requests-len(r.orders))
-	row("charges made", "%d", b.made)
-	row("throttled", "%d (429, retry-after-ms %d: the host paused, then the call went again)", b.throttled, retryAfterMs)
-	row("failed", "%d before processing (503), %d after charging (503)", b.unavailable, b.failedAfter)
-	row("dropped", "%d connections after charging", b.dropped)
-	row("replayed", "%d retries answered from the idempotency store, no new charge", b.replayed)
+	row("orders", "%d, one charge requested for each", len(r.orders))
+	row("requests received", "%d by the API: %d first attempts, %d retries, each with its order's Idempotency-Key",
+		b.requests, len(r.orders), b.requests-len(r.orders))
+	// The API's faults, none of them a failed order: the client retried
+	// every one, and the idempotency store made the retries safe.
+	row("faults (retried)", "%d throttled: 429 before processing (retry-after-ms %d: the host paused)", b.throttled, retryAfterMs)
+	row("", "%d unavailable: 503 before processing", b.unavailable)
+	row("", "%d charged, then answered 503: the client could not know the charge was made", b.failedAfter)
+	row("", "%d charged, then the connection dropped: likewise", b.dropped)
+	row("replayed", "%d retries of a charge already made, answered from the idempotency store: no new charge", b.replayed)
 	if r.again > 0 {
 		row("called again", "%d times by the caller for orders whose charge failed, same keys", r.again)
 	}
+	row("charges made", "%d", b.made)
 	row("charged twice", "%d orders", twice)
 	row("not charged", "%d orders", missing)
+	if f := r.failed(); f > 0 {
+		row("orders failed", "%d: the client gave up on them (their last error is listed above)", f)
+	} else {
+		row("orders failed", "0: every order ended with its charge")
+	}
 	ok := twice == 0 && missing == 0 && wrong == 0 && r.failed() == 0 && b.made == len(r.orders)
 	if wrong > 0 {
 		row("mismatched", "%d answers do not match the order", wrong)

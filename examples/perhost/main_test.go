@@ -57,13 +57,42 @@ func TestPerHost(t *testing.T) {
 
 // TestRunOutput checks the exit code and that every host is reported.
 func TestRunOutput(t *testing.T) {
-	var out bytes.Buffer
-	if code := run(t.Context(), &out); code != 0 {
-		t.Fatalf("run = %d, want 0; output:\n%s", code, out.String())
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), nil, &out, &errb); code != 0 || errb.Len() != 0 {
+		t.Fatalf("run = %d, stderr %q, want 0 and nothing; output:\n%s", code, errb.String(), out.String())
 	}
 	for _, h := range hosts {
 		if !strings.Contains(out.String(), "\n"+h+" ") {
 			t.Errorf("output lacks host %s:\n%s", h, out.String())
+		}
+	}
+}
+
+// TestFlags checks the command line: -h prints the help on stdout and
+// exits 0; any other flag, or any argument, gets one line on stderr and
+// exit code 2, with nothing sent (nothing on stdout).
+func TestFlags(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"-help"}} {
+		var out, errb bytes.Buffer
+		if code := run(t.Context(), args, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "Usage: ") || errb.Len() != 0 {
+			t.Errorf("run(%q) = %d, stdout %q, stderr %q; want 0 and the help on stdout", args, code, out.String(), errb.String())
+		}
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-bogus"}, "-bogus"},
+		{[]string{"-n", "3"}, "-n"},
+		{[]string{"stray"}, "unexpected argument \"stray\""},
+		{[]string{"--", "-h"}, "unexpected argument \"-h\""},
+	}
+	for _, tt := range tests {
+		var out, errb bytes.Buffer
+		code := run(t.Context(), tt.args, &out, &errb)
+		msg := errb.String()
+		if code != 2 || out.Len() != 0 || strings.Count(msg, "\n") != 1 || !strings.HasSuffix(msg, "\n") || !strings.Contains(msg, tt.want) {
+			t.Errorf("run(%q) = %d, stdout %q, stderr %q; want 2, nothing, one line mentioning %q", tt.args, code, out.String(), msg, tt.want)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,13 +28,22 @@ type report struct {
 	errs     []error
 }
 
-// run sends perHost requests to each host at once through one paced
-// client, prints the arrivals per host, and returns the exit code: 0 if
-// every request was answered.
-func run(ctx context.Context, stdout io.Writer) int {
+// run checks args, sends perHost requests to each host at once through one
+// paced client, prints the arrivals per host, and returns the exit code: 0
+// if every request was answered, 1 if not, 2 for a flag or argument (one
+// line on stderr).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	switch err := parseArgs(args); {
+	case errors.Is(err, flag.ErrHelp):
+		usage(stdout)
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "perhost: %v (see -h)\n", err)
+		return 2
+	}
 	rep, err := send(ctx)
 	if err != nil {
-		fmt.Fprintf(stdout, "perhost: %v\n", err)
+		fmt.Fprintf(stderr, "perhost: %v\n", err)
 		return 1
 	}
 	rep.print(stdout)

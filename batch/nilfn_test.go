@@ -1,0 +1,95 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/testhttp"
+)
+
+// TestRunNilFunc: a nil item function is a *pace.ConfigError before
+// anything runs (no journal is created), not a crash in Run's goroutine.
+func TestRunNilFunc(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.jsonl")
+	rep, err := Run(context.Background(), ints(3), nil, Options{Journal: path})
+	var ce *pace.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "fn" || !errors.Is(err, pace.ErrInvalidConfig) || rep != nil {
+		t.Errorf("Run(nil fn) = %v, %v; want nil and a *pace.ConfigError for fn", rep, err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("journal created for a run that could not start: %v", err)
+	}
+}
+
+// TestHTTPNilArguments: HTTP with a nil client uses http.DefaultClient, and
+// with a nil build returns a function that refuses every item with a
+// *pace.ConfigError for build; Run stops at the first such error, and the
+// items it reached are interrupted, not failed, so the journal records none
+// of them and a run with the fix does them all.
+func TestHTTPNilArguments(t *testing.T) {
+	fn := HTTP[string](nil, nil, nil)
+	err := fn(context.Background(), "x")
+	var ce *pace.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "build" || !errors.Is(err, pace.ErrInvalidConfig) {
+		t.Fatalf("HTTP(nil, nil, nil)(x) = %v, want a *pace.ConfigError for build", err)
+	}
+
+	path := filepath.Join(t.TempDir(), "run.jsonl")
+	rep, err := Run(context.Background(), []string{"a", "b", "c", "d"}, fn, Options{Concurrency: 1, Journal: path})
+	want := []Outcome{Interrupted, NotStarted, NotStarted, NotStarted}
+	for i, res := range rep.Results {
+		if res.Outcome != want[i] {
+			t.Errorf("Results[%d].Outcome = %v, want %v", i, res.Outcome, want[i])
+		}
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.Failed != 0 || !errors.Is(err, pace.ErrInvalidConfig) {
+		t.Errorf("Run error = %v, want *Error stopped by the configuration error, nothing failed", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || len(b) != 0 {
+		t.Errorf("journal = %q, %v; want empty", b, err)
+	}
+
+	// A nil client is http.DefaultClient, whose Transport is
+	// http.DefaultTransport: swap that for a fake to see the request go.
+	sent := 0
+	saved := http.DefaultTransport
+	http.DefaultTransport = testhttp.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
+		sent++
+		return testhttp.Response(http.StatusNoContent), nil
+	})
+	defer func() { http.DefaultTransport = saved }()
+	build := func(ctx context.Context, s string) (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/"+s, nil)
+	}
+	if err := HTTP(nil, build, nil)(context.Background(), "x"); err != nil || sent != 1 {
+		t.Errorf("HTTP(nil client) = %v after %d requests, want nil after 1 through http.DefaultClient", err, sent)
+	}
+}
+
+// TestRunConfigErrorFromTransport: every attempt through a misconfigured
+// pace.Transport fails with an error matching pace.ErrInvalidConfig. That
+// is the setup's fault, not the items': Run stops at once and journals
+// nothing, instead of failing and journaling every item.
+func TestRunConfigErrorFromTransport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.jsonl")
+	client := &http.Client{Transport: &pace.Transport{MaxAttempts: -1}}
+	build := func(ctx context.Context, i int) (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/", nil)
+	}
+	rep, err := Run(context.Background(), ints(20), HTTP(client, build, nil), Options{Concurrency: 4, Journal: path})
+	if s := rep.Summary; s.Failed != 0 || s.Succeeded != 0 || s.Interrupted+s.NotStarted != 20 {
+		t.Errorf("Summary = %v, want nothing failed or succeeded", s)
+	}
+	if !errors.Is(err, pace.ErrInvalidConfig) {
+		t.Errorf("Run error = %v, want one matching pace.ErrInvalidConfig", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || len(b) != 0 {
+		t.Errorf("journal = %q, %v; want empty", b, err)
+	}
+}

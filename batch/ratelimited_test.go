@@ -1,0 +1,186 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/testhttp"
+)
+
+// TestRunTransportDeadline is the new-user trial's run: a server that always
+// answers 429 with Retry-After: 1, reached through a pace.Transport, and a
+// run with a 3.5 s deadline. The Transport refuses the retry that would
+// outlast the deadline (an error matching pace.ErrWaitExceedsDeadline); the
+// items ran out of time, they did not fail: all three are interrupted,
+// nothing is journaled, and a run resumed once the server recovers does all
+// three.
+func TestRunTransportDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "run.jsonl")
+		var open atomic.Bool
+		var sent atomic.Int32
+		client := &http.Client{Transport: &pace.Transport{Base: testhttp.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
+			sent.Add(1)
+			if open.Load() {
+				return testhttp.Response(http.StatusOK), nil
+			}
+			return testhttp.Response(http.StatusTooManyRequests, "Retry-After", "1"), nil
+		})}}
+		build := func(ctx context.Context, i int) (*http.Request, error) {
+			return http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://api.test/items/%d", i), nil)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 3500*time.Millisecond)
+		defer cancel()
+		rep, err := Run(ctx, ints(3), HTTP(client, build, nil), Options{Journal: path})
+		if s := rep.Summary; s.Interrupted != 3 || s.Failed != 0 {
+			t.Errorf("Summary = %v, want 3 interrupted, 0 failed", s)
+		}
+		for i, res := range rep.Results {
+			// The item that ended the run met pace.ErrWaitExceedsDeadline;
+			// which item that is, and whether the others had used up the
+			// Transport's attempts on a 429, depends on the order the three
+			// reached the host.
+			if res.Outcome != Interrupted || !(errors.Is(res.Err, pace.ErrWaitExceedsDeadline) || errors.Is(res.Err, ErrThrottled)) {
+				t.Errorf("Results[%d] = %v, %v; want interrupted by a throttle", i, res.Outcome, res.Err)
+			}
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Interrupted != 3 || e.First != nil || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Run error = %v, want *Error with 3 interrupted, no failure, matching context.DeadlineExceeded", err)
+		}
+		if b, err := os.ReadFile(path); err != nil || len(b) != 0 {
+			t.Errorf("journal = %q, %v; want empty", b, err)
+		}
+
+		open.Store(true)
+		before := sent.Load()
+		rep, err = Run(t.Context(), ints(3), HTTP(client, build, nil), Options{Journal: path})
+		if err != nil || rep.Summary.Succeeded != 3 || rep.Summary.Resumed != 0 || sent.Load()-before != 3 {
+			t.Errorf("resumed run: %v, %v, %d requests; want all 3 done again, 3 requests", rep.Summary, err, sent.Load()-before)
+		}
+	})
+}
+
+// TestThrottleDelayClientSide checks which errors count as throttles: the
+// server's (ErrThrottled) and a client-side limit's refusal
+// (pace.ErrRateLimited and the errors that wrap it), with the delay they
+// carry; not a refusal that can never succeed, nor a context error.
+func TestThrottleDelayClientSide(t *testing.T) {
+	tests := []struct {
+		name      string
+		err       error
+		throttled bool
+		delay     time.Duration
+	}{
+		{"queue full", &pace.WaitError{Key: "h", Err: pace.ErrQueueFull}, true, 0},
+		{"wait too long", &pace.WaitError{Key: "h", Delay: time.Hour, Err: pace.ErrWaitTooLong}, true, time.Hour},
+		{"wait exceeds deadline", fmt.Errorf("get: %w", &pace.WaitError{Key: "h", Delay: 2 * time.Second,
+			Err: fmt.Errorf("%w: %w", pace.ErrWaitExceedsDeadline, context.DeadlineExceeded)}), true, 2 * time.Second},
+		{"plain rate limited", pace.ErrRateLimited, true, 0},
+		{"negative delay", &pace.WaitError{Delay: -time.Second, Err: pace.ErrQueueFull}, true, 0},
+		{"server throttle", &ThrottledError{RetryAfter: 3 * time.Second}, true, 3 * time.Second},
+		{"burst exceeded", &pace.WaitError{Err: pace.ErrBurstExceeded}, false, 0},
+		{"cancelled wait", &pace.WaitError{Err: context.Canceled}, false, 0},
+		{"deadline", context.DeadlineExceeded, false, 0},
+		{"other", errBad, false, 0},
+	}
+	for _, tt := range tests {
+		if d, ok := throttleDelay(tt.err); ok != tt.throttled || d != tt.delay {
+			t.Errorf("%s: throttleDelay(%v) = %v, %v; want %v, %v", tt.name, tt.err, d, ok, tt.delay, tt.throttled)
+		}
+	}
+}
+
+// TestRunClientSideRefusal: a call a client-side limit refused (nothing was
+// sent) is not a failure: the run pauses for the wait the limiter named,
+// or its own backoff without one, and does the item again.
+func TestRunClientSideRefusal(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want time.Duration // from the refusal to the item's next attempt
+	}{
+		{"queue full", &pace.WaitError{Key: "h", Err: pace.ErrQueueFull}, DefaultBackoff},
+		{"wait too long", &pace.WaitError{Key: "h", Delay: 7 * time.Second, Err: pace.ErrWaitTooLong}, 7 * time.Second},
+		// A per-call deadline shorter than the run's (here the run has none).
+		{"call deadline", &pace.WaitError{Key: "h", Delay: 3 * time.Second,
+			Err: fmt.Errorf("%w: %w", pace.ErrWaitExceedsDeadline, context.DeadlineExceeded)}, 3 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "run.jsonl")
+				var at []time.Time
+				fn := func(_ context.Context, i int) error {
+					if i != 1 {
+						return nil
+					}
+					at = append(at, time.Now())
+					if len(at) == 1 {
+						return fmt.Errorf("item %d: %w", i, tt.err)
+					}
+					return nil
+				}
+				rep, err := Run(t.Context(), ints(3), fn, Options{Concurrency: 1, Journal: path})
+				if err != nil || rep.Summary.Succeeded != 3 || rep.Summary.Throttled != 1 || rep.Results[1].Attempts != 2 {
+					t.Fatalf("Run = %v, %v; want 3 succeeded, 1 throttled, item 1 in 2 attempts", rep.Summary, err)
+				}
+				if len(at) != 2 || at[1].Sub(at[0]) != tt.want {
+					t.Errorf("item 1 tried again after %v, want %v", at[len(at)-1].Sub(at[0]), tt.want)
+				}
+				for _, rec := range readJournal(t, path) {
+					if rec.Outcome != Succeeded.String() {
+						t.Errorf("journal record %+v, want only successes", rec)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestRunWaitExceedsDeadline: an attempt refused because its wait would
+// outlast the run's deadline (pace.ErrWaitExceedsDeadline, before the
+// deadline itself) ends the run; the item is interrupted and not journaled,
+// and the items never reached are not started.
+func TestRunWaitExceedsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "run.jsonl")
+		refused := &pace.WaitError{Key: "h", Delay: time.Second,
+			Err: fmt.Errorf("%w: %w", pace.ErrWaitExceedsDeadline, context.DeadlineExceeded)}
+		fn := func(_ context.Context, i int) error {
+			time.Sleep(time.Second)
+			if i == 3 {
+				return refused
+			}
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 4500*time.Millisecond)
+		defer cancel()
+		t0 := time.Now()
+		rep, err := Run(ctx, ints(6), fn, Options{Concurrency: 1, Journal: path})
+		want := []Outcome{Succeeded, Succeeded, Succeeded, Interrupted, NotStarted, NotStarted}
+		for i, res := range rep.Results {
+			if res.Outcome != want[i] {
+				t.Errorf("Results[%d].Outcome = %v, want %v", i, res.Outcome, want[i])
+			}
+		}
+		if d := time.Since(t0); d != 4*time.Second {
+			t.Errorf("Run returned after %v, want 4s (at the refusal)", d)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrThrottled) {
+			t.Errorf("Run error = %v, want a throttle stopped by the deadline", err)
+		}
+		if recs := readJournal(t, path); len(recs) != 3 {
+			t.Errorf("journal holds %d records, want the 3 successes", len(recs))
+		}
+	})
+}
