@@ -348,6 +348,65 @@ func (k *Keyed) reserve(now int64, key string, n int, maxWait time.Duration, dea
 	return r, over, err
 }
 
+// withCell finds key's limit state at now (ns since epoch) and calls f with
+// it under the lock that guards it, with the key's pause
+// and the instant to use (never earlier than the last sweep of the key's
+// shard). c is nil with the zero Limit. When f returns true, c is stored as
+// the key's state (tracking the key if it was new); otherwise nothing is
+// kept. over reports that the key used the shared overflow state.
+func (k *Keyed) withCell(now int64, key string, f func(c *cell, pause, now int64) (keep bool)) (over bool) {
+	s, h := k.locate(key)
+	s.mu.Lock()
+	// Callers read the clock before taking the lock, so instants reach a
+	// shard slightly out of order; deciding each at the latest instant seen
+	// keeps every algorithm's bookings in time order (a sliding log would
+	// otherwise refuse a request that arrives a microsecond "late").
+	now = max(now, s.last, s.seen)
+	s.seen = now
+	if now-s.last >= k.sweepEvery {
+		s.sweep(k, now)
+	}
+	var pause int64
+	if len(s.pauses) > 0 {
+		pause = s.pauses[h]
+	}
+	if k.alg == nil {
+		s.mu.Unlock()
+		f(nil, pause, now)
+		return false
+	}
+	w, tracked := s.cells[h]
+	if !tracked && pause == 0 && s.full(k) {
+		if now-s.last >= minSweepEvery {
+			s.sweep(k, now)
+		}
+		if s.full(k) {
+			s.mu.Unlock()
+			k.over.mu.Lock()
+			now = max(now, k.over.seen)
+			k.over.seen = now
+			f(&k.over.c, k.over.pause, now)
+			k.over.mu.Unlock()
+			return true
+		}
+	}
+	s.tmp = cell{a: w.a, b: w.b}
+	var x *cellExt
+	if tracked && len(s.exts) > 0 {
+		x = s.exts[h]
+		s.tmp.x = x
+	}
+	if f(&s.tmp, pause, now) {
+		s.store(h, x)
+		if !tracked && len(s.cells) > s.peak {
+			s.peak = len(s.cells)
+		}
+	}
+	s.tmp = cell{}
+	s.mu.Unlock()
+	return false
+}
+
 // decide books n units in c (nil: no limit) for a request at now that may
 // not start before pause, refusing delays beyond maxWait > 0, bookings that
 // would not end before deadline, and with wait false any delay at all.

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -272,73 +271,6 @@ func (t *Transport) CloseIdleConnections() {
 		c.CloseIdleConnections()
 	}
 }
-
-// AttemptsError reports that a request failed after Attempts attempts
-// without a usable response: the last attempt's transport error, or the
-// reason retrying stopped after a discarded response (a wait that would
-// outlast the context's deadline, a cancelled wait, a refused limiter
-// wait). Err is that error; StatusCode is the status of the last response
-// received and discarded, 0 if the last attempt got none. Reason says why
-// the Transport gave up on a failure it could otherwise have retried, as
-// the [EventGiveUp] it emits does: for example [ReasonAttempts],
-// [ReasonBudget], [ReasonNotIdempotent] or [ReasonDeadline]. It is empty
-// when Err alone explains the end: an error that is never retried, a wait
-// before an attempt refused, or the context ending during a wait. It
-// unwraps to Err, so errors.Is sees through it.
-type AttemptsError struct {
-	Attempts   int
-	StatusCode int
-	Reason     Reason
-	Err        error
-}
-
-// Error returns, for example, "pace: 1 attempt (gave up: method not safe
-// to replay): EOF" or "pace: 3 attempts, last status 503: context
-// canceled".
-func (e *AttemptsError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "pace: %d attempt", e.Attempts)
-	if e.Attempts != 1 {
-		b.WriteByte('s')
-	}
-	if e.StatusCode != 0 {
-		fmt.Fprintf(&b, ", last status %d", e.StatusCode)
-	}
-	if e.Reason != "" {
-		fmt.Fprintf(&b, " (gave up: %s)", e.Reason.text())
-	}
-	b.WriteString(": ")
-	b.WriteString(strings.TrimPrefix(fmt.Sprint(e.Err), "pace: "))
-	return b.String()
-}
-
-// text describes a give-up reason in words for error messages.
-func (r Reason) text() string {
-	switch r {
-	case ReasonAttempts:
-		return "MaxAttempts reached"
-	case ReasonBudget:
-		return "retry budget spent"
-	case ReasonDeadline:
-		return "the wait would outlast the context's deadline"
-	case ReasonNotReplayable:
-		return "body cannot be sent again"
-	case ReasonNotIdempotent:
-		return "method not safe to replay"
-	case ReasonServerHint:
-		return "server said not to retry"
-	case ReasonBackoffStop:
-		return "backoff schedule stopped"
-	case ReasonDecided:
-		return "RetryPolicy.Decide said no"
-	case ReasonDelayTooLong:
-		return "server delay above MaxRetryAfter"
-	}
-	return string(r)
-}
-
-// Unwrap returns e.Err.
-func (e *AttemptsError) Unwrap() error { return e.Err }
 
 // RoundTrip sends req, paced and retried as the Transport's documentation
 // says. See [Transport] for the contract and the errors.
