@@ -177,13 +177,3 @@ func (b *budget) evictLocked() {
 	}
 	delete(b.tokens, victim)
 }
-
-// level returns key's tokens in thousandths (for tests).
-func (b *budget) level(key string) int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if t, ok := b.tokens[key]; ok {
-		return t
-	}
-	return b.full
-}

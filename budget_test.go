@@ -157,3 +157,13 @@ func TestBudgetServerDelayExempt(t *testing.T) {
 		}
 	})
 }
+
+// level returns key's tokens in thousandths.
+func (b *budget) level(key string) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t, ok := b.tokens[key]; ok {
+		return t
+	}
+	return b.full
+}

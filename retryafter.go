@@ -161,27 +161,24 @@ func isThrottleStatus(code int) bool {
 	return code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
 }
 
-// parseRetryAfter interprets a Retry-After field value (RFC 9110 §10.2.3)
-// received at now. It accepts delay-seconds (1*DIGIT) and an HTTP-date in
-// the three formats RFC 9110 §5.6.7 requires recipients to accept:
-// IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), the obsolete RFC 850 form
-// ("Sunday, 06-Nov-94 08:49:37 GMT") and asctime ("Sun Nov  6 08:49:37
-// 1994"). Surrounding spaces and tabs (OWS, RFC 9110 §5.6.3) are ignored,
-// since they are not part of a field value (§5.5); nothing else is trimmed.
+// parseRetryAfterAt interprets a Retry-After field value (RFC 9110 §10.2.3)
+// received at now, in a response whose Date header is serverDate (the zero
+// Time when it is absent or invalid). It accepts delay-seconds (1*DIGIT) and
+// an HTTP-date in the three formats RFC 9110 §5.6.7 requires recipients to
+// accept: IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), the obsolete RFC
+// 850 form ("Sunday, 06-Nov-94 08:49:37 GMT") and asctime ("Sun Nov  6
+// 08:49:37 1994"). Surrounding spaces and tabs (OWS, RFC 9110 §5.6.3) are
+// ignored, since they are not part of a field value (§5.5); nothing else is
+// trimmed.
 //
 // ok is false for an empty or malformed value: a sign ("-1", "+5"), a
 // fraction ("1.5"), a unit ("5s"), inner spaces, or a date whose zone is not
-// GMT. A date in the past yields 0, ok (retry now). A delay too large to
-// represent saturates to the largest time.Duration rather than wrapping, so
-// the caller's cap applies, as RFC 9111 §1.2.2 asks of a cache for
-// delta-seconds it cannot represent. d is never negative.
-func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
-	return parseRetryAfterAt(v, now, time.Time{})
-}
-
-// parseRetryAfterAt is parseRetryAfter with the response's Date (the zero
-// Time when absent or invalid): an HTTP-date is then measured by dateDelay.
-func parseRetryAfterAt(v string, now, serverDate time.Time) (time.Duration, bool) {
+// GMT. An HTTP-date is measured by dateDelay, so a date in the past yields
+// 0, ok (retry now). A delay too large to represent saturates to the largest
+// time.Duration rather than wrapping, so the caller's cap applies, as RFC
+// 9111 §1.2.2 asks of a cache for delta-seconds it cannot represent. d is
+// never negative.
+func parseRetryAfterAt(v string, now, serverDate time.Time) (d time.Duration, ok bool) {
 	v = trimOWS(v)
 	if v == "" {
 		return 0, false

@@ -49,6 +49,11 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
+// parseRetryAfter is parseRetryAfterAt for a response without a Date header.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	return parseRetryAfterAt(v, now, time.Time{})
+}
+
 func TestParseRetryAfter(t *testing.T) {
 	tests := []struct {
 		name   string
