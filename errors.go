@@ -10,43 +10,54 @@ import (
 )
 
 var (
-	// ErrInvalidConfig is matched by every [*ConfigError]: a limit, limiter
-	// or Transport setting that can never work. Such errors are returned
-	// when the value is built, never later at request time.
+	// ErrInvalidConfig is matched by every [*ConfigError]: a setting that
+	// can never work. The constructors of limits and limiters return it when
+	// the value is built; a [Transport] returns it from Validate and from
+	// every RoundTrip, before anything is sent. Packages batch and middleware
+	// return a *ConfigError too, for their invalid Options (and batch for two
+	// items with the same ID), so this one test covers them as well. A
+	// setting that was accepted never fails later.
 	ErrInvalidConfig = errors.New("pace: invalid configuration")
 
 	// ErrRateLimited means a request was refused by a client-side limit and
-	// nothing was sent or booked. The more specific errors below wrap it, so
-	// errors.Is(err, ErrRateLimited) matches all of them.
+	// nothing was sent or booked. ErrQueueFull, ErrWaitTooLong and
+	// ErrWaitExceedsDeadline wrap it, so errors.Is(err, ErrRateLimited)
+	// matches all of them. It is carried by a [*WaitError].
 	ErrRateLimited = errors.New("pace: rate limited")
 
 	// ErrQueueFull means a leaky-bucket pacer already holds as many waiters
-	// (or as long a wait) as it was configured for. It wraps ErrRateLimited.
+	// (or as long a wait) as [LeakyOptions] allows, alone or as a part of
+	// [All]. It wraps ErrRateLimited.
 	ErrQueueFull = fmt.Errorf("%w: queue full", ErrRateLimited)
 
-	// ErrWaitTooLong means the wait for a limit would exceed the longest
-	// acceptable wait, or could not be represented as a time.Duration. It
-	// wraps ErrRateLimited.
+	// ErrWaitTooLong means the wait for a limit or a key's pause would
+	// exceed the longest acceptable wait (the maxWait argument of
+	// [Limiter.Wait] and [Keyed.ReserveAt], [Transport].MaxWait), or could
+	// not be represented as a time.Duration. It wraps ErrRateLimited.
 	ErrWaitTooLong = fmt.Errorf("%w: wait too long", ErrRateLimited)
 
 	// ErrWaitExceedsDeadline means the wait for a limit would outlast the
-	// context's deadline, so nothing was booked and nothing was sent. It
-	// wraps ErrRateLimited; the [*WaitError] that carries it also matches
+	// context's deadline, so the call failed at once: nothing was booked
+	// and nothing was sent. It wraps ErrRateLimited; the [*WaitError] that carries it also matches
 	// context.DeadlineExceeded.
 	ErrWaitExceedsDeadline = fmt.Errorf("%w: wait exceeds context deadline", ErrRateLimited)
 
 	// ErrBurstExceeded means one call asked for more units than the limiter
-	// can ever grant at once (n above the burst, the window's limit, or the
-	// pacer's queue). It can never succeed.
+	// can ever grant at once: n above a token bucket's burst, a window's
+	// r.N, a pacer's Slack+1, or the smallest of these among the parts of
+	// [All]. It can never succeed, and it does not match ErrRateLimited.
 	ErrBurstExceeded = errors.New("pace: request exceeds burst")
 
-	// ErrBadCount means a call asked for n <= 0 units.
+	// ErrBadCount means a call asked for n <= 0 units. It does not match
+	// ErrRateLimited.
 	ErrBadCount = errors.New("pace: unit count must be positive")
 )
 
 // ConfigError reports one invalid setting. It matches [ErrInvalidConfig].
+// Packages batch and middleware return it too, with Field naming their
+// option (for example "Concurrency" or "KeyHeader").
 type ConfigError struct {
-	Field  string // the setting, e.g. "Rate.N" or "Burst"
+	Field  string // the setting, e.g. "Rate.N", "Burst" or "MaxWait"
 	Value  any    // the rejected value
 	Reason string // what is wrong, e.g. "must be positive"
 }
@@ -67,14 +78,17 @@ func configErr(field string, value any, reason string) error {
 	return &ConfigError{Field: field, Value: value, Reason: reason}
 }
 
-// WaitError reports that a limiter did not let a request proceed. Err is one
-// of [ErrQueueFull], [ErrWaitTooLong], [ErrWaitExceedsDeadline] (joined with
-// context.DeadlineExceeded), [ErrBurstExceeded], [ErrBadCount], or the
-// context's error when it ended during the wait. Use errors.Is and errors.As.
+// WaitError reports that a limiter, or a key's pause, did not let a request
+// proceed, so nothing was sent. Err is one of [ErrQueueFull],
+// [ErrWaitTooLong], [ErrWaitExceedsDeadline] (joined with
+// context.DeadlineExceeded), [ErrBurstExceeded] or [ErrBadCount], or the
+// context's error when the context ended before or during the wait. Test it
+// with errors.Is and errors.As. [Keyed.Wait], the Wait methods of the
+// single-key limiters and [Transport.RoundTrip] return it.
 type WaitError struct {
-	Key   string        // the limiter key (by default the request's host)
+	Key   string        // the limiter key (by default the request's host); empty for a single-key limiter
 	Delay time.Duration // the wait that would have been needed; 0 if unknown
-	Err   error
+	Err   error         // why the request may not proceed; see the type's description
 }
 
 // Error returns "pace: "key": wait Delay: Err", leaving out the key when it
@@ -99,23 +113,23 @@ func (e *WaitError) Error() string {
 // Unwrap returns e.Err.
 func (e *WaitError) Unwrap() error { return e.Err }
 
-// AttemptsError reports that a request failed after Attempts attempts
-// without a usable response: the last attempt's transport error, or the
-// reason retrying stopped after a discarded response (a wait that would
-// outlast the context's deadline, a cancelled wait, a refused limiter
-// wait). Err is that error; StatusCode is the status of the last response
-// received and discarded, 0 if the last attempt got none. Reason says why
-// the Transport gave up on a failure it could otherwise have retried, as
-// the [EventGiveUp] it emits does: for example [ReasonAttempts],
+// AttemptsError reports that a [Transport] sent a request at least once and
+// returns no response. Err is the last attempt's transport error, or why
+// retrying stopped after a response was discarded for a retry: a
+// [*WaitError] when the wait before the next attempt would outlast the
+// context's deadline, was cut short by the context, or was refused by the
+// key's limiter, or the error of the request's GetBody. Reason says why the
+// Transport gave up on a failure it could otherwise have retried, as the
+// [EventGiveUp] it emits does: for example [ReasonAttempts],
 // [ReasonBudget], [ReasonNotIdempotent] or [ReasonDeadline]. It is empty
 // when Err alone explains the end: an error that is never retried, a wait
-// before an attempt refused, or the context ending during a wait. It
-// unwraps to Err, so errors.Is sees through it.
+// before an attempt refused, or the context ending during a wait. errors.Is
+// and errors.As see through it to Err.
 type AttemptsError struct {
-	Attempts   int
-	StatusCode int
-	Reason     Reason
-	Err        error
+	Attempts   int    // the attempts sent, the first included
+	StatusCode int    // status of the last response received and discarded; 0 if the last attempt got none
+	Reason     Reason // why a retryable failure was not retried; empty when Err explains the end
+	Err        error  // the last transport error, or why retrying stopped
 }
 
 // Error returns, for example, "pace: 1 attempt (gave up: method not safe

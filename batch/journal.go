@@ -57,14 +57,21 @@ type journal struct {
 	syncDue time.Time // when pending records must be synced
 }
 
-// JournalError reports a journal that cannot be opened, locked, read or
-// written. Line is the 1-based line that is not a valid record, or 0.
+// JournalError reports a journal ([Options].Journal) that cannot be opened,
+// locked, read or written. [Run] returns it before anything runs when the
+// journal cannot be opened, locked or read (Err is [ErrJournalLocked] when
+// another run holds it), and reports it in [Error].Stop when a write fails
+// during the run (which then stops dispatch). A whole line that is not a
+// valid record is corrupt, wherever it is; only an unterminated last line
+// is a torn write, dropped so that its item runs again.
 type JournalError struct {
-	Path string
-	Line int
-	Err  error
+	Path string // the journal's path, Options.Journal
+	Line int    // the 1-based line that is not a valid record, or 0
+	Err  error  // the underlying error, e.g. from package os
 }
 
+// Error returns "batch: journal <Path> line <Line>: <Err>", leaving out the
+// line when it is 0.
 func (e *JournalError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("batch: journal %s line %d: %v", e.Path, e.Line, e.Err)

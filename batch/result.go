@@ -147,7 +147,9 @@ type Report struct {
 	Summary Summary
 }
 
-// ItemError is the error of one failed item, as found in an [*Error].
+// ItemError is the error of one failed item, as found in an [*Error] (as
+// First, or as Stop with StopOnError). Its message carries no "batch:"
+// prefix because it is always read inside an Error's, which has one.
 type ItemError struct {
 	Index  int    // position of the item in the input
 	ID     string // the item's key
@@ -155,6 +157,8 @@ type ItemError struct {
 	Err    error  // the item's error
 }
 
+// Error returns "item <Index> (id <ID>, status <Status>): <Err>", leaving
+// out the status when it is 0.
 func (e *ItemError) Error() string {
 	if e.Status != 0 {
 		return fmt.Sprintf("item %d (id %q, status %d): %v", e.Index, e.ID, e.Status, e.Err)
@@ -188,6 +192,10 @@ type Error struct {
 	First *ItemError
 }
 
+// Error returns "batch: <Failed> failed, <Interrupted> interrupted,
+// <NotStarted> not started", followed by ": stopped: <Stop>" and
+// "; first failure: <First>" when they are set (First only when it is not
+// Stop).
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "batch: %d failed, %d interrupted, %d not started", e.Failed, e.Interrupted, e.NotStarted)

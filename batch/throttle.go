@@ -38,6 +38,9 @@ type ThrottledError struct {
 	Err error
 }
 
+// Error returns "batch: throttled", followed by the status, the delay and
+// Err when they are set, e.g. "batch: throttled: HTTP 429 Too Many
+// Requests, retry after 2s".
 func (e *ThrottledError) Error() string {
 	msg := "batch: throttled"
 	if e.Status != 0 {
@@ -84,11 +87,14 @@ func throttleDelay(err error) (delay time.Duration, throttled bool) {
 }
 
 // StatusError reports a response whose status [CheckResponse] does not
-// accept.
+// accept: anything but 2xx, 429, and 503 with a delay. It fails the item;
+// [Result].Status records Code.
 type StatusError struct {
 	Code int // the HTTP status code
 }
 
+// Error returns "batch: HTTP <Code> <status text>", e.g. "batch: HTTP 404
+// Not Found".
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("batch: HTTP %d %s", e.Code, http.StatusText(e.Code))
 }
