@@ -1,12 +1,86 @@
 // Package pace keeps outbound HTTP calls within the rate limits of the APIs
-// they call, and retries throttled or failed requests safely.
+// they call, and retries throttled or failed requests when that is safe.
 //
-// The rate-limiting core offers the classic algorithms as pure types that
-// take explicit time (ReserveAt, AllowAt, CancelAt) plus a blocking Wait:
-// [TokenBucket], [LeakyBucket], [FixedWindow], [SlidingLog],
-// [SlidingCounter], and [Composite] for several limits at once. [Keyed] holds
-// one such limit per key (for example per host) with bounded memory.
+// # Transport
 //
-// All types are safe for concurrent use by multiple goroutines unless their
-// documentation says otherwise.
+// A [Transport] is an [http.RoundTripper] to put in an [http.Client]. Before
+// each attempt a request waits out its key's cooldown, then its key's
+// limiter; the key is the request's host unless [Transport].Key says
+// otherwise, and [Hosts] chooses the [Limit] for each host. A 429, or a 503
+// with a delay, pauses the whole key: for the delay the server asked for
+// (Retry-After, retry-after-ms, the reset headers; see [RetryAfter]), or
+// for [DefaultThrottlePause] after a 429 that names none. A failed attempt
+// that is safe to send again (see [RetryPolicy]) is retried after the
+// server's delay or a capped exponential backoff with [Jitter], within
+// MaxAttempts and a per-key [RetryBudget]. The zero Transport is ready to
+// use, and every zero field means a documented default:
+//
+//	client := &http.Client{Transport: &pace.Transport{
+//		Limits: pace.Hosts{
+//			"api.example.com": pace.Leaky(pace.PerSecond(10), 100), // one every 100ms, up to 100 waiting
+//			pace.DefaultHost:  pace.Bucket(pace.PerMinute(600), 20), // 600 a minute, bursts of 20
+//		},
+//	}}
+//
+// # Limits and limiters
+//
+// A [Limit] describes one rate limit and holds no state: [Bucket] (token
+// bucket), [Leaky] and [LeakyWith] (leaky-bucket pacer), [Fixed] (fixed
+// window), [Sliding] (exact sliding-window log), [SlidingApprox]
+// (sliding-window counter), and [All] for several at once. A [Rate] is a
+// whole number of events per period, as API documentation states limits:
+// [PerSecond], [PerMinute], [PerHour], [Every].
+//
+// Each algorithm is also a single-key limiter: [TokenBucket],
+// [LeakyBucket], [FixedWindow], [SlidingLog], [SlidingCounter] and
+// [Composite]. Their ReserveAt, AllowAt and CancelAt take the time as an
+// argument, so they can be driven and tested without a clock; Allow and Wait
+// read the clock, and Wait gives up when its context ends.
+//
+// [Keyed] applies one Limit to each key separately (a host, an API key, a
+// client address) and can pause a key until a given time. It forgets idle
+// keys lazily, starts no goroutine, and holds at most
+// [KeyedOptions].MaxKeys keys. It implements [Limiter], the interface the
+// Transport waits on; set [Transport].Limiter to use another implementation,
+// such as one whose state is shared across processes.
+//
+// # Errors
+//
+// RoundTrip keeps the [http.RoundTripper] contract: it returns a response or
+// an error, never both. When retries end on a status, the last response is
+// returned as it came, with a nil error, so a final 429 or 5xx reaches the
+// caller's own status handling. RoundTrip's errors are:
+//
+//   - a [*ConfigError], matching [ErrInvalidConfig]: a setting that can
+//     never work; nothing was sent.
+//   - a [*WaitError] (from pace's own limiters): the first attempt was not
+//     sent because its wait was refused ([ErrRateLimited], with [ErrWaitTooLong], [ErrQueueFull] or
+//     [ErrWaitExceedsDeadline], the last also matching
+//     [context.DeadlineExceeded]) or cut short by the context.
+//   - an [*AttemptsError]: at least one attempt was sent, and no response
+//     is returned. It records the attempts and the last status, and unwraps
+//     to the last transport error or to the *WaitError that stopped a retry.
+//   - an error reading a request body that pace buffers to replay it (see
+//     [Transport].MaxBufferedBody), wrapped.
+//
+// Test errors with [errors.Is] and [errors.As]: they see through the
+// [*net/url.Error] that [http.Client] wraps around every error of its
+// Transport, and through the wrapping above.
+//
+// # Concurrency
+//
+// A Transport, the limiters and a Keyed are safe for concurrent use by
+// multiple goroutines. A mutex guards each decision and is never held while
+// waiting or while a request is sent. Do not change
+// a Transport's fields, or copy it, after its first use. Limit, Rate and
+// Quota are plain values, safe to copy and share.
+//
+// # Other packages
+//
+// Package [github.com/pacehttp/pace/batch] runs many calls through one
+// paced client with bounded concurrency, accounts for every item, and can
+// resume a run from a journal. Package
+// [github.com/pacehttp/pace/middleware] limits the requests a server
+// receives, per client, with the same limits, answering 429 with
+// Retry-After and RateLimit headers.
 package pace
