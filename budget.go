@@ -47,7 +47,9 @@ const (
 // drained keys are remembered, and when a new one comes the fullest of a few
 // sampled entries is forgotten (its budget is full again).
 //
-// The zero RetryBudget means the defaults. A RetryBudget is a plain value.
+// The zero RetryBudget means the defaults. An invalid one makes the
+// Transport invalid ([*ConfigError] naming "Budget.MaxTokens" and so on). A
+// RetryBudget is a plain value.
 type RetryBudget struct {
 	// MaxTokens is the size of each key's bucket, in (0, 1000]. Zero means
 	// DefaultBudgetMaxTokens.
@@ -57,7 +59,7 @@ type RetryBudget struct {
 	// DefaultBudgetTokenRatio.
 	TokenRatio float64
 	// MaxKeys bounds how many keys with a partly spent budget are
-	// remembered. Zero means DefaultBudgetMaxKeys.
+	// remembered. Zero means DefaultBudgetMaxKeys; it must not be negative.
 	MaxKeys int
 	// Disabled turns the budget off: retries are limited only by
 	// MaxAttempts and the retry policy.

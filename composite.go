@@ -44,8 +44,9 @@ func All(limits ...Limit) Limit {
 
 // Composite is a single-key limiter holding several limits at once (see
 // [All]) with explicit-time methods (ReserveAt, AllowAt, CancelAt) and a
-// blocking Wait. It keeps one state per part. It is safe for concurrent use
-// by multiple goroutines.
+// blocking Wait. It keeps one state per part. Create it with
+// [NewComposite]; the zero Composite is not usable (its methods panic). It
+// is safe for concurrent use by multiple goroutines.
 type Composite struct{ local }
 
 // NewComposite returns a limiter that holds all of limits at once (see

@@ -54,9 +54,9 @@
 //   - a [*ConfigError], matching [ErrInvalidConfig]: a setting that can
 //     never work; nothing was sent.
 //   - a [*WaitError] (from pace's own limiters): the first attempt was not
-//     sent because its wait was refused ([ErrRateLimited], with [ErrWaitTooLong], [ErrQueueFull] or
-//     [ErrWaitExceedsDeadline], the last also matching
-//     [context.DeadlineExceeded]) or cut short by the context.
+//     sent because its wait was refused ([ErrRateLimited], with
+//     [ErrWaitTooLong], [ErrQueueFull] or [ErrWaitExceedsDeadline], the last
+//     also matching [context.DeadlineExceeded]) or cut short by the context.
 //   - an [*AttemptsError]: at least one attempt was sent, and no response
 //     is returned. It records the attempts and the last status, and unwraps
 //     to the last transport error or to the *WaitError that stopped a retry.

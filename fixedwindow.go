@@ -33,8 +33,9 @@ func Fixed(r Rate) Limit {
 
 // FixedWindow is a single-key fixed-window limiter (see [Fixed]) with
 // explicit-time methods (ReserveAt, AllowAt, CancelAt) and a blocking Wait.
-// Its state is two words. It is safe for concurrent use by multiple
-// goroutines.
+// Its state is two words. Create it with [NewFixedWindow]; the zero
+// FixedWindow is not usable (its methods panic). It is safe for concurrent
+// use by multiple goroutines.
 type FixedWindow struct{ local }
 
 // NewFixedWindow returns a fixed-window limiter allowing r.N units in each

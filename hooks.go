@@ -31,7 +31,8 @@ const (
 	EventGiveUp
 )
 
-// String returns "wait", "throttle", "retry" or "give-up".
+// String returns "wait", "throttle", "retry" or "give-up", and "unknown"
+// for any other value.
 func (k EventKind) String() string {
 	switch k {
 	case EventWait:
@@ -66,12 +67,13 @@ const (
 	ReasonDecided       Reason = "decided"         // EventGiveUp: RetryPolicy.Decide said no
 )
 
-// Event is what the Transport tells [Transport.OnEvent] and its Logger
+// Event is what the Transport tells [Transport].OnEvent and its Logger
 // about one request: waits, throttles, retries and give-ups. Fields that do
 // not apply to a kind are zero. It is a struct so that fields can be added.
+// An Event is built only when OnEvent or Logger is set.
 type Event struct {
-	Kind    EventKind
-	Reason  Reason
+	Kind    EventKind     // what happened
+	Reason  Reason        // why; see the kinds for which reasons each carries
 	Key     string        // the request's key (by default its host)
 	Request *http.Request // the caller's request; do not modify it
 	Attempt int           // the attempt concerned, counting from 1

@@ -23,8 +23,13 @@ import (
 // but in the key "*" itself (there are no wildcard patterns).
 //
 // The Limit is chosen by host, but its state is kept per request key (see
-// [Transport.Key]): with a Key that returns an API key, each API key gets
+// [Transport].Key): with a Key that returns an API key, each API key gets
 // its own bucket under its host's Limit.
+//
+// A Limit that carries an error is reported the same way, with Field
+// naming the entry's setting, such as Limits["api.example"].Rate.N. The
+// Transport compiles the map on first use and does not read it again, so
+// changes made after that have no effect.
 type Hosts map[string]Limit
 
 // DefaultHost is the key of [Hosts] that applies to unlisted hosts.

@@ -23,9 +23,10 @@ const (
 	DefaultBackoffMax = 20 * time.Second
 
 	// DefaultThrottleBackoffInitial is the first backoff delay after a
-	// throttle: a 429 or 503 that carries no usable delay. It is also the
-	// shortest wait after a throttle (see backoffFloor), so a throttled key
-	// never pauses for less than a second (case C20).
+	// throttle: a 429 or 503 that carries no usable delay. With the default
+	// schedule it is also the shortest wait jitter may give after a
+	// throttle, so a throttled key never pauses for less than a second
+	// (case C20) unless MaxRetryAfter is shorter.
 	DefaultThrottleBackoffInitial = time.Second
 )
 
@@ -35,7 +36,12 @@ const (
 // Whatever the strategy, pace keeps every wait above zero and at or below
 // the backoff cap: jitter is applied under the cap, never above it (unlike
 // cenkalti/backoff's RandomizationFactor, cenkalti/backoff#117), and never
-// shortens a wait below a floor (see backoffFloor).
+// shortens a wait below a floor. With the default schedule the floor is
+// half of DefaultBackoffInitial (50ms) after a transport error or a 5xx, so
+// that no retry fires at once, and DefaultThrottleBackoffInitial (1s) after
+// a throttle; with a schedule from [Transport].NewBackOff it is 1ns. The cap
+// is [Transport].MaxRetryAfter, and with the default schedule also
+// DefaultBackoffMax (20s); a floor above the cap is lowered to it.
 //
 // The zero value is FullJitter. Values are plain integers, safe to copy.
 type Jitter int
@@ -60,7 +66,8 @@ const (
 	NoJitter
 )
 
-// String returns the strategy's name, e.g. "full jitter".
+// String returns the strategy's name, e.g. "full jitter", or "Jitter(n)"
+// for a value that is not a strategy.
 func (j Jitter) String() string {
 	switch j {
 	case FullJitter:
@@ -84,13 +91,14 @@ func (j Jitter) validate(field string) error {
 	return nil
 }
 
-// newBackOff returns the backoff schedule for one request: initial, doubling
-// up to maxDelay, then maxDelay forever (MaxElapsedTime 0: the attempt count and the
-// context bound retries, not the schedule). Randomization is off because
-// Jitter owns it, which keeps the cap a cap (cenkalti/backoff#117, #139).
-// initial <= 0 means DefaultBackoffInitial, maxDelay <= 0 DefaultBackoffMax, and
-// an initial above maxDelay starts at maxDelay. The policy is stateful and not safe
-// for concurrent use: each request needs its own.
+// newBackOff returns the backoff schedule for one request: initial,
+// doubling up to maxDelay, then maxDelay forever (MaxElapsedTime 0: the
+// attempt count and the context bound retries, not the schedule).
+// Randomization is off because Jitter owns it, which keeps the cap a cap
+// (cenkalti/backoff#117, #139). initial <= 0 means DefaultBackoffInitial,
+// maxDelay <= 0 DefaultBackoffMax, and an initial above maxDelay starts at
+// maxDelay. The policy is stateful and not safe for concurrent use: each
+// request needs its own.
 func newBackOff(initial, maxDelay time.Duration) backoff.BackOff {
 	initial, maxDelay = backoffBounds(initial, maxDelay)
 	return backoff.NewExponentialBackOff(
@@ -114,12 +122,12 @@ func backoffBounds(initial, maxDelay time.Duration) (time.Duration, time.Duratio
 }
 
 // backoffDelay returns the n-th delay (n >= 1; smaller n means 1) of the
-// schedule newBackOff(initial, maxDelay) returns, without running it:
-// initial doubled n-1 times, capped at maxDelay, the cap taking over once a
-// delay reaches half of it, as ExponentialBackOff does. It never computes 2^n: it doubles
-// at most 63 times, since a delay of at least 1 ns reaches any cap by then,
-// so the cost is bounded for every n and nothing overflows (case C10). It
-// lets a caller derive a delay from a count (such as a key's consecutive
+// schedule newBackOff(initial, maxDelay) returns, without running it: initial
+// doubled n-1 times, capped at maxDelay, the cap taking over once a delay
+// reaches half of it, as ExponentialBackOff does. It never computes 2^n: it
+// doubles at most 63 times, since a delay of at least 1 ns reaches any cap by
+// then, so the cost is bounded for every n and nothing overflows (case C10).
+// It lets a caller derive a delay from a count (such as a key's consecutive
 // throttles) without keeping a policy. Pure and safe for concurrent use.
 func backoffDelay(n int, initial, maxDelay time.Duration) time.Duration {
 	initial, maxDelay = backoffBounds(initial, maxDelay)
@@ -153,11 +161,12 @@ func backoffFloor(initial time.Duration, throttled bool) time.Duration {
 // the previous wait this function returned for the request (0 before the
 // first retry); floor and cap bound the result as apply explains. ok is
 // false, and b must not be asked again, when b returns backoff.Stop: the
-// policy says stop retrying (a nil b says the same). Any other value b returns, zero, negative or
-// huge, is brought into [floor, cap], so a user-supplied policy can never
-// cause a zero, negative or unbounded wait. rnd(n) must return a uniform
-// integer in [0, n); nil means math/rand/v2's Int64N, which is safe for
-// concurrent use. b is not safe for concurrent use; the rest is pure.
+// policy says stop retrying (a nil b says the same). Any other value b
+// returns, zero, negative or huge, is brought into [floor, cap], so a
+// user-supplied policy can never cause a zero, negative or unbounded wait.
+// rnd(n) must return a uniform integer in [0, n); nil means math/rand/v2's
+// Int64N, which is safe for concurrent use. b is not safe for concurrent
+// use; the rest is pure.
 func retryWait(b backoff.BackOff, j Jitter, prev, floor, cap time.Duration, rnd func(n int64) int64) (wait time.Duration, ok bool) {
 	if b == nil {
 		return 0, false

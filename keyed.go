@@ -74,13 +74,14 @@ type KeyedOptions struct {
 // pause ends, and a key is never evicted while paused. The zero [Limit]
 // means no limit, so that a Keyed only tracks pauses.
 //
-// Create a Keyed with [NewKeyed]. All methods are safe for concurrent use by
-// multiple goroutines; a Keyed must not be copied. The explicit-time
-// methods (ReserveAt, AllowAt, CancelAt, SweepAt) accept a now earlier than
-// one seen before, as after a clock step: the limit itself mints nothing
-// then, and a now earlier than the last sweep of the key's shard is taken
-// as that sweep's instant, so that forgetting an idle key cannot mint units
-// either. Wait reads the monotonic clock.
+// Create a Keyed with [NewKeyed]; the zero Keyed is not usable (its methods
+// panic). All methods are safe for concurrent use by multiple goroutines; a
+// Keyed must not be copied. The explicit-time methods (ReserveAt, AllowAt,
+// CancelAt, SweepAt) accept a now earlier than one seen before, as after a
+// clock step: the limit itself mints nothing then, and a now earlier than the
+// last sweep of the key's shard is taken as that sweep's instant, so that
+// forgetting an idle key cannot mint units either. Wait reads the monotonic
+// clock.
 type Keyed struct {
 	alg        algorithm // nil: no limit, pauses only
 	epoch      time.Time
@@ -209,7 +210,8 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) err
 // can never be granted at once, [ErrQueueFull] when a pacer's queue is full,
 // and [ErrWaitTooLong] when the delay exceeds maxWait > 0 or cannot be
 // represented; maxWait <= 0 sets no bound. On a refusal for maxWait or a
-// full queue, the Reservation's Delay says how long the wait would have been. With the zero Limit only the pause applies and nothing is booked.
+// full queue, the Reservation's Delay says how long the wait would have
+// been. With the zero Limit only the pause applies and nothing is booked.
 // Safe for concurrent use.
 func (k *Keyed) ReserveAt(now time.Time, key string, n int, maxWait time.Duration) (Reservation, error) {
 	r, _, err := k.reserve(sinceEpoch(k.epoch, now), key, n, maxWait, noDeadline, true)

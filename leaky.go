@@ -69,11 +69,12 @@ func LeakyWith(r Rate, o LeakyOptions) Limit {
 
 // LeakyBucket is a single leaky-bucket pacer (see [LeakyWith]) used with
 // explicit time (ReserveAt, AllowAt, CancelAt) or the clock (Allow, Wait).
-// Create it with [NewLeakyBucket]. A Wait that is cancelled gives its slot
-// back. It is safe for concurrent use by multiple goroutines; a mutex guards
-// it for the few nanoseconds of each decision and is never held while
-// waiting. Instants passed to its methods may go backwards: an earlier now
-// never gets an earlier slot.
+// Create it with [NewLeakyBucket]; the zero LeakyBucket is not usable (its
+// methods panic). A Wait that is cancelled gives its slot back. It is safe
+// for concurrent use by multiple goroutines; a mutex guards it for the few
+// nanoseconds of each decision and is never held while waiting. Instants
+// passed to its methods may go backwards: an earlier now never gets an
+// earlier slot.
 type LeakyBucket struct {
 	local
 }

@@ -11,7 +11,9 @@ type Limit struct {
 	err error
 }
 
-// Err returns the [*ConfigError] that makes l unusable, or nil.
+// Err returns the error that makes l unusable, or nil: a [*ConfigError],
+// or for a Limit built by [All] an error that wraps a part's. Either way it
+// matches [ErrInvalidConfig].
 func (l Limit) Err() error { return l.err }
 
 // IsZero reports whether l is the zero Limit, which means no limit.

@@ -8,12 +8,13 @@ import (
 )
 
 // A Limiter decides when a request for a key may proceed. It is the
-// interface the [Transport] talks to; the in-memory [Keyed] store implements
-// it, and other implementations (for example one whose state is shared
-// across processes) may implement it too.
-// Implementations must be safe for concurrent use by multiple goroutines.
+// interface the [Transport] waits on ([Transport].Limiter); the in-memory
+// [Keyed] store implements it, and a limiter whose state is shared across
+// processes (in Redis, say) can implement it too. Implementations must be
+// safe for concurrent use by multiple goroutines.
 type Limiter interface {
-	// Wait blocks until one request for key may proceed and books it.
+	// Wait blocks until one request for key may proceed, books it, and
+	// returns nil.
 	//
 	// It fails at once, booking nothing, with a [*WaitError] when the wait
 	// would exceed maxWait (maxWait > 0; [ErrWaitTooLong]), when the limit's
@@ -30,9 +31,10 @@ type Limiter interface {
 // once). Pass the Reservation to CancelAt to give the units back if the
 // caller will not use them. The zero Reservation books nothing.
 type Reservation struct {
-	Delay time.Duration
-	at    int64 // booked instant, nanoseconds since the limiter's epoch
-	n     int
+	Delay time.Duration // how long after ReserveAt's now the units may be used; 0: at once
+
+	at int64 // booked instant, nanoseconds since the limiter's epoch
+	n  int
 }
 
 // from re-expresses r, decided at instant decided (ns since epoch), as
@@ -273,12 +275,14 @@ func (l *local) CancelAt(now time.Time, r Reservation) {
 	l.mu.Unlock()
 }
 
-// Wait blocks until n units may be used, then returns nil. It fails at once
-// with the errors of ReserveAt, and with a [*WaitError] wrapping
-// [ErrWaitExceedsDeadline] (which also matches context.DeadlineExceeded) when
-// the wait would outlast ctx's deadline. If ctx ends while waiting it gives
-// the units back and returns a *WaitError wrapping ctx.Err(). Safe for
-// concurrent use.
+// Wait blocks until n units may be used, books them, and returns nil. It
+// fails at once with a [*WaitError] wrapping ctx.Err() if ctx has already
+// ended or one of the errors of ReserveAt (booking nothing), or
+// [ErrWaitExceedsDeadline] (which also matches context.DeadlineExceeded)
+// when the wait would outlast ctx's deadline (giving the units back). If
+// ctx ends while waiting it gives the units back and returns a *WaitError
+// wrapping ctx.Err(). The WaitError's Key is empty. Safe for concurrent
+// use.
 func (l *local) Wait(ctx context.Context, n int) error {
 	if err := ctx.Err(); err != nil {
 		return &WaitError{Err: err}
@@ -290,7 +294,7 @@ func (l *local) Wait(ctx context.Context, n int) error {
 	return sleepReserved(ctx, "", r.Delay, func() { l.CancelAt(time.Now(), r) })
 }
 
-// String describes the limit.
+// String describes the limit, e.g. "token bucket 10/1s burst 20".
 func (l *local) String() string { return l.alg.String() }
 
 // sleepReserved waits d for a booking already made, calling cancel to give

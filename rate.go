@@ -10,22 +10,28 @@ import (
 // a minute", one every 600ms when paced evenly.
 //
 // Constructors that take a Rate reject N <= 0 and Per <= 0 with a
-// [*ConfigError]. A Rate is a plain value and safe to copy and share.
+// [*ConfigError], so the zero Rate is not a usable limit (batch.Options
+// reads it as "no ceiling"). A Rate is a plain value and safe to copy and
+// share.
 type Rate struct {
 	N   int           // events per period; must be positive
 	Per time.Duration // length of the period; must be positive
 }
 
-// PerSecond returns a Rate of n events per second.
+// PerSecond returns a Rate of n events per second; n must be positive for
+// the Rate to be valid.
 func PerSecond(n int) Rate { return Rate{N: n, Per: time.Second} }
 
-// PerMinute returns a Rate of n events per minute.
+// PerMinute returns a Rate of n events per minute; n must be positive for
+// the Rate to be valid.
 func PerMinute(n int) Rate { return Rate{N: n, Per: time.Minute} }
 
-// PerHour returns a Rate of n events per hour.
+// PerHour returns a Rate of n events per hour; n must be positive for the
+// Rate to be valid.
 func PerHour(n int) Rate { return Rate{N: n, Per: time.Hour} }
 
-// Every returns a Rate of one event per interval d.
+// Every returns a Rate of one event per interval d, so its Interval is d; d
+// must be positive for the Rate to be valid.
 func Every(d time.Duration) Rate { return Rate{N: 1, Per: d} }
 
 // String formats r as "N/Per", for example "100/1m0s".

@@ -87,13 +87,13 @@ const (
 
 // serverDelay returns the delay the server asked for in resp, measured from
 // now (the moment the response was received), the header it came from (its
-// canonical key, e.g. "Retry-After" or "X-Ratelimit-Reset"), and ok ==
-// false when the response carries no usable delay. d is never negative; a delay too large to represent is the largest
-// time.Duration, so that the caller's cap (DefaultMaxRetryAfter) applies.
-// The caller applies the cap and decides whether the status is retried at
-// all: the delay is reported on any status that carries it (RFC 9110
-// §10.2.3 allows Retry-After on 3xx and 503, and servers send it on 429 and
-// other statuses too).
+// canonical key, e.g. "Retry-After" or "X-Ratelimit-Reset"), and ok == false
+// when the response carries no usable delay. d is never negative; a delay too
+// large to represent is the largest time.Duration, so that the caller's cap
+// (DefaultMaxRetryAfter) applies. The caller applies the cap and decides
+// whether the status is retried at all: the delay is reported on any status
+// that carries it (RFC 9110 §10.2.3 allows Retry-After on 3xx and 503, and
+// servers send it on 429 and other statuses too).
 //
 // Precedence, first usable header wins; an unusable one (missing, malformed,
 // negative, fractional delay-seconds) falls through to the next:

@@ -18,9 +18,8 @@ import (
 // scaling to millions of domains" (2017,
 // https://blog.cloudflare.com/counting-things-a-lot-of-different-things/)
 // and HAProxy's sc_http_req_rate uses. Unlike HAProxy, refused requests are
-// not counted.
-// The comparison is exact integer arithmetic at nanosecond resolution, so
-// rounding never admits a unit above r.N.
+// not counted. The comparison is exact integer arithmetic at nanosecond
+// resolution, so rounding never admits a unit above r.N.
 //
 // # Error against the exact log
 //
@@ -49,9 +48,10 @@ import (
 // window they were booked in; as for [Fixed], after cancelling a reservation
 // that waited into a later window, a call for fewer units than it may wait
 // for that window although the current one would admit it, while calls for
-// as many units or more see exactly the state before the reservation. The Limit carries a [*ConfigError]
-// naming "Rate.N" (not positive, or above 4294967295) or "Rate.Per" (not
-// positive).
+// as many units or more see exactly the state before the reservation.
+//
+// The Limit carries a [*ConfigError] naming "Rate.N" (not positive, or
+// above 4294967295) or "Rate.Per" (not positive).
 func SlidingApprox(r Rate) Limit {
 	if err := r.validate("Rate"); err != nil {
 		return newLimit(nil, err)
@@ -64,8 +64,9 @@ func SlidingApprox(r Rate) Limit {
 
 // SlidingCounter is a single-key approximate sliding-window limiter (see
 // [SlidingApprox]) with explicit-time methods (ReserveAt, AllowAt, CancelAt)
-// and a blocking Wait. Its state is two words. It is safe for concurrent use
-// by multiple goroutines.
+// and a blocking Wait. Its state is two words. Create it with
+// [NewSlidingCounter]; the zero SlidingCounter is not usable (its methods
+// panic). It is safe for concurrent use by multiple goroutines.
 type SlidingCounter struct{ local }
 
 // NewSlidingCounter returns an approximate sliding-window limiter allowing

@@ -29,7 +29,8 @@ func Sliding(r Rate) Limit {
 
 // SlidingLog is a single-key exact sliding-window limiter (see [Sliding])
 // with explicit-time methods (ReserveAt, AllowAt, CancelAt) and a blocking
-// Wait. It is safe for concurrent use by multiple goroutines.
+// Wait. Create it with [NewSlidingLog]; the zero SlidingLog is not usable
+// (its methods panic). It is safe for concurrent use by multiple goroutines.
 type SlidingLog struct{ local }
 
 // NewSlidingLog returns an exact sliding-window limiter allowing at most r.N

@@ -27,9 +27,10 @@ func Bucket(r Rate, burst int) Limit {
 
 // TokenBucket is a single token bucket (see [Bucket]) used with explicit time
 // (ReserveAt, AllowAt, CancelAt, TokensAt) or the clock (Allow, Wait). Create
-// it with [NewTokenBucket]. It is safe for concurrent use by multiple
-// goroutines; a mutex guards it for the few nanoseconds of each decision and
-// is never held while waiting.
+// it with [NewTokenBucket]; the zero TokenBucket is not usable (its methods
+// panic). It is safe for concurrent use by multiple goroutines; a mutex
+// guards it for the few nanoseconds of each decision and is never held while
+// waiting.
 //
 // Instants passed to its methods may go backwards (a clock stepping back):
 // an earlier now sees fewer tokens, never more. Times are measured from an

@@ -46,11 +46,14 @@ const minThrottlePause = time.Second
 // caller's request (attempts send copies, with the body rewound), it
 // closes the request body on every path, and it returns either a response
 // or an error, never both. When retries run out on a status, the last
-// response is returned as it came, body unread; when they run out on a
-// transport error, the error is an [*AttemptsError] that unwraps to the last
-// error. Waits are cut short by the request's context: a wait that would
-// outlast the context's deadline fails at once with an error matching
-// [ErrWaitExceedsDeadline] and context.DeadlineExceeded.
+// response is returned as it came, body unread, with a nil error; when they
+// run out on a transport error, the error is an [*AttemptsError] that
+// unwraps to the last error. When the first attempt cannot go (its wait is
+// refused or cut short), nothing is sent and the error is the limiter's,
+// a [*WaitError] from pace's own limiters. Waits are cut short by the
+// request's context: a wait that would outlast the context's deadline fails
+// at once with an error matching [ErrWaitExceedsDeadline] and
+// context.DeadlineExceeded. The package documentation lists the errors.
 //
 // The zero Transport is ready to use: no pacing, DefaultMaxAttempts attempts,
 // the default retry policy. Its fields must not be changed after first use,
@@ -114,12 +117,12 @@ type Transport struct {
 	// its own. If nil, the schedule starts at DefaultBackoffInitial (100ms),
 	// or DefaultThrottleBackoffInitial (1s) after a 503 without a delay, and
 	// doubles up to DefaultBackoffMax (20s); a 429 without a delay pauses its
-	// whole key for DefaultThrottlePause (5s), doubling with each consecutive
-	// one; all of these are capped at MaxRetryAfter. A schedule from
-	// NewBackOff is reset
-	// before use, its waits are jittered and kept within (0,
-	// MaxRetryAfter], and backoff.Stop (or a nil schedule) ends the
-	// retries.
+	// whole key for DefaultThrottlePause (5s), doubling with each
+	// consecutive one; all of these are capped at MaxRetryAfter. A schedule
+	// from NewBackOff is reset before use, its waits are jittered and kept
+	// within (0, MaxRetryAfter], and backoff.Stop (or a nil schedule) ends
+	// the retries. NewBackOff is called from the goroutines of concurrent
+	// requests, so it must be safe for concurrent use.
 	NewBackOff func() backoff.BackOff
 
 	// Jitter randomizes backoff waits: FullJitter (the zero value),
@@ -152,7 +155,7 @@ type Transport struct {
 	Logger *slog.Logger
 
 	// SecretHeaders names more request headers whose values must never be
-	// logged.
+	// logged. Names are case-insensitive.
 	SecretHeaders []string
 
 	once sync.Once
