@@ -29,7 +29,10 @@ import (
 //
 // When ctx ends, Run starts nothing more, waits for the calls in flight to
 // return (they see the cancelled context), and returns what was done. It
-// never leaves a goroutine behind. A panic in fn is not recovered.
+// never leaves a goroutine behind. fn must not be nil. A panic in fn is not
+// recovered: it runs on a goroutine of Run's own, so it ends the program.
+// Separate Runs share no state, so several may proceed at once, each with
+// its own journal if any.
 //
 // The error is nil when every item succeeded (restored ones included), even
 // if ctx ended after the last item started, unless the journal could not

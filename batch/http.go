@@ -26,7 +26,10 @@ import (
 // Pacing, per-host limits and transport-level retries belong to the
 // client's Transport (pace.Transport, for one); the batch sees only the
 // final response of each attempt. A final 429 is a throttle: Run pauses
-// dispatch and probes, as the package documentation describes.
+// dispatch and probes, as the package documentation describes. An error
+// from build, or from client.Do (a *url.Error, which with pace.Transport
+// wraps its *pace.WaitError or *pace.AttemptsError), fails the item, and so
+// does a nil request from build.
 //
 // The returned function is safe for concurrent use if build and check are.
 func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*http.Request, error), check func(*http.Response) error) func(context.Context, T) error {
@@ -74,7 +77,8 @@ func drainAndClose(body io.ReadCloser) {
 // holds the delay, read by [pace.RetryAfter] (Retry-After, retry-after-ms,
 // x-ms-retry-after-ms and the rate-limit reset headers, by the same rules as
 // pace.Transport) and measured from the moment CheckResponse is called. Any
-// other status gives a [*StatusError].
+// other status gives a [*StatusError]. resp must not be nil; its body is
+// not read.
 func CheckResponse(resp *http.Response) error {
 	code := resp.StatusCode
 	switch {

@@ -94,8 +94,11 @@ type Summary struct {
 }
 
 // String formats s on one line, for example
-// "300 items: 300 succeeded, 0 failed, 0 not started; 10 throttled, 10 retries, 1 pause; elapsed 3m6s, ideal 59s".
-// Interrupted, running and resumed items appear only when there are some.
+//
+//	300 items: 300 succeeded, 0 failed, 0 not started; 10 throttled, 10 retries, 1 pause; elapsed 3m6s, ideal 59s
+//
+// Interrupted, running and resumed items, and the ideal time, appear only
+// when there are some.
 func (s Summary) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d items: %d succeeded, %d failed", s.Items, s.Succeeded, s.Failed)
@@ -134,17 +137,19 @@ type Progress struct {
 	// reports a pause or a resume.
 	Index int
 
-	// Paused reports that dispatch is paused after a throttle. Until is
-	// when the next probe may start (zero when not paused).
+	// Paused reports that dispatch is paused after a throttle.
 	Paused bool
-	Until  time.Time
+
+	// Until is when the next probe may start: a pause's end while Paused
+	// (the probe may still be in flight), the zero Time otherwise.
+	Until time.Time
 }
 
 // Report is what [Run] returns: one Result per item, in input order, and
 // their Summary.
 type Report struct {
-	Results []Result
-	Summary Summary
+	Results []Result // Results[i] is the account of items[i]
+	Summary Summary  // the counts of the whole run
 }
 
 // ItemError is the error of one failed item, as found in an [*Error] (as

@@ -7,6 +7,9 @@
 //
 //	pr := &progress.Printer{Title: "invoices"}
 //	rep, err := batch.Run(ctx, items, send, batch.Options{OnProgress: pr.Update})
+//	if rep == nil {
+//		return err // invalid options or journal: nothing ran
+//	}
 //	pr.Finish(rep.Summary)
 package progress
 
@@ -103,7 +106,9 @@ func isTerminal(w io.Writer) bool {
 // finished counts the items that have reached their end.
 func finished(s batch.Summary) int { return s.Succeeded + s.Failed + s.Interrupted }
 
-// Update shows p. It has the signature of batch.Options.OnProgress.
+// Update shows p: it redraws the bar, or prints a line when one is due (see
+// [Printer]). It has the signature of batch.Options.OnProgress, and is safe
+// for concurrent use.
 func (pr *Printer) Update(p batch.Progress) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
@@ -177,7 +182,8 @@ func (pr *Printer) line(p batch.Progress, now time.Time) string {
 }
 
 // Finish ends the bar, if one is drawn, and prints the run's summary on a
-// line of its own, elapsed time rounded to a tenth of a second.
+// line of its own, "<Title> done: <s>", elapsed time rounded to a tenth of
+// a second. Call it once, after Run returns.
 func (pr *Printer) Finish(s batch.Summary) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
