@@ -27,15 +27,15 @@
 // q and w are the limit's quota and window (w in whole seconds, rounded up
 // with q scaled to match, so q/w never exceeds the limit's rate); r is the
 // number of requests the key may still send at once, and t the seconds,
-// rounded up, until its quota is whole again, or, when r is 0, until the
-// next request may pass. As long as nobody else sends under the same key,
-// a client that sends at most r requests in the next t seconds is not
-// refused. On a refusal no t exceeds Retry-After (draft §6). Every figure is read from the key's limit state under the lock that
-// admitted or refused the request ([pace.Keyed.AdmitAt]); [pace.Quota]
-// documents what they mean for each kind of limit. A limit built by
-// pace.All shows one policy per part. The optional partition key parameter
-// (pk) is not sent, so keys are never disclosed. pace's client side reads
-// these fields back.
+// rounded up, until its quota is whole again, or, when r is 0, until the next
+// request may pass. As long as nobody else sends under the same key, a client
+// that sends at most r requests in the next t seconds is not refused. On a
+// refusal no t exceeds Retry-After (draft §6). Every figure is read from the
+// key's limit state under the lock that admitted or refused the request
+// ([pace.Keyed.AdmitAt]); [pace.Quota] documents what they mean for each kind
+// of limit. A limit built by pace.All shows one policy per part. The optional
+// partition key parameter (pk) is not sent, so keys are never disclosed.
+// pace's client side reads these fields back.
 //
 // # Keys
 //
