@@ -444,13 +444,7 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 	failed := retry || (resp != nil && c.s.policy.retryStatus(status)) ||
 		(err != nil && errClassOf(c.ctx, err) != errFinal)
 	if !retry && status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
-		if c.s.budget != nil { // the success path: one atomic load when nothing failed lately
-			if failed {
-				c.s.budget.failure(c.key)
-			} else {
-				c.s.budget.success(c.key)
-			}
-		}
+		c.charge(failed) // the success path: one atomic load when nothing failed lately
 		if failed {
 			give = policyReason(why)
 			if c.s.obs != nil {
@@ -507,14 +501,7 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 		}
 	}
 
-	budgetOK := true
-	if c.s.budget != nil {
-		if failed {
-			budgetOK = c.s.budget.failure(c.key)
-		} else {
-			c.s.budget.success(c.key)
-		}
-	}
+	budgetOK := c.charge(failed)
 	var refused time.Duration
 	switch {
 	case !retry:
@@ -549,6 +536,20 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 		c.emit(Event{Kind: EventRetry, Reason: reason, Attempt: attempt, Delay: wait, StatusCode: status, Err: err})
 	}
 	return wait, true, "", nil
+}
+
+// charge settles the attempt with the key's retry budget: a failure takes a
+// token, any other outcome gives some back. It reports whether the budget
+// still allows a retry, which is always true without a budget.
+func (c *call) charge(failed bool) bool {
+	if c.s.budget == nil {
+		return true
+	}
+	if failed {
+		return c.s.budget.failure(c.key)
+	}
+	c.s.budget.success(c.key)
+	return true
 }
 
 // nextBackoff returns the wait before the next attempt from the request's
