@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 )
 
@@ -64,6 +65,7 @@ func prepareBody(req *http.Request, limit int64) (out *http.Request, replayable 
 	if limit < 0 || req.ContentLength > limit {
 		return req, false, nil
 	}
+	limit = min(limit, math.MaxInt64-1) // limit+1 below must not wrap to a negative count
 	var buf bytes.Buffer
 	if req.ContentLength > 0 {
 		buf.Grow(int(req.ContentLength))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -226,6 +227,19 @@ func TestPrepareBodyEdges(t *testing.T) {
 		req, _ = http.NewRequest(http.MethodPost, "http://api.test/", newOneShotBody(big+"x"))
 		if _, replayable, _ := prepareBody(req, 0); replayable {
 			t.Error("a body one byte over DefaultMaxBufferedBody was buffered with limit 0")
+		}
+	})
+	t.Run("largest limit", func(t *testing.T) {
+		// limit+1 once wrapped to a negative count: nothing was read and the
+		// body was replaced by an empty one.
+		body := newOneShotBody("hello")
+		req, _ := http.NewRequest(http.MethodPost, "http://api.test/", body)
+		out, replayable, err := prepareBody(req, math.MaxInt64)
+		if err != nil || !replayable || out.ContentLength != 5 {
+			t.Fatalf("limit MaxInt64: length %d, replayable %v, err %v; want 5, true, nil", out.ContentLength, replayable, err)
+		}
+		if got, _ := io.ReadAll(out.Body); string(got) != "hello" {
+			t.Errorf("limit MaxInt64: body %q, want %q", got, "hello")
 		}
 	})
 	t.Run("read error", func(t *testing.T) {
