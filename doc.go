@@ -39,8 +39,8 @@
 //
 // [Keyed] applies one Limit to each key separately (a host, an API key, a
 // client address) and can pause a key until a given time. It forgets idle
-// keys lazily, starts no goroutine, and holds at most
-// [KeyedOptions].MaxKeys keys. It implements [Limiter], the interface the
+// keys lazily, starts no goroutine, and bounds its memory by
+// [KeyedOptions].MaxKeys. It implements [Limiter], the interface the
 // Transport waits on; set [Transport].Limiter to use another implementation,
 // such as one whose state is shared across processes.
 //

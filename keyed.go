@@ -37,8 +37,10 @@ const noDeadline = math.MaxInt64
 type KeyedOptions struct {
 	// MaxKeys caps the number of keys tracked at once (keys with limit state
 	// or a pause). 0 means [DefaultMaxKeys]; a negative value is a
-	// [*ConfigError]. The cap is split evenly over the store's shards, so a
-	// shard may fill up slightly before the whole store holds MaxKeys.
+	// [*ConfigError]. The cap is split evenly over the store's shards (at
+	// most 64), each share rounded up, so the store may hold up to 63 keys
+	// more than MaxKeys, and a shard may fill up before the whole store
+	// holds MaxKeys.
 	//
 	// When the shard of a new key is full even after its idle entries have
 	// been swept, the key shares ONE overflow limit (and pause) with every
