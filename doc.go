@@ -8,12 +8,13 @@
 // limiter; the key is the request's host unless [Transport].Key says
 // otherwise, and [Hosts] chooses the [Limit] for each host. A 429, or a 503
 // with a delay, pauses the whole key: for the delay the server asked for
-// (Retry-After, retry-after-ms, the reset headers; see [RetryAfter]), or
-// for [DefaultThrottlePause] after a 429 that names none. A failed attempt
-// that is safe to send again (see [RetryPolicy]) is retried after the
-// server's delay or a capped exponential backoff with [Jitter], within
-// MaxAttempts and a per-key [RetryBudget]. The zero Transport is ready to
-// use, and every zero field means a documented default:
+// (Retry-After, retry-after-ms, the reset headers; see [RetryAfter]), or,
+// after a 429 that names none, for [DefaultThrottlePause], doubling with each
+// consecutive one; never longer than MaxRetryAfter. A failed attempt that is
+// safe to send again (see [RetryPolicy]) is retried after the server's delay
+// or a capped exponential backoff with [Jitter], within MaxAttempts and a
+// per-key [RetryBudget]. The zero Transport is ready to use, and every zero
+// field means a documented default:
 //
 //	client := &http.Client{Transport: &pace.Transport{
 //		Limits: pace.Hosts{
@@ -58,8 +59,9 @@
 //     [ErrWaitTooLong], [ErrQueueFull] or [ErrWaitExceedsDeadline], the last
 //     also matching [context.DeadlineExceeded]) or cut short by the context.
 //   - an [*AttemptsError]: at least one attempt was sent, and no response
-//     is returned. It records the attempts and the last status, and unwraps
-//     to the last transport error or to the *WaitError that stopped a retry.
+//     is returned. It records the attempts, the last status and why the
+//     Transport gave up, and unwraps to the last transport error or to the
+//     *WaitError that stopped a retry.
 //   - an error reading a request body that pace buffers to replay it (see
 //     [Transport].MaxBufferedBody), wrapped.
 //
