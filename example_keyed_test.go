@@ -21,10 +21,11 @@ func ExampleKeyed() {
 	}
 	fmt.Println("tracked:", k.Len())
 
-	// A server asked alice to come back in 30 seconds.
+	// A server asked alice to come back in 30 seconds. Her next request,
+	// just under a second later, is booked for then.
 	k.PauseUntil("alice", t0.Add(30*time.Second))
-	r, _ := k.ReserveAt(t0.Add(time.Second), "alice", 1, 0)
-	fmt.Println("alice waits", r.Delay)
+	r, _ := k.ReserveAt(t0.Add(999*time.Millisecond), "alice", 1, 0)
+	fmt.Println("alice waits", r.Delay.Round(time.Second))
 
 	// A minute later bob's bucket is full again and forgotten; alice's
 	// booking at 30s has refilled too.
