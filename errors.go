@@ -37,9 +37,9 @@ var (
 	ErrWaitTooLong = fmt.Errorf("%w: wait too long", ErrRateLimited)
 
 	// ErrWaitExceedsDeadline means the wait for a limit would outlast the
-	// context's deadline, so the call failed at once: nothing was booked
-	// and nothing was sent. It wraps ErrRateLimited; the [*WaitError] that carries it also matches
-	// context.DeadlineExceeded.
+	// context's deadline, so the call failed at once: nothing was booked and
+	// nothing was sent. It wraps ErrRateLimited; the [*WaitError] that
+	// carries it also matches context.DeadlineExceeded.
 	ErrWaitExceedsDeadline = fmt.Errorf("%w: wait exceeds context deadline", ErrRateLimited)
 
 	// ErrBurstExceeded means one call asked for more units than the limiter

@@ -172,10 +172,11 @@ type local struct {
 // clock returns at, or the latest instant already read from the clock and
 // decided on if that is later, and records it; l.mu must be held. It serves
 // the methods that read the clock themselves (Allow, Wait), not those given
-// an explicit now. Goroutines read the clock before taking the lock, so their instants arrive slightly out of order; deciding
-// each at the latest instant seen keeps bookings in time order (a sliding log
-// would otherwise refuse a request that arrives a microsecond "late") and
-// means a clock stepping back mints nothing.
+// an explicit now. Goroutines read the clock before taking the lock, so their
+// instants arrive slightly out of order; deciding each at the latest instant
+// seen keeps bookings in time order (a sliding log would otherwise refuse a
+// request that arrives a microsecond "late") and means a clock stepping back
+// mints nothing.
 func (l *local) clock(at int64) int64 {
 	at = max(at, l.seen)
 	l.seen = at

@@ -46,10 +46,10 @@ type Options struct {
 	// KeyHeader, if set, keys requests by the value of this request header,
 	// for example "X-API-Key", so that each API key has its own limit. The
 	// value is hashed, with a seed chosen at random for each Middleware, and
-	// then forgotten: it is never stored, logged, or written to a response. A request without
-	// the header, or with an empty value, is keyed by its client address as
-	// if KeyHeader were unset, unless RequireKey is set. The header name
-	// must be a valid HTTP field name.
+	// then forgotten: it is never stored, logged, or written to a response. A
+	// request without the header, or with an empty value, is keyed by its
+	// client address as if KeyHeader were unset, unless RequireKey is set.
+	// The header name must be a valid HTTP field name.
 	//
 	// Anyone can send any value, so keying by an unverified header lets a
 	// client spread its requests over made-up keys; use it behind
