@@ -14,9 +14,10 @@ var (
 	// can never work. The constructors of limits and limiters return it when
 	// the value is built; a [Transport] returns it from Validate and from
 	// every RoundTrip, before anything is sent. Packages batch and middleware
-	// return a *ConfigError too, for their invalid Options (and batch for two
-	// items with the same ID), so this one test covers them as well. A
-	// setting that was accepted never fails later.
+	// return a *ConfigError too, for their invalid Options and arguments
+	// (batch: a nil item function or build, two items with the same ID), so
+	// this one test covers them as well. A setting that was accepted never
+	// fails later.
 	ErrInvalidConfig = errors.New("pace: invalid configuration")
 
 	// ErrRateLimited means a request was refused by a client-side limit and

@@ -29,20 +29,19 @@ import (
 //
 // When ctx ends, Run starts nothing more, waits for the calls in flight to
 // return (they see the cancelled context), and returns what was done. It
-// never leaves a goroutine behind. fn must not be nil. A panic in fn is not
-// recovered: it runs on a goroutine of Run's own, so it ends the program.
-// Separate Runs share no state, so several may proceed at once, each with
-// its own journal if any.
+// never leaves a goroutine behind. A panic in fn is not recovered: it runs
+// on a goroutine of Run's own, so it ends the program. Separate Runs share
+// no state, so several may proceed at once, each with its own journal if
+// any.
 //
 // The error is nil when every item succeeded (restored ones included), even
 // if ctx ended after the last item started, unless the journal could not
 // be written. When some did not, or the journal failed, it is an [*Error],
-// returned with the full Report. A nil fn,
-// invalid options, two items with the same ID, or a journal that cannot be
-// opened or read give a nil Report and a [*pace.ConfigError] (matching
-// [pace.ErrInvalidConfig]; its Field names the option, such as "Rate.N",
-// "fn" for a nil fn, or "ID" for a duplicate ID) or a [*JournalError],
-// before anything runs.
+// returned with the full Report. A nil fn, invalid options, two items with
+// the same ID, or a journal that cannot be opened, locked or read give a nil
+// Report and a [*pace.ConfigError] (matching [pace.ErrInvalidConfig]; its
+// Field names the option, such as "Rate.N", "fn" for a nil fn, or "ID" for
+// a duplicate ID) or a [*JournalError], before anything runs.
 func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, item T) error, opts Options) (*Report, error) {
 	if fn == nil {
 		return nil, configErr("fn", nil, "the item function must not be nil")

@@ -27,9 +27,11 @@ import (
 // client's Transport (pace.Transport, for one); the batch sees only the
 // final response of each attempt. A final 429 is a throttle: Run pauses
 // dispatch and probes, as the package documentation describes. An error
-// from build, or from client.Do (a *url.Error, which with pace.Transport
-// wraps its *pace.WaitError or *pace.AttemptsError), fails the item, and so
-// does a nil request from build.
+// from client.Do comes as a *url.Error, which Run sees through: with
+// pace.Transport, one matching pace.ErrRateLimited (a client-side wait was
+// refused, even inside a *pace.AttemptsError) is a throttle too, and any
+// other fails the item. An error from build, or a nil request, fails the
+// item.
 //
 // The returned function is safe for concurrent use if build and check are.
 func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*http.Request, error), check func(*http.Response) error) func(context.Context, T) error {
