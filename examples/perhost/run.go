@@ -18,8 +18,10 @@ var hosts = []string{"api.payments.example", "api.search.example", "internal.exa
 // perHost is how many requests go to each host, all at once.
 const perHost = 6
 
-// minWait is the shortest limiter wait counted as one.
-const minWait = time.Millisecond
+// minWait is the shortest limiter wait counted as one: well above
+// scheduling noise on a loaded machine, well below the shortest real wait
+// here (50ms, the search host's 20/s bucket).
+const minWait = 20 * time.Millisecond
 
 // report is what the server and the client saw, per host.
 type report struct {
