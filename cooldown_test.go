@@ -40,8 +40,16 @@ func TestCooldownPauseOnlyExtends(t *testing.T) {
 	if got := c.remaining("k", t0.Add(5*time.Second)); got != 0 || c.n.Load() != 1 {
 		t.Errorf("as the pause ends: remaining %v, %d entries; want 0, 1", got, c.n.Load())
 	}
+	// Half-open: the entry stays, however late, until a probe closes it.
+	if got := c.remaining("k", t0.Add(10*time.Second)); got != 0 || c.n.Load() != 1 {
+		t.Errorf("a pause length later, half-open: remaining %v, %d entries; want 0, 1", got, c.n.Load())
+	}
+	if _, _, probe := c.next("k", t0.Add(10*time.Second)); !probe {
+		t.Fatal("the first request after the pause is not the probe")
+	}
+	c.endProbe("k", probeAnswered, t0.Add(10*time.Second))
 	if got := c.remaining("k", t0.Add(10*time.Second)); got != 0 || c.n.Load() != 0 {
-		t.Errorf("a pause length later: remaining %v, %d entries; want 0, 0", got, c.n.Load())
+		t.Errorf("a pause length later, closed: remaining %v, %d entries; want 0, 0", got, c.n.Load())
 	}
 }
 
@@ -96,7 +104,7 @@ func TestCooldownWait(t *testing.T) {
 			now := time.Now()
 			c.pauseUntil("k", now.Add(2*time.Second), now, 0)
 			time.AfterFunc(time.Second, func() { c.pauseUntil("k", time.Now().Add(3*time.Second), time.Now(), 0) })
-			d, err := c.wait(t.Context(), "k", time.Minute)
+			d, _, err := c.wait(t.Context(), "k", time.Minute)
 			if err != nil || d != 4*time.Second || time.Since(now) != 4*time.Second {
 				t.Errorf("wait = %v, %v after %v; want 4s, nil after 4s", d, err, time.Since(now))
 			}
@@ -130,7 +138,7 @@ func TestCooldownWait(t *testing.T) {
 					if tt.cancel > 0 {
 						time.AfterFunc(tt.cancel, cancel)
 					}
-					_, err := c.wait(ctx, "k", tt.maxWait)
+					_, _, err := c.wait(ctx, "k", tt.maxWait)
 					var we *WaitError
 					if !errors.Is(err, tt.want) || !errors.As(err, &we) || we.Delay != 2*time.Second {
 						t.Errorf("wait err = %v, want %v with Delay 2s", err, tt.want)

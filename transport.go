@@ -36,9 +36,16 @@ const minThrottlePause = time.Second
 // retry passes through the cooldown and the limiter again. A throttling
 // answer (429, or 503 with a delay) pauses the whole key: new and waiting
 // requests of the key wait out the pause too, and consecutive throttles
-// without a delay lengthen it. When the pause ends, every request of the
-// key that was waiting leaves, paced only by the key's limiter: set a
-// limit in Limits (or a Limiter) to pace what leaves afterwards.
+// without a delay lengthen it. When the pause ends, one request of the key
+// leaves first, as a probe (the half-open state of a circuit breaker): the
+// others, waiting or new, hold until it has an answer. If the answer is not
+// a throttle, they all leave, paced only by the key's limiter (set a limit
+// in Limits, or a Limiter, to pace them); if it is, the key pauses again and
+// they wait for the next probe. A probe that ends without an answer (its
+// context ended, a transport error) passes the role to another waiting
+// request at once. Waiting for a probe counts toward MaxWait and the
+// context's deadline: a request still waiting when either is reached fails
+// then with the errors below, nothing sent.
 //
 // # Contract
 //
@@ -301,6 +308,9 @@ type call struct {
 	floor    time.Duration   // shortest backoff wait
 	cap      time.Duration   // longest backoff wait
 	prevWait time.Duration   // the last backoff wait, for decorrelated jitter
+
+	probe     bool // this request is its key's probe (see cooldown)
+	throttled bool // the attempt was a throttle: it paused the key
 }
 
 func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
@@ -317,6 +327,7 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c.send, c.canRetry = s.policy.withIdempotencyKey(send), replayable
 
+	defer c.endProbe(probeNone) // a no-op unless a probe is cut short (a panic)
 	lastStatus := 0
 	for attempt := 1; ; attempt++ {
 		out, err := c.beforeAttempt(attempt)
@@ -336,6 +347,16 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 		retry, why := s.policy.check(out, resp, err, attempt)
 		wait, again, give, werr := c.afterAttempt(attempt, resp, err, retry, why)
+		if c.probe {
+			switch {
+			case resp == nil:
+				c.endProbe(probeNone)
+			case c.throttled:
+				c.endProbe(probeThrottled)
+			default:
+				c.endProbe(probeAnswered)
+			}
+		}
 		if werr != nil { // the wait would outlast the context's deadline
 			drainAndClose(bodyOf(resp), 0)
 			return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: give, Err: werr}
@@ -380,14 +401,27 @@ func (c *call) beforeAttempt(attempt int) (*http.Request, error) {
 	if attempt == 1 {
 		return c.send, nil
 	}
-	return rewindBody(c.ctx, c.send)
+	out, err := rewindBody(c.ctx, c.send)
+	if err != nil {
+		c.endProbe(probeNone)
+	}
+	return out, err
 }
 
-// pace waits until the key is neither paused nor held by its limiter, for
-// at most maxWait in all. A pause set while the request waited for its
-// limiter (another request of the key was throttled) sends it back to wait
-// out the pause and book again, so that no request leaves into a closed
-// window.
+// endProbe ends the request's probe, if it is its key's probe, with out.
+func (c *call) endProbe(out probeOutcome) {
+	if c.probe {
+		c.probe = false
+		c.s.cool.endProbe(c.key, out, time.Now())
+	}
+}
+
+// pace waits until the key is neither paused, nor half-open with another
+// request as its probe, nor held by its limiter, for at most maxWait in
+// all; it may return as the key's probe (c.probe). A pause set, or a probe
+// taken, while the request waited for its limiter sends it back to wait
+// again and book again, so that no request leaves into a closed window; a
+// probe sent back gives up the role.
 func (c *call) pace(attempt int) error {
 	maxWait := c.s.maxWait
 	var t0 time.Duration
@@ -396,7 +430,10 @@ func (c *call) pace(attempt int) error {
 	}
 	var waited time.Duration
 	for {
-		d, err := c.s.cool.wait(c.ctx, c.key, max(maxWait-waited, 1)) // 1ns: refuse any wait
+		d, probe, err := c.s.cool.wait(c.ctx, c.key, max(maxWait-waited, 1)) // 1ns: refuse any wait
+		if probe {
+			c.probe, c.throttled = true, false
+		}
 		if d > 0 && c.s.obs != nil {
 			c.emit(Event{Kind: EventWait, Reason: ReasonCooldown, Attempt: attempt, Delay: d})
 		}
@@ -411,14 +448,16 @@ func (c *call) pace(attempt int) error {
 		lw := monoNow() - t0 - waited // the limiter's wait
 		waited += lw
 		if err != nil {
+			c.endProbe(probeNone)
 			return err
 		}
 		if lw > 0 && c.s.obs != nil {
 			c.emit(Event{Kind: EventWait, Reason: ReasonLimit, Attempt: attempt, Delay: lw})
 		}
-		if c.s.cool.remaining(c.key, time.Now()) == 0 {
+		if !c.s.cool.held(c.key, time.Now(), c.probe) {
 			return nil
 		}
+		c.endProbe(probeNone)
 	}
 }
 
@@ -479,8 +518,10 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 		// throttles (5s, 10s, 20s, jittered, never under 5s), so that a
 		// host that keeps throttling is asked less and less often (case
 		// C20); with a NewBackOff schedule, its next wait. Never under a
-		// second. Every request of the key waits the pause out, and all
-		// leave when it ends, paced only by the key's limiter. The request's own
+		// second. Every request of the key waits the pause out; when it
+		// ends one probes, and the others leave, paced only by the key's
+		// limiter, once it has an answer that is not a throttle (see
+		// cooldown). The request's own
 		// retry waits the same pause. Whatever its source, the pause is
 		// capped at MaxRetryAfter: a server delay above the cap is refused
 		// for the retry (below) yet pauses the key only that long.
@@ -495,6 +536,7 @@ func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry b
 			pause = min(max(wait, keyWait, minThrottlePause), c.s.maxRetryAfter)
 			wait = pause
 		}
+		c.throttled = true
 		until := now.Add(pause)
 		if c.s.cool.pauseUntil(c.key, until, now, strikes) && c.s.obs != nil {
 			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: pause, Until: until, StatusCode: status})
