@@ -3,7 +3,6 @@ package pace
 import (
 	"context"
 	"hash/maphash"
-	"math"
 	"math/bits"
 	"sync"
 	"time"
@@ -29,9 +28,6 @@ const (
 	// after a sweep (a small map costs little even when mostly empty).
 	shrinkMin = 256
 )
-
-// noDeadline is the deadline of a reservation that has none.
-const noDeadline = math.MaxInt64
 
 // KeyedOptions configures a [Keyed]. The zero value gives the defaults.
 type KeyedOptions struct {
@@ -345,7 +341,7 @@ func (k *Keyed) locate(key string) (*shard, uint64) {
 // refuses any delay. over reports that the key used the overflow state.
 func (k *Keyed) reserve(now int64, key string, n int, maxWait time.Duration, deadline int64, wait bool) (r Reservation, over bool, err error) {
 	over = k.withCell(now, key, func(c *cell, pause, decided int64) bool {
-		r, err = k.decide(c, pause, decided, n, maxWait, deadline, wait)
+		r, err = decideCell(k.alg, c, pause, decided, n, maxWait, deadline, wait)
 		r = r.from(decided, now)
 		return err == nil
 	})
@@ -409,42 +405,6 @@ func (k *Keyed) withCell(now int64, key string, f func(c *cell, pause, now int64
 	s.tmp = cell{}
 	s.mu.Unlock()
 	return false
-}
-
-// decide books n units in c (nil: no limit) for a request at now that may
-// not start before pause, refusing delays beyond maxWait > 0, bookings that
-// would not end before deadline, and with wait false any delay at all.
-func (k *Keyed) decide(c *cell, pause, now int64, n int, maxWait time.Duration, deadline int64, wait bool) (Reservation, error) {
-	if n <= 0 {
-		return Reservation{}, ErrBadCount
-	}
-	from := max(now, pause)
-	t := from
-	if c != nil {
-		if n > k.alg.maxN() {
-			return Reservation{}, ErrBurstExceeded
-		}
-		var err error
-		if t, err = k.alg.earliest(c, from, n); err != nil {
-			if t > now { // a pacer's refusal says how long the wait would have been
-				return Reservation{Delay: time.Duration(t - now)}, err
-			}
-			return Reservation{}, err
-		}
-		t = max(t, from)
-	}
-	d := time.Duration(t - now)
-	switch {
-	case !wait && d > 0, maxWait > 0 && d > maxWait:
-		return Reservation{Delay: d}, ErrWaitTooLong
-	case d > 0 && t >= deadline:
-		return Reservation{Delay: d}, errDeadline
-	}
-	if c == nil {
-		return Reservation{Delay: d}, nil
-	}
-	k.alg.book(c, from, t, n)
-	return Reservation{Delay: d, at: t, n: n}, nil
 }
 
 // Where a cancelled reservation was booked.

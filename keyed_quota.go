@@ -30,7 +30,7 @@ func (k *Keyed) QuotaAt(now time.Time, key string) Quota {
 // Retry-After and RateLimit headers) instead of making callers wait.
 func (k *Keyed) AdmitAt(now time.Time, key string, n int) (q Quota, ok bool) {
 	k.withCell(sinceEpoch(k.epoch, now), key, func(c *cell, pause, now int64) bool {
-		_, err := k.decide(c, pause, now, n, 0, noDeadline, false)
+		_, err := decideCell(k.alg, c, pause, now, n, 0, noDeadline, false)
 		ok = err == nil
 		q = k.quotaOf(c, pause, now)
 		return ok

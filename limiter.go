@@ -129,30 +129,55 @@ func clampNow(d int64) int64 {
 	return d
 }
 
-// reserveCell books n units in c at the earliest possible instant, refusing
-// (booking nothing) with ErrWaitTooLong when the delay exceeds maxWait > 0.
+// reserveCell books n units in c at the earliest possible instant,
+// refusing (booking nothing) with ErrWaitTooLong when the delay exceeds
+// maxWait > 0. It is decideCell with no pause and no deadline.
 func reserveCell(alg algorithm, c *cell, now int64, n int, maxWait time.Duration) (Reservation, error) {
+	return decideCell(alg, c, 0, now, n, maxWait, noDeadline, true)
+}
+
+// noDeadline is the deadline of a reservation that has none.
+const noDeadline = math.MaxInt64
+
+// decideCell books n units of alg in c (nil: no limit, and alg is not used)
+// for a request at now that may not start before pause. It refuses, booking
+// nothing, n <= 0 (ErrBadCount), n that can never be granted
+// (ErrBurstExceeded), the algorithm's own refusals, a delay beyond maxWait > 0
+// or, with wait false, any delay at all (ErrWaitTooLong), and a booking that
+// would not come before deadline (errDeadline; noDeadline means none). A
+// refusal's Reservation carries the delay that would have been needed, when
+// known. This is the one decision shared by the single-key limiters and
+// Keyed.
+func decideCell(alg algorithm, c *cell, pause, now int64, n int, maxWait time.Duration, deadline int64, wait bool) (Reservation, error) {
 	if n <= 0 {
 		return Reservation{}, ErrBadCount
 	}
-	if n > alg.maxN() {
-		return Reservation{}, ErrBurstExceeded
-	}
-	t, err := alg.earliest(c, now, n)
-	if err != nil {
-		if t > now { // a pacer's refusal says how long the wait would have been
-			return Reservation{Delay: time.Duration(t - now)}, err
+	from := max(now, pause)
+	t := from
+	if c != nil {
+		if n > alg.maxN() {
+			return Reservation{}, ErrBurstExceeded
 		}
-		return Reservation{}, err
-	}
-	if t < now {
-		t = now
+		var err error
+		if t, err = alg.earliest(c, from, n); err != nil {
+			if t > now { // a pacer's refusal says how long the wait would have been
+				return Reservation{Delay: time.Duration(t - now)}, err
+			}
+			return Reservation{}, err
+		}
+		t = max(t, from)
 	}
 	d := time.Duration(t - now)
-	if maxWait > 0 && d > maxWait {
+	switch {
+	case !wait && d > 0, maxWait > 0 && d > maxWait:
 		return Reservation{Delay: d}, ErrWaitTooLong
+	case deadline != noDeadline && d > 0 && t >= deadline:
+		return Reservation{Delay: d}, errDeadline
 	}
-	alg.book(c, now, t, n)
+	if c == nil {
+		return Reservation{Delay: d}, nil
+	}
+	alg.book(c, from, t, n)
 	return Reservation{Delay: d, at: t, n: n}, nil
 }
 
