@@ -581,7 +581,9 @@ func TestCaseC05InvalidRetryAfter(t *testing.T) {
 		{"-1", func(time.Time) string { return "-1" }, 2 * time.Second},
 		{"1.5", func(time.Time) string { return "1.5" }, 2 * time.Second},
 		{"soon", func(time.Time) string { return "soon" }, 2 * time.Second},
-		{"past date", func(now time.Time) string { return now.Add(-time.Minute).UTC().Format(http.TimeFormat) }, 0},
+		// A past date means now, but a throttle still pauses its key for
+		// MinThrottlePause (well within the 0.1 s of openai/openai-java#853).
+		{"past date", func(now time.Time) string { return now.Add(-time.Minute).UTC().Format(http.TimeFormat) }, MinThrottlePause},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

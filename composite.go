@@ -163,6 +163,19 @@ func (m *composite) unbook(c *cell, now, t int64, n int) {
 	}
 }
 
+// resume prepares every part.
+func (m *composite) resume(c *cell, at int64) {
+	if c.x == nil {
+		c.x = &cellExt{}
+	}
+	if c.x.parts == nil {
+		c.x.parts = make([]cell, len(m.parts))
+	}
+	for i, p := range m.parts {
+		p.resume(&c.x.parts[i], at)
+	}
+}
+
 func (m *composite) idle(c *cell, now int64) bool {
 	for i, p := range m.parts {
 		if !p.idle(m.part(c, i), now) {

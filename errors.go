@@ -43,6 +43,13 @@ var (
 	// carries it also matches context.DeadlineExceeded.
 	ErrWaitExceedsDeadline = fmt.Errorf("%w: wait exceeds context deadline", ErrRateLimited)
 
+	// ErrThrottled means the server throttled the request's key (a 429, or
+	// a 503 with a delay) and the request was not sent: it waited behind
+	// the key's probe, whose answer was another throttle, and that answer
+	// counts as this request's attempt (see [Transport]). It wraps
+	// ErrRateLimited.
+	ErrThrottled = fmt.Errorf("%w: key throttled", ErrRateLimited)
+
 	// ErrBurstExceeded means one call asked for more units than the limiter
 	// can ever grant at once: n above a token bucket's burst, a window's
 	// r.N, a pacer's Slack+1, or the smallest of these among the parts of

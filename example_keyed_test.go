@@ -48,12 +48,13 @@ func ExampleKeyed_Wait() {
 		panic(err)
 	}
 	k.PauseUntil("api.example.com", time.Now().Add(time.Hour))
-	err = k.Wait(context.Background(), "api.example.com", time.Minute)
+	_, err = k.Wait(context.Background(), "api.example.com", time.Minute)
 	var we *pace.WaitError
 	if errors.As(err, &we) {
 		fmt.Println(we.Key, errors.Is(err, pace.ErrWaitTooLong), we.Delay.Round(time.Minute))
 	}
-	fmt.Println(k.Wait(context.Background(), "other.example.com", time.Minute))
+	_, err = k.Wait(context.Background(), "other.example.com", time.Minute)
+	fmt.Println(err)
 	// Output:
 	// api.example.com true 1h0m0s
 	// <nil>

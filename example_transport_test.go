@@ -23,7 +23,7 @@ func ExampleTransport() {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) == 1 {
-			w.Header().Set("Retry-After", "0") // "try again now"
+			w.Header().Set("Retry-After", "0") // "try again now": the host still pauses for pace.MinThrottlePause
 			w.WriteHeader(http.StatusTooManyRequests)
 			return
 		}
@@ -49,6 +49,7 @@ func ExampleTransport() {
 	body, _ := io.ReadAll(resp.Body)
 	fmt.Println(resp.StatusCode, string(body), "after", calls.Load(), "attempts")
 	// Output:
+	// throttle after attempt 1: status 429 ()
 	// retry after attempt 1: status 429 (server-delay)
 	// 200 hello after 2 attempts
 }

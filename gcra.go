@@ -113,6 +113,10 @@ func (g *gcra) allow1(c *cell, now int64) bool {
 	return true
 }
 
+// resume leaves one unit for at and none saved beyond it: TAT becomes at
+// least at + τ − i, so the unit after the one at at comes i later.
+func (g *gcra) resume(c *cell, at int64) { c.a = max(c.a, satAdd(at, g.tau-g.i)) }
+
 // core returns g; algorithms built on GCRA expose it so that Allow can skip
 // the interface calls.
 func (g *gcra) core() *gcra { return g }

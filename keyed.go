@@ -1,7 +1,6 @@
 package pace
 
 import (
-	"context"
 	"hash/maphash"
 	"math/bits"
 	"sync"
@@ -98,17 +97,18 @@ var _ Limiter = (*Keyed)(nil)
 // the key's hash. Limit state is split: the two words every algorithm uses
 // live in cells, which holds no pointers (so the garbage collector never
 // scans it and an entry costs 24 bytes of slot), and the rare extension
-// pointer lives in exts.
+// pointer lives in exts. Keys that are throttled, or have requests waiting
+// or on their way, also have a keyState in keys.
 type shard struct {
-	mu     sync.Mutex
-	cells  map[uint64]words
-	exts   map[uint64]*cellExt // cell.x of the entries that have one; nil if none
-	pauses map[uint64]int64    // pause end, ns since epoch; nil if none
-	tmp    cell                // scratch cell handed to the algorithm (kept off the stack)
-	last   int64               // instant of the last sweep; now never runs earlier than this
-	seen   int64               // latest instant decided on; now never runs earlier than this
-	peak   int                 // largest len(cells) since the map was last rebuilt
-	_      [128 - 80]byte      // keep shards on separate cache lines
+	mu    sync.Mutex
+	cells map[uint64]words
+	exts  map[uint64]*cellExt  // cell.x of the entries that have one; nil if none
+	keys  map[uint64]*keyState // throttle and queue of the keys that have one; nil if none
+	tmp   cell                 // scratch cell handed to the algorithm (kept off the stack)
+	last  int64                // instant of the last sweep; now never runs earlier than this
+	seen  int64                // latest instant decided on; now never runs earlier than this
+	peak  int                  // largest len(cells) since the map was last rebuilt
+	_     [128 - 80]byte       // keep shards on separate cache lines
 }
 
 // words is the compact part of a cell.
@@ -116,11 +116,11 @@ type words struct{ a, b int64 }
 
 // overflow is the state shared by new keys whose shard is full.
 type overflow struct {
-	mu    sync.Mutex
-	c     cell
-	pause int64
-	seen  int64 // latest instant decided on; now never runs earlier than this
-	_     [64]byte
+	mu   sync.Mutex
+	c    cell
+	st   *keyState
+	seen int64 // latest instant decided on; now never runs earlier than this
+	_    [64]byte
 }
 
 // NewKeyed returns a Keyed that applies l to every key separately. It
@@ -165,42 +165,6 @@ func (k *Keyed) String() string {
 	return "keyed " + k.alg.String()
 }
 
-// Wait blocks until one request for key may proceed, books it, and returns
-// nil. It implements [Limiter]: the key's pause is honoured first (no
-// request proceeds before it ends, and the time left counts toward maxWait
-// and the deadline), then its limit. It fails at once, booking nothing, with
-// a [*WaitError] wrapping [ErrWaitTooLong] when the wait would exceed
-// maxWait > 0 (maxWait <= 0 sets no bound), [ErrQueueFull] when the limit's
-// queue is full, or [ErrWaitExceedsDeadline] (which also matches
-// context.DeadlineExceeded) when the wait would not end before ctx's
-// deadline. If ctx ends during the wait, the booking is given back and Wait
-// returns a *WaitError wrapping ctx.Err(). The clock is read once, from its
-// monotonic reading. Safe for concurrent use.
-func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return &WaitError{Key: key, Err: err}
-	}
-	deadline := int64(noDeadline)
-	if dl, ok := ctx.Deadline(); ok {
-		deadline = sinceEpoch(k.epoch, dl)
-	}
-	now := clampNow(int64(time.Since(k.epoch)))
-	r, over, err := k.reserve(now, key, 1, maxWait, deadline, true)
-	if err != nil {
-		return &WaitError{Key: key, Delay: r.Delay, Err: err}
-	}
-	if r.Delay <= 0 {
-		return nil
-	}
-	where := ownCell
-	if over {
-		where = overflowCell
-	}
-	return sleepReserved(ctx, key, r.Delay, func() {
-		k.cancel(clampNow(int64(time.Since(k.epoch))), key, r, where)
-	})
-}
-
 // ReserveAt books n units for key at the earliest instant at or after now
 // that both its pause and its limit allow, and returns the Reservation,
 // whose Delay says how long after now the units may be used. It books
@@ -210,97 +174,110 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) err
 // represented; maxWait <= 0 sets no bound. On a refusal for maxWait or a
 // full queue, the Reservation's Delay says how long the wait would have
 // been. With the zero Limit only the pause applies and nothing is booked.
-// Safe for concurrent use.
+// The explicit-time methods honour a key's pause, not its probe (see
+// [Keyed.Wait]). Safe for concurrent use.
 func (k *Keyed) ReserveAt(now time.Time, key string, n int, maxWait time.Duration) (Reservation, error) {
-	r, _, err := k.reserve(sinceEpoch(k.epoch, now), key, n, maxWait, noDeadline, true)
-	return r, err
+	at := sinceEpoch(k.epoch, now)
+	e := k.open(at, key, false)
+	r, err := decideCell(k.alg, e.c, e.pause(), e.now, n, maxWait, noDeadline, true)
+	e.close(err == nil)
+	return r.from(e.now, at), err
 }
 
 // AllowAt reports whether n units may be used for key at now, and books them
 // if so. It never books units for later use, and returns false while the key
 // is paused and for n <= 0. Safe for concurrent use.
 func (k *Keyed) AllowAt(now time.Time, key string, n int) bool {
-	_, _, err := k.reserve(sinceEpoch(k.epoch, now), key, n, 0, noDeadline, false)
+	e := k.open(sinceEpoch(k.epoch, now), key, false)
+	_, err := decideCell(k.alg, e.c, e.pause(), e.now, n, 0, noDeadline, false)
+	e.close(err == nil)
+	return err == nil
+}
+
+// Allow is AllowAt(time.Now(), key, 1), reading the monotonic clock
+// through time.Since, which costs about half of time.Now. Safe for
+// concurrent use.
+func (k *Keyed) Allow(key string) bool {
+	e := k.open(clampNow(int64(time.Since(k.epoch))), key, false)
+	_, err := decideCell(k.alg, e.c, e.pause(), e.now, 1, 0, noDeadline, false)
+	e.close(err == nil)
 	return err == nil
 }
 
 // CancelAt gives back the units of r, booked by ReserveAt for key, when the
-// caller abandons its wait at now; the algorithm decides how much of a
-// booking whose time has passed can be returned. The units go back to the
-// key's own limit if it is tracked, and otherwise to the shared overflow
-// limit (see [KeyedOptions].MaxKeys) unless that is idle. Cancelling the
-// zero Reservation does nothing; cancelling twice gives units back twice, so
-// avoid it. Safe for concurrent use.
+// caller abandons its wait at now. A reservation whose instant lies before
+// now gives nothing back: its units count as used (the rule of
+// golang.org/x/time/rate's Reservation.CancelAt). Otherwise the algorithm
+// decides how much can be returned: all of it when nothing was booked after
+// r. The units go back to the key's own limit if it is tracked, and
+// otherwise to the shared overflow limit (see [KeyedOptions].MaxKeys) unless
+// that is idle. Cancelling the zero Reservation does nothing; cancelling
+// twice gives units back twice, so avoid it. Safe for concurrent use.
 func (k *Keyed) CancelAt(now time.Time, key string, r Reservation) {
-	k.cancel(sinceEpoch(k.epoch, now), key, r, either)
+	at := sinceEpoch(k.epoch, now)
+	if r.n <= 0 || k.alg == nil || at > r.at {
+		return
+	}
+	s, h := k.locate(key)
+	s.mu.Lock()
+	if w, ok := s.cells[h]; ok {
+		e := entry{k: k, s: s, h: h, now: max(at, s.last), tracked: true}
+		e.load(w)
+		k.alg.unbook(e.c, e.now, r.at, r.n)
+		e.close(true)
+		return
+	}
+	s.mu.Unlock()
+	k.over.mu.Lock()
+	if !k.alg.idle(&k.over.c, at) {
+		k.alg.unbook(&k.over.c, at, r.at, r.n)
+	}
+	k.over.mu.Unlock()
 }
 
-// PauseUntil makes requests for key wait until until: Wait and ReserveAt
-// book no earlier, AllowAt refuses before it. It only ever extends a pause,
-// never shortens one, and a paused key is not evicted before its pause ends.
-// If the key is new and its shard is full (see [KeyedOptions].MaxKeys), the
-// pause applies to the shared overflow state instead. The zero Time, and
-// an until in the past of the store (no later than the latest instant it
-// has decided a request of the key's shard at, or read for Wait), are
-// ignored: such a pause could hold nothing back. Safe for concurrent use.
+// PauseUntil makes requests for key wait until until: Wait, ReserveAt and
+// AllowAt admit nothing of the key before it. Unlike a throttle reported to
+// [Keyed.Settle], it sends no probe when it ends: every waiter leaves, paced
+// by the key's limit, which resumes at its steady rate. It only ever extends
+// a pause, never shortens one, and a paused key is not evicted before its
+// pause ends. If the key is new and its shard is full (see
+// [KeyedOptions].MaxKeys), the pause applies to the shared overflow state
+// instead. The zero Time, and an until in the past of the store (no later
+// than the latest instant it has decided a request of the key's shard at,
+// or read for Wait), are ignored: such a pause could hold nothing back.
+// Safe for concurrent use.
 func (k *Keyed) PauseUntil(key string, until time.Time) {
 	if until.IsZero() || !until.After(k.epoch) {
 		return
 	}
 	at := sinceEpoch(k.epoch, until)
-	s, h := k.locate(key)
-	s.mu.Lock()
-	if at <= max(s.last, s.seen) {
-		s.mu.Unlock()
-		return
+	e := k.open(0, key, false)
+	if at > e.now {
+		e.throttle(at-e.now, e.state().th.gen, false, false)
 	}
-	if p, ok := s.pauses[h]; ok {
-		s.pauses[h] = max(p, at)
-		s.mu.Unlock()
-		return
-	}
-	if _, ok := s.cells[h]; !ok && s.full(k) {
-		s.mu.Unlock()
-		k.over.mu.Lock()
-		k.over.pause = max(k.over.pause, at)
-		k.over.mu.Unlock()
-		return
-	}
-	if s.pauses == nil {
-		s.pauses = make(map[uint64]int64)
-	}
-	s.pauses[h] = at
-	s.mu.Unlock()
+	e.close(e.c != nil)
 }
 
-// PausedUntil returns the end of key's pause as set by PauseUntil, or the
-// zero Time if it has none. The store keeps no clock of its own: a pause
-// ends for it once it has decided a request of the key's shard at or after
-// the pause's end, so a pause that has ended by the wall clock may still be
-// reported until then. Safe for concurrent use.
+// PausedUntil returns the end of key's pause, or the zero Time if it has
+// none. The store keeps no clock of its own: a pause ends for it once it has
+// decided a request of the key's shard at or after the pause's end, so a
+// pause that has ended by the wall clock may still be reported until then.
+// Safe for concurrent use.
 func (k *Keyed) PausedUntil(key string) time.Time {
-	s, h := k.locate(key)
-	s.mu.Lock()
-	p, ok := s.pauses[h]
-	_, tracked := s.cells[h]
-	full := !ok && !tracked && s.full(k)
-	past := max(s.last, s.seen)
-	s.mu.Unlock()
-	if full {
-		k.over.mu.Lock()
-		p, past = k.over.pause, max(past, k.over.seen)
-		k.over.mu.Unlock()
-	}
-	if p <= past {
+	e := k.open(0, key, false)
+	p, now := e.pause(), e.now
+	e.close(false)
+	if p <= now {
 		return time.Time{}
 	}
 	return k.epoch.Add(time.Duration(p))
 }
 
 // SweepAt forgets, at now, every key whose limit is idle and which is not
-// paused, and every pause that has ended, and returns how many keys are no
-// longer tracked. Keys are also swept lazily as the store is used, so
-// calling SweepAt is never required. Safe for concurrent use.
+// paused, half-open or waited on, and every pause that has ended, and
+// returns how many keys are no longer tracked. Keys are also swept lazily
+// as the store is used, so calling SweepAt is never required. Safe for
+// concurrent use.
 func (k *Keyed) SweepAt(now time.Time) int {
 	at := sinceEpoch(k.epoch, now)
 	n := 0
@@ -313,15 +290,16 @@ func (k *Keyed) SweepAt(now time.Time) int {
 	return n
 }
 
-// Len returns the number of keys tracked: keys with limit state or a pause,
-// not counting keys that share the overflow state. Safe for concurrent use.
+// Len returns the number of keys tracked: keys with limit state, a pause or
+// waiting requests, not counting keys that share the overflow state. Safe
+// for concurrent use.
 func (k *Keyed) Len() int {
 	n := 0
 	for i := range k.shards {
 		s := &k.shards[i]
 		s.mu.Lock()
 		n += len(s.cells)
-		for h := range s.pauses {
+		for h := range s.keys {
 			if _, ok := s.cells[h]; !ok {
 				n++
 			}
@@ -337,114 +315,129 @@ func (k *Keyed) locate(key string) (*shard, uint64) {
 	return &k.shards[h>>k.shift], h
 }
 
-// reserve books n units for key at now (ns since epoch). With wait false it
-// refuses any delay. over reports that the key used the overflow state.
-func (k *Keyed) reserve(now int64, key string, n int, maxWait time.Duration, deadline int64, wait bool) (r Reservation, over bool, err error) {
-	over = k.withCell(now, key, func(c *cell, pause, decided int64) bool {
-		r, err = decideCell(k.alg, c, pause, decided, n, maxWait, deadline, wait)
-		r = r.from(decided, now)
-		return err == nil
-	})
-	return r, over, err
+// entry is one key's state in a Keyed, opened under the lock that guards
+// it: the key's own shard, or the overflow state. close stores it back and
+// unlocks.
+type entry struct {
+	k       *Keyed
+	s       *shard // nil: the shared overflow state
+	h       uint64
+	now     int64     // the instant to decide at: never earlier than the shard's last sweep
+	c       *cell     // the key's limit state; nil with the zero Limit
+	st      *keyState // the key's throttle and queue; nil if it has none yet
+	x       *cellExt  // the extension c had when opened
+	tracked bool      // the key has an entry in the shard's cells
 }
 
-// withCell finds key's limit state at now (ns since epoch) and calls f with
-// it under the lock that guards it, with the key's pause
-// and the instant to use (never earlier than the last sweep of the key's
-// shard). c is nil with the zero Limit. When f returns true, c is stored as
-// the key's state (tracking the key if it was new); otherwise nothing is
-// kept. over reports that the key used the shared overflow state.
-func (k *Keyed) withCell(now int64, key string, f func(c *cell, pause, now int64) (keep bool)) (over bool) {
+// open locks key's state and returns it, decided at now (ns since epoch),
+// or at the latest instant already decided on if that is later (callers
+// read the clock before taking the lock, so instants reach a shard slightly
+// out of order; deciding each at the latest instant seen keeps every
+// algorithm's bookings in time order, and a clock stepping back mints
+// nothing). A key that is new while its shard is full, or over (the key's
+// requests are queued on the overflow state), opens the overflow state.
+func (k *Keyed) open(now int64, key string, over bool) entry {
 	s, h := k.locate(key)
 	s.mu.Lock()
-	// Callers read the clock before taking the lock, so instants reach a
-	// shard slightly out of order; deciding each at the latest instant seen
-	// keeps every algorithm's bookings in time order (a sliding log would
-	// otherwise refuse a request that arrives a microsecond "late").
 	now = max(now, s.last, s.seen)
 	s.seen = now
 	if now-s.last >= k.sweepEvery {
 		s.sweep(k, now)
 	}
-	var pause int64
-	if len(s.pauses) > 0 {
-		pause = s.pauses[h]
-	}
-	if k.alg == nil {
-		s.mu.Unlock()
-		f(nil, pause, now)
-		return false
+	var st *keyState
+	if len(s.keys) > 0 {
+		st = s.keys[h]
 	}
 	w, tracked := s.cells[h]
-	if !tracked && pause == 0 && s.full(k) {
-		if now-s.last >= minSweepEvery {
+	if over || (!tracked && st == nil && s.full(k)) {
+		if !over && now-s.last >= minSweepEvery {
 			s.sweep(k, now)
 		}
-		if s.full(k) {
+		if over || s.full(k) {
 			s.mu.Unlock()
 			k.over.mu.Lock()
 			now = max(now, k.over.seen)
 			k.over.seen = now
-			f(&k.over.c, k.over.pause, now)
-			k.over.mu.Unlock()
-			return true
+			e := entry{k: k, h: h, now: now, st: k.over.st}
+			if k.alg != nil {
+				e.c = &k.over.c
+			}
+			return e
 		}
 	}
-	s.tmp = cell{a: w.a, b: w.b}
-	var x *cellExt
-	if tracked && len(s.exts) > 0 {
-		x = s.exts[h]
-		s.tmp.x = x
+	e := entry{k: k, s: s, h: h, now: now, st: st, tracked: tracked}
+	e.load(w)
+	return e
+}
+
+// load places the compact words w (and the extension, if any) of a shard
+// entry in the shard's scratch cell.
+func (e *entry) load(w words) {
+	if e.k.alg == nil {
+		return
 	}
-	if f(&s.tmp, pause, now) {
-		s.store(h, x)
-		if !tracked && len(s.cells) > s.peak {
+	s := e.s
+	s.tmp = cell{a: w.a, b: w.b}
+	if e.tracked && len(s.exts) > 0 {
+		e.x = s.exts[e.h]
+		s.tmp.x = e.x
+	}
+	e.c = &s.tmp
+}
+
+// over reports whether e is the shared overflow state.
+func (e *entry) over() bool { return e.s == nil }
+
+// state returns the key's keyState, creating it.
+func (e *entry) state() *keyState {
+	if e.st != nil {
+		return e.st
+	}
+	e.st = &keyState{}
+	if e.over() {
+		e.k.over.st = e.st
+		return e.st
+	}
+	if e.s.keys == nil {
+		e.s.keys = make(map[uint64]*keyState)
+	}
+	e.s.keys[e.h] = e.st
+	return e.st
+}
+
+// pause returns the end of the key's pause, or 0.
+func (e *entry) pause() int64 {
+	if e.st == nil {
+		return 0
+	}
+	return e.st.th.until
+}
+
+// close stores the key's limit state if keep (tracking the key if it was
+// new) and unlocks.
+func (e *entry) close(keep bool) {
+	if e.over() {
+		e.k.over.mu.Unlock()
+		return
+	}
+	s := e.s
+	if keep && e.c != nil {
+		s.store(e.h, e.x)
+		if !e.tracked && len(s.cells) > s.peak {
 			s.peak = len(s.cells)
 		}
 	}
 	s.tmp = cell{}
 	s.mu.Unlock()
-	return false
 }
 
-// Where a cancelled reservation was booked.
-const (
-	ownCell = iota
-	overflowCell
-	either // the key's own cell if tracked, else the overflow cell
-)
-
-// cancel gives back the units of r for key at now.
-func (k *Keyed) cancel(now int64, key string, r Reservation, where int) {
-	if r.n <= 0 || k.alg == nil {
-		return
-	}
-	if where != overflowCell {
-		s, h := k.locate(key)
-		s.mu.Lock()
-		if w, ok := s.cells[h]; ok {
-			s.tmp = cell{a: w.a, b: w.b}
-			var x *cellExt
-			if len(s.exts) > 0 {
-				x = s.exts[h]
-				s.tmp.x = x
-			}
-			k.alg.unbook(&s.tmp, max(now, s.last), r.at, r.n)
-			s.store(h, x)
-			s.tmp = cell{}
-			s.mu.Unlock()
-			return
-		}
-		s.mu.Unlock()
-		if where == ownCell {
-			return // evicted as idle: nothing left to give back
-		}
-	}
-	k.over.mu.Lock()
-	if where == overflowCell || !k.alg.idle(&k.over.c, now) {
-		k.alg.unbook(&k.over.c, now, r.at, r.n)
-	}
-	k.over.mu.Unlock()
+// withCell calls f with key's limit state at now (ns since epoch), under the
+// lock that guards it, with the key's pause and the instant to use. c is nil
+// with the zero Limit. When f returns true, c is stored as the key's state
+// (tracking the key if it was new); otherwise nothing is kept.
+func (k *Keyed) withCell(now int64, key string, f func(c *cell, pause, now int64) (keep bool)) {
+	e := k.open(now, key, false)
+	e.close(f(e.c, e.pause(), e.now))
 }
 
 // store files s.tmp under h; x is the extension the entry had before.
@@ -463,17 +456,19 @@ func (s *shard) store(h uint64, x *cellExt) {
 }
 
 // full reports whether s holds its share of MaxKeys.
-func (s *shard) full(k *Keyed) bool { return len(s.cells)+len(s.pauses) >= k.perShard }
+func (s *shard) full(k *Keyed) bool { return len(s.cells)+len(s.keys) >= k.perShard }
 
-// sweep forgets at now the idle, unpaused entries of s and the ended pauses,
-// returns how many keys are no longer tracked, and releases the memory of
-// a map that has become much smaller than it was.
+// sweep forgets at now the idle entries of s: keyStates whose throttle is
+// over and that nobody waits on, and limit state that behaves like a fresh
+// one of keys without a keyState. It returns how many keys are no longer
+// tracked, and releases the memory of a map that has become much smaller
+// than it was.
 func (s *shard) sweep(k *Keyed, now int64) int {
 	s.last = now
 	n := 0
-	for h, p := range s.pauses {
-		if p <= now {
-			delete(s.pauses, h)
+	for h, st := range s.keys {
+		if st.forgettable(now) {
+			delete(s.keys, h)
 			if _, ok := s.cells[h]; !ok {
 				n++
 			}
@@ -481,8 +476,8 @@ func (s *shard) sweep(k *Keyed, now int64) int {
 	}
 	if k.alg != nil {
 		for h, w := range s.cells {
-			if len(s.pauses) > 0 {
-				if _, ok := s.pauses[h]; ok {
+			if len(s.keys) > 0 {
+				if _, ok := s.keys[h]; ok {
 					continue
 				}
 			}
@@ -500,8 +495,8 @@ func (s *shard) sweep(k *Keyed, now int64) int {
 		}
 		s.tmp = cell{}
 	}
-	if len(s.pauses) == 0 {
-		s.pauses = nil
+	if len(s.keys) == 0 {
+		s.keys = nil
 	}
 	if len(s.exts) == 0 {
 		s.exts = nil

@@ -281,14 +281,14 @@ func TestKeyedWait(t *testing.T) {
 			k := newTestKeyed(t, every(time.Second, 1), KeyedOptions{})
 			start := time.Now()
 			for i, want := range []time.Duration{0, time.Second} {
-				if err := k.Wait(t.Context(), "a", 0); err != nil {
+				if err := errOf(k.Wait(t.Context(), "a", 0)); err != nil {
 					t.Fatal(err)
 				}
 				wantElapsed(t, start, want, "wait "+strconv.Itoa(i))
 			}
 			k.PauseUntil("a", start.Add(5*time.Second))
 			for i, want := range []time.Duration{5 * time.Second, 6 * time.Second} {
-				if err := k.Wait(t.Context(), "a", 0); err != nil {
+				if err := errOf(k.Wait(t.Context(), "a", 0)); err != nil {
 					t.Fatal(err)
 				}
 				wantElapsed(t, start, want, "wait after pause "+strconv.Itoa(i))
@@ -299,18 +299,18 @@ func TestKeyedWait(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			k := newTestKeyed(t, every(time.Second, 1), KeyedOptions{})
 			start := time.Now()
-			if err := k.Wait(t.Context(), "a", time.Second); err != nil {
+			if err := errOf(k.Wait(t.Context(), "a", time.Second)); err != nil {
 				t.Fatal(err)
 			}
-			err := k.Wait(t.Context(), "a", 999*time.Millisecond)
+			err := errOf(k.Wait(t.Context(), "a", 999*time.Millisecond))
 			wantWaitError(t, err, "a", time.Second, ErrWaitTooLong, ErrRateLimited)
 			wantElapsed(t, start, 0, "refusal")
 
 			k.PauseUntil("b", start.Add(2*time.Second))
-			err = k.Wait(t.Context(), "b", time.Second)
+			err = errOf(k.Wait(t.Context(), "b", time.Second))
 			wantWaitError(t, err, "b", 2*time.Second, ErrWaitTooLong) // the pause counts
 
-			if err := k.Wait(t.Context(), "a", time.Second); err != nil {
+			if err := errOf(k.Wait(t.Context(), "a", time.Second)); err != nil {
 				t.Fatal(err)
 			}
 			wantElapsed(t, start, time.Second, "the refusal booked nothing")
@@ -320,20 +320,20 @@ func TestKeyedWait(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			k := newTestKeyed(t, every(time.Second, 1), KeyedOptions{})
 			start := time.Now()
-			if err := k.Wait(t.Context(), "a", 0); err != nil {
+			if err := errOf(k.Wait(t.Context(), "a", 0)); err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 			defer cancel()
-			err := k.Wait(ctx, "a", 0)
+			err := errOf(k.Wait(ctx, "a", 0))
 			wantWaitError(t, err, "a", time.Second, ErrWaitExceedsDeadline, context.DeadlineExceeded, ErrRateLimited)
 			wantElapsed(t, start, 0, "refusal")
 
 			k.PauseUntil("b", start.Add(time.Second))
-			err = k.Wait(ctx, "b", 0)
+			err = errOf(k.Wait(ctx, "b", 0))
 			wantWaitError(t, err, "b", time.Second, ErrWaitExceedsDeadline) // the pause counts
 
-			if err := k.Wait(t.Context(), "a", 0); err != nil {
+			if err := errOf(k.Wait(t.Context(), "a", 0)); err != nil {
 				t.Fatal(err)
 			}
 			wantElapsed(t, start, time.Second, "the refusal booked nothing")
@@ -344,7 +344,7 @@ func TestKeyedWait(t *testing.T) {
 			k := newTestKeyed(t, every(time.Second, 1), KeyedOptions{})
 			ctx, cancel := context.WithCancel(t.Context())
 			cancel()
-			wantWaitError(t, k.Wait(ctx, "a", 0), "a", 0, context.Canceled)
+			wantWaitError(t, errOf(k.Wait(ctx, "a", 0)), "a", 0, context.Canceled)
 			wantLen(t, k, 0)
 		})
 	})
@@ -352,17 +352,17 @@ func TestKeyedWait(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			k := newTestKeyed(t, every(time.Second, 1), KeyedOptions{})
 			start := time.Now()
-			if err := k.Wait(t.Context(), "a", 0); err != nil {
+			if err := errOf(k.Wait(t.Context(), "a", 0)); err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithCancel(t.Context())
 			errc := make(chan error, 1)
-			go func() { errc <- k.Wait(ctx, "a", 0) }()
+			go func() { errc <- errOf(k.Wait(ctx, "a", 0)) }()
 			synctest.Wait() // it booked the slot at 1s and sleeps
 			cancel()
 			wantWaitError(t, <-errc, "a", time.Second, context.Canceled)
 
-			if err := k.Wait(t.Context(), "a", 0); err != nil {
+			if err := errOf(k.Wait(t.Context(), "a", 0)); err != nil {
 				t.Fatal(err)
 			}
 			wantElapsed(t, start, time.Second, "the next caller gets the cancelled slot")
@@ -377,7 +377,7 @@ func TestKeyedWait(t *testing.T) {
 			var wg sync.WaitGroup
 			for range 20 {
 				wg.Go(func() {
-					if err := k.Wait(t.Context(), "a", 0); err != nil {
+					if err := errOf(k.Wait(t.Context(), "a", 0)); err != nil {
 						t.Error(err)
 					}
 					mu.Lock()
@@ -399,7 +399,7 @@ func TestKeyedWaitAllocs(t *testing.T) {
 	k := newTestKeyed(t, every(time.Nanosecond, 1<<30), KeyedOptions{})
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(1000, func() {
-		if err := k.Wait(ctx, "a", 0); err != nil {
+		if err := errOf(k.Wait(ctx, "a", 0)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -663,17 +663,17 @@ func TestKeyedOverflowWaitCancel(t *testing.T) {
 		k := newTestKeyed(t, every(time.Second, 1), KeyedOptions{MaxKeys: 1})
 		start := time.Now()
 		for _, key := range []string{"a", "b"} { // a is tracked, b overflows
-			if err := k.Wait(t.Context(), key, 0); err != nil {
+			if err := errOf(k.Wait(t.Context(), key, 0)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
-		go func() { errc <- k.Wait(ctx, "c", 0) }() // overflow slot at 1s
+		go func() { errc <- errOf(k.Wait(ctx, "c", 0)) }() // overflow slot at 1s
 		synctest.Wait()
 		cancel()
 		wantWaitError(t, <-errc, "c", time.Second, context.Canceled)
-		if err := k.Wait(t.Context(), "d", 0); err != nil {
+		if err := errOf(k.Wait(t.Context(), "d", 0)); err != nil {
 			t.Fatal(err)
 		}
 		wantElapsed(t, start, time.Second, "the next overflow key gets the cancelled slot")
@@ -742,7 +742,7 @@ func releases(t *testing.T, k *Keyed, key string, callers int, start time.Time, 
 	for range callers {
 		wg.Go(func() {
 			for first := true; first || time.Since(start) < stop; first = false {
-				if err := k.Wait(t.Context(), key, 0); err != nil {
+				if err := errOf(k.Wait(t.Context(), key, 0)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -849,7 +849,7 @@ func BenchmarkKeyedWait1Key(b *testing.B) {
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := k.Wait(ctx, "api.example.com", 0); err != nil {
+			if err := errOf(k.Wait(ctx, "api.example.com", 0)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -858,7 +858,7 @@ func BenchmarkKeyedWait1Key(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if err := k.Wait(ctx, "api.example.com", 0); err != nil {
+				if err := errOf(k.Wait(ctx, "api.example.com", 0)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -7,23 +7,86 @@ import (
 	"time"
 )
 
-// A Limiter decides when a request for a key may proceed. It is the
-// interface the [Transport] waits on ([Transport].Limiter); the in-memory
-// [Keyed] store implements it, and a limiter whose state is shared across
-// processes (in Redis, say) can implement it too. Implementations must be
-// safe for concurrent use by multiple goroutines.
+// A Limiter decides when a request for a key may leave, and holds the key's
+// throttle: the pause a server's 429 or 503 asked for, and the probe that
+// goes first when it ends. It is the interface the [Transport] waits on
+// ([Transport].Limiter); the in-memory [Keyed] store implements it, and a
+// limiter whose state is shared across processes (in Redis, say) can
+// implement it too. Implementations must be safe for concurrent use by
+// multiple goroutines.
+//
+// A request's life through a Limiter: Wait admits it and returns its
+// Permit; if the Permit's Track is set, Depart is told the instant the
+// request was written to the wire (the Transport learns it from
+// net/http/httptrace); Settle is told how it ended, exactly once per Permit
+// that Wait returned with a nil error.
 type Limiter interface {
-	// Wait blocks until one request for key may proceed, books it, and
-	// returns nil.
+	// Wait blocks until one request for key may leave, books it, and
+	// returns its Permit.
 	//
 	// It fails at once, booking nothing, with a [*WaitError] when the wait
 	// would exceed maxWait (maxWait > 0; [ErrWaitTooLong]), when the limit's
 	// queue is full ([ErrQueueFull]), or when the wait would outlast ctx's
 	// deadline ([ErrWaitExceedsDeadline], which also matches
-	// context.DeadlineExceeded). All of these match [ErrRateLimited]. If ctx
+	// context.DeadlineExceeded). All of these match [ErrRateLimited]. If
+	// the key's probe is answered with a throttle while the request waits
+	// behind it, Wait returns a *WaitError wrapping [ErrThrottled]. If ctx
 	// ends while waiting, Wait gives the booking back and returns a
 	// *WaitError wrapping ctx.Err().
-	Wait(ctx context.Context, key string, maxWait time.Duration) error
+	Wait(ctx context.Context, key string, maxWait time.Duration) (Permit, error)
+
+	// Depart tells the limiter that the request of p was written at at.
+	// A request that left later than its slot pushes the key's later
+	// slots back, so that spacing holds where the server counts it.
+	Depart(p Permit, at time.Time)
+
+	// Settle tells the limiter how the request of p ended.
+	Settle(p Permit, o Outcome)
+}
+
+// Permit is a [Limiter]'s admission of one request, returned by Wait and
+// passed back to Depart and Settle. The zero Permit admits a request with
+// nothing booked.
+type Permit struct {
+	// Key is the key the request was admitted under.
+	Key string
+	// Probe reports that the request is its key's probe: the key's pause
+	// has just ended, and its other requests hold until Settle reports
+	// this one's answer.
+	Probe bool
+	// Track asks for Depart: the limit binds, so the instant the request
+	// actually leaves matters to the requests booked after it.
+	Track bool
+	// Strikes is how many consecutive throttles the key had when the
+	// request was admitted (throttles of requests that left after the
+	// key's latest pause was set, with no other answer in between).
+	Strikes int
+	// Gen is the limiter's count of the key's pauses when the request was
+	// admitted; a throttle reported for an older generation is no new
+	// strike. For the limiter's own use.
+	Gen uint64
+	// Held is how long the request waited for the key's pause and probe,
+	// and Delay how long for its slot of the key's limit.
+	Held, Delay time.Duration
+
+	b *booking // the request's place in its key's queue (Keyed), or nil
+}
+
+// Outcome is how the request of a [Permit] ended, for [Limiter].Settle.
+type Outcome struct {
+	// At is when it ended; the zero Time means now.
+	At time.Time
+	// Sent reports that the request was handed to the server (Base); false
+	// means it never left, and its booking is given back if its instant
+	// has not come.
+	Sent bool
+	// Response reports that a response came back. A probe that ends with
+	// none (a transport error) hands its role to the next request.
+	Response bool
+	// Pause, if positive, reports a throttle: the key pauses this long from
+	// At (the caller has applied its floor and cap). Zero means the answer
+	// was not a throttle (or there was none, when Sent is false).
+	Pause time.Duration
 }
 
 // Reservation is n units booked by ReserveAt. Delay is how long after the
@@ -80,6 +143,12 @@ type algorithm interface {
 	// unbook gives back n units booked at t, restoring c exactly when
 	// nothing else was booked since.
 	unbook(c *cell, now, t int64, n int)
+	// resume prepares c for the end of a key's pause at at: the key's next
+	// request goes at at, and the ones after it at the limit's steady rate,
+	// without the burst a token bucket saved up while it waited (the
+	// server's window has just been full). Window limits, which count what
+	// the server counts, keep their state.
+	resume(c *cell, at int64)
 	// idle reports whether c at now behaves like the zero cell, so that it
 	// can be forgotten.
 	idle(c *cell, now int64) bool
@@ -295,14 +364,16 @@ func (l *local) allowLocked(at int64, n int) bool {
 // given back exactly. Units that later reservations were scheduled behind
 // are not handed out again while those are held (as in x/time/rate's
 // Reservation.CancelAt), so cancelling never breaks the limit's promise.
-// Cancelling the zero Reservation, or one returned with an error, does
-// nothing; cancelling the same Reservation twice is a caller error that
-// gives units back twice. Safe for concurrent use.
+// A Reservation whose instant lies before now gives nothing back: its units
+// count as used (x/time/rate's rule). Cancelling the zero Reservation, or
+// one returned with an error, does nothing; cancelling the same Reservation
+// twice is a caller error that gives units back twice. Safe for concurrent
+// use.
 func (l *local) CancelAt(now time.Time, r Reservation) {
-	if r.n <= 0 {
+	at := sinceEpoch(l.epoch, now)
+	if r.n <= 0 || at > r.at {
 		return
 	}
-	at := sinceEpoch(l.epoch, now)
 	l.mu.Lock()
 	l.alg.unbook(&l.c, at, r.at, r.n)
 	l.mu.Unlock()
@@ -329,25 +400,3 @@ func (l *local) Wait(ctx context.Context, n int) error {
 
 // String describes the limit, e.g. "token bucket 10/1s burst 20".
 func (l *local) String() string { return l.alg.String() }
-
-// sleepReserved waits d for a booking already made, calling cancel to give
-// it back when the wait is abandoned: at once when d would outlast ctx's
-// deadline, or when ctx ends first. No lock is held while waiting.
-func sleepReserved(ctx context.Context, key string, d time.Duration, cancel func()) error {
-	if d <= 0 {
-		return nil
-	}
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
-		cancel()
-		return &WaitError{Key: key, Delay: d, Err: errDeadline}
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		cancel()
-		return &WaitError{Key: key, Delay: d, Err: ctx.Err()}
-	}
-}

@@ -7,3 +7,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// errOf returns the error of a Limiter.Wait, dropping its Permit.
+func errOf(_ Permit, err error) error { return err }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // DefaultMaxAttempts is the default number of attempts per request, the
@@ -442,4 +443,143 @@ func netHTTPErrorClass(err error) (class errClass, reason string, ok bool) {
 		return errTransient, "connection closed", true
 	}
 	return errFinal, "", false
+}
+
+// isThrottle reports whether an answer with status code and, if fromServer,
+// a server delay is a throttle: a 429 Too Many Requests (RFC 6585 §4), or a
+// 503 Service Unavailable (RFC 9110 §15.6.4) that names when to come back.
+// A throttle pauses its whole key. It is the one test of pace for "the
+// server is throttling": a 503 without a delay is an outage, not a
+// throttle, and gets the backoff.
+func isThrottle(code int, fromServer bool) bool {
+	return isThrottleStatus(code) && (code == http.StatusTooManyRequests || fromServer)
+}
+
+// attemptEnd is what the retry decision sees of one finished attempt: the
+// outcome, the request's situation, and the settings. now is when the
+// attempt ended.
+type attemptEnd struct {
+	now      time.Time
+	attempt  int            // the attempt that ended, from 1
+	resp     *http.Response // nil when err is set
+	err      error
+	retry    bool   // RetryPolicy.check's verdict
+	why      string // and its reason
+	failed   bool   // a retryable failure, whether or not this request may repeat it
+	canRetry bool   // the body can be sent again
+	budgetOK bool   // the key's retry budget allows a retry
+	strikes  int    // the key's consecutive throttles before this one (Permit.Strikes)
+	deadline time.Time // the context's deadline; zero: none
+
+	maxAttempts   int
+	maxRetryAfter time.Duration
+	jitter        Jitter
+	customBackoff bool // the schedule comes from Transport.NewBackOff
+	// backoff returns the next wait of the request's backoff schedule,
+	// jittered, and false when the schedule says stop; throttled selects
+	// the schedule for a throttle. It is called at most once.
+	backoff func(throttled bool) (time.Duration, bool)
+	rnd     func(n int64) int64 // for the jitter of the default pause; nil: math/rand/v2
+}
+
+// verdict is the retry decision for one attempt.
+type verdict struct {
+	retry    bool          // send the request again
+	wait     time.Duration // before the next attempt
+	pause    time.Duration // > 0: the answer was a throttle; pause the key this long
+	why      Reason        // the retry's reason (ReasonServerDelay, ReasonBackoff), or why a retryable failure is not retried
+	refused  time.Duration // the server delay or wait that was refused, for ReasonDelayTooLong and ReasonDeadline
+	deadline bool          // the wait would outlast the context's deadline
+}
+
+// decide is the retry decision: from what an attempt ended with, whether to
+// send the request again, after how long, whether to pause its key, and if a
+// retryable failure is not retried, why. It reads the response's headers,
+// never its body, and takes explicit time; apart from the backoff schedule
+// and the jitter it is a pure function. The rules:
+//
+//   - The wait is the server's delay when it gave one (Retry-After and the
+//     other headers serverDelay reads), else the backoff schedule's next
+//     wait, jittered.
+//   - A throttle (isThrottle) pauses the key: for the server's delay, never
+//     less than MinThrottlePause; without a delay (a 429 that names none)
+//     for DefaultThrottlePause doubled by the key's strikes, jittered, never
+//     under DefaultThrottleBackoffInitial, or with a NewBackOff schedule its
+//     next wait, never under a second (env0/terraform-provider-env0#1127).
+//     Every pause is capped at maxRetryAfter; the request's own wait is the
+//     pause.
+//   - A retryable failure is not retried, in this order, when: the policy
+//     said no (its reason); the server's delay exceeds maxRetryAfter
+//     (ReasonDelayTooLong: a retry before it is certain to fail,
+//     hashicorp/go-retryablehttp#247); the body cannot be sent again; the
+//     attempts are spent; the schedule says stop; the budget is spent
+//     (unless the server named a delay: the server itself set the pace); or
+//     the wait would outlast the deadline (ReasonDeadline, decided at once,
+//     not slept).
+func decide(in attemptEnd) verdict {
+	status := statusOf(in.resp)
+	var v verdict
+	var serverWait time.Duration
+	fromServer := false
+	if in.resp != nil && (in.retry || status >= 400) {
+		serverWait, _, fromServer = serverDelay(in.resp, in.now)
+	}
+	throttle := isThrottle(status, fromServer)
+	if !in.retry && !throttle {
+		if in.failed {
+			v.why = policyReason(in.why)
+		}
+		return v
+	}
+	wait, stop := time.Duration(0), false
+	v.why = ReasonBackoff
+	switch {
+	case fromServer:
+		wait, v.why = serverWait, ReasonServerDelay
+	case in.retry || throttle:
+		w, ok := in.backoff(isThrottleStatus(status)) // a 503 without a delay: the throttle schedule
+		wait, stop = w, !ok
+	}
+	if throttle {
+		if fromServer {
+			v.pause = min(max(serverWait, MinThrottlePause), in.maxRetryAfter)
+			wait = max(wait, v.pause)
+		} else {
+			keyWait := wait // a NewBackOff schedule is the caller's choice: its next wait
+			if !in.customBackoff {
+				keyWait = in.jitter.apply(backoffDelay(in.strikes+1, DefaultThrottlePause, DefaultBackoffMax),
+					0, DefaultThrottlePause, DefaultBackoffMax, in.rnd)
+			}
+			v.pause = min(max(wait, keyWait, DefaultThrottleBackoffInitial), in.maxRetryAfter)
+			wait = v.pause
+		}
+	}
+	switch {
+	case !in.retry:
+		v.why = ""
+		if in.failed {
+			v.why = policyReason(in.why)
+		}
+		return v
+	case fromServer && serverWait > in.maxRetryAfter:
+		v.why, v.refused = ReasonDelayTooLong, serverWait
+		return v
+	case !in.canRetry:
+		v.why = ReasonNotReplayable
+		return v
+	case in.attempt >= in.maxAttempts:
+		v.why = ReasonAttempts
+		return v
+	case stop:
+		v.why = ReasonBackoffStop
+		return v
+	case !in.budgetOK && !(fromServer && serverWait > 0):
+		v.why = ReasonBudget
+		return v
+	case !in.deadline.IsZero() && in.deadline.Sub(in.now) < wait:
+		v.why, v.refused, v.deadline = ReasonDeadline, wait, true
+		return v
+	}
+	v.retry, v.wait = true, wait
+	return v
 }

@@ -213,6 +213,9 @@ func (s *slidingCounter) unbook(c *cell, _, t int64, n int) {
 	c.b = packCounts(prev, cur)
 }
 
+// resume keeps the window's counts: they are what the server counts.
+func (*slidingCounter) resume(*cell, int64) {}
+
 func (s *slidingCounter) idle(c *cell, now int64) bool {
 	w := winIndex(now, s.per)
 	return w-c.a >= 2 || (w >= c.a && c.b == 0)

@@ -2,10 +2,12 @@ package pace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"sync"
 	"time"
@@ -19,10 +21,6 @@ import (
 // that a pause the Transport accepts for a retry is also accepted by the
 // key's new requests.
 const DefaultMaxWait = 5 * time.Minute
-
-// minThrottlePause is the shortest pause of a key after a 429 that carries
-// no delay (case C20: a throttled host is never hit again within a second).
-const minThrottlePause = time.Second
 
 // Transport is an [http.RoundTripper] that paces requests per key (by
 // default per host), honours the server's throttling answers and retries
@@ -187,7 +185,7 @@ type state struct {
 	maxBody       int64
 	budget        *budget
 	obs           *observer
-	cool          cooldown
+	pauses        *Keyed // the throttle of keys that no limit paces
 }
 
 // Validate reports the first invalid setting of t as a [*ConfigError]
@@ -246,6 +244,7 @@ func (t *Transport) compile(build bool) (*state, error) {
 	if s.base == nil {
 		s.base = http.DefaultTransport
 	}
+	s.pauses, _ = NewKeyed(Limit{}, KeyedOptions{}) // the zero Limit is valid
 	if t.Limiter == nil {
 		hl, err := compileHosts(t.Limits)
 		if err != nil {
@@ -299,7 +298,7 @@ type call struct {
 	req *http.Request // the caller's, never modified
 	ctx context.Context
 	key string
-	lim Limiter // nil: not paced
+	lim Limiter
 
 	send     *http.Request // what the first attempt sends: req, or a copy
 	canRetry bool          // the body can be sent again
@@ -308,18 +307,16 @@ type call struct {
 	floor    time.Duration   // shortest backoff wait
 	cap      time.Duration   // longest backoff wait
 	prevWait time.Duration   // the last backoff wait, for decorrelated jitter
-
-	probe     bool // this request is its key's probe (see cooldown)
-	throttled bool // the attempt was a throttle: it paused the key
 }
 
 func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	c := call{s: s, req: req, ctx: req.Context()}
 	c.key = c.keyOf()
-	if s.limiter != nil {
-		c.lim = s.limiter
-	} else if s.hosts != nil {
-		c.lim = s.hosts.forHost(requestHost(req))
+	c.lim = s.limiter
+	if c.lim == nil {
+		if c.lim = s.hosts.forHost(requestHost(req)); c.lim == nil {
+			c.lim = s.pauses
+		}
 	}
 	send, replayable, err := prepareBody(req, s.maxBody) // closes req.Body on error
 	if err != nil {
@@ -327,14 +324,18 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c.send, c.canRetry = s.policy.withIdempotencyKey(send), replayable
 
-	defer c.endProbe(probeNone) // a no-op unless a probe is cut short (a panic)
 	lastStatus := 0
 	for attempt := 1; ; attempt++ {
-		out, err := c.beforeAttempt(attempt)
+		p, err := c.admit(&attempt, lastStatus)
 		if err != nil {
 			if attempt == 1 {
-				return nil, err
+				closeRequestBody(c.send)
 			}
+			return nil, err
+		}
+		out, err := c.request(attempt, p)
+		if err != nil {
+			c.lim.Settle(p, Outcome{})
 			return nil, &AttemptsError{Attempts: attempt - 1, StatusCode: lastStatus, Err: err}
 		}
 		resp, err := s.base.RoundTrip(out)
@@ -345,37 +346,50 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 		if resp == nil && err == nil {
 			err = fmt.Errorf("pace: %T returned no response and no error", s.base)
 		}
-		retry, why := s.policy.check(out, resp, err, attempt)
-		wait, again, give, werr := c.afterAttempt(attempt, resp, err, retry, why)
-		if c.probe {
-			switch {
-			case resp == nil:
-				c.endProbe(probeNone)
-			case c.throttled:
-				c.endProbe(probeThrottled)
-			default:
-				c.endProbe(probeAnswered)
+		v, now := c.decide(attempt, p, out, resp, err)
+		c.lim.Settle(p, Outcome{At: now, Sent: true, Response: resp != nil, Pause: v.pause})
+		if v.pause > 0 && s.obs != nil {
+			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.pause, Until: now.Add(v.pause), StatusCode: statusOf(resp)})
+		}
+		if !v.retry {
+			if v.why != "" && v.why != ReasonServerDelay && v.why != ReasonBackoff && s.obs != nil {
+				var gerr error = err
+				if v.deadline {
+					gerr = &WaitError{Key: c.key, Delay: v.refused, Err: errDeadline}
+				}
+				c.giveUp(attempt, v.why, v.refused, statusOf(resp), gerr)
 			}
-		}
-		if werr != nil { // the wait would outlast the context's deadline
-			drainAndClose(bodyOf(resp), 0)
-			return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: give, Err: werr}
-		}
-		if !again {
+			if v.deadline { // the wait would outlast the context's deadline
+				drainAndClose(bodyOf(resp), 0)
+				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: ReasonDeadline,
+					Err: &WaitError{Key: c.key, Delay: v.refused, Err: errDeadline}}
+			}
 			if err != nil {
-				return nil, &AttemptsError{Attempts: attempt, Reason: give, Err: err}
+				return nil, &AttemptsError{Attempts: attempt, Reason: giveUpReason(v.why), Err: err}
 			}
 			if out != req {
 				resp.Request = req
 			}
 			return resp, nil
 		}
+		if s.obs != nil {
+			c.emit(Event{Kind: EventRetry, Reason: v.why, Attempt: attempt, Delay: v.wait, StatusCode: statusOf(resp), Err: err})
+		}
 		lastStatus = statusOf(resp)
 		drainAndClose(bodyOf(resp), 0)
-		if err := sleepCtx(c.ctx, c.key, wait); err != nil {
+		if err := sleepCtx(c.ctx, c.key, v.wait); err != nil {
 			return nil, &AttemptsError{Attempts: attempt, StatusCode: lastStatus, Err: err}
 		}
 	}
+}
+
+// giveUpReason is the Reason an AttemptsError records for a verdict's why:
+// empty for the reasons of a retry.
+func giveUpReason(r Reason) Reason {
+	if r == ReasonServerDelay || r == ReasonBackoff {
+		return ""
+	}
+	return r
 }
 
 // keyOf returns the request's key.
@@ -388,196 +402,93 @@ func (c *call) keyOf() string {
 	return requestHost(c.req)
 }
 
-// beforeAttempt waits for the key's cooldown and limiter and returns the
-// request to send for this attempt, with a fresh body for a retry. If the
-// first attempt cannot go, the request body is closed.
-func (c *call) beforeAttempt(attempt int) (*http.Request, error) {
-	if err := c.pace(attempt); err != nil {
-		if attempt == 1 {
-			closeRequestBody(c.send)
-		}
-		return nil, err
-	}
-	if attempt == 1 {
-		return c.send, nil
-	}
-	out, err := rewindBody(c.ctx, c.send)
-	if err != nil {
-		c.endProbe(probeNone)
-	}
-	return out, err
-}
-
-// endProbe ends the request's probe, if it is its key's probe, with out.
-func (c *call) endProbe(out probeOutcome) {
-	if c.probe {
-		c.probe = false
-		c.s.cool.endProbe(c.key, out, time.Now())
-	}
-}
-
-// pace waits until the key is neither paused, nor half-open with another
-// request as its probe, nor held by its limiter, for at most maxWait in
-// all; it may return as the key's probe (c.probe). A pause set, or a probe
-// taken, while the request waited for its limiter sends it back to wait
-// again and book again, so that no request leaves into a closed window; a
-// probe sent back gives up the role.
-func (c *call) pace(attempt int) error {
-	maxWait := c.s.maxWait
-	var t0 time.Duration
-	if c.lim != nil {
-		t0 = monoNow()
-	}
-	var waited time.Duration
+// admit waits for the key's limiter before *attempt, for at most maxWait
+// in all. A throttled answer to the key's probe, while the request waited
+// behind it, counts as the request's own attempt (it would have met the
+// same throttle): *attempt moves on, and when the attempts are spent the
+// request ends with an *AttemptsError wrapping the limiter's error
+// (ErrThrottled), having sent nothing more. lastStatus is the status of the
+// request's own last attempt.
+func (c *call) admit(attempt *int, lastStatus int) (Permit, error) {
+	waited := time.Duration(0)
 	for {
-		d, probe, err := c.s.cool.wait(c.ctx, c.key, max(maxWait-waited, 1)) // 1ns: refuse any wait
-		if probe {
-			c.probe, c.throttled = true, false
+		p, err := c.lim.Wait(c.ctx, c.key, max(c.s.maxWait-waited, 1)) // 1ns: refuse any wait
+		if err == nil {
+			if c.s.obs != nil {
+				if p.Held > 0 {
+					c.emit(Event{Kind: EventWait, Reason: ReasonCooldown, Attempt: *attempt, Delay: p.Held})
+				}
+				if p.Delay > 0 {
+					c.emit(Event{Kind: EventWait, Reason: ReasonLimit, Attempt: *attempt, Delay: p.Delay})
+				}
+			}
+			return p, nil
 		}
-		if d > 0 && c.s.obs != nil {
-			c.emit(Event{Kind: EventWait, Reason: ReasonCooldown, Attempt: attempt, Delay: d})
+		if !errors.Is(err, ErrThrottled) {
+			if *attempt > 1 {
+				return p, &AttemptsError{Attempts: *attempt - 1, StatusCode: lastStatus, Err: err}
+			}
+			return p, err
 		}
-		if err != nil || c.lim == nil {
-			return err
+		var we *WaitError
+		if errors.As(err, &we) {
+			waited += we.Delay
 		}
-		waited += d
-		err = c.lim.Wait(c.ctx, c.key, max(maxWait-waited, 1))
-		if err == nil && c.s.obs == nil && c.s.cool.n.Load() == 0 {
-			return nil // the common case: no clock read after the wait
+		lastStatus = http.StatusTooManyRequests
+		if *attempt >= c.s.maxAttempts {
+			if c.s.obs != nil {
+				c.giveUp(*attempt, ReasonAttempts, 0, lastStatus, err)
+			}
+			return p, &AttemptsError{Attempts: *attempt, StatusCode: lastStatus, Reason: ReasonAttempts, Err: err}
 		}
-		lw := monoNow() - t0 - waited // the limiter's wait
-		waited += lw
-		if err != nil {
-			c.endProbe(probeNone)
-			return err
-		}
-		if lw > 0 && c.s.obs != nil {
-			c.emit(Event{Kind: EventWait, Reason: ReasonLimit, Attempt: attempt, Delay: lw})
-		}
-		if !c.s.cool.held(c.key, time.Now(), c.probe) {
-			return nil
-		}
-		c.endProbe(probeNone)
+		*attempt++
 	}
 }
 
-// monoBase anchors monoNow.
-var monoBase = time.Now()
+// request returns the request to send for attempt, admitted by p: a fresh
+// copy with the body rewound for a retry, and, when p asks for it, a
+// net/http/httptrace hook that tells the limiter the instant the request is
+// written.
+func (c *call) request(attempt int, p Permit) (*http.Request, error) {
+	out := c.send
+	if attempt > 1 {
+		var err error
+		if out, err = rewindBody(c.ctx, c.send); err != nil {
+			return nil, err
+		}
+	}
+	if p.Track {
+		lim := c.lim
+		trace := &httptrace.ClientTrace{WroteHeaders: func() { lim.Depart(p, time.Now()) }}
+		out = out.WithContext(httptrace.WithClientTrace(out.Context(), trace))
+	}
+	return out, nil
+}
 
-// monoNow reads the monotonic clock as a duration since monoBase: a third
-// of the cost of time.Now, for measuring waits.
-func monoNow() time.Duration { return time.Since(monoBase) }
-
-// afterAttempt settles attempt, which ended with resp or err, after the
-// retry policy said retry (and why): it learns from the response's headers
-// (a throttle pauses the whole key), charges or refunds the key's retry
-// budget, and, when the request is to be sent again, decides the wait. again
-// is false when the outcome is final; if a retryable failure is not
-// retried, give is why and the give-up event has been emitted. deadline is
-// non-nil when the wait would outlast the context's deadline (give is then
-// ReasonDeadline).
-func (c *call) afterAttempt(attempt int, resp *http.Response, err error, retry bool, why string) (wait time.Duration, again bool, give Reason, deadline error) {
+// decide settles the attempt that ended with resp or err: it charges or
+// refunds the key's retry budget and returns the retry decision (see
+// decide in retry.go) and the instant it was made.
+func (c *call) decide(attempt int, p Permit, out *http.Request, resp *http.Response, err error) (verdict, time.Time) {
+	retry, why := c.s.policy.check(out, resp, err, attempt)
 	status := statusOf(resp)
 	// failed: an outcome that costs budget, a retryable failure whether
 	// or not this request may repeat it.
 	failed := retry || (resp != nil && c.s.policy.retryStatus(status)) ||
 		(err != nil && errClassOf(c.ctx, err) != errFinal)
-	if !retry && status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
-		c.charge(failed) // the success path: one atomic load when nothing failed lately
-		if failed {
-			give = policyReason(why)
-			if c.s.obs != nil {
-				c.giveUp(attempt, give, 0, status, err)
-			}
-		}
-		return 0, false, give, nil
+	if !failed && status < 400 {
+		c.charge(false) // the success path: one atomic load when nothing failed lately
+		return verdict{}, time.Time{}
 	}
-
-	now := time.Now()
-	var serverWait time.Duration
-	fromServer := false
-	if resp != nil {
-		serverWait, _, fromServer = serverDelay(resp, now)
+	in := attemptEnd{
+		now: time.Now(), attempt: attempt, resp: resp, err: err, retry: retry, why: why,
+		failed: failed, canRetry: c.canRetry, budgetOK: c.charge(failed), strikes: p.Strikes,
+		maxAttempts: c.s.maxAttempts, maxRetryAfter: c.s.maxRetryAfter, jitter: c.s.jitter,
+		customBackoff: c.s.newBackOff != nil, backoff: c.nextBackoff,
 	}
-	throttled := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
-	reason, stop := ReasonBackoff, Reason("")
-	switch {
-	case fromServer:
-		wait, reason = serverWait, ReasonServerDelay
-	case retry:
-		w, ok := c.nextBackoff(throttled && !fromServer)
-		if !ok {
-			stop = ReasonBackoffStop
-		}
-		wait = w
+	if dl, ok := c.ctx.Deadline(); ok {
+		in.deadline = dl
 	}
-	if status == http.StatusTooManyRequests || (status == http.StatusServiceUnavailable && fromServer) {
-		// The whole key pauses: for the server's delay, or, for a 429
-		// without one, for the next backoff wait: with the default schedule
-		// that is DefaultThrottlePause escalated by the key's consecutive
-		// throttles (5s, 10s, 20s, jittered, never under 5s), so that a
-		// host that keeps throttling is asked less and less often (case
-		// C20); with a NewBackOff schedule, its next wait. Never under a
-		// second. Every request of the key waits the pause out; when it
-		// ends one probes, and the others leave, paced only by the key's
-		// limiter, once it has an answer that is not a throttle (see
-		// cooldown). The request's own
-		// retry waits the same pause. Whatever its source, the pause is
-		// capped at MaxRetryAfter: a server delay above the cap is refused
-		// for the retry (below) yet pauses the key only that long.
-		pause, strikes := min(serverWait, c.s.maxRetryAfter), 0
-		if !fromServer {
-			strikes = c.s.cool.strikes(c.key, now) + 1
-			keyWait := wait // a NewBackOff schedule is the caller's choice: its next wait
-			if c.s.newBackOff == nil {
-				keyWait = c.s.jitter.apply(backoffDelay(strikes, DefaultThrottlePause, DefaultBackoffMax),
-					0, DefaultThrottlePause, DefaultBackoffMax, nil)
-			}
-			pause = min(max(wait, keyWait, minThrottlePause), c.s.maxRetryAfter)
-			wait = pause
-		}
-		c.throttled = true
-		until := now.Add(pause)
-		if c.s.cool.pauseUntil(c.key, until, now, strikes) && c.s.obs != nil {
-			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: pause, Until: until, StatusCode: status})
-		}
-	}
-
-	budgetOK := c.charge(failed)
-	var refused time.Duration
-	switch {
-	case !retry:
-		if failed {
-			give = policyReason(why)
-		}
-	case fromServer && serverWait > c.s.maxRetryAfter:
-		give, refused = ReasonDelayTooLong, serverWait
-	case !c.canRetry:
-		give = ReasonNotReplayable
-	case attempt >= c.s.maxAttempts:
-		give = ReasonAttempts
-	case stop != "":
-		give = stop
-	case !budgetOK && !(fromServer && serverWait > 0):
-		give = ReasonBudget
-	}
-	if give != "" || !retry {
-		if give != "" && c.s.obs != nil {
-			c.giveUp(attempt, give, refused, status, err)
-		}
-		return 0, false, give, nil
-	}
-	if dl, ok := c.ctx.Deadline(); ok && time.Until(dl) < wait {
-		werr := &WaitError{Key: c.key, Delay: wait, Err: errDeadline}
-		if c.s.obs != nil {
-			c.giveUp(attempt, ReasonDeadline, wait, status, werr)
-		}
-		return 0, false, ReasonDeadline, werr
-	}
-	if c.s.obs != nil {
-		c.emit(Event{Kind: EventRetry, Reason: reason, Attempt: attempt, Delay: wait, StatusCode: status, Err: err})
-	}
-	return wait, true, "", nil
+	return decide(in), in.now
 }
 
 // charge settles the attempt with the key's retry budget: a failure takes a

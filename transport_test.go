@@ -49,7 +49,15 @@ type spacer struct {
 	waits atomic.Int64
 }
 
-func (s *spacer) Wait(ctx context.Context, key string, maxWait time.Duration) error {
+func (*spacer) Depart(Permit, time.Time) {}
+func (*spacer) Settle(Permit, Outcome)   {}
+
+func (s *spacer) Wait(ctx context.Context, key string, maxWait time.Duration) (Permit, error) {
+	d, err := s.wait(ctx, key, maxWait)
+	return Permit{Key: key, Delay: d}, err
+}
+
+func (s *spacer) wait(ctx context.Context, key string, maxWait time.Duration) (time.Duration, error) {
 	s.waits.Add(1)
 	now := time.Now()
 	s.mu.Lock()
@@ -63,11 +71,11 @@ func (s *spacer) Wait(ctx context.Context, key string, maxWait time.Duration) er
 	d := at.Sub(now)
 	if maxWait > 0 && d > maxWait {
 		s.mu.Unlock()
-		return &WaitError{Key: key, Delay: d, Err: ErrWaitTooLong}
+		return 0, &WaitError{Key: key, Delay: d, Err: ErrWaitTooLong}
 	}
 	s.next[key] = at.Add(s.every)
 	s.mu.Unlock()
-	return sleepReserved(ctx, key, d, func() {
+	return d, sleepReserved(ctx, key, d, func() {
 		s.mu.Lock()
 		if s.next[key].Equal(at.Add(s.every)) {
 			s.next[key] = at
@@ -248,9 +256,11 @@ func TestTransportContract(t *testing.T) {
 
 type limiterFunc func(ctx context.Context, key string, maxWait time.Duration) error
 
-func (f limiterFunc) Wait(ctx context.Context, key string, maxWait time.Duration) error {
-	return f(ctx, key, maxWait)
+func (f limiterFunc) Wait(ctx context.Context, key string, maxWait time.Duration) (Permit, error) {
+	return Permit{Key: key}, f(ctx, key, maxWait)
 }
+func (limiterFunc) Depart(Permit, time.Time) {}
+func (limiterFunc) Settle(Permit, Outcome)   {}
 
 func TestTransportValidate(t *testing.T) {
 	nop := limiterFunc(func(context.Context, string, time.Duration) error { return nil })

@@ -1,0 +1,413 @@
+package pace
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// keyState is what a [Keyed] keeps of a key beyond its limit: its throttle
+// (the pause and probe, see throttle) and its queue, the bookings of
+// requests that have not yet left. It exists only while the key is
+// throttled, half-open, or has requests waiting or on their way.
+type keyState struct {
+	th throttle
+	// pending holds the bookings not yet departed, in booking order (which
+	// is also the order of their slots): requests still waiting for their
+	// slot, then requests released and on their way to the wire whose
+	// departure the store has asked to hear of (see Permit.Track).
+	pending []*booking
+	// wake, when non-nil, is closed (and cleared) to make every request
+	// waiting on the key look again: the pause was set, the probe was
+	// answered, or waiting bookings moved earlier.
+	wake chan struct{}
+}
+
+// booking is one request's place in its key's queue.
+type booking struct {
+	at       int64 // booked instant, ns since the store's epoch; 0 once given back by a pause
+	released bool  // its wait is over; it is on its way to the wire
+	probe    bool  // it holds its key's probe role
+	over     bool  // booked on the shared overflow state
+}
+
+// waitCh returns the channel that the next change of the key closes.
+func (st *keyState) waitCh() <-chan struct{} {
+	if st.wake == nil {
+		st.wake = make(chan struct{})
+	}
+	return st.wake
+}
+
+// broadcast wakes every request waiting on the key.
+func (st *keyState) broadcast() {
+	if st.wake != nil {
+		close(st.wake)
+		st.wake = nil
+	}
+}
+
+// forgettable reports whether st may be dropped at now: nothing is queued,
+// nobody waits, and its throttle may be forgotten.
+func (st *keyState) forgettable(now int64) bool {
+	return len(st.pending) == 0 && st.wake == nil && st.th.forgettable(now)
+}
+
+// index returns the position of b in the queue, or -1.
+func (st *keyState) index(b *booking) int { return slices.Index(st.pending, b) }
+
+// drop takes b out of the queue, leaving its booking as it is.
+func (st *keyState) drop(b *booking) {
+	if i := st.index(b); i >= 0 {
+		st.pending = slices.Delete(st.pending, i, i+1)
+	}
+}
+
+// throttle pauses the key for d nanoseconds from e.now, as the answer to a
+// request that left under generation gen (probe: it was the key's probe),
+// and wakes the key's waiters if that changed anything. A new or longer
+// pause gives back the bookings of the requests still waiting for their
+// slot, latest first, so that they book again behind the probe instead of
+// ahead of it, and the key resumes at its steady rate when the pause ends
+// (algorithm.resume): the server's window has just been full, so the burst
+// that accrued meanwhile is not spent into it.
+func (e *entry) throttle(d int64, gen uint32, probe, halfOpen bool) {
+	st := e.state()
+	set := st.th.pause
+	if halfOpen {
+		set = st.th.throttled
+	}
+	if !set(e.now, d, gen, probe) {
+		if probe {
+			st.broadcast()
+		}
+		return
+	}
+	i := len(st.pending)
+	for i > 0 && !st.pending[i-1].released {
+		i--
+		b := st.pending[i]
+		if e.c != nil {
+			e.k.alg.unbook(e.c, e.now, b.at, 1)
+		}
+		b.at = 0
+		if b.probe {
+			b.probe = false
+			st.th.released(true)
+		}
+	}
+	st.pending = st.pending[:i]
+	if e.c != nil && halfOpen {
+		e.k.alg.resume(e.c, st.th.until)
+	}
+	st.broadcast()
+}
+
+// withdraw takes b out of the queue at e.now. Its units go back to the
+// limit unless its instant has come (then they count as used), and the
+// bookings made after it are booked again in order, so that the queue
+// closes up as if b had never queued, whichever of its members leaves it
+// first.
+func (e *entry) withdraw(b *booking) {
+	st := e.st
+	i := st.index(b)
+	if i < 0 {
+		return
+	}
+	if e.c == nil || b.at <= e.now || b.released {
+		st.pending = slices.Delete(st.pending, i, i+1)
+		return
+	}
+	e.replan(i, func() { e.k.alg.unbook(e.c, e.now, b.at, 1) })
+	st.pending = slices.Delete(st.pending, i, i+1)
+	st.broadcast()
+}
+
+// depart records that b's request was written at t. A request that left
+// later than its slot is booked again where it left, and the bookings after
+// it move back by as much, so that no two requests of the key reach the
+// wire closer than the limit allows (net/http/httptrace reports the
+// instant).
+func (e *entry) depart(b *booking, t int64) {
+	st := e.st
+	i := st.index(b)
+	if i < 0 {
+		return
+	}
+	if e.c != nil && t > b.at {
+		e.replan(i, func() {
+			e.k.alg.unbook(e.c, e.now, b.at, 1)
+			at, err := e.k.alg.earliest(e.c, t, 1)
+			if err != nil {
+				at = b.at // cannot book later: keep the slot it had
+			}
+			e.k.alg.book(e.c, e.now, at, 1)
+			b.at = at
+		})
+	}
+	st.pending = slices.Delete(st.pending, i, i+1)
+}
+
+// replan gives back the bookings after position i of the queue, latest
+// first (which restores the limit exactly), calls change, and books them
+// again in order at their earliest instants. A booking that can no longer
+// be placed keeps its instant. Waiters whose slot moves later find out when
+// they wake; replan's callers broadcast when slots may have moved earlier.
+func (e *entry) replan(i int, change func()) {
+	st, alg := e.st, e.k.alg
+	for j := len(st.pending) - 1; j > i; j-- {
+		alg.unbook(e.c, e.now, st.pending[j].at, 1)
+	}
+	change()
+	for _, b := range st.pending[i+1:] {
+		at, err := alg.earliest(e.c, e.now, 1)
+		if err != nil {
+			at = b.at
+		}
+		if b.released {
+			at = max(at, b.at)
+		}
+		alg.book(e.c, e.now, at, 1)
+		b.at = at
+	}
+}
+
+// Wait blocks until one request for key may leave, books it, and returns
+// its [Permit]. It implements [Limiter].
+//
+// The key's throttle comes first: while the key is paused nothing leaves;
+// when the pause ends the first request to ask leaves as the key's probe
+// (Permit.Probe) and the others hold until [Keyed.Settle] reports its
+// answer. If the probe's answer is a throttle while a request waits for it,
+// that request's Wait returns a *WaitError wrapping [ErrThrottled], so that
+// its caller can count the probe's attempt as its own, and may call Wait
+// again. Then the key's limit: the request books the earliest slot and
+// waits for it. Requests waiting for their slot form the key's queue: one
+// that gives up (its context ends) leaves it and the later ones move up, in
+// whatever order they give up, and a pause gives their bookings back, so
+// that they book again behind the probe.
+//
+// It fails at once, booking nothing, with a *WaitError wrapping
+// [ErrWaitTooLong] when the pause or the slot lies beyond maxWait > 0
+// (maxWait <= 0 sets no bound), [ErrQueueFull] when the limit's queue is
+// full, or [ErrWaitExceedsDeadline] (which also matches
+// context.DeadlineExceeded) when the wait would not end before ctx's
+// deadline. A wait for a probe, whose end is not known in advance, fails the
+// same way when it reaches maxWait or the deadline. If ctx ends during the
+// wait, the booking is given back and Wait returns a *WaitError wrapping
+// ctx.Err(). Safe for concurrent use.
+func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (Permit, error) {
+	if err := ctx.Err(); err != nil {
+		return Permit{Key: key}, &WaitError{Key: key, Err: err}
+	}
+	deadline := int64(noDeadline)
+	if dl, ok := ctx.Deadline(); ok {
+		deadline = sinceEpoch(k.epoch, dl)
+	}
+	start := clampNow(int64(time.Since(k.epoch)))
+	p := Permit{Key: key}
+	var probes uint32
+	var b *booking
+	for first := true; ; first = false {
+		now := clampNow(int64(time.Since(k.epoch)))
+		left := time.Duration(0)
+		if maxWait > 0 {
+			left = max(maxWait-time.Duration(now-start), 1) // 1ns: refuse any wait
+		}
+		e := k.open(now, key, b != nil && b.over)
+		if st := e.st; st != nil {
+			if first {
+				probes = st.th.probes
+			} else if st.th.probes != probes {
+				e.close(false)
+				return p, &WaitError{Key: key, Delay: p.Held, Err: ErrThrottled}
+			}
+			switch st.th.admit(e.now) {
+			case admitPaused:
+				d := time.Duration(st.th.until - e.now)
+				if err := refuseWait(key, d, left, st.th.until, deadline); err != nil {
+					e.close(false)
+					return p, err
+				}
+				ch := st.waitCh()
+				e.close(false)
+				if err := sleepOn(ctx, key, d, ch); err != nil {
+					return p, err
+				}
+				p.Held += d
+				continue
+			case admitWaitProbe:
+				ch := st.waitCh()
+				e.close(false)
+				bound := time.Duration(-1) // no bound
+				if maxWait > 0 {
+					bound = left
+				}
+				w, err := waitProbe(ctx, key, ch, bound)
+				p.Held += w
+				if err != nil {
+					return p, err
+				}
+				continue
+			case admitProbe:
+				p.Probe = true
+			}
+			p.Strikes, p.Gen = int(st.th.strikes), uint64(st.th.gen)
+		}
+		if e.c == nil {
+			e.close(false)
+			return p, nil
+		}
+		r, err := decideCell(k.alg, e.c, 0, e.now, 1, left, deadline, true)
+		if err != nil {
+			if p.Probe {
+				e.st.th.released(true)
+				e.st.broadcast()
+				p.Probe = false
+			}
+			e.close(false)
+			return p, &WaitError{Key: key, Delay: r.Delay, Err: err}
+		}
+		p.Delay = r.Delay
+		if r.Delay == 0 && !k.binding(e.c, r.at) {
+			e.close(true)
+			return p, nil
+		}
+		// The limit binds: the request joins the key's queue, so that its
+		// departure, or its giving up, can move the later bookings.
+		st := e.state()
+		b = &booking{at: r.at, released: r.Delay == 0, probe: p.Probe, over: e.over()}
+		st.pending = append(st.pending, b)
+		e.close(true)
+		p.Track, p.b = true, b
+		if r.Delay == 0 {
+			return p, nil
+		}
+		again, err := k.sleepBooked(ctx, key, b, deadline)
+		if err != nil || !again {
+			if err != nil {
+				p.Track, p.b = false, nil
+				if p.Probe {
+					k.releaseProbe(key, b.over)
+				}
+			}
+			return p, err
+		}
+		// A pause gave the booking back: wait for it and book again.
+		p.Track, p.b, p.Probe = false, nil, false
+	}
+}
+
+// binding reports whether c, just booked at t, would refuse one more unit
+// at t: the limit binds, and when the request actually leaves matters.
+func (k *Keyed) binding(c *cell, t int64) bool {
+	u, err := k.alg.earliest(c, t, 1)
+	return err != nil || u > t
+}
+
+// sleepBooked waits for b's slot, following its moves. It returns again
+// when a pause gave the booking back, and a *WaitError when ctx ends or the
+// slot moved past the deadline (the booking then leaves the queue).
+func (k *Keyed) sleepBooked(ctx context.Context, key string, b *booking, deadline int64) (again bool, err error) {
+	for {
+		now := clampNow(int64(time.Since(k.epoch)))
+		e := k.open(now, key, b.over)
+		if b.at == 0 {
+			e.close(false)
+			return true, nil
+		}
+		if b.at <= e.now {
+			b.released = true
+			e.close(false)
+			return false, nil
+		}
+		d := time.Duration(b.at - e.now)
+		if deadline != noDeadline && b.at >= deadline {
+			e.withdraw(b)
+			e.close(true)
+			return false, &WaitError{Key: key, Delay: d, Err: errDeadline}
+		}
+		ch := e.st.waitCh()
+		e.close(false)
+		if err := sleepOn(ctx, key, d, ch); err != nil {
+			e := k.open(clampNow(int64(time.Since(k.epoch))), key, b.over)
+			e.withdraw(b)
+			e.close(true)
+			return false, err
+		}
+	}
+}
+
+// releaseProbe gives back the probe role of a request that gave up.
+func (k *Keyed) releaseProbe(key string, over bool) {
+	e := k.open(clampNow(int64(time.Since(k.epoch))), key, over)
+	if e.st != nil {
+		e.st.th.released(true)
+		e.st.broadcast()
+	}
+	e.close(false)
+}
+
+// Depart records that the request of p was written at at, for a Permit
+// whose Track is set (others are ignored). See [Limiter]. Safe for
+// concurrent use.
+func (k *Keyed) Depart(p Permit, at time.Time) {
+	if p.b == nil {
+		return
+	}
+	t := sinceEpoch(k.epoch, at)
+	e := k.open(t, p.Key, p.b.over)
+	if e.st != nil {
+		e.depart(p.b, t)
+	}
+	e.close(true)
+}
+
+// Settle records how the request of p ended (see [Outcome]) and implements
+// [Limiter]: a throttle pauses the key for o.Pause, an answer closes a
+// half-open key when p is its probe, and a probe that ends without an
+// answer hands the role to the next request. The booking of a request that
+// was never sent is given back if its instant has not come. Safe for
+// concurrent use.
+func (k *Keyed) Settle(p Permit, o Outcome) {
+	at := o.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	t := sinceEpoch(k.epoch, at)
+	e := k.open(t, p.Key, p.b != nil && p.b.over)
+	st := e.st
+	if st != nil && p.b != nil {
+		if o.Sent {
+			st.drop(p.b) // Depart, if told, has placed it already
+		} else {
+			e.withdraw(p.b)
+		}
+	}
+	switch {
+	case o.Pause > 0:
+		e.throttle(int64(o.Pause), uint32(p.Gen), p.Probe, true)
+	case st == nil:
+	case o.Response:
+		st.th.answered(e.now, p.Probe)
+		if p.Probe {
+			st.broadcast()
+		}
+	case p.Probe:
+		st.th.released(true)
+		st.broadcast()
+	}
+	e.close(e.c != nil && (e.tracked || o.Pause > 0))
+}
+
+// refuseWait returns the error for a wait of d that ends at until, when it
+// exceeds left (> 0) or does not end before deadline, or nil.
+func refuseWait(key string, d, left time.Duration, until, deadline int64) error {
+	switch {
+	case left > 0 && d > left:
+		return &WaitError{Key: key, Delay: d, Err: ErrWaitTooLong}
+	case deadline != noDeadline && until >= deadline:
+		return &WaitError{Key: key, Delay: d, Err: errDeadline}
+	}
+	return nil
+}

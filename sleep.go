@@ -1,0 +1,101 @@
+package pace
+
+import (
+	"context"
+	"time"
+)
+
+// The waits of pace, in one place: each sleeps on a timer that it stops, and
+// ends early when its context does, never holding a lock.
+
+// sleepReserved waits d for a booking already made, calling cancel to give
+// it back when the wait is abandoned: at once when d would outlast ctx's
+// deadline, or when ctx ends first. No lock is held while waiting.
+func sleepReserved(ctx context.Context, key string, d time.Duration, cancel func()) error {
+	if d <= 0 {
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		cancel()
+		return &WaitError{Key: key, Delay: d, Err: errDeadline}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		cancel()
+		return &WaitError{Key: key, Delay: d, Err: ctx.Err()}
+	}
+}
+
+// sleepOn waits d, or until wake is closed, whichever comes first. If ctx
+// ends first it returns a *WaitError wrapping ctx.Err(), or errDeadline
+// when ctx's deadline came.
+func sleepOn(ctx context.Context, key string, d time.Duration, wake <-chan struct{}) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-wake:
+		return nil
+	case <-ctx.Done():
+		err := ctx.Err()
+		if err == context.DeadlineExceeded {
+			err = errDeadline
+		}
+		return &WaitError{Key: key, Delay: d, Err: err}
+	}
+}
+
+// waitProbe waits until done is closed, for at most left (< 0: no bound)
+// and not beyond ctx's deadline; it returns how long it waited. When left
+// runs out it fails with a *WaitError wrapping ErrWaitTooLong, when the
+// deadline comes with errDeadline, and when ctx ends otherwise with
+// ctx.Err(); as the probe's end is unknown, the error's Delay is 0.
+func waitProbe(ctx context.Context, key string, done <-chan struct{}, left time.Duration) (time.Duration, error) {
+	bounded, bound, why := left >= 0, left, error(ErrWaitTooLong)
+	if dl, ok := ctx.Deadline(); ok {
+		if u := time.Until(dl); !bounded || u < bound {
+			bounded, bound, why = true, u, errDeadline
+		}
+	}
+	if bounded && bound <= 0 {
+		return 0, &WaitError{Key: key, Err: why}
+	}
+	var expire <-chan time.Time
+	if bounded {
+		t := time.NewTimer(bound)
+		defer t.Stop()
+		expire = t.C
+	}
+	start := time.Now()
+	select {
+	case <-done:
+		return time.Since(start), nil
+	case <-expire:
+		return time.Since(start), &WaitError{Key: key, Err: why}
+	case <-ctx.Done():
+		err := ctx.Err()
+		if err == context.DeadlineExceeded { // reached with the timer: the same error
+			err = errDeadline
+		}
+		return time.Since(start), &WaitError{Key: key, Err: err}
+	}
+}
+
+// sleepCtx waits d unless ctx ends first or its deadline comes before d is
+// over, in which case it returns at once a *WaitError (wrapping errDeadline,
+// which matches ErrWaitExceedsDeadline and context.DeadlineExceeded, or
+// ctx.Err()) that records d.
+func sleepCtx(ctx context.Context, key string, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return &WaitError{Key: key, Delay: d, Err: err}
+	}
+	return sleepReserved(ctx, key, d, func() {})
+}

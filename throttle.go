@@ -1,0 +1,148 @@
+package pace
+
+import "time"
+
+// DefaultThrottlePause is how long a whole key pauses after a 429 that
+// carries no usable delay (no Retry-After or reset header). Each consecutive
+// throttle of the key (see [Permit].Strikes) doubles it, jittered, up to
+// DefaultBackoffMax. [Transport].MaxRetryAfter caps it. Five seconds follows
+// the fix in env0/terraform-provider-env0#1127: a server that gives no hint
+// usually counts in windows of seconds, and a shorter pause only buys
+// another 429.
+const DefaultThrottlePause = 5 * time.Second
+
+// MinThrottlePause is the shortest pause of a key after a throttle whose
+// server delay is zero or already past (Retry-After: 0, a past HTTP-date):
+// the key still pauses this long and then sends one probe, so that a herd of
+// waiting requests does not hit the server again at once (without it, 50
+// waiting callers sent 54 requests in 4 ms). A throttle without any delay
+// pauses for DefaultThrottlePause instead.
+const MinThrottlePause = 50 * time.Millisecond
+
+// throttle is the throttle engine of one key: the state machine that the
+// Transport, [Keyed] and package batch all use, on explicit time
+// (nanoseconds since the owner's epoch). It knows nothing of HTTP: its owner
+// tells it of throttles and answers, and asks it whether a request may
+// leave.
+//
+// A throttle pauses the key until an instant. While it is paused nothing of
+// the key leaves. When the pause ends the key is half-open, as a circuit
+// breaker after its open state: the first request to ask is the probe, and
+// every other request holds until the probe has an answer. An answer that
+// is not a throttle closes the key; a throttle pauses it again. A probe that
+// ends without an answer (not sent, its context ended) hands the role to the
+// next request that asks.
+//
+// Strikes count consecutive throttles: throttles of requests that left
+// after the key's latest pause was set (their generation is the current
+// one), with no answer other than a throttle in between. A throttle of a
+// request that left before the latest pause was set is the same news again:
+// it may lengthen the pause but is no new strike. Probes counts the probe
+// answers that were throttles, so that requests waiting behind a probe can
+// count its attempt as theirs (see [Transport]).
+//
+// The zero throttle is a key that was never throttled. Methods never block
+// and must be called with the owner's lock held.
+type throttle struct {
+	until    int64  // end of the pause; 0: never paused
+	length   int64  // length of the latest pause
+	gen      uint32 // pauses set so far; a request that left under an older one left before the latest pause
+	strikes  uint32 // consecutive throttles, see above
+	probes   uint32 // throttled probe answers so far
+	halfOpen bool   // a probe's answer is needed before others may leave
+	probing  bool   // the probe is in flight
+}
+
+// admission is what a request of a key may do now.
+type admission uint8
+
+const (
+	admitGo        admission = iota // leave (paced by the key's limit)
+	admitPaused                     // wait for the pause to end
+	admitWaitProbe                  // wait for the probe in flight to be answered
+	admitProbe                      // leave as the key's probe; the role is taken
+)
+
+// admit tells a request at now what to do; admitProbe gives it the probe
+// role, which its owner must end with answered, throttled or released.
+func (t *throttle) admit(now int64) admission {
+	switch {
+	case t.until > now:
+		return admitPaused
+	case t.probing:
+		return admitWaitProbe
+	case t.halfOpen:
+		t.probing = true
+		return admitProbe
+	}
+	return admitGo
+}
+
+// throttled records, at now, a throttle of a request that left under
+// generation gen (probe: it was the key's probe), pausing the key for d
+// (> 0; the caller applies the floor and the cap). The pause is only ever
+// extended. It reports whether the pause was set or extended, in which case
+// bookings held behind the old state must be given back.
+func (t *throttle) throttled(now, d int64, gen uint32, probe bool) (paused bool) {
+	if !t.pause(now, d, gen, probe) {
+		return false
+	}
+	t.length = d
+	t.halfOpen = true
+	return true
+}
+
+// pause pauses the key for d from now without making it half-open, as
+// [Keyed.PauseUntil] does; it is forgotten once it ends.
+func (t *throttle) pause(now, d int64, gen uint32, probe bool) bool {
+	if probe && t.probing {
+		t.probing = false
+		t.probes++
+	}
+	if gen == t.gen {
+		t.strikes++
+	}
+	until := satAdd(now, d)
+	if until <= t.until {
+		return false
+	}
+	t.until, t.length = until, 0
+	t.gen++
+	return true
+}
+
+// answered records, at now, an answer that was not a throttle to a request
+// that left (probe: it was the key's probe). It closes the key unless the
+// key is paused; the strikes are over.
+func (t *throttle) answered(now int64, probe bool) {
+	if probe && t.probing {
+		t.probing = false
+	}
+	t.strikes = 0
+	if t.until <= now && !t.probing {
+		t.halfOpen = false
+	}
+}
+
+// released gives back the probe role of a request that ended without an
+// answer, so that the next request to ask probes.
+func (t *throttle) released(probe bool) {
+	if probe {
+		t.probing = false
+	}
+}
+
+// idle reports whether t at now behaves like the zero throttle except for
+// its counters, so that its owner may forget it: not paused, not half-open,
+// and its latest pause ended at least one pause length ago, so that a new
+// throttle no longer counts as consecutive.
+func (t *throttle) idle(now int64) bool {
+	return !t.halfOpen && !t.probing && now >= satAdd(t.until, t.length)
+}
+
+// forgettable reports whether t may be dropped at now even though it is
+// half-open: a sweep drops a key nobody has asked for since its pause ended
+// one pause length ago (a waiter would have taken the probe).
+func (t *throttle) forgettable(now int64) bool {
+	return !t.probing && now >= satAdd(t.until, t.length)
+}
