@@ -463,12 +463,12 @@ type attemptEnd struct {
 	attempt  int            // the attempt that ended, from 1
 	resp     *http.Response // nil when err is set
 	err      error
-	retry    bool   // RetryPolicy.check's verdict
-	why      string // and its reason
-	failed   bool   // a retryable failure, whether or not this request may repeat it
-	canRetry bool   // the body can be sent again
-	budgetOK bool   // the key's retry budget allows a retry
-	strikes  int    // the key's consecutive throttles before this one (Permit.Strikes)
+	retry    bool      // RetryPolicy.check's verdict
+	why      string    // and its reason
+	failed   bool      // a retryable failure, whether or not this request may repeat it
+	canRetry bool      // the body can be sent again
+	budgetOK bool      // the key's retry budget allows a retry
+	strikes  int       // the key's consecutive throttles before this one (Permit.Strikes)
 	deadline time.Time // the context's deadline; zero: none
 
 	maxAttempts   int
