@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // c01Now is the client's clock in case C01: 30 s before the instant
@@ -480,5 +483,132 @@ func BenchmarkServerDelayRetryAfterDate(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		serverDelay(resp, c01Now)
+	}
+}
+
+// TestDateDelayRFC9110DateResolution checks the rule for the response's
+// Date (RFC 9110 §6.6.1), which has a resolution of one second: a Date that
+// agrees with the local clock within that resolution is the local clock
+// truncated, so an HTTP-date Retry-After (§10.2.3) is measured from now and
+// met on time; a Date that disagrees by more is a skewed server clock, and
+// the wait is measured from it, never shorter than from now.
+func TestDateDelayRFC9110DateResolution(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 700_000_000, time.UTC) // 12:00:00.7
+	date := now.Truncate(time.Second)                             // the Date a server sends at now
+	target := date.Add(30 * time.Second)                          // Retry-After: Date + 30 s
+	tests := []struct {
+		name       string
+		serverDate time.Time
+		want       time.Duration
+	}{
+		// Before the fix: 30s, 700 ms after the named instant.
+		{"Date is now truncated to the second", date, 29300 * time.Millisecond},
+		{"Date equals now", now, 29300 * time.Millisecond},
+		{"Date 1s behind, within the tolerance", now.Add(-time.Second - dateTolerance + time.Millisecond), 29300 * time.Millisecond},
+		{"Date ahead within the tolerance", now.Add(dateTolerance), 29300 * time.Millisecond},
+		// Disagreeing by more than the resolution: the server's clock.
+		{"Date 1s behind, beyond the tolerance", now.Add(-time.Second - dateTolerance), 30*time.Second + dateTolerance + 300*time.Millisecond},
+		{"Date 10s behind", date.Add(-10 * time.Second), 40 * time.Second},
+		{"Date 10s ahead", date.Add(10 * time.Second), 29300 * time.Millisecond},
+		{"Date 23h behind", date.Add(-23 * time.Hour), 23*time.Hour + 30*time.Second},
+		{"no Date", time.Time{}, 29300 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, dateDelay(target, now, tt.serverDate), "dateDelay(Date+30s, now, %v)", tt.serverDate)
+		})
+	}
+}
+
+// TestDateDelayIgnoresDateADayOff checks that a Date more than a day away
+// from the local clock is treated as absent: such a header is broken (a
+// device without a clock sends 1970), not a skew to correct for, and
+// measuring from it would turn a short wait into years.
+func TestDateDelayIgnoresDateADayOff(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	target := now.Add(time.Second)
+	for _, serverDate := range []time.Time{
+		time.Unix(0, 0).UTC(), // before the fix: 55 years
+		now.Add(-maxDateSkew - time.Second),
+		now.Add(maxDateSkew + time.Second),
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+	} {
+		assert.Equal(t, time.Second, dateDelay(target, now, serverDate), "dateDelay(now+1s, now, %v)", serverDate)
+	}
+	// A day exactly is still a skew.
+	assert.Equal(t, maxDateSkew+time.Second, dateDelay(target, now, now.Add(-maxDateSkew)))
+}
+
+// TestServerDelayRFC9110DateResolution: a 429 whose Retry-After is an
+// HTTP-date 30 s after its Date (RFC 9110 §10.2.3), the Date being the
+// local clock truncated to the second as servers send it (§6.6.1), asks for
+// the time until the named instant, in each of the three forms of §5.6.7.
+func TestServerDelayRFC9110DateResolution(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 300_000_000, time.UTC)
+	date := now.Truncate(time.Second)
+	named := date.Add(30 * time.Second)
+	for _, f := range []struct{ name, layout string }{
+		{"IMF-fixdate", http.TimeFormat},
+		{"RFC 850", "Monday, 02-Jan-06 15:04:05 GMT"},
+		{"asctime", time.ANSIC},
+	} {
+		d, src, ok := serverDelay(response(429, "Date", date.Format(http.TimeFormat), "Retry-After", named.Format(f.layout)), now)
+		require.True(t, ok, f.name)
+		assert.Equal(t, hdrRetryAfter, src, f.name)
+		late := now.Add(d).Sub(named) // before the fix: 300ms
+		assert.True(t, late >= 0 && late <= 50*time.Millisecond, "%s: delay %v is %v after the named instant, want within [0, 50ms]", f.name, d, late)
+	}
+}
+
+// TestServerDelayDateFrom1970: a response from a server whose clock was
+// never set (Date: Thu, 01 Jan 1970 00:00:00 GMT) with a Retry-After
+// HTTP-date 1 s ahead asks for 1 s, not the 55 years since 1970.
+func TestServerDelayDateFrom1970(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	d, src, ok := serverDelay(response(429,
+		"Date", "Thu, 01 Jan 1970 00:00:00 GMT",
+		"Retry-After", now.Add(time.Second).Format(http.TimeFormat)), now)
+	require.True(t, ok)
+	assert.Equal(t, hdrRetryAfter, src)
+	assert.Equal(t, time.Second, d)
+}
+
+// TestServerDelayResetHeaderDate: epoch instants in the reset headers
+// (GitHub's X-RateLimit-Reset, GitLab's RateLimit-Reset) are measured by
+// the same rule as an HTTP-date: a Date that agrees with the local clock to
+// its one-second resolution (RFC 9110 §6.6.1) is the local clock, a Date
+// further off than that but by less than a day is a skewed server clock,
+// and a Date from 1970 is ignored.
+func TestServerDelayResetHeaderDate(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 300_000_000, time.UTC)
+	date := now.Truncate(time.Second)
+	epoch := func(d time.Duration) string { return strconv.FormatInt(date.Add(d).Unix(), 10) }
+	epochMs := func(d time.Duration) string { return strconv.FormatInt(now.Add(d).UnixMilli(), 10) }
+	httpDate := func(t time.Time) string { return t.Format(http.TimeFormat) }
+	tests := []struct {
+		name  string
+		reset string
+		date  string
+		want  time.Duration
+	}{
+		// Before the fix: 42s and 1.8s, measured from the truncated Date.
+		{"epoch seconds, Date truncated", epoch(42 * time.Second), httpDate(date), 41700 * time.Millisecond},
+		{"epoch ms, Date truncated", epochMs(1500 * time.Millisecond), httpDate(date), 1500 * time.Millisecond},
+		// A server clock 10 s behind: the wait is from its clock.
+		{"epoch seconds, Date 10s behind", epoch(42 * time.Second), httpDate(date.Add(-10 * time.Second)), 52 * time.Second},
+		{"epoch ms, Date 10s behind", epochMs(1500 * time.Millisecond), httpDate(date.Add(-10 * time.Second)), 11800 * time.Millisecond},
+		// Before the fix: 55 years (and a pause of DefaultMaxRetryAfter).
+		{"epoch seconds, Date from 1970", epoch(time.Second), "Thu, 01 Jan 1970 00:00:00 GMT", 700 * time.Millisecond},
+		{"epoch ms, Date from 1970", epochMs(time.Second), "Thu, 01 Jan 1970 00:00:00 GMT", time.Second},
+	}
+	for _, tt := range tests {
+		for _, hdr := range []string{hdrXRateLimitReset, hdrRateLimitReset} {
+			t.Run(tt.name+"/"+hdr, func(t *testing.T) {
+				d, src, ok := serverDelay(response(429, "Date", tt.date, hdr, tt.reset), now)
+				require.True(t, ok)
+				assert.Equal(t, hdr, src)
+				assert.Equal(t, tt.want, d)
+			})
+		}
 	}
 }
