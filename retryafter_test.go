@@ -420,15 +420,68 @@ func TestServerDelayC01(t *testing.T) {
 	}
 }
 
+// FuzzParseRetryAfter states the invariants of parseRetryAfterAt for any
+// value, any Date header and a client clock anywhere within a second: the
+// delay is never negative and is 0 when !ok; the Date never changes whether
+// the value is usable and never brings the retry before the named instant
+// by the local clock; a Date that is the local clock truncated to the
+// second (RFC 9110 §6.6.1), a missing Date and a Date more than a day off
+// all give the delay measured from now.
 func FuzzParseRetryAfter(f *testing.F) {
 	for _, s := range []string{"0", "120", "-1", "1.5", " 5", "5s", "", "soon",
 		"Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
 		"99999999999999999999", "Fri, 31 Dec 9999 23:59:59 GMT", "Thu, 01 Jan 1970 00:00:00 GMT"} {
-		f.Add(s)
+		f.Add(s, "", int64(0))
 	}
-	f.Fuzz(func(t *testing.T, v string) {
-		if d, ok := parseRetryAfter(v, c01Now); d < 0 || (!ok && d != 0) {
-			t.Errorf("parseRetryAfter(%q) = %v, %v; want d >= 0, and 0 when !ok", v, d, ok)
+	f.Add("Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:07 GMT", int64(300*time.Millisecond)) // Date truncated
+	f.Add("Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:48:57 GMT", int64(0))                    // Date 10 s behind
+	f.Add("Sun, 06 Nov 1994 08:49:08 GMT", "Thu, 01 Jan 1970 00:00:00 GMT", int64(0))                    // Date from 1970
+	f.Add("Sun Nov  6 08:49:37 1994", "Sun, 06 Nov 1994 08:49:05 GMT", int64(999_999_999))
+	f.Fuzz(func(t *testing.T, v, date string, frac int64) {
+		now := c01Now.Add(time.Duration(uint64(frac) % uint64(time.Second)))
+		serverDate, _ := parseHTTPDate(trimOWS(date), now)
+		d0, ok0 := parseRetryAfterAt(v, now, time.Time{})
+		d, ok := parseRetryAfterAt(v, now, serverDate)
+		if d < 0 || (!ok && d != 0) {
+			t.Errorf("parseRetryAfterAt(%q, %v, %v) = %v, %v; want d >= 0, and 0 when !ok", v, now, serverDate, d, ok)
+		}
+		if ok != ok0 || d < d0 {
+			t.Errorf("parseRetryAfterAt(%q, %v, Date %v) = %v, %v; without Date %v, %v; want the same ok and no shorter delay", v, now, serverDate, d, ok, d0, ok0)
+		}
+		if off := now.Sub(serverDate); (serverDate.IsZero() || off > 24*time.Hour || off < -24*time.Hour) && d != d0 {
+			t.Errorf("parseRetryAfterAt(%q, %v, Date %v) = %v, want %v as without a Date", v, now, serverDate, d, d0)
+		}
+		if dt, _ := parseRetryAfterAt(v, now, now.Truncate(time.Second)); dt != d0 {
+			t.Errorf("parseRetryAfterAt(%q, %v, Date = now truncated) = %v, want %v as without a Date", v, now, dt, d0)
+		}
+	})
+}
+
+// FuzzDateDelay states the invariants of dateDelay for any instants: never
+// negative, never before t by the local clock, never later than the later
+// of the two reckonings (from now, from the Date), exactly t − now when the
+// Date is now truncated to the second (RFC 9110 §6.6.1), and the Date
+// ignored when it is more than a day off.
+func FuzzDateDelay(f *testing.F) {
+	s := func(d time.Duration) int64 { return int64(d) }
+	now := c01Now.UnixNano()
+	f.Add(now+s(30*time.Second), now+s(300*time.Millisecond), now)
+	f.Add(now+s(30*time.Second), now, now-s(10*time.Second))
+	f.Add(now+s(time.Second), now, int64(0)) // Date from 1970
+	f.Add(now-s(time.Minute), now, now)
+	f.Add(int64(math.MaxInt64), now, int64(math.MinInt64))
+	f.Fuzz(func(t *testing.T, tNs, nowNs, dateNs int64) {
+		tt, now, date := time.Unix(0, tNs).UTC(), time.Unix(0, nowNs).UTC(), time.Unix(0, dateNs).UTC()
+		fromNow := max(tt.Sub(now), 0)
+		d := dateDelay(tt, now, date)
+		if d < fromNow || d > max(fromNow, tt.Sub(date)) {
+			t.Errorf("dateDelay(%v, %v, %v) = %v, want within [%v, max(that, %v)]", tt, now, date, d, fromNow, tt.Sub(date))
+		}
+		if got := dateDelay(tt, now, now.Truncate(time.Second)); got != fromNow {
+			t.Errorf("dateDelay(%v, %v, now truncated) = %v, want %v", tt, now, got, fromNow)
+		}
+		if off := now.Sub(date); (off > 24*time.Hour || off < -24*time.Hour) && d != fromNow {
+			t.Errorf("dateDelay(%v, %v, %v) = %v, want %v: a Date a day off is ignored", tt, now, date, d, fromNow)
 		}
 	})
 }
@@ -442,6 +495,9 @@ func FuzzServerDelay(f *testing.F) {
 	f.Add(429, "", "", "", "1748779203000000", "", "", "") // epoch µs
 	f.Add(429, "", "", "", "99999999999999", "", "", "")   // the largest epoch ms
 	f.Add(503, "-1", "garbage", "1.0000001", "1e12", "-0", `"a";r=0;t=1, b;r=0;t=2`, `"a"`)
+	f.Add(429, "Sun, 06 Nov 1994 08:49:08 GMT", "Thu, 01 Jan 1970 00:00:00 GMT", "", "", "", "", "") // Date from 1970
+	f.Add(429, "", "Thu, 01 Jan 1970 00:00:00 GMT", "", "1000000042", "", "", "")                    // epoch reset, Date from 1970
+	f.Add(429, "", "Sun, 06 Nov 1994 08:48:57 GMT", "", "1000000042", "", "", "")                    // epoch reset, Date 10 s behind
 	f.Fuzz(func(t *testing.T, status int, retryAfter, date, ms, reset, remaining, ratelimit, policy string) {
 		resp := response(status,
 			"Retry-After", retryAfter, "Date", date, "Retry-After-Ms", ms,
@@ -451,6 +507,16 @@ func FuzzServerDelay(f *testing.F) {
 		d, src, ok := serverDelay(resp, c01Now)
 		if d < 0 || (!ok && (d != 0 || src != "")) || (ok && src == "") {
 			t.Errorf("serverDelay = %v, %q, %v; want d >= 0, and 0 and no source when !ok", d, src, ok)
+		}
+		// The Date never decides which header is used, never shortens the
+		// delay, and is ignored when it is more than a day off.
+		resp.Header.Del("Date")
+		d0, src0, ok0 := serverDelay(resp, c01Now)
+		if src != src0 || ok != ok0 || d < d0 {
+			t.Errorf("serverDelay = %v, %q, %v; without Date %v, %q, %v; want the same source and no shorter delay", d, src, ok, d0, src0, ok0)
+		}
+		if sd, _ := parseHTTPDate(trimOWS(date), c01Now); (sd.IsZero() || c01Now.Sub(sd) > 24*time.Hour || sd.Sub(c01Now) > 24*time.Hour) && d != d0 {
+			t.Errorf("serverDelay with Date %q = %v, want %v as without it", date, d, d0)
 		}
 		// A reset value of 1e14 or more (an epoch in µs or ns) is never used.
 		if src == hdrRateLimitReset || src == hdrXRateLimitReset {
