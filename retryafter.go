@@ -24,10 +24,12 @@ const DefaultMaxRetryAfter = 5 * time.Minute
 //  1. retry-after-ms, then x-ms-retry-after-ms: milliseconds (OpenAI, Azure
 //     OpenAI, Azure Cosmos DB), a fraction allowed.
 //  2. Retry-After (RFC 9110 §10.2.3): delay-seconds, or an HTTP-date in any
-//     of the three forms of RFC 9110 §5.6.7. A date is waited for by both
-//     clocks: the longer of the time from now and the time from the
-//     response's Date header (§6.6.1), so a retry never leaves before the
-//     server's instant. A date in the past gives 0, ok.
+//     of the three forms of RFC 9110 §5.6.7. A date is measured from now
+//     when the response's Date header (§6.6.1, one-second resolution)
+//     agrees with the local clock to within about a second, and from the
+//     Date, but never less than from now, when the server's clock is
+//     skewed; a Date more than a day off is ignored. A date in the past
+//     gives 0, ok.
 //  3. On a 429 or 503 response, or when the matching remaining count is 0:
 //     the IETF RateLimit field's "t" (draft-ietf-httpapi-ratelimit-headers
 //     §4.1), then RateLimit-Reset, then X-RateLimit-Reset, read as delta
@@ -103,8 +105,8 @@ const (
 //     send, often next to a Retry-After in whole seconds.
 //  2. Retry-After (RFC 9110 §10.2.3): delay-seconds, or an HTTP-date in any
 //     of the three formats of RFC 9110 §5.6.7. A date is measured by the
-//     rule of dateDelay, so the retry never leaves before the server's
-//     instant.
+//     rule of dateDelay against now and the response's Date, so the retry
+//     leaves at the server's instant, neither before it nor a second late.
 //  3. Reset headers, which mean a delay only when the response is a 429 or
 //     503, or when their matching remaining count says the quota is spent:
 //     the IETF RateLimit field (its "t" parameter, draft-ietf-httpapi-
@@ -197,25 +199,55 @@ func parseRetryAfterAt(v string, now, serverDate time.Time) (d time.Duration, ok
 	return dateDelay(t, now, serverDate), true
 }
 
+// dateTolerance is how far, beyond the one-second resolution of the Date
+// header, the Date may lie from the local clock and still count as agreeing
+// with it: room for the time between the server stamping the response and
+// the client receiving it. See dateDelay.
+const dateTolerance = 100 * time.Millisecond
+
+// maxDateSkew is the largest distance between a response's Date and the
+// local clock that dateDelay takes for clock skew; a Date further off is
+// broken (a device whose clock was never set says 1970) and is ignored.
+const maxDateSkew = 24 * time.Hour
+
 // dateDelay returns how long to wait, from now, for the absolute instant t
 // named by a server whose response carried serverDate (the zero Time when it
 // had no valid Date header).
 //
 // RFC 9110 §10.2.3 makes an HTTP-date relative to the server's clock, and
 // the response's Date (§6.6.1) is that clock when the response was
-// generated. Waiting t − serverDate from receipt means the server's clock
-// reads at least t when the retry arrives, whatever the skew between the two
-// clocks, because transit time only adds to it. Waiting t − now is right
-// when the clocks agree and the Date header is unreliable (a proxy's, or
-// truncated to the second). dateDelay waits for the longer of the two, so a
-// retry never leaves before the server's instant by either reckoning. The
-// result is never negative: a past instant means 0, retry now.
+// generated, truncated to the second: an HTTP-date has a resolution of one
+// second, so a Date stamped at 12:00:00.9 reads 12:00:00. The rule:
+//
+//   - No Date, or a Date more than maxDateSkew (a day) from now: the Date
+//     is absent or broken, not a skew to correct for; wait t − now.
+//   - A Date that agrees with the local clock within its resolution,
+//     serverDate in (now − 1s − dateTolerance, now + dateTolerance]: the
+//     two clocks agree as far as the Date can tell, and the Date is the
+//     local clock truncated. Waiting t − serverDate would leave up to a
+//     second after t, so trust the local clock and wait t − now: the retry
+//     leaves at t, never before it and not late.
+//   - A Date further off, by less than a day: the server's clock is
+//     skewed. Waiting t − serverDate from receipt means the server's clock
+//     reads at least t when the retry arrives, whatever the skew, because
+//     transit time only adds to it; the wait is never shorter than t − now
+//     either, so a server clock ahead of ours does not bring the retry
+//     before t by our clock.
+//
+// The result is never negative: a past instant means 0, retry now.
 func dateDelay(t, now, serverDate time.Time) time.Duration {
 	d := max(t.Sub(now), 0) // Sub saturates instead of overflowing
-	if !serverDate.IsZero() {
-		d = max(d, t.Sub(serverDate))
+	if serverDate.IsZero() {
+		return d
 	}
-	return d
+	behind := now.Sub(serverDate) // how far the Date is behind our clock; saturates
+	if behind > maxDateSkew || behind < -maxDateSkew {
+		return d // a broken Date: ignored
+	}
+	if -dateTolerance <= behind && behind < time.Second+dateTolerance {
+		return d // the Date agrees with our clock within its resolution
+	}
+	return max(d, t.Sub(serverDate))
 }
 
 // responseDate returns the response's Date header (RFC 9110 §6.6.1),
@@ -301,7 +333,7 @@ func parseMillis(v string) (time.Duration, bool) {
 //     name an instant centuries ahead.
 //
 // An instant is measured by dateDelay against now and the response's Date,
-// so a past instant yields 0. d is never negative and saturates.
+// like an HTTP-date in Retry-After, so a past instant yields 0. d is never negative and saturates.
 func parseResetValue(v string, now, serverDate time.Time) (time.Duration, bool) {
 	v = trimOWS(v)
 	intPart := v

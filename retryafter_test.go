@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // c01Now is the client's clock in case C01: 30 s before the instant
@@ -417,15 +420,68 @@ func TestServerDelayC01(t *testing.T) {
 	}
 }
 
+// FuzzParseRetryAfter states the invariants of parseRetryAfterAt for any
+// value, any Date header and a client clock anywhere within a second: the
+// delay is never negative and is 0 when !ok; the Date never changes whether
+// the value is usable and never brings the retry before the named instant
+// by the local clock; a Date that is the local clock truncated to the
+// second (RFC 9110 §6.6.1), a missing Date and a Date more than a day off
+// all give the delay measured from now.
 func FuzzParseRetryAfter(f *testing.F) {
 	for _, s := range []string{"0", "120", "-1", "1.5", " 5", "5s", "", "soon",
 		"Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
 		"99999999999999999999", "Fri, 31 Dec 9999 23:59:59 GMT", "Thu, 01 Jan 1970 00:00:00 GMT"} {
-		f.Add(s)
+		f.Add(s, "", int64(0))
 	}
-	f.Fuzz(func(t *testing.T, v string) {
-		if d, ok := parseRetryAfter(v, c01Now); d < 0 || (!ok && d != 0) {
-			t.Errorf("parseRetryAfter(%q) = %v, %v; want d >= 0, and 0 when !ok", v, d, ok)
+	f.Add("Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:07 GMT", int64(300*time.Millisecond)) // Date truncated
+	f.Add("Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:48:57 GMT", int64(0))                    // Date 10 s behind
+	f.Add("Sun, 06 Nov 1994 08:49:08 GMT", "Thu, 01 Jan 1970 00:00:00 GMT", int64(0))                    // Date from 1970
+	f.Add("Sun Nov  6 08:49:37 1994", "Sun, 06 Nov 1994 08:49:05 GMT", int64(999_999_999))
+	f.Fuzz(func(t *testing.T, v, date string, frac int64) {
+		now := c01Now.Add(time.Duration(uint64(frac) % uint64(time.Second)))
+		serverDate, _ := parseHTTPDate(trimOWS(date), now)
+		d0, ok0 := parseRetryAfterAt(v, now, time.Time{})
+		d, ok := parseRetryAfterAt(v, now, serverDate)
+		if d < 0 || (!ok && d != 0) {
+			t.Errorf("parseRetryAfterAt(%q, %v, %v) = %v, %v; want d >= 0, and 0 when !ok", v, now, serverDate, d, ok)
+		}
+		if ok != ok0 || d < d0 {
+			t.Errorf("parseRetryAfterAt(%q, %v, Date %v) = %v, %v; without Date %v, %v; want the same ok and no shorter delay", v, now, serverDate, d, ok, d0, ok0)
+		}
+		if off := now.Sub(serverDate); (serverDate.IsZero() || off > 24*time.Hour || off < -24*time.Hour) && d != d0 {
+			t.Errorf("parseRetryAfterAt(%q, %v, Date %v) = %v, want %v as without a Date", v, now, serverDate, d, d0)
+		}
+		if dt, _ := parseRetryAfterAt(v, now, now.Truncate(time.Second)); dt != d0 {
+			t.Errorf("parseRetryAfterAt(%q, %v, Date = now truncated) = %v, want %v as without a Date", v, now, dt, d0)
+		}
+	})
+}
+
+// FuzzDateDelay states the invariants of dateDelay for any instants: never
+// negative, never before t by the local clock, never later than the later
+// of the two reckonings (from now, from the Date), exactly t − now when the
+// Date is now truncated to the second (RFC 9110 §6.6.1), and the Date
+// ignored when it is more than a day off.
+func FuzzDateDelay(f *testing.F) {
+	s := func(d time.Duration) int64 { return int64(d) }
+	now := c01Now.UnixNano()
+	f.Add(now+s(30*time.Second), now+s(300*time.Millisecond), now)
+	f.Add(now+s(30*time.Second), now, now-s(10*time.Second))
+	f.Add(now+s(time.Second), now, int64(0)) // Date from 1970
+	f.Add(now-s(time.Minute), now, now)
+	f.Add(int64(math.MaxInt64), now, int64(math.MinInt64))
+	f.Fuzz(func(t *testing.T, tNs, nowNs, dateNs int64) {
+		tt, now, date := time.Unix(0, tNs).UTC(), time.Unix(0, nowNs).UTC(), time.Unix(0, dateNs).UTC()
+		fromNow := max(tt.Sub(now), 0)
+		d := dateDelay(tt, now, date)
+		if d < fromNow || d > max(fromNow, tt.Sub(date)) {
+			t.Errorf("dateDelay(%v, %v, %v) = %v, want within [%v, max(that, %v)]", tt, now, date, d, fromNow, tt.Sub(date))
+		}
+		if got := dateDelay(tt, now, now.Truncate(time.Second)); got != fromNow {
+			t.Errorf("dateDelay(%v, %v, now truncated) = %v, want %v", tt, now, got, fromNow)
+		}
+		if off := now.Sub(date); (off > 24*time.Hour || off < -24*time.Hour) && d != fromNow {
+			t.Errorf("dateDelay(%v, %v, %v) = %v, want %v: a Date a day off is ignored", tt, now, date, d, fromNow)
 		}
 	})
 }
@@ -439,6 +495,9 @@ func FuzzServerDelay(f *testing.F) {
 	f.Add(429, "", "", "", "1748779203000000", "", "", "") // epoch µs
 	f.Add(429, "", "", "", "99999999999999", "", "", "")   // the largest epoch ms
 	f.Add(503, "-1", "garbage", "1.0000001", "1e12", "-0", `"a";r=0;t=1, b;r=0;t=2`, `"a"`)
+	f.Add(429, "Sun, 06 Nov 1994 08:49:08 GMT", "Thu, 01 Jan 1970 00:00:00 GMT", "", "", "", "", "") // Date from 1970
+	f.Add(429, "", "Thu, 01 Jan 1970 00:00:00 GMT", "", "1000000042", "", "", "")                    // epoch reset, Date from 1970
+	f.Add(429, "", "Sun, 06 Nov 1994 08:48:57 GMT", "", "1000000042", "", "", "")                    // epoch reset, Date 10 s behind
 	f.Fuzz(func(t *testing.T, status int, retryAfter, date, ms, reset, remaining, ratelimit, policy string) {
 		resp := response(status,
 			"Retry-After", retryAfter, "Date", date, "Retry-After-Ms", ms,
@@ -448,6 +507,16 @@ func FuzzServerDelay(f *testing.F) {
 		d, src, ok := serverDelay(resp, c01Now)
 		if d < 0 || (!ok && (d != 0 || src != "")) || (ok && src == "") {
 			t.Errorf("serverDelay = %v, %q, %v; want d >= 0, and 0 and no source when !ok", d, src, ok)
+		}
+		// The Date never decides which header is used, never shortens the
+		// delay, and is ignored when it is more than a day off.
+		resp.Header.Del("Date")
+		d0, src0, ok0 := serverDelay(resp, c01Now)
+		if src != src0 || ok != ok0 || d < d0 {
+			t.Errorf("serverDelay = %v, %q, %v; without Date %v, %q, %v; want the same source and no shorter delay", d, src, ok, d0, src0, ok0)
+		}
+		if sd, _ := parseHTTPDate(trimOWS(date), c01Now); (sd.IsZero() || c01Now.Sub(sd) > 24*time.Hour || sd.Sub(c01Now) > 24*time.Hour) && d != d0 {
+			t.Errorf("serverDelay with Date %q = %v, want %v as without it", date, d, d0)
 		}
 		// A reset value of 1e14 or more (an epoch in µs or ns) is never used.
 		if src == hdrRateLimitReset || src == hdrXRateLimitReset {
@@ -480,5 +549,132 @@ func BenchmarkServerDelayRetryAfterDate(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		serverDelay(resp, c01Now)
+	}
+}
+
+// TestDateDelayRFC9110DateResolution checks the rule for the response's
+// Date (RFC 9110 §6.6.1), which has a resolution of one second: a Date that
+// agrees with the local clock within that resolution is the local clock
+// truncated, so an HTTP-date Retry-After (§10.2.3) is measured from now and
+// met on time; a Date that disagrees by more is a skewed server clock, and
+// the wait is measured from it, never shorter than from now.
+func TestDateDelayRFC9110DateResolution(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 700_000_000, time.UTC) // 12:00:00.7
+	date := now.Truncate(time.Second)                             // the Date a server sends at now
+	target := date.Add(30 * time.Second)                          // Retry-After: Date + 30 s
+	tests := []struct {
+		name       string
+		serverDate time.Time
+		want       time.Duration
+	}{
+		// Before the fix: 30s, 700 ms after the named instant.
+		{"Date is now truncated to the second", date, 29300 * time.Millisecond},
+		{"Date equals now", now, 29300 * time.Millisecond},
+		{"Date 1s behind, within the tolerance", now.Add(-time.Second - dateTolerance + time.Millisecond), 29300 * time.Millisecond},
+		{"Date ahead within the tolerance", now.Add(dateTolerance), 29300 * time.Millisecond},
+		// Disagreeing by more than the resolution: the server's clock.
+		{"Date 1s behind, beyond the tolerance", now.Add(-time.Second - dateTolerance), 30*time.Second + dateTolerance + 300*time.Millisecond},
+		{"Date 10s behind", date.Add(-10 * time.Second), 40 * time.Second},
+		{"Date 10s ahead", date.Add(10 * time.Second), 29300 * time.Millisecond},
+		{"Date 23h behind", date.Add(-23 * time.Hour), 23*time.Hour + 30*time.Second},
+		{"no Date", time.Time{}, 29300 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, dateDelay(target, now, tt.serverDate), "dateDelay(Date+30s, now, %v)", tt.serverDate)
+		})
+	}
+}
+
+// TestDateDelayIgnoresDateADayOff checks that a Date more than a day away
+// from the local clock is treated as absent: such a header is broken (a
+// device without a clock sends 1970), not a skew to correct for, and
+// measuring from it would turn a short wait into years.
+func TestDateDelayIgnoresDateADayOff(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	target := now.Add(time.Second)
+	for _, serverDate := range []time.Time{
+		time.Unix(0, 0).UTC(), // before the fix: 55 years
+		now.Add(-maxDateSkew - time.Second),
+		now.Add(maxDateSkew + time.Second),
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+	} {
+		assert.Equal(t, time.Second, dateDelay(target, now, serverDate), "dateDelay(now+1s, now, %v)", serverDate)
+	}
+	// A day exactly is still a skew.
+	assert.Equal(t, maxDateSkew+time.Second, dateDelay(target, now, now.Add(-maxDateSkew)))
+}
+
+// TestServerDelayRFC9110DateResolution: a 429 whose Retry-After is an
+// HTTP-date 30 s after its Date (RFC 9110 §10.2.3), the Date being the
+// local clock truncated to the second as servers send it (§6.6.1), asks for
+// the time until the named instant, in each of the three forms of §5.6.7.
+func TestServerDelayRFC9110DateResolution(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 300_000_000, time.UTC)
+	date := now.Truncate(time.Second)
+	named := date.Add(30 * time.Second)
+	for _, f := range []struct{ name, layout string }{
+		{"IMF-fixdate", http.TimeFormat},
+		{"RFC 850", "Monday, 02-Jan-06 15:04:05 GMT"},
+		{"asctime", time.ANSIC},
+	} {
+		d, src, ok := serverDelay(response(429, "Date", date.Format(http.TimeFormat), "Retry-After", named.Format(f.layout)), now)
+		require.True(t, ok, f.name)
+		assert.Equal(t, hdrRetryAfter, src, f.name)
+		late := now.Add(d).Sub(named) // before the fix: 300ms
+		assert.True(t, late >= 0 && late <= 50*time.Millisecond, "%s: delay %v is %v after the named instant, want within [0, 50ms]", f.name, d, late)
+	}
+}
+
+// TestServerDelayDateFrom1970: a response from a server whose clock was
+// never set (Date: Thu, 01 Jan 1970 00:00:00 GMT) with a Retry-After
+// HTTP-date 1 s ahead asks for 1 s, not the 55 years since 1970.
+func TestServerDelayDateFrom1970(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	d, src, ok := serverDelay(response(429,
+		"Date", "Thu, 01 Jan 1970 00:00:00 GMT",
+		"Retry-After", now.Add(time.Second).Format(http.TimeFormat)), now)
+	require.True(t, ok)
+	assert.Equal(t, hdrRetryAfter, src)
+	assert.Equal(t, time.Second, d)
+}
+
+// TestServerDelayResetHeaderDate: epoch instants in the reset headers
+// (GitHub's X-RateLimit-Reset, GitLab's RateLimit-Reset) are measured by
+// the same rule as an HTTP-date: a Date that agrees with the local clock to
+// its one-second resolution (RFC 9110 §6.6.1) is the local clock, a Date
+// further off than that but by less than a day is a skewed server clock,
+// and a Date from 1970 is ignored.
+func TestServerDelayResetHeaderDate(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 300_000_000, time.UTC)
+	date := now.Truncate(time.Second)
+	epoch := func(d time.Duration) string { return strconv.FormatInt(date.Add(d).Unix(), 10) }
+	epochMs := func(d time.Duration) string { return strconv.FormatInt(now.Add(d).UnixMilli(), 10) }
+	httpDate := func(t time.Time) string { return t.Format(http.TimeFormat) }
+	tests := []struct {
+		name  string
+		reset string
+		date  string
+		want  time.Duration
+	}{
+		// Before the fix: 42s and 1.8s, measured from the truncated Date.
+		{"epoch seconds, Date truncated", epoch(42 * time.Second), httpDate(date), 41700 * time.Millisecond},
+		{"epoch ms, Date truncated", epochMs(1500 * time.Millisecond), httpDate(date), 1500 * time.Millisecond},
+		// A server clock 10 s behind: the wait is from its clock.
+		{"epoch seconds, Date 10s behind", epoch(42 * time.Second), httpDate(date.Add(-10 * time.Second)), 52 * time.Second},
+		{"epoch ms, Date 10s behind", epochMs(1500 * time.Millisecond), httpDate(date.Add(-10 * time.Second)), 11800 * time.Millisecond},
+		// Before the fix: 55 years (and a pause of DefaultMaxRetryAfter).
+		{"epoch seconds, Date from 1970", epoch(time.Second), "Thu, 01 Jan 1970 00:00:00 GMT", 700 * time.Millisecond},
+		{"epoch ms, Date from 1970", epochMs(time.Second), "Thu, 01 Jan 1970 00:00:00 GMT", time.Second},
+	}
+	for _, tt := range tests {
+		for _, hdr := range []string{hdrXRateLimitReset, hdrRateLimitReset} {
+			t.Run(tt.name+"/"+hdr, func(t *testing.T) {
+				d, src, ok := serverDelay(response(429, "Date", tt.date, hdr, tt.reset), now)
+				require.True(t, ok)
+				assert.Equal(t, hdr, src)
+				assert.Equal(t, tt.want, d)
+			})
+		}
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/pacehttp/pace/internal/testhttp"
 )
@@ -721,6 +723,49 @@ func TestTransportPacingDeadline(t *testing.T) {
 				if el := time.Since(start); el != 0 || srv.Count() != 1 {
 					t.Errorf("failed after %v with %d sent, want at once with 1", el, srv.Count())
 				}
+			})
+		})
+	}
+}
+
+// TestTransportRetryAfterDateRetryablehttp144: a 429 whose Retry-After is an
+// HTTP-date (RFC 9110 §10.2.3) 30 s ahead, in each of the three forms of
+// §5.6.7 (hashicorp/go-retryablehttp#144 asked for the date form), with the
+// Date a real server sends: the clock truncated to the second (§6.6.1). The
+// client's clock is 300 ms past the second, so a wait measured from the
+// Date would arrive 300 ms late; the retry goes out at the named instant,
+// never before it and at most 50 ms after.
+func TestTransportRetryAfterDateRetryablehttp144(t *testing.T) {
+	forms := []struct{ name, layout string }{
+		{"IMF-fixdate", http.TimeFormat},
+		{"RFC 850", "Monday, 02-Jan-06 15:04:05 GMT"},
+		{"asctime", time.ANSIC},
+	}
+	for _, f := range forms {
+		t.Run(f.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				time.Sleep(300 * time.Millisecond) // bubbles start on a whole second
+				var named time.Time
+				srv := &testhttp.Server{Handle: func(n int, r testhttp.Received) (*http.Response, error) {
+					if n == 1 {
+						date := r.At.UTC().Truncate(time.Second)
+						named = date.Add(30 * time.Second)
+						return testhttp.Response(http.StatusTooManyRequests,
+							"Date", date.Format(http.TimeFormat),
+							"Retry-After", named.Format(f.layout)), nil
+					}
+					return testhttp.Response(http.StatusOK), nil
+				}}
+				tr := &Transport{Base: srv, MaxWait: time.Minute, MaxRetryAfter: time.Minute}
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), http.MethodGet, "http://api.test/", ""))
+				require.NoError(t, err)
+				resp.Body.Close()
+				assert.Equal(t, http.StatusOK, resp.StatusCode)
+				rs := srv.Requests()
+				require.Len(t, rs, 2)
+				late := rs[1].At.Sub(named) // before the fix: 300ms
+				assert.GreaterOrEqual(t, late, time.Duration(0), "retry %v before the named instant", -late)
+				assert.LessOrEqual(t, late, 50*time.Millisecond, "retry %v after the named instant", late)
 			})
 		})
 	}
