@@ -37,7 +37,8 @@ const MinThrottlePause = 50 * time.Millisecond
 // after the key's latest pause was set (their generation is the current
 // one), with no answer other than a throttle in between. A throttle of a
 // request that left before the latest pause was set is the same news again:
-// it may lengthen the pause but is no new strike. Probes counts the probe
+// it may lengthen the pause but is no new strike, and once the key has
+// closed again it is ignored. Probes counts the probe
 // answers that were throttles, so that requests waiting behind a probe can
 // count its attempt as theirs (see [Transport]).
 //
@@ -99,6 +100,9 @@ func (t *throttle) pause(now, d int64, gen uint32, probe bool) bool {
 		t.probing = false
 		t.probes++
 	}
+	if gen != t.gen && t.until <= now && !t.halfOpen {
+		return false // old news: it left before a pause that has been answered since
+	}
 	if gen == t.gen {
 		t.strikes++
 	}
@@ -140,9 +144,21 @@ func (t *throttle) idle(now int64) bool {
 	return !t.halfOpen && !t.probing && now >= satAdd(t.until, t.length)
 }
 
-// forgettable reports whether t may be dropped at now even though it is
-// half-open: a sweep drops a key nobody has asked for since its pause ended
-// one pause length ago (a waiter would have taken the probe).
+// forgettable reports whether t may be dropped at now, even though it may
+// be half-open (a waiter would have taken the probe): a plain pause once it
+// has ended, a throttle once its pause ended staleAfter ago, so that an
+// answer to a request sent before the pause, arriving late, is still known
+// as old news.
 func (t *throttle) forgettable(now int64) bool {
-	return !t.probing && now >= satAdd(t.until, t.length)
+	if t.probing {
+		return false
+	}
+	if t.length == 0 {
+		return now >= t.until
+	}
+	return now >= satAdd(t.until, max(t.length, staleAfter))
 }
+
+// staleAfter is how long after its pause ended a throttle is remembered:
+// DefaultMaxRetryAfter, the longest a Transport waits between attempts.
+const staleAfter = int64(DefaultMaxRetryAfter)

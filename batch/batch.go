@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/pacehttp/pace"
@@ -16,7 +15,7 @@ import (
 // every item in input order.
 //
 // fn's error decides the item's fate: nil is success; an error matching
-// [ErrThrottled] or [pace.ErrRateLimited] pauses dispatch and makes the item
+// [ErrThrottled] or [pace.ErrRateLimited] pauses the attempt's key and makes the item
 // try again (see the package documentation and [ErrThrottled]); any other
 // error fails the item, unless the context had ended, which makes it
 // Interrupted. An error matching [pace.ErrInvalidConfig] (a
@@ -58,7 +57,7 @@ func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, ite
 		opts:    opts,
 		results: make([]Result, len(items)),
 		done:    make(chan *attempt, opts.Concurrency),
-		backoff: opts.Backoff,
+		gate:    newGate(),
 	}
 	if opts.Rate != (pace.Rate{}) {
 		if r.ceiling, err = pace.NewSlidingLog(opts.Rate); err != nil {
@@ -74,12 +73,11 @@ func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, ite
 
 // attempt is one call of fn for one item.
 type attempt struct {
-	idx    int
-	start  time.Time
-	probe  bool
-	status atomic.Int64 // set through RecordStatus
-	err    error        // fn's result, set before the attempt is sent on done
-	dur    time.Duration
+	idx   int
+	start time.Time
+	state attemptState // status and gate permit, through the attempt's context
+	err   error        // fn's result, set before the attempt is sent on done
+	dur   time.Duration
 }
 
 // runner is the state of one Run. Only Run's goroutine touches it; the
@@ -100,13 +98,8 @@ type runner[T any] struct {
 	stop     error // why dispatch stopped, or nil while it goes on
 	stopped  bool
 
-	ceiling   *pace.SlidingLog // Options.Rate, or nil
-	learn     learner
-	paused    bool
-	until     time.Time // while paused: when the probe may start
-	probing   bool      // the probe is in flight
-	backoff   time.Duration
-	resumedAt time.Time // throttles of attempts started earlier are stale
+	ceiling *pace.SlidingLog // Options.Rate, or nil
+	gate    *gate            // the throttles of the run's keys
 
 	sum Summary // counters kept as the run goes
 }
@@ -167,14 +160,13 @@ func (r *runner[T]) loop() {
 			r.halt(context.Cause(r.ctx))
 		}
 		now := time.Now()
-		wake := r.dispatch(now)
+		r.dispatch(now)
+		var wake time.Time // when the journal is due to sync; zero: never
 		if r.journal != nil {
 			if err := r.journal.tick(now); err != nil {
 				r.halt(r.journalErr(err))
 			}
-			if due := r.journal.due(); !due.IsZero() && (wake.IsZero() || due.Before(wake)) {
-				wake = due
-			}
+			wake = r.journal.due()
 		}
 		if r.inflight == 0 && (r.stopped || !r.hasWork()) {
 			return
@@ -207,26 +199,10 @@ func (r *runner[T]) hasWork() bool {
 	return len(r.retry) > 0 || r.next < len(r.results)
 }
 
-// dispatch starts every attempt that may start at now, and returns when it
-// should be called again if that depends on time alone (zero: only when an
-// attempt ends).
-func (r *runner[T]) dispatch(now time.Time) (wake time.Time) {
+// dispatch starts attempts at now while there is room among Concurrency.
+// Each waits for the ceiling and its key in its own goroutine (see gate).
+func (r *runner[T]) dispatch(now time.Time) {
 	for !r.stopped && r.inflight < r.opts.Concurrency && r.hasWork() {
-		if r.paused {
-			if r.probing {
-				return time.Time{} // one probe at a time
-			}
-			if now.Before(r.until) {
-				return r.until
-			}
-		}
-		wait := r.learn.wait(now)
-		if r.ceiling != nil {
-			wait = max(wait, delayAt(r.ceiling, now))
-		}
-		if wait > 0 {
-			return now.Add(wait)
-		}
 		var idx int
 		if len(r.retry) > 0 {
 			idx, r.retry = r.retry[0], r.retry[1:]
@@ -234,13 +210,13 @@ func (r *runner[T]) dispatch(now time.Time) (wake time.Time) {
 			idx = r.next
 			r.next++
 		}
-		r.launch(idx, now, r.paused)
+		r.launch(idx, now)
 	}
-	return time.Time{}
 }
 
-// launch starts one attempt of item idx at now.
-func (r *runner[T]) launch(idx int, now time.Time, probe bool) {
+// launch starts one attempt of item idx at now. The attempt first passes
+// the gate under the run's key (see gate), then calls fn.
+func (r *runner[T]) launch(idx int, now time.Time) {
 	res := &r.results[idx]
 	if res.Attempts == 0 {
 		r.sum.NotStarted--
@@ -250,16 +226,15 @@ func (r *runner[T]) launch(idx int, now time.Time, probe bool) {
 	}
 	res.Attempts++
 	r.inflight++
-	r.probing = probe
-	if r.ceiling != nil {
-		bookAt(r.ceiling, now)
-	}
-	r.learn.started(now)
-	a := &attempt{idx: idx, start: now, probe: probe}
-	actx := context.WithValue(r.ctx, statusKey{}, &a.status)
+	a := &attempt{idx: idx, start: now}
+	a.state.gate, a.state.ceiling = r.gate, r.ceiling
+	actx := context.WithValue(r.ctx, attemptKey{}, &a.state)
 	item := r.items[idx]
 	go func() {
-		a.err = r.fn(actx, item)
+		if a.state.permit, a.err = r.gate.pass(actx, "", r.ceiling, false); a.err == nil {
+			a.start = time.Now()
+			a.err = r.fn(actx, item)
+		}
 		a.dur = time.Since(a.start)
 		r.done <- a
 	}()
@@ -271,32 +246,36 @@ func (r *runner[T]) finish(a *attempt) {
 	r.inflight--
 	res := &r.results[a.idx]
 	res.Duration += a.dur
-	if s := int(a.status.Load()); s != 0 {
+	if s := int(a.state.status.Load()); s != 0 {
 		res.Status = s
 	}
 	if s := statusOf(a.err); s != 0 {
 		res.Status = s
 	}
 	res.Err = a.err
-	if a.probe {
-		r.probing = false
-	}
 	delay, throttled := throttleDelay(a.err)
+	p := a.state.permit
 	switch {
 	case a.err == nil:
 		r.settle(res, Succeeded, now)
-		r.accepted(a, now)
+		if r.gate.settle(p, a.start, now, true, 0) {
+			r.progressPause() // the probe's answer opened its key
+		}
 	case throttled:
 		r.sum.Throttled++
 		r.throttled(a, delay, now)
 	case r.ctx.Err() != nil:
+		r.gate.settle(p, a.start, now, false, 0)
 		r.settle(res, Interrupted, now)
 	case errors.Is(a.err, pace.ErrInvalidConfig): // the setup is wrong, not the item
+		r.gate.settle(p, a.start, now, false, 0)
 		r.settle(res, Interrupted, now)
 		r.halt(&ItemError{Index: res.Index, ID: res.ID, Status: res.Status, Err: res.Err})
 	default:
 		r.settle(res, Failed, now)
-		r.accepted(a, now)
+		if r.gate.settle(p, a.start, now, true, 0) {
+			r.progressPause()
+		}
 		if r.opts.StopOnError {
 			r.halt(&ItemError{Index: res.Index, ID: res.ID, Status: res.Status, Err: res.Err})
 		}
@@ -334,62 +313,44 @@ func (r *runner[T]) journalErr(err error) error {
 	return &JournalError{Path: r.opts.Journal, Err: err}
 }
 
-// throttled handles an attempt that came back throttled: the item goes back
-// in line (first, if it will be the probe), and dispatch pauses unless the
-// throttle is stale news.
+// throttled handles an attempt that came back throttled: its key pauses
+// (see pauseFor), and the item goes back in line; its next attempt waits
+// at the gate until the key's probe has been answered.
 func (r *runner[T]) throttled(a *attempt, delay time.Duration, now time.Time) {
+	p := a.state.permit
+	pause := r.pauseFor(delay, p.Strikes)
+	if r.gate.settle(p, a.start, now, false, pause) {
+		r.sum.Pauses++
+		r.progressPause()
+	}
 	if r.stopped {
 		r.settle(&r.results[a.idx], Interrupted, now)
 		return
 	}
-	switch {
-	case a.probe: // still closed: wait longer, probe again with the same item
-		r.retry = append([]int{a.idx}, r.retry...)
-		if delay == 0 {
-			r.backoff = min(2*r.backoff, r.opts.MaxBackoff)
-			delay = r.backoff
-		}
-		r.pause(now, delay)
-	case !r.paused && !a.start.Before(r.resumedAt): // news: pause, this item probes
-		r.retry = append([]int{a.idx}, r.retry...)
-		r.sum.Pauses++
-		r.backoff = r.opts.Backoff
-		if delay == 0 {
-			delay = r.backoff
-		}
-		r.pause(now, delay)
-	default: // sent before the pause or the last resume: requeue
-		r.retry = append(r.retry, a.idx)
-		if r.paused && delay > 0 && now.Add(delay).After(r.until) {
-			r.pause(now, delay)
-		}
-	}
-}
-
-// pause holds dispatch for delay after now, when the probe may start. A
-// pause that would outlast ctx's deadline ends the run at once instead.
-func (r *runner[T]) pause(now time.Time, delay time.Duration) {
-	r.paused, r.until = true, now.Add(delay)
-	if dl, ok := r.ctx.Deadline(); ok && r.until.After(dl) {
+	r.retry = append(r.retry, a.idx)
+	if dl, ok := r.ctx.Deadline(); ok && now.Add(pause).After(dl) {
 		r.halt(fmt.Errorf("%w: a pause of %v would outlast the context deadline: %w",
-			ErrThrottled, delay, context.DeadlineExceeded))
-		return
+			ErrThrottled, pause, context.DeadlineExceeded))
 	}
-	r.progressPause()
 }
 
-// accepted notes an attempt the server did not throttle. If it was the
-// probe, the pause ends: full concurrency resumes, under the limit learned
-// from the streak of accepted attempts before the pause.
-func (r *runner[T]) accepted(a *attempt, now time.Time) {
-	if !a.probe {
-		r.learn.accepted(a.start)
-		return
+// pauseFor returns how long a throttle pauses its key: the server's delay,
+// never under pace.MinThrottlePause, or without one Options.Backoff doubled
+// for each of the key's consecutive throttles (strikes); either way at most
+// Options.MaxBackoff, the cap that pace.Transport applies as MaxRetryAfter
+// (both default to five minutes).
+func (r *runner[T]) pauseFor(delay time.Duration, strikes int) time.Duration {
+	if delay > 0 {
+		return min(max(delay, pace.MinThrottlePause), r.opts.MaxBackoff)
 	}
-	r.paused, r.until = false, time.Time{}
-	r.resumedAt = now
-	r.learn.resume(now, a.start)
-	r.progressPause()
+	d := r.opts.Backoff
+	for range min(strikes, 63) {
+		if d >= r.opts.MaxBackoff/2 {
+			return r.opts.MaxBackoff
+		}
+		d *= 2
+	}
+	return min(d, r.opts.MaxBackoff)
 }
 
 // halt stops dispatch for good, keeping the first reason given.
@@ -402,13 +363,16 @@ func (r *runner[T]) halt(why error) {
 func (r *runner[T]) snapshot() Summary {
 	s := r.sum
 	s.Elapsed = time.Since(r.started)
-	s.Learned = r.learn.rate()
 	return s
 }
 
 func (r *runner[T]) progress(idx int) {
 	if r.opts.OnProgress != nil {
-		r.opts.OnProgress(Progress{Summary: r.snapshot(), Index: idx, Paused: r.paused, Until: r.until})
+		paused, until := r.gate.paused()
+		if !paused {
+			until = time.Time{}
+		}
+		r.opts.OnProgress(Progress{Summary: r.snapshot(), Index: idx, Paused: paused, Until: until})
 	}
 }
 

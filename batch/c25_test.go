@@ -127,8 +127,10 @@ func TestCaseC25QuotaExhausted(t *testing.T) {
 				if got := maxInWindow(srv.sends, time.Second); got > 5 {
 					t.Errorf("%d sends in one 1 s window, want <= 5", got)
 				}
-				// While paused, the only sends are probes: one item, one at
-				// a time, each after the previous probe's answer.
+				// While paused, the only sends are probes: one at a time,
+				// each after the previous probe's answer and its pause. (The
+				// probe is whichever attempt asks first when the pause ends,
+				// not always the same item.)
 				for _, p := range pauses {
 					var probes []int
 					for k, at := range srv.sends {
@@ -140,18 +142,14 @@ func TestCaseC25QuotaExhausted(t *testing.T) {
 						t.Errorf("pause at %v: no probe", p.from)
 					}
 					for j, k := range probes {
-						if srv.sendItem[k] != srv.sendItem[probes[0]] {
-							t.Errorf("pause at %v: sends of items %d and %d, want one probe item",
-								p.from, srv.sendItem[probes[0]], srv.sendItem[k])
-						}
 						if j > 0 && srv.sends[k].Sub(srv.sends[probes[j-1]]) < time.Second+latency {
 							t.Errorf("pause at %v: probes %v apart, want >= %v",
 								p.from, srv.sends[k].Sub(srv.sends[probes[j-1]]), time.Second+latency)
 						}
 					}
 				}
-				t.Logf("429s %d, pauses %d, elapsed %v, ideal %v, learned %v",
-					srv.refused, rep.Summary.Pauses, rep.Summary.Elapsed, rep.Summary.Ideal, rep.Summary.Learned)
+				t.Logf("429s %d, pauses %d, elapsed %v, ideal %v",
+					srv.refused, rep.Summary.Pauses, rep.Summary.Elapsed, rep.Summary.Ideal)
 			})
 		})
 	}

@@ -12,35 +12,48 @@
 // An attempt that comes back throttled (an HTTP 429 through [HTTP], any
 // error matching [ErrThrottled], or a client-side refusal matching
 // [pace.ErrRateLimited], such as pace.ErrWaitExceedsDeadline, where the
-// client's own limit sent nothing) never fails its item. Run pauses dispatch
-// of every new item, waits for the delay the server asked for (a
-// [*ThrottledError] carries it) or, without one, a backoff that starts at
-// [Options.Backoff] and doubles up to [Options.MaxBackoff], then sends that
-// one item again as a probe. Only when the probe comes back unthrottled does
-// full concurrency resume. A throttled item is retried until it is done or
-// the run ends; it is never lost and never run again after it succeeded. A
-// throttle that runs out of time is not a failure: when the pause would
-// outlast the context's deadline the run ends there, and the item is
-// Interrupted, not journaled, so that a resumed run does it.
+// client's own limit sent nothing) never fails its item: the item goes back
+// in line, and the throttle pauses its key. Run uses pace's throttle engine,
+// the one pace.Transport uses ([pace.Keyed]), with one key per host for the
+// attempts of [HTTP] (the request's URL host, lower case, port kept) and one
+// key for the whole run for any other item function. While a key is paused
+// none of its attempts is sent; when the pause ends one attempt goes first
+// as a probe and the key's others wait for its answer: another throttle
+// pauses the key again, anything else lets them go. A throttle pauses only
+// its own key: the other hosts of a run go on. The pause is the delay the
+// server asked for (a [*ThrottledError] carries it), never under
+// pace.MinThrottlePause, or without one [Options.Backoff] doubled for each
+// consecutive throttle of the key; either way at most [Options.MaxBackoff],
+// the cap pace.Transport applies as MaxRetryAfter (five minutes by
+// default), so a Retry-After of a day pauses a key for five minutes, not a
+// day. Consecutive throttles are those of attempts that left after the
+// key's latest pause was set; a throttle of an attempt that left before it
+// is the same news again, and once the key is open again it is ignored. An
+// attempt waiting for its key holds its place among [Options.Concurrency].
+// A throttled item is retried until it is done or the run ends; it is never
+// lost and never run again after it succeeded. A throttle that runs out of
+// time is not a failure: when the pause would outlast the context's
+// deadline the run ends there, and the item is Interrupted, not journaled,
+// so that a resumed run does it.
 //
-// After such a pause Run also keeps to the allowance the server showed: no
-// more starts in any window than the server accepted (answered without a
-// throttle) between the previous resume and the throttle, where the window
-// is as long as the time from the first of those starts to the successful
-// probe. Like the ceiling below, it is counted exactly, by a sliding log
-// ([pace.SlidingLog]). This learned limit grows by an eighth each time a
-// whole window passes, and the next pause replaces it; [Summary.Learned]
-// shows it. It is what keeps a batch that meets a quota of N requests per
-// rolling window from throttling again on every window (case C25 in the
-// project's case list, from GSA/sam_api#51).
+// After a key's pause Run also keeps to the allowance the server showed for
+// that key: no more starts in any window than the server accepted (answered
+// without a throttle) between the key's previous resume and the throttle,
+// where the window is as long as the time from the first of those starts to
+// the successful probe. Like the ceiling below, it is counted exactly, by a
+// sliding log ([pace.SlidingLog]), per key. This learned limit grows by an
+// eighth each time a whole window passes, and the key's next pause replaces
+// it. It is what keeps a batch that meets a quota of N requests per rolling
+// window from throttling again on every window (GSA/sam_api#51).
 //
 // # Rate
 //
 // Pacing belongs first to the client: an http.Client whose Transport paces
 // per host (for example pace.Transport) spaces the requests of every caller,
 // the batch included. [Options.Rate] adds a ceiling of Run's own, counted on
-// every attempt Run starts, retries and probes included: at most N starts in
-// any window of length Per. It is exact (a sliding log, [pace.Sliding]), so
+// every attempt Run starts, retries and probes included, at the moment it
+// leaves (after any wait for its key): at most N starts in any window of
+// length Per. It is exact (a sliding log, [pace.Sliding]), so
 // pace.PerSecond(5) never puts more than 5 starts in any 1 s, and it also gives
 // [Summary.Ideal], the least time the ceiling allows for the run.
 //

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"sync/atomic"
+	"strings"
 	"time"
 
 	"github.com/pacehttp/pace"
@@ -25,8 +25,10 @@ import (
 //
 // Pacing, per-host limits and transport-level retries belong to the
 // client's Transport (pace.Transport, for one); the batch sees only the
-// final response of each attempt. A final 429 is a throttle: Run pauses
-// dispatch and probes, as the package documentation describes. An error
+// final response of each attempt. A final 429 is a throttle: Run pauses the
+// request's host (the URL's host, lower case, port kept) and probes it, as
+// the package documentation describes; each attempt waits for its host
+// before it is sent. An error
 // from client.Do comes as a *url.Error, which Run sees through: with
 // pace.Transport, one matching pace.ErrRateLimited (a client-side wait was
 // refused, even inside a *pace.AttemptsError) is a throttle too, and any
@@ -52,6 +54,11 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 		}
 		if req == nil {
 			return errNilRequest
+		}
+		if a := attemptOf(ctx); a != nil {
+			if err := a.enter(ctx, hostKey(req)); err != nil {
+				return err
+			}
 		}
 		resp, err := client.Do(req)
 		if err != nil {
@@ -97,8 +104,15 @@ func CheckResponse(resp *http.Response) error {
 	return &StatusError{Code: code}
 }
 
-// statusKey is the context key of an attempt's status recorder.
-type statusKey struct{}
+// hostKey is the key a request's throttles pause in a run: its URL's host
+// in lower case, port kept, as pace.Transport keys hosts.
+func hostKey(req *http.Request) string {
+	h := req.Host
+	if req.URL != nil && req.URL.Host != "" {
+		h = req.URL.Host
+	}
+	return strings.ToLower(h)
+}
 
 // RecordStatus records code as the HTTP status of the attempt that ctx
 // belongs to, so that it shows in [Result.Status]; the last code recorded
@@ -106,7 +120,7 @@ type statusKey struct{}
 // too. It does nothing when ctx is not an attempt's context. It is safe for
 // concurrent use.
 func RecordStatus(ctx context.Context, code int) {
-	if p, ok := ctx.Value(statusKey{}).(*atomic.Int64); ok {
-		p.Store(int64(code))
+	if a := attemptOf(ctx); a != nil {
+		a.status.Store(int64(code))
 	}
 }

@@ -157,7 +157,12 @@ func TestHTTPCustomCheck(t *testing.T) {
 }
 
 func TestCheckResponse(t *testing.T) {
-	date := "Sun, 06 Nov 1994 08:49:37 GMT"
+	synctest.Test(t, testCheckResponse) // the clock is on a whole second, so an HTTP-date names it exactly
+}
+
+func testCheckResponse(t *testing.T) {
+	now := time.Now().UTC()
+	date, in30s := now.Format(http.TimeFormat), now.Add(30*time.Second).Format(http.TimeFormat)
 	tests := []struct {
 		code       int
 		header     map[string]string
@@ -173,7 +178,7 @@ func TestCheckResponse(t *testing.T) {
 		{429, nil, true, 0, false},
 		{429, map[string]string{"Retry-After": "7"}, true, 7 * time.Second, false},
 		{429, map[string]string{"Retry-After": "soon"}, true, 0, false},
-		{429, map[string]string{"Date": date, "Retry-After": "Sun, 06 Nov 1994 08:50:07 GMT"}, true, 30 * time.Second, false},
+		{429, map[string]string{"Date": date, "Retry-After": in30s}, true, 30 * time.Second, false},
 		{503, nil, false, 0, true},
 		{503, map[string]string{"Retry-After": "2"}, true, 2 * time.Second, false},
 		{503, map[string]string{"Retry-After": "-2"}, false, 0, true},

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/pacehttp/pace"
 )
 
 // Outcome is what became of one item.
@@ -80,11 +78,7 @@ type Summary struct {
 
 	Throttled int // attempts that came back throttled (HTTP 429 and the like)
 	Retries   int // attempts beyond each item's first
-	Pauses    int // times dispatch paused for a throttle
-
-	// Learned is the limit Run derived from the last pause (see the
-	// package documentation), as it stands; zero if none.
-	Learned pace.Rate
+	Pauses    int // times a key was paused, or its pause extended, by a throttle
 
 	Elapsed time.Duration // time since Run started
 	// Ideal is the least time Options.Rate allows for the items this run
@@ -137,11 +131,11 @@ type Progress struct {
 	// reports a pause or a resume.
 	Index int
 
-	// Paused reports that dispatch is paused after a throttle.
+	// Paused reports that a key of the run is paused after a throttle.
 	Paused bool
 
-	// Until is when the next probe may start: a pause's end while Paused
-	// (the probe may still be in flight), the zero Time otherwise.
+	// Until is when the latest pause of the run's keys ends while Paused,
+	// the zero Time otherwise.
 	Until time.Time
 }
 

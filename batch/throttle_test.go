@@ -120,6 +120,7 @@ func TestRunStaleThrottle(t *testing.T) {
 			case i == 0:
 				retriedAt = time.Now()
 			case i == 1 && n == 1:
+				time.Sleep(time.Millisecond) // let item 0 pass the gate first: it left before the pause
 				return fmt.Errorf("wrapped: %w", ErrThrottled)
 			}
 			return nil
@@ -157,6 +158,7 @@ func TestRunThrottleMeanwhile(t *testing.T) {
 			}
 			switch i {
 			case 0:
+				time.Sleep(time.Millisecond) // let items 1 and 2 pass the gate first: they left before the pause
 				return &ThrottledError{RetryAfter: 2 * time.Second}
 			case 1:
 				time.Sleep(time.Second)

@@ -1,0 +1,216 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pacehttp/pace"
+)
+
+// maxLearnedKeys bounds the keys whose learned limit a run remembers; past
+// it the learned limits are forgotten and learned again, so that a run over
+// many hosts cannot grow memory without bound.
+const maxLearnedKeys = 4096
+
+// gate holds a run's throttles per key: pace's throttle engine (a
+// [pace.Keyed] with no limit, which pauses a key, sends one probe when the
+// pause ends and holds the key's other attempts until the probe's answer),
+// and the limit learned per key from its throttles (see learner). Every
+// attempt passes it before it is sent: an attempt of the function Run was
+// given under the run's own key "", and an attempt of [HTTP] also under its
+// request's host. Safe for concurrent use.
+type gate struct {
+	engine *pace.Keyed
+
+	mu        sync.Mutex
+	keys      map[string]*keyInfo
+	throttled int       // keys paused or waiting for their probe's answer
+	until     time.Time // the latest pause end of those keys, for Progress
+}
+
+// keyInfo is what a run knows of one key beyond its throttle.
+type keyInfo struct {
+	learn     learner
+	until     time.Time // the end of the key's latest pause
+	throttled bool      // paused, or waiting for its probe's answer
+	gen       uint64    // the engine's count of the key's pauses, as far as seen
+}
+
+func newGate() *gate {
+	k, err := pace.NewKeyed(pace.Limit{}, pace.KeyedOptions{})
+	if err != nil {
+		panic(err) // the zero Limit is valid
+	}
+	return &gate{engine: k, keys: make(map[string]*keyInfo)}
+}
+
+// info returns key's keyInfo; g.mu must be held.
+func (g *gate) info(key string) *keyInfo {
+	ki := g.keys[key]
+	if ki == nil {
+		if len(g.keys) >= maxLearnedKeys {
+			for k, ki := range g.keys {
+				if !ki.throttled {
+					delete(g.keys, k)
+				}
+			}
+		}
+		ki = &keyInfo{}
+		g.keys[key] = ki
+	}
+	return ki
+}
+
+// pass waits until an attempt of key may be sent, and returns its Permit,
+// to be settled once. The waits, in order: the key's learned limit, then the
+// run's ceiling on starts (ceiling, Options.Rate; nil: none), which both
+// book the start, the ceiling last of the two because its promise is exact;
+// then the key's throttle, last, so that nothing of a paused key leaves: its pause, and if another attempt is its probe, that
+// probe's answer (a throttled answer sends it back to wait for the next
+// pause). An attempt that had to wait for the throttle and is not the probe
+// takes the ceiling and the learned limit again before it goes, so that the
+// attempts a probe's answer releases together still leave at the allowed
+// rate (a start may then be counted twice, never zero times). With took,
+// the attempt has already taken the ceiling for this start. It returns a
+// *pace.WaitError wrapping ctx.Err() when ctx ends first.
+func (g *gate) pass(ctx context.Context, key string, ceiling *pace.SlidingLog, took bool) (pace.Permit, error) {
+	for ; ; took = false {
+		if err := g.learned(ctx, key); err != nil {
+			return pace.Permit{}, err
+		}
+		if ceiling != nil && !took {
+			if err := ceiling.Wait(ctx, 1); err != nil {
+				return pace.Permit{}, err
+			}
+		}
+		p, err := g.engine.Wait(ctx, key, 0)
+		switch {
+		case errors.Is(err, pace.ErrThrottled):
+			continue // the probe was throttled again: wait for the next one
+		case err != nil:
+			return p, err
+		case p.Held > 0 && !p.Probe:
+			g.engine.Settle(p, pace.Outcome{}) // released by the probe's answer: start again
+			continue
+		}
+		return p, nil
+	}
+}
+
+// learned waits until key's learned limit allows a start, and records it.
+func (g *gate) learned(ctx context.Context, key string) error {
+	for {
+		now := time.Now()
+		g.mu.Lock()
+		ki := g.info(key)
+		d := ki.learn.wait(now)
+		if d <= 0 {
+			ki.learn.started(now)
+			g.mu.Unlock()
+			return nil
+		}
+		g.mu.Unlock()
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return &pace.WaitError{Key: key, Delay: d, Err: ctx.Err()}
+		}
+	}
+}
+
+// settle records at now how the attempt admitted by p, which started at
+// start, ended: a throttle pauses its key for pause (> 0), an answer
+// (answered) closes the key if p was its probe and extends the key's
+// streak of accepted starts, and an attempt that got no answer hands a
+// probe's role on. It reports whether the key changed state: a throttle
+// paused a key that was open (neither paused nor waiting for its probe's
+// answer), or a probe's answer opened it again.
+// A throttle of an attempt that left before the key's latest pause is old
+// news once the key is open again (see pace's throttle engine), and changes
+// nothing.
+func (g *gate) settle(p pace.Permit, start, now time.Time, answered bool, pause time.Duration) bool {
+	g.engine.Settle(p, pace.Outcome{At: now, Sent: answered || pause > 0, Response: answered || pause > 0, Pause: pause})
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ki := g.info(p.Key)
+	switch {
+	case pause > 0:
+		if !ki.throttled && p.Gen < ki.gen {
+			return false // old news
+		}
+		news := !ki.throttled
+		if news {
+			ki.throttled = true
+			g.throttled++
+		}
+		ki.gen = max(ki.gen, p.Gen+1)
+		if until := now.Add(pause); until.After(ki.until) {
+			ki.until = until
+			if until.After(g.until) {
+				g.until = until
+			}
+		}
+		return news
+	case !answered:
+	case p.Probe:
+		ki.learn.resume(now, start)
+		if ki.throttled && !ki.until.After(now) {
+			ki.throttled = false
+			g.throttled--
+			return true
+		}
+	default:
+		ki.learn.accepted(start)
+	}
+	return false
+}
+
+// paused reports whether a key of the run is paused or waits for its
+// probe's answer, and the latest end of those keys' pauses.
+func (g *gate) paused() (bool, time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.throttled > 0, g.until
+}
+
+// attemptKey is the context key of an attempt's state.
+type attemptKey struct{}
+
+// attemptState is what an attempt's context carries: its status recorder
+// (see [RecordStatus]) and its place at the gate.
+type attemptState struct {
+	status  atomic.Int64
+	gate    *gate
+	ceiling *pace.SlidingLog // Options.Rate, or nil
+	permit  pace.Permit      // under the run's key "", or the key HTTP entered
+	keyed   bool             // HTTP entered a key of its own
+}
+
+// enter passes the attempt through the gate under key (the host of an
+// [HTTP] request) instead of the run's key, which it settles as answered.
+// Only the goroutine running the attempt calls it, before Run reads the
+// state.
+func (a *attemptState) enter(ctx context.Context, key string) error {
+	if a.gate == nil || a.keyed {
+		return nil
+	}
+	now := time.Now()
+	a.gate.settle(a.permit, now, now, true, 0)       // the run's key lets it through
+	p, err := a.gate.pass(ctx, key, a.ceiling, true) // the run's key took the ceiling
+	if err != nil {
+		return err
+	}
+	a.permit, a.keyed = p, true
+	return nil
+}
+
+// attemptOf returns the attempt state of ctx, or nil.
+func attemptOf(ctx context.Context) *attemptState {
+	a, _ := ctx.Value(attemptKey{}).(*attemptState)
+	return a
+}
