@@ -155,3 +155,14 @@ func (f *fakeTB) Skipf(format string, args ...any) {
 	f.skipped, f.msg = true, fmt.Sprintf(format, args...)
 	runtime.Goexit()
 }
+
+func TestStartRedis(t *testing.T) {
+	r := StartRedis(t)
+	reply, err := pingOnce(r.Addr())
+	require.NoError(t, err)
+	assert.Equal(t, "+PONG", reply)
+	require.NoError(t, r.Stop())
+	_, err = pingOnce(r.Addr())
+	assert.Error(t, err, "PING after Stop")
+	assert.NoError(t, r.Stop(), "second Stop")
+}
