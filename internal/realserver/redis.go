@@ -1,0 +1,134 @@
+package realserver
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Redis is a running redis-server started by [StartRedis].
+type Redis struct {
+	addr     string // 127.0.0.1:port
+	dir      string
+	log      string
+	p        *proc
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// StartRedis starts redis-server on a free port of 127.0.0.1 with no
+// persistence (--save "" --appendonly no), its files in a new t.TempDir(),
+// extra arguments appended (such as "--maxmemory", "10mb"), and waits up to
+// 5 s until it answers PING. t.Cleanup stops it (SIGTERM, then SIGKILL after
+// 5 s) and waits for it.
+//
+// When redis-server is not installed or does not start, t is skipped, or
+// failed when CI=true.
+func StartRedis(t testing.TB, args ...string) *Redis {
+	t.Helper()
+	bin, err := lookBinary("redis-server")
+	if err != nil {
+		unavailable(t, "redis-server not installed (apt-get install redis-server): %v", err)
+	}
+	var lastErr error
+	for range startTries {
+		r, err := startRedis(t, bin, args)
+		if err == nil {
+			t.Cleanup(func() {
+				if err := r.Stop(); err != nil {
+					t.Errorf("stopping redis-server: %v", err)
+				}
+			})
+			return r
+		}
+		lastErr = err
+		if !strings.Contains(err.Error(), "in use") {
+			break // only a lost race for the port is worth another try
+		}
+	}
+	unavailable(t, "redis-server did not start: %v", lastErr)
+	return nil
+}
+
+func startRedis(t testing.TB, bin string, extra []string) (*Redis, error) {
+	dir := t.TempDir()
+	port := FreePort(t)
+	r := &Redis{
+		addr: fmt.Sprintf("127.0.0.1:%d", port),
+		dir:  dir,
+		log:  filepath.Join(dir, "redis.log"),
+	}
+	args := append([]string{
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no",
+		"--daemonize", "no", "--dir", dir, "--logfile", r.log,
+		"--pidfile", filepath.Join(dir, "redis.pid"),
+	}, extra...)
+	p, err := startProc(exec.Command(bin, args...))
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	r.p = p
+	err = p.waitReady(r.addr)
+	if err == nil {
+		err = ping(r.addr)
+	}
+	if err != nil {
+		_ = p.stop()
+		return nil, fmt.Errorf("%v; redis.log: %s", err, tail(r.log, 3))
+	}
+	return r, nil
+}
+
+// ping sends PING until redis answers +PONG (it answers -LOADING while it
+// loads), within startTimeout.
+func ping(addr string) error {
+	deadline := time.Now().Add(startTimeout)
+	for {
+		reply, err := pingOnce(addr)
+		if err == nil && reply == "+PONG" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("PING %s: %q, %v after %v", addr, reply, err, startTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func pingOnce(addr string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(time.Second)); err != nil {
+		return "", err
+	}
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimRight(line, "\r\n"), err
+}
+
+// Addr returns redis's address, "127.0.0.1:port".
+func (r *Redis) Addr() string { return r.addr }
+
+// Dir returns the directory holding redis's files and log.
+func (r *Redis) Dir() string { return r.dir }
+
+// Stop stops redis-server now (SIGTERM by PID, then SIGKILL after 5 s) and
+// waits for it; later calls, and the cleanup, return the first call's
+// result.
+func (r *Redis) Stop() error {
+	r.stopOnce.Do(func() { r.stopErr = r.p.stop() })
+	return r.stopErr
+}

@@ -1,0 +1,158 @@
+package pace_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/realserver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests against a real nginx limit_req
+// (https://nginx.org/en/docs/http/ngx_http_limit_req_module.html), counted
+// from nginx's own access log: a pacer set to exactly the server's limit
+// must meet no 429, and must not be slower than the limit allows. nginx is
+// a leaky bucket on a millisecond clock; with no burst an admitted request
+// must come at least 1/rate after the last admitted one (DESIGN.md,
+// "Spacing where the server counts it").
+
+// excessRe matches limit_req's error-log line for a refusal; the excess is
+// in requests, so 0.010 at 10r/s means the request came 99 ms after the
+// last admitted one on nginx's own clock.
+var excessRe = regexp.MustCompile(`limiting requests, excess: ([0-9.]+) by zone`)
+
+func excessValues(ms [][]string) []string {
+	var v []string
+	for _, m := range ms {
+		v = append(v, m[1])
+	}
+	return v
+}
+
+// nginxRun is what one run against nginx measured.
+type nginxRun struct {
+	elapsed  time.Duration // first request sent to last response read, client's clock
+	statuses map[int]int   // from nginx's access log
+	gaps     []time.Duration
+	errs     int64 // client-side errors
+}
+
+// runAgainstNginx sends n GETs from workers goroutines through a
+// pace.Transport holding lim for nginx's host, over a fresh http.Transport
+// (so every connection is new), within 30 s, then stops nginx and reads its
+// access log. interval is lim's 1/rate, for the log line on short gaps.
+func runAgainstNginx(t *testing.T, conf realserver.NginxConf, lim pace.Limit, interval time.Duration, n, workers int) nginxRun {
+	t.Helper()
+	ng := realserver.StartNginx(t, conf)
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	client := &http.Client{Transport: &pace.Transport{
+		Base:   base,
+		Limits: pace.Hosts{ng.Host(): lim},
+	}}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+
+	jobs := make(chan int, n)
+	for i := range n {
+		jobs <- i
+	}
+	close(jobs)
+	var (
+		wg      sync.WaitGroup
+		errs    atomic.Int64
+		errOnce sync.Once
+	)
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for range jobs {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, ng.URL()+"/", nil)
+				if err != nil {
+					panic(err) // a constant URL
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					errs.Add(1)
+					errOnce.Do(func() { t.Errorf("GET: %v", err) })
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	r := nginxRun{elapsed: time.Since(start), errs: errs.Load()}
+
+	base.CloseIdleConnections()
+	require.NoError(t, ng.Stop()) // after Stop the access log is complete
+	r.statuses = ng.Statuses()
+	excess := excessRe.FindAllStringSubmatch(ng.ErrorLog(), -1) // one per refusal
+	es, err := ng.Entries()
+	require.NoError(t, err)
+	r.gaps = realserver.Gaps(es, http.StatusOK)
+	first429 := -1 // 200s in the log before the first 429
+	for i, e := range es {
+		if e.Status == http.StatusTooManyRequests {
+			first429 = i
+			break
+		}
+	}
+	minGap := time.Duration(-1)
+	if len(r.gaps) > 0 {
+		minGap = slices.Min(r.gaps)
+	}
+	short := 0
+	for _, g := range r.gaps {
+		if g < interval {
+			short++
+		}
+	}
+	t.Logf("nginx %+v: %d requests, %d workers: elapsed %v, statuses %v, client errors %d, "+
+		"first 429 at log line %d, limit_req excess at refusals %v, min gap between 200s %v (nginx $msec), %d of %d gaps under %v",
+		conf, n, workers, r.elapsed.Round(time.Millisecond), r.statuses, r.errs, first429, excessValues(excess), minGap, short, len(r.gaps), interval)
+	return r
+}
+
+func TestNginxLimitReqNoBurst(t *testing.T) {
+	const (
+		n       = 50
+		workers = 4
+		rate    = 10
+	)
+	r := runAgainstNginx(t, realserver.NginxConf{Rate: "10r/s"},
+		pace.Leaky(pace.PerSecond(rate), 100), time.Second/rate, n, workers)
+
+	assert.Zero(t, r.statuses[http.StatusTooManyRequests], "429s in nginx's access log")
+	assert.Equal(t, n, r.statuses[http.StatusOK], "200s in nginx's access log")
+	assert.Zero(t, r.errs, "client errors")
+	maxElapsed := time.Duration(n-1) * time.Second / rate * 102 / 100 // 1.02 × (n−1)/rate = 4.998s
+	assert.LessOrEqual(t, r.elapsed, maxElapsed, "elapsed")
+}
+
+func TestNginxLimitReqBurstNodelay(t *testing.T) {
+	const (
+		n       = 100
+		workers = 8
+		rate    = 10
+		burst   = 5
+	)
+	r := runAgainstNginx(t, realserver.NginxConf{Rate: "10r/s", Burst: burst, NoDelay: true},
+		pace.LeakyWith(pace.PerSecond(rate), pace.LeakyOptions{Slack: burst, Queue: 200}), time.Second/rate, n, workers)
+
+	assert.Zero(t, r.statuses[http.StatusTooManyRequests], "429s in nginx's access log")
+	assert.Equal(t, n, r.statuses[http.StatusOK], "200s in nginx's access log")
+	assert.Zero(t, r.errs, "client errors")
+	maxElapsed := time.Duration(n-burst) * time.Second / rate * 102 / 100 // 1.02 × (n−burst)/rate = 9.69s
+	assert.LessOrEqual(t, r.elapsed, maxElapsed, "elapsed")
+}
