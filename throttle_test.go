@@ -1,0 +1,319 @@
+package pace
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// thOp is one call on a throttle in a table test, on explicit integer
+// time. Only the fields its kind uses are read.
+type thOp struct {
+	kind  string // "admit", "throttled", "pause", "answered", "released"
+	now   int64
+	d     int64  // throttled, pause: the pause length
+	gen   uint32 // throttled, pause: the generation the request left under
+	probe bool   // throttled, pause, answered, released: it was the probe
+
+	admit admission // admit: the admission expected
+	set   bool      // throttled, pause: whether the pause was set or extended
+	after throttle  // the whole state expected after the call
+}
+
+func (o thOp) String() string {
+	return fmt.Sprintf("%s(now %d, d %d, gen %d, probe %v)", o.kind, o.now, o.d, o.gen, o.probe)
+}
+
+// runThrottle applies ops to th in order and checks each result and the
+// state after it.
+func runThrottle(t *testing.T, th *throttle, ops []thOp) {
+	t.Helper()
+	for i, o := range ops {
+		switch o.kind {
+		case "admit":
+			require.Equal(t, o.admit, th.admit(o.now), "step %d: %v", i, o)
+		case "throttled":
+			require.Equal(t, o.set, th.throttled(o.now, o.d, o.gen, o.probe), "step %d: %v", i, o)
+		case "pause":
+			require.Equal(t, o.set, th.pause(o.now, o.d, o.gen, o.probe), "step %d: %v", i, o)
+		case "answered":
+			th.answered(o.now, o.probe)
+		case "released":
+			th.released(o.probe)
+		default:
+			t.Fatalf("step %d: unknown op %q", i, o.kind)
+		}
+		require.Equal(t, o.after, *th, "step %d: state after %v", i, o)
+	}
+}
+
+// TestThrottlePauseOnlyExtends: a throttle sets the pause to now+d only
+// when that ends later than the pause in force; a shorter or equal one
+// leaves the end, the length and the generation alone (and reports that
+// nothing changed, so no booking is given back). The end saturates instead
+// of wrapping.
+func TestThrottlePauseOnlyExtends(t *testing.T) {
+	tests := []struct {
+		name string
+		ops  []thOp
+	}{
+		{"longer extends, shorter and equal do not", []thOp{
+			{kind: "throttled", now: 0, d: 20, set: true,
+				after: throttle{until: 20, length: 20, gen: 1, strikes: 1, halfOpen: true}},
+			{kind: "throttled", now: 5, d: 10, set: false, // ends at 15 < 20
+				after: throttle{until: 20, length: 20, gen: 1, strikes: 1, halfOpen: true}},
+			{kind: "throttled", now: 5, d: 15, set: false, // ends at 20 == 20
+				after: throttle{until: 20, length: 20, gen: 1, strikes: 1, halfOpen: true}},
+			{kind: "throttled", now: 5, d: 30, set: true, // ends at 35
+				after: throttle{until: 35, length: 30, gen: 2, strikes: 1, halfOpen: true}},
+		}},
+		{"a pause without a probe (PauseUntil) has no length and is not half-open", []thOp{
+			{kind: "pause", now: 0, d: 20, set: true,
+				after: throttle{until: 20, gen: 1, strikes: 1}},
+			{kind: "pause", now: 10, d: 5, gen: 1, set: false,
+				after: throttle{until: 20, gen: 1, strikes: 2}},
+			{kind: "admit", now: 19, admit: admitPaused,
+				after: throttle{until: 20, gen: 1, strikes: 2}},
+			{kind: "admit", now: 20, admit: admitGo, // no probe when it ends
+				after: throttle{until: 20, gen: 1, strikes: 2}},
+		}},
+		{"the end saturates", []thOp{
+			{kind: "throttled", now: math.MaxInt64 - 5, d: 100, set: true,
+				after: throttle{until: math.MaxInt64, length: 100, gen: 1, strikes: 1, halfOpen: true}},
+			{kind: "throttled", now: math.MaxInt64 - 1, d: 100, gen: 1, set: false,
+				after: throttle{until: math.MaxInt64, length: 100, gen: 1, strikes: 2, halfOpen: true}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var th throttle
+			runThrottle(t, &th, tt.ops)
+		})
+	}
+}
+
+// TestThrottleAdmitStates walks one key through the half-open states of a
+// circuit breaker on explicit time: during the pause nothing leaves; when
+// it ends the first request to ask is the probe and every other one waits
+// for it; an answer closes the key, a throttled answer pauses it again
+// (and counts in probes, so that its waiters can count the attempt as
+// theirs), and a probe that ends without an answer hands the role on.
+func TestThrottleAdmitStates(t *testing.T) {
+	paused := throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}
+	probing := paused
+	probing.probing = true
+	tests := []struct {
+		name string
+		ops  []thOp
+	}{
+		{"never throttled: go", []thOp{
+			{kind: "admit", now: 0, admit: admitGo},
+			{kind: "answered", now: 0},
+			{kind: "released", probe: true},
+			{kind: "admit", now: 1, admit: admitGo},
+		}},
+		{"paused, probe, wait-probe, answered closes", []thOp{
+			{kind: "throttled", now: 0, d: 10, set: true, after: paused},
+			{kind: "admit", now: 0, admit: admitPaused, after: paused},
+			{kind: "admit", now: 9, admit: admitPaused, after: paused},
+			{kind: "admit", now: 10, admit: admitProbe, after: probing},
+			{kind: "admit", now: 10, admit: admitWaitProbe, after: probing},
+			{kind: "admit", now: 500, admit: admitWaitProbe, after: probing}, // however late
+			{kind: "answered", now: 12, probe: true,
+				after: throttle{until: 10, length: 10, gen: 1}},
+			{kind: "admit", now: 12, admit: admitGo,
+				after: throttle{until: 10, length: 10, gen: 1}},
+		}},
+		{"a throttled probe pauses again", []thOp{
+			{kind: "throttled", now: 0, d: 10, set: true, after: paused},
+			{kind: "admit", now: 10, admit: admitProbe, after: probing},
+			{kind: "throttled", now: 11, d: 20, gen: 1, probe: true, set: true,
+				after: throttle{until: 31, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true}},
+			{kind: "admit", now: 11, admit: admitPaused,
+				after: throttle{until: 31, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true}},
+			{kind: "admit", now: 31, admit: admitProbe,
+				after: throttle{until: 31, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true, probing: true}},
+			{kind: "answered", now: 32, probe: true,
+				after: throttle{until: 31, length: 20, gen: 2, probes: 1}},
+		}},
+		{"a released probe hands the role on", []thOp{
+			{kind: "throttled", now: 0, d: 10, set: true, after: paused},
+			{kind: "admit", now: 10, admit: admitProbe, after: probing},
+			{kind: "released", probe: false, after: probing}, // not the probe: nothing
+			{kind: "released", probe: true, after: paused},
+			{kind: "admit", now: 11, admit: admitProbe, after: probing},
+			{kind: "admit", now: 11, admit: admitWaitProbe, after: probing},
+		}},
+		{"an answer to another request while the probe is out keeps the key half-open", []thOp{
+			{kind: "throttled", now: 0, d: 10, set: true, after: paused},
+			{kind: "admit", now: 10, admit: admitProbe, after: probing},
+			{kind: "answered", now: 11, probe: false, // a request that left before the pause
+				after: throttle{until: 10, length: 10, gen: 1, halfOpen: true, probing: true}},
+			{kind: "admit", now: 11, admit: admitWaitProbe,
+				after: throttle{until: 10, length: 10, gen: 1, halfOpen: true, probing: true}},
+		}},
+		{"an answer to a probe does not close a key paused again meanwhile", []thOp{
+			{kind: "throttled", now: 0, d: 10, set: true, after: paused},
+			{kind: "admit", now: 10, admit: admitProbe, after: probing},
+			// A request that left before the pause is throttled late.
+			{kind: "throttled", now: 11, d: 10, gen: 0, set: true,
+				after: throttle{until: 21, length: 10, gen: 2, strikes: 1, halfOpen: true, probing: true}},
+			{kind: "answered", now: 12, probe: true,
+				after: throttle{until: 21, length: 10, gen: 2, halfOpen: true}},
+			{kind: "admit", now: 15, admit: admitPaused,
+				after: throttle{until: 21, length: 10, gen: 2, halfOpen: true}},
+			{kind: "admit", now: 21, admit: admitProbe,
+				after: throttle{until: 21, length: 10, gen: 2, halfOpen: true, probing: true}},
+		}},
+		{"a late throttle of a request sent before the pause is ignored once the key has closed", []thOp{
+			{kind: "throttled", now: 0, d: 10, set: true, after: paused},
+			{kind: "admit", now: 10, admit: admitProbe, after: probing},
+			{kind: "answered", now: 11, probe: true,
+				after: throttle{until: 10, length: 10, gen: 1}},
+			{kind: "throttled", now: 12, d: 10, gen: 0, set: false,
+				after: throttle{until: 10, length: 10, gen: 1}},
+			{kind: "admit", now: 12, admit: admitGo,
+				after: throttle{until: 10, length: 10, gen: 1}},
+			{kind: "throttled", now: 13, d: 10, gen: 1, set: true, // fresh news
+				after: throttle{until: 23, length: 10, gen: 2, strikes: 1, halfOpen: true}},
+		}},
+		{"a throttled probe that sets no longer pause still ends its role", []thOp{
+			{kind: "throttled", now: 0, d: 10, set: true, after: paused},
+			{kind: "admit", now: 10, admit: admitProbe, after: probing},
+			{kind: "throttled", now: 10, d: 100, gen: 0, set: true, // a late throttle: until 110
+				after: throttle{until: 110, length: 100, gen: 2, strikes: 1, halfOpen: true, probing: true}},
+			{kind: "throttled", now: 11, d: 5, gen: 1, probe: true, set: false,
+				after: throttle{until: 110, length: 100, gen: 2, strikes: 1, probes: 1, halfOpen: true}},
+			{kind: "admit", now: 110, admit: admitProbe,
+				after: throttle{until: 110, length: 100, gen: 2, strikes: 1, probes: 1, halfOpen: true, probing: true}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var th throttle
+			runThrottle(t, &th, tt.ops)
+		})
+	}
+}
+
+// TestThrottleStrikesCountFreshThrottles: strikes count consecutive
+// throttles of requests that left under the current generation; a
+// throttle of a request that left before the latest pause was set is the
+// same news again and no new strike, however many come
+// (env0/terraform-provider-env0#1127: parallel requests of one burst must
+// not multiply the pause). Any answer that is not a throttle resets them.
+// probes counts only the throttled answers of probes.
+func TestThrottleStrikesCountFreshThrottles(t *testing.T) {
+	tests := []struct {
+		name        string
+		ops         []thOp
+		wantStrikes uint32
+		wantProbes  uint32
+	}{
+		{"ten throttles of one burst are one strike", func() []thOp {
+			var ops []thOp
+			for i := range 10 {
+				st := throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}
+				ops = append(ops, thOp{kind: "throttled", now: 0, d: 10, gen: 0, set: i == 0, after: st})
+			}
+			return ops
+		}(), 1, 0},
+		{"each throttled probe is a strike", []thOp{
+			{kind: "throttled", now: 0, d: 10, set: true,
+				after: throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}},
+			{kind: "admit", now: 10, admit: admitProbe,
+				after: throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true, probing: true}},
+			{kind: "throttled", now: 10, d: 20, gen: 1, probe: true, set: true,
+				after: throttle{until: 30, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true}},
+			{kind: "admit", now: 30, admit: admitProbe,
+				after: throttle{until: 30, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true, probing: true}},
+			{kind: "throttled", now: 30, d: 40, gen: 2, probe: true, set: true,
+				after: throttle{until: 70, length: 40, gen: 3, strikes: 3, probes: 2, halfOpen: true}},
+			// The probe's stale colleagues from the first burst: no strike.
+			{kind: "throttled", now: 31, d: 10, gen: 0, set: false,
+				after: throttle{until: 70, length: 40, gen: 3, strikes: 3, probes: 2, halfOpen: true}},
+		}, 3, 2},
+		{"an answer resets the strikes, not the probes", []thOp{
+			{kind: "throttled", now: 0, d: 10, set: true,
+				after: throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}},
+			{kind: "admit", now: 10, admit: admitProbe,
+				after: throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true, probing: true}},
+			{kind: "throttled", now: 10, d: 20, gen: 1, probe: true, set: true,
+				after: throttle{until: 30, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true}},
+			{kind: "admit", now: 30, admit: admitProbe,
+				after: throttle{until: 30, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true, probing: true}},
+			{kind: "answered", now: 31, probe: true,
+				after: throttle{until: 30, length: 20, gen: 2, probes: 1}},
+			{kind: "throttled", now: 40, d: 10, gen: 2, set: true,
+				after: throttle{until: 50, length: 10, gen: 3, strikes: 1, probes: 1, halfOpen: true}},
+		}, 1, 1},
+		{"a throttle of a request sent under an older pause after an answer is no strike", []thOp{
+			{kind: "throttled", now: 0, d: 10, set: true,
+				after: throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}},
+			{kind: "answered", now: 5,
+				after: throttle{until: 10, length: 10, gen: 1, halfOpen: true}},
+			{kind: "throttled", now: 6, d: 10, gen: 0, set: true, // extends to 16, no strike
+				after: throttle{until: 16, length: 10, gen: 2, halfOpen: true}},
+		}, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var th throttle
+			runThrottle(t, &th, tt.ops)
+			assert.Equal(t, tt.wantStrikes, th.strikes, "strikes")
+			assert.Equal(t, tt.wantProbes, th.probes, "probes")
+		})
+	}
+}
+
+// TestThrottleIdleAndForgettable: a throttle is idle once it behaves like
+// a fresh one apart from its counters: not paused, not half-open, not
+// probing, and its latest pause ended one pause length ago (a throttle
+// then would no longer be consecutive). It is forgettable, so that a sweep
+// may drop it, never while its probe is out; a plain pause (PauseUntil, no
+// length) as soon as it ends; a throttle, even half-open (a waiter would
+// have taken the probe), only once its pause ended staleAfter (or its
+// length, if longer) ago, so that a late answer to a request sent before
+// the pause is still known as old news.
+func TestThrottleIdleAndForgettable(t *testing.T) {
+	throttled := throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}
+	probing := throttled
+	probing.probing = true
+	closed := throttle{until: 10, length: 10, gen: 1}
+	long := throttle{until: 10, length: 2 * staleAfter, gen: 1}
+	pausedOnly := throttle{until: 10, gen: 1, strikes: 1} // PauseUntil: no length
+	tests := []struct {
+		name           string
+		th             throttle
+		now            int64
+		idle, forgetMe bool
+	}{
+		{"zero", throttle{}, 0, true, true},
+		{"during the pause", throttled, 5, false, false},
+		{"pause just ended, half-open", throttled, 10, false, false},
+		{"one pause length later, half-open", throttled, 20, false, false},
+		{"staleAfter later, half-open", throttled, 10 + staleAfter, false, true},
+		{"staleAfter later, probing", probing, 10 + staleAfter, false, false},
+		{"long after, probing", probing, 1 << 62, false, false},
+		{"closed, within a pause length", closed, 19, false, false},
+		{"closed, one pause length later", closed, 20, true, false},
+		{"closed, just before staleAfter", closed, 9 + staleAfter, true, false},
+		{"closed, staleAfter later", closed, 10 + staleAfter, true, true},
+		{"a pause longer than staleAfter, staleAfter later", long, 10 + staleAfter, false, false},
+		{"a pause longer than staleAfter, one pause length later", long, 10 + 2*staleAfter, true, true},
+		{"PauseUntil, during", pausedOnly, 9, false, false},
+		{"PauseUntil, as it ends", pausedOnly, 10, true, true},
+		{"saturated pause", throttle{until: math.MaxInt64, length: 10, halfOpen: true}, math.MaxInt64 - 1, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			th := tt.th
+			assert.Equal(t, tt.idle, th.idle(tt.now), "idle(%d)", tt.now)
+			assert.Equal(t, tt.forgetMe, th.forgettable(tt.now), "forgettable(%d)", tt.now)
+			assert.Equal(t, tt.th, th, "idle and forgettable change nothing")
+		})
+	}
+}
