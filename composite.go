@@ -163,6 +163,26 @@ func (m *composite) unbook(c *cell, now, t int64, n int) {
 	}
 }
 
+// depart moves the unit in every part.
+func (m *composite) depart(c *cell, now, t, left int64) {
+	if c.x == nil || c.x.parts == nil {
+		return
+	}
+	for i, p := range m.parts {
+		p.depart(&c.x.parts[i], now, t, left)
+	}
+}
+
+// relax relaxes every part.
+func (m *composite) relax(c *cell, latest int64) {
+	if c.x == nil || c.x.parts == nil {
+		return
+	}
+	for i, p := range m.parts {
+		p.relax(&c.x.parts[i], latest)
+	}
+}
+
 // resume prepares every part.
 func (m *composite) resume(c *cell, at int64) {
 	if c.x == nil {

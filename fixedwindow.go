@@ -111,6 +111,16 @@ func (f *fixedWindow) unbook(c *cell, _, t int64, n int) {
 // resume keeps the window's counts: they are what the server counts.
 func (*fixedWindow) resume(*cell, int64) {}
 
+// relax has nothing to do: the window's bookings are counted exactly.
+func (*fixedWindow) relax(*cell, int64) {}
+
+// depart counts the unit in the window where it left instead of where it
+// was booked.
+func (f *fixedWindow) depart(c *cell, now, t, left int64) {
+	f.unbook(c, now, t, 1)
+	f.book(c, now, left, 1)
+}
+
 func (f *fixedWindow) idle(c *cell, now int64) bool {
 	w := winIndex(now, f.per)
 	return w > c.a || (w == c.a && c.b == 0)

@@ -113,6 +113,15 @@ func (g *gcra) allow1(c *cell, now int64) bool {
 	return true
 }
 
+// depart shifts TAT by the lateness: left − t.
+func (g *gcra) depart(c *cell, _, t, left int64) {
+	c.a = satAdd(c.a, left-t)
+	c.b = max(c.b, left)
+}
+
+// relax lowers the bound on the latest booking (see algorithm).
+func (g *gcra) relax(c *cell, latest int64) { c.b = min(c.b, latest) }
+
 // resume leaves one unit for at and none saved beyond it: TAT becomes at
 // least at + τ − i, so the unit after the one at at comes i later.
 func (g *gcra) resume(c *cell, at int64) { c.a = max(c.a, satAdd(at, g.tau-g.i)) }

@@ -124,10 +124,10 @@ func (e *entry) withdraw(b *booking) {
 }
 
 // depart records that b's request was written at t. A request that left
-// later than its slot is booked again where it left, and the bookings after
-// it move back by as much, so that no two requests of the key reach the
-// wire closer than the limit allows (net/http/httptrace reports the
-// instant).
+// later than its slot counts where it left (algorithm.depart), and the
+// bookings after it move back by as much, so that no two requests of the
+// key reach the wire closer than the limit allows (net/http/httptrace
+// reports the instant).
 func (e *entry) depart(b *booking, t int64) {
 	st := e.st
 	i := st.index(b)
@@ -136,13 +136,8 @@ func (e *entry) depart(b *booking, t int64) {
 	}
 	if e.c != nil && t > b.at {
 		e.replan(i, func() {
-			e.k.alg.unbook(e.c, e.now, b.at, 1)
-			at, err := e.k.alg.earliest(e.c, t, 1)
-			if err != nil {
-				at = b.at // cannot book later: keep the slot it had
-			}
-			e.k.alg.book(e.c, e.now, at, 1)
-			b.at = at
+			e.k.alg.depart(e.c, e.now, b.at, t)
+			b.at = t
 		})
 	}
 	st.pending = slices.Delete(st.pending, i, i+1)
@@ -156,8 +151,10 @@ func (e *entry) depart(b *booking, t int64) {
 func (e *entry) replan(i int, change func()) {
 	st, alg := e.st, e.k.alg
 	for j := len(st.pending) - 1; j > i; j-- {
+		alg.relax(e.c, st.pending[j].at) // the later ones are given back already
 		alg.unbook(e.c, e.now, st.pending[j].at, 1)
 	}
+	alg.relax(e.c, st.pending[i].at)
 	change()
 	for _, b := range st.pending[i+1:] {
 		at, err := alg.earliest(e.c, e.now, 1)
@@ -234,7 +231,7 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (Pe
 				if err := sleepOn(ctx, key, d, ch); err != nil {
 					return p, err
 				}
-				p.Held += d
+				p.Held += time.Duration(clampNow(int64(time.Since(k.epoch))) - e.now) // an extension wakes it early
 				continue
 			case admitWaitProbe:
 				ch := st.waitCh()

@@ -143,6 +143,18 @@ type algorithm interface {
 	// unbook gives back n units booked at t, restoring c exactly when
 	// nothing else was booked since.
 	unbook(c *cell, now, t int64, n int)
+	// depart moves one unit booked at t to left (> t), the instant its
+	// request actually left, as the keyed store's queue asks when it
+	// learns of a late departure (it has given back the bookings made
+	// after it and books them again): the limit then counts the unit where
+	// the server saw it, and a token bucket's later units move back by as
+	// much (left − t), so that every gap after a late request keeps its
+	// length.
+	depart(c *cell, now, t, left int64)
+	// relax tells c that nothing still booked in it was booked after
+	// latest, so that unbook can give back all of a booking at latest: the
+	// keyed store's queue knows it when it books its waiters again.
+	relax(c *cell, latest int64)
 	// resume prepares c for the end of a key's pause at at: the key's next
 	// request goes at at, and the ones after it at the limit's steady rate,
 	// without the burst a token bucket saved up while it waited (the

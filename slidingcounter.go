@@ -216,6 +216,16 @@ func (s *slidingCounter) unbook(c *cell, _, t int64, n int) {
 // resume keeps the window's counts: they are what the server counts.
 func (*slidingCounter) resume(*cell, int64) {}
 
+// relax has nothing to do: the window's bookings are counted exactly.
+func (*slidingCounter) relax(*cell, int64) {}
+
+// depart counts the unit in the window where it left instead of where it
+// was booked.
+func (s *slidingCounter) depart(c *cell, now, t, left int64) {
+	s.unbook(c, now, t, 1)
+	s.book(c, now, left, 1)
+}
+
 func (s *slidingCounter) idle(c *cell, now int64) bool {
 	w := winIndex(now, s.per)
 	return w-c.a >= 2 || (w >= c.a && c.b == 0)

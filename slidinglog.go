@@ -155,6 +155,16 @@ func (s *slidingLog) unbook(c *cell, _, t int64, n int) {
 // resume keeps the window's counts: they are what the server counts.
 func (*slidingLog) resume(*cell, int64) {}
 
+// relax has nothing to do: the window's bookings are counted exactly.
+func (*slidingLog) relax(*cell, int64) {}
+
+// depart counts the unit in the window where it left instead of where it
+// was booked.
+func (s *slidingLog) depart(c *cell, now, t, left int64) {
+	s.unbook(c, now, t, 1)
+	s.book(c, now, left, 1)
+}
+
 func (s *slidingLog) idle(c *cell, now int64) bool {
 	if c.a > now {
 		return false

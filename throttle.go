@@ -85,6 +85,9 @@ func (t *throttle) admit(now int64) admission {
 // extended. It reports whether the pause was set or extended, in which case
 // bookings held behind the old state must be given back.
 func (t *throttle) throttled(now, d int64, gen uint32, probe bool) (paused bool) {
+	if gen == t.gen {
+		t.strikes++
+	}
 	if !t.pause(now, d, gen, probe) {
 		return false
 	}
@@ -102,9 +105,6 @@ func (t *throttle) pause(now, d int64, gen uint32, probe bool) bool {
 	}
 	if gen != t.gen && t.until <= now && !t.halfOpen {
 		return false // old news: it left before a pause that has been answered since
-	}
-	if gen == t.gen {
-		t.strikes++
 	}
 	until := satAdd(now, d)
 	if until <= t.until {
@@ -134,14 +134,6 @@ func (t *throttle) released(probe bool) {
 	if probe {
 		t.probing = false
 	}
-}
-
-// idle reports whether t at now behaves like the zero throttle except for
-// its counters, so that its owner may forget it: not paused, not half-open,
-// and its latest pause ended at least one pause length ago, so that a new
-// throttle no longer counts as consecutive.
-func (t *throttle) idle(now int64) bool {
-	return !t.halfOpen && !t.probing && now >= satAdd(t.until, t.length)
 }
 
 // forgettable reports whether t may be dropped at now, even though it may

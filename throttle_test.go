@@ -70,15 +70,15 @@ func TestThrottlePauseOnlyExtends(t *testing.T) {
 			{kind: "throttled", now: 5, d: 30, set: true, // ends at 35
 				after: throttle{until: 35, length: 30, gen: 2, strikes: 1, halfOpen: true}},
 		}},
-		{"a pause without a probe (PauseUntil) has no length and is not half-open", []thOp{
+		{"a pause without a probe (PauseUntil) has no length, is not half-open and is no strike", []thOp{
 			{kind: "pause", now: 0, d: 20, set: true,
-				after: throttle{until: 20, gen: 1, strikes: 1}},
+				after: throttle{until: 20, gen: 1}},
 			{kind: "pause", now: 10, d: 5, gen: 1, set: false,
-				after: throttle{until: 20, gen: 1, strikes: 2}},
+				after: throttle{until: 20, gen: 1}},
 			{kind: "admit", now: 19, admit: admitPaused,
-				after: throttle{until: 20, gen: 1, strikes: 2}},
+				after: throttle{until: 20, gen: 1}},
 			{kind: "admit", now: 20, admit: admitGo, // no probe when it ends
-				after: throttle{until: 20, gen: 1, strikes: 2}},
+				after: throttle{until: 20, gen: 1}},
 		}},
 		{"the end saturates", []thOp{
 			{kind: "throttled", now: math.MaxInt64 - 5, d: 100, set: true,
@@ -269,16 +269,13 @@ func TestThrottleStrikesCountFreshThrottles(t *testing.T) {
 	}
 }
 
-// TestThrottleIdleAndForgettable: a throttle is idle once it behaves like
-// a fresh one apart from its counters: not paused, not half-open, not
-// probing, and its latest pause ended one pause length ago (a throttle
-// then would no longer be consecutive). It is forgettable, so that a sweep
-// may drop it, never while its probe is out; a plain pause (PauseUntil, no
+// TestThrottleForgettable: a sweep may drop a throttle, never while its
+// probe is out; a plain pause (PauseUntil, no
 // length) as soon as it ends; a throttle, even half-open (a waiter would
 // have taken the probe), only once its pause ended staleAfter (or its
 // length, if longer) ago, so that a late answer to a request sent before
 // the pause is still known as old news.
-func TestThrottleIdleAndForgettable(t *testing.T) {
+func TestThrottleForgettable(t *testing.T) {
 	throttled := throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}
 	probing := throttled
 	probing.probing = true
@@ -286,34 +283,33 @@ func TestThrottleIdleAndForgettable(t *testing.T) {
 	long := throttle{until: 10, length: 2 * staleAfter, gen: 1}
 	pausedOnly := throttle{until: 10, gen: 1, strikes: 1} // PauseUntil: no length
 	tests := []struct {
-		name           string
-		th             throttle
-		now            int64
-		idle, forgetMe bool
+		name     string
+		th       throttle
+		now      int64
+		forgetMe bool
 	}{
-		{"zero", throttle{}, 0, true, true},
-		{"during the pause", throttled, 5, false, false},
-		{"pause just ended, half-open", throttled, 10, false, false},
-		{"one pause length later, half-open", throttled, 20, false, false},
-		{"staleAfter later, half-open", throttled, 10 + staleAfter, false, true},
-		{"staleAfter later, probing", probing, 10 + staleAfter, false, false},
-		{"long after, probing", probing, 1 << 62, false, false},
-		{"closed, within a pause length", closed, 19, false, false},
-		{"closed, one pause length later", closed, 20, true, false},
-		{"closed, just before staleAfter", closed, 9 + staleAfter, true, false},
-		{"closed, staleAfter later", closed, 10 + staleAfter, true, true},
-		{"a pause longer than staleAfter, staleAfter later", long, 10 + staleAfter, false, false},
-		{"a pause longer than staleAfter, one pause length later", long, 10 + 2*staleAfter, true, true},
-		{"PauseUntil, during", pausedOnly, 9, false, false},
-		{"PauseUntil, as it ends", pausedOnly, 10, true, true},
-		{"saturated pause", throttle{until: math.MaxInt64, length: 10, halfOpen: true}, math.MaxInt64 - 1, false, false},
+		{"zero", throttle{}, 0, true},
+		{"during the pause", throttled, 5, false},
+		{"pause just ended, half-open", throttled, 10, false},
+		{"one pause length later, half-open", throttled, 20, false},
+		{"staleAfter later, half-open", throttled, 10 + staleAfter, true},
+		{"staleAfter later, probing", probing, 10 + staleAfter, false},
+		{"long after, probing", probing, 1 << 62, false},
+		{"closed, within a pause length", closed, 19, false},
+		{"closed, one pause length later", closed, 20, false},
+		{"closed, just before staleAfter", closed, 9 + staleAfter, false},
+		{"closed, staleAfter later", closed, 10 + staleAfter, true},
+		{"a pause longer than staleAfter, staleAfter later", long, 10 + staleAfter, false},
+		{"a pause longer than staleAfter, one pause length later", long, 10 + 2*staleAfter, true},
+		{"PauseUntil, during", pausedOnly, 9, false},
+		{"PauseUntil, as it ends", pausedOnly, 10, true},
+		{"saturated pause", throttle{until: math.MaxInt64, length: 10, halfOpen: true}, math.MaxInt64 - 1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			th := tt.th
-			assert.Equal(t, tt.idle, th.idle(tt.now), "idle(%d)", tt.now)
 			assert.Equal(t, tt.forgetMe, th.forgettable(tt.now), "forgettable(%d)", tt.now)
-			assert.Equal(t, tt.th, th, "idle and forgettable change nothing")
+			assert.Equal(t, tt.th, th, "forgettable changes nothing")
 		})
 	}
 }
