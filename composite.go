@@ -207,6 +207,15 @@ func (m *composite) idle(c *cell, now int64) bool {
 
 func (m *composite) span() int64 { return m.spn }
 
+// interval is the widest spacing of the parts.
+func (m *composite) interval() int64 {
+	var i int64
+	for _, p := range m.parts {
+		i = max(i, p.interval())
+	}
+	return i
+}
+
 func (m *composite) maxN() int { return m.n }
 
 func (m *composite) String() string {

@@ -126,6 +126,9 @@ func (f *fixedWindow) idle(c *cell, now int64) bool {
 	return w > c.a || (w == c.a && c.b == 0)
 }
 
+// interval is the window over its count.
+func (f *fixedWindow) interval() int64 { return ceilDiv(f.per, f.n) }
+
 func (f *fixedWindow) span() int64 { return f.per }
 
 func (f *fixedWindow) maxN() int { return int(f.n) }

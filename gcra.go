@@ -119,6 +119,9 @@ func (g *gcra) depart(c *cell, _, t, left int64) {
 	c.b = max(c.b, left)
 }
 
+// interval is the spacing of units, i.
+func (g *gcra) interval() int64 { return g.i }
+
 // relax lowers the bound on the latest booking (see algorithm).
 func (g *gcra) relax(c *cell, latest int64) { c.b = min(c.b, latest) }
 

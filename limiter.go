@@ -168,6 +168,10 @@ type algorithm interface {
 	// after its last booking (capacity/rate for a token bucket, the window
 	// for window limiters). The keyed store sweeps this often.
 	span() int64
+	// interval is the limit's steady spacing in nanoseconds, Rate.Interval
+	// (Per/N): the gap between units once any burst is spent. For several
+	// limits at once, the widest.
+	interval() int64
 	// maxN is the largest n a single call may ever be granted.
 	maxN() int
 	// String describes the limit, e.g. "token bucket 10/1s burst 20".

@@ -231,6 +231,9 @@ func (s *slidingCounter) idle(c *cell, now int64) bool {
 	return w-c.a >= 2 || (w >= c.a && c.b == 0)
 }
 
+// interval is the window over its count.
+func (s *slidingCounter) interval() int64 { return ceilDiv(s.per, s.n) }
+
 func (s *slidingCounter) span() int64 { return winSpan(2, s.per) }
 
 func (s *slidingCounter) maxN() int { return int(s.n) }

@@ -173,6 +173,9 @@ func (s *slidingLog) idle(c *cell, now int64) bool {
 	return x == nil || x.count == 0 || logAt(x, x.count-1) <= now-s.per
 }
 
+// interval is the window over its count.
+func (s *slidingLog) interval() int64 { return ceilDiv(s.per, s.n) }
+
 func (s *slidingLog) span() int64 { return s.per }
 
 func (s *slidingLog) maxN() int { return int(s.n) }

@@ -459,7 +459,10 @@ func (c *call) request(attempt int, p Permit) (*http.Request, error) {
 	}
 	if p.Track {
 		lim := c.lim
-		trace := &httptrace.ClientTrace{WroteHeaders: func() { lim.Depart(p, time.Now()) }}
+		// WroteRequest comes after the request's bytes were flushed to the
+		// connection (WroteHeaders comes before the flush), so the instant
+		// is never earlier than the server can have seen the request.
+		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { lim.Depart(p, time.Now()) }}
 		out = out.WithContext(httptrace.WithClientTrace(out.Context(), trace))
 	}
 	return out, nil
