@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -35,21 +36,26 @@ type pacing struct {
 const peerMaxWait = time.Minute
 
 // peer is one library under test: build returns its round tripper for the
-// scenario over base, which is a fresh http.Transport per run.
+// scenario over base, which is a fresh http.Transport per run. A library
+// that says why it stopped retrying tells gaveUp (pace, through OnEvent).
 type peer struct {
 	name  string
-	build func(sc *scenario, base http.RoundTripper) http.RoundTripper
+	build func(sc *scenario, base http.RoundTripper, gaveUp func(why string)) http.RoundTripper
 }
 
 var peers = []peer{
-	{"pace", func(sc *scenario, base http.RoundTripper) http.RoundTripper {
-		t := &pace.Transport{Base: base, MaxAttempts: sc.attempts}
+	{"pace", func(sc *scenario, base http.RoundTripper, gaveUp func(string)) http.RoundTripper {
+		t := &pace.Transport{Base: base, MaxAttempts: sc.attempts, OnEvent: func(e pace.Event) {
+			if e.Kind == pace.EventGiveUp {
+				gaveUp(fmt.Sprintf("%s after attempt %d (status %d)", e.Reason, e.Attempt, e.StatusCode))
+			}
+		}}
 		if sc.pacing != nil {
 			t.Limits = pace.Hosts{pace.DefaultHost: sc.pacing.pace}
 		}
 		return t
 	}},
-	{"go-retryablehttp", func(sc *scenario, base http.RoundTripper) http.RoundTripper {
+	{"go-retryablehttp", func(sc *scenario, base http.RoundTripper, _ func(string)) http.RoundTripper {
 		c := retryablehttp.NewClient() // DefaultRetryPolicy, DefaultBackoff (honours Retry-After)
 		c.Logger = nil
 		if sc.attempts > 0 {
@@ -61,7 +67,7 @@ var peers = []peer{
 		c.HTTPClient = &http.Client{Transport: base}
 		return &retryablehttp.RoundTripper{Client: c}
 	}},
-	{"failsafe-go", func(sc *scenario, base http.RoundTripper) http.RoundTripper {
+	{"failsafe-go", func(sc *scenario, base http.RoundTripper, _ func(string)) http.RoundTripper {
 		// failsafehttp's builder: retries 429, 5xx but 501 and transport
 		// errors, with failsafehttp.DelayFunc (Retry-After) as the delay.
 		rb := failsafehttp.NewRetryPolicyBuilder()

@@ -106,14 +106,21 @@ type result struct {
 	failed  int
 	latency []time.Duration // of every call, in completion order
 	reasons map[string]int  // why calls failed
+	gaveUp  map[string]int  // why the library stopped retrying, where it says
 }
 
 // runOne runs sc once for p against a fresh server.
 func runOne(sc *scenario, p peer, run int) result {
 	srv := newServer(sc.server)
 	base := newBase()
-	client := &http.Client{Transport: p.build(sc, base)}
-	res := result{peer: p.name, run: run, reasons: map[string]int{}}
+	res := result{peer: p.name, run: run, reasons: map[string]int{}, gaveUp: map[string]int{}}
+	var mu sync.Mutex
+	gaveUp := func(why string) {
+		mu.Lock()
+		res.gaveUp[why]++
+		mu.Unlock()
+	}
+	client := &http.Client{Transport: p.build(sc, base, gaveUp)}
 
 	timeout := sc.timeout
 	if timeout == 0 {
@@ -125,7 +132,6 @@ func runOne(sc *scenario, p peer, run int) result {
 	}
 	close(next)
 
-	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range sc.workers {

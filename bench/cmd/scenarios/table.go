@@ -68,6 +68,13 @@ func printTable(w io.Writer, sc *scenario, rs []result, runs int) {
 			parts = append(parts, fmt.Sprintf("%d × %s", r.reasons[why], why))
 		}
 		fmt.Fprintf(w, "- %s failed: %s\n", name, strings.Join(parts, "; "))
+		if len(r.gaveUp) > 0 {
+			parts = parts[:0]
+			for _, why := range slices.Sorted(maps.Keys(r.gaveUp)) {
+				parts = append(parts, fmt.Sprintf("%d × %s", r.gaveUp[why], why))
+			}
+			fmt.Fprintf(w, "  - %s gave up (OnEvent): %s\n", name, strings.Join(parts, "; "))
+		}
 	}
 	fmt.Fprintln(w)
 }
