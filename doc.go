@@ -10,9 +10,13 @@
 // with a delay, pauses the whole key: for the delay the server asked for
 // (Retry-After, retry-after-ms, the reset headers; see [RetryAfter]), or,
 // after a 429 that names none, for [DefaultThrottlePause], doubling with each
-// consecutive one; never longer than MaxRetryAfter. When the pause ends, one
-// request of the key goes first as a probe, and the others follow only once
-// its answer is not another throttle. A failed attempt that is
+// consecutive one; never longer than MaxRetryAfter, never shorter than
+// [MinThrottlePause]. When the pause ends, one request of the key goes first
+// as a probe, and the others follow only once its answer is not another
+// throttle; a throttled answer counts as an attempt of each of them. A
+// request's slot is counted when it is written to the wire, so a request
+// that leaves late pushes its key's later slots back (see [Transport],
+// "Spacing"). A failed attempt that is
 // safe to send again (see [RetryPolicy]) is retried after the server's delay
 // or a capped exponential backoff with [Jitter], within MaxAttempts and a
 // per-key [RetryBudget]. The zero Transport is ready to use, and every zero

@@ -530,13 +530,18 @@ func TestGCRASpan(t *testing.T) {
 		name string
 		l    *local
 		span time.Duration
-		fill func(l *local)
+		// drained is when a cell filled at T is idle again: span at most
+		// (for a pacer, its slots fill the queue bound only to whole intervals)
+		drained time.Duration
+		fill    func(l *local)
 	}{
-		{"bucket", &tb.local, 5 * 250 * time.Millisecond, func(l *local) {
+		{"bucket", &tb.local, 5 * 250 * time.Millisecond, 5 * 250 * time.Millisecond, func(l *local) {
 			for l.AllowAt(gcraT0, 1) {
 			}
 		}},
-		{"leaky", &lb.local, (2 + 3) * 250 * time.Millisecond, func(l *local) {
+		// slack+1 intervals, and Queue intervals, each stretched by the
+		// departure margin (2ms, its cap) and a millisecond.
+		{"leaky", &lb.local, 2*250*time.Millisecond + 3*(253*time.Millisecond), (2 + 3) * 250 * time.Millisecond, func(l *local) {
 			for {
 				if _, err := l.ReserveAt(gcraT0, 1); err != nil {
 					return
@@ -552,11 +557,11 @@ func TestGCRASpan(t *testing.T) {
 			tt.fill(tt.l)
 			at := func(d time.Duration) int64 { return sinceEpoch(tt.l.epoch, gcraT0.Add(d)) }
 			c := gcraCell(tt.l)
-			if tt.l.alg.idle(&c, at(tt.span-1)) {
-				t.Errorf("idle 1ns before span after filling")
+			if tt.l.alg.idle(&c, at(tt.drained-1)) {
+				t.Errorf("idle 1ns before %v after filling", tt.drained)
 			}
-			if !tt.l.alg.idle(&c, at(tt.span)) {
-				t.Errorf("not idle at span after filling")
+			if !tt.l.alg.idle(&c, at(tt.drained)) || !tt.l.alg.idle(&c, at(tt.span)) {
+				t.Errorf("not idle at %v (span %v) after filling", tt.drained, tt.span)
 			}
 		})
 	}

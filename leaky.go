@@ -12,7 +12,9 @@ import (
 type LeakyOptions struct {
 	// Queue is how many callers may wait for their slot. A caller whose wait
 	// would exceed Queue intervals is refused at once with [ErrQueueFull]
-	// and books nothing. Zero means nobody waits, unless MaxDelay is set, in
+	// and books nothing; each interval counts with the departure margin and
+	// a millisecond more, since a request that leaves late pushes the slots
+	// behind it back (see [Transport]), so that Queue waiters always fit. Zero means nobody waits, unless MaxDelay is set, in
 	// which case zero means the number of waiters is not limited and only
 	// MaxDelay bounds the queue. Must not be negative.
 	Queue int
@@ -119,7 +121,10 @@ func newLeakyAlg(r Rate, o LeakyOptions) (*leakyAlg, error) {
 	if err != nil {
 		return nil, err
 	}
-	wait, ok := mulCheck(int64(o.Queue), g.i)
+	// A queued slot may stretch by the departure margin and a millisecond
+	// of lateness (see Keyed's queue): Queue waiters must still fit.
+	slot := satAdd(g.i, departMargin(g.i)+int64(time.Millisecond))
+	wait, ok := mulCheck(int64(o.Queue), slot)
 	if !ok || wait > maxSpan {
 		return nil, configErr("Queue", o.Queue, "with the interval "+time.Duration(g.i).String()+" spans over 146 years")
 	}

@@ -336,7 +336,7 @@ func TestLeakyBucketPromise(t *testing.T) {
 // leakyWait is the documented queue bound: Queue intervals, or MaxDelay
 // when it is set and tighter or Queue is 0.
 func leakyWait(o LeakyOptions, interval int64) int64 {
-	wait := int64(o.Queue) * interval
+	wait := int64(o.Queue) * (interval + departMargin(interval) + int64(time.Millisecond)) // a queued slot may stretch
 	if md := int64(o.MaxDelay); md > 0 && (o.Queue == 0 || md < wait) {
 		wait = md
 	}

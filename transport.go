@@ -39,11 +39,29 @@ const DefaultMaxWait = 5 * time.Minute
 // others, waiting or new, hold until it has an answer. If the answer is not
 // a throttle, they all leave, paced only by the key's limiter (set a limit
 // in Limits, or a Limiter, to pace them); if it is, the key pauses again and
-// they wait for the next probe. A probe that ends without an answer (its
-// context ended, a transport error) passes the role to another waiting
-// request at once. Waiting for a probe counts toward MaxWait and the
-// context's deadline: a request still waiting when either is reached fails
-// then with the errors below, nothing sent.
+// they wait for the next probe. A probe's throttled answer counts as an
+// attempt of every request waiting behind it (it would have met the same
+// answer), so a caller's latency against a host that keeps throttling is
+// bounded by its own MaxAttempts: a request whose attempts are spent that
+// way ends with an [*AttemptsError] matching [ErrThrottled], having sent
+// nothing more. A probe that ends without an answer (its context ended, a
+// transport error) passes the role to another waiting request at once.
+// Waiting for a probe counts toward MaxWait and the context's deadline: a
+// request still waiting when either is reached fails then with the errors
+// below, nothing sent. The pause, the probe and the key's limit are the
+// Limiter's (see [Limiter]; by default a [Keyed] per entry of Limits, and
+// one without a limit for the keys no limit paces).
+//
+// # Spacing
+//
+// When a key's limit binds (the next request of the key would have to
+// wait), the Transport tells the Limiter when each request was actually
+// written to the connection (net/http/httptrace's WroteRequest), and a
+// request that left later than its slot pushes the key's later slots back
+// by as much, plus 1% of the limit's interval (at most 2 ms), so that no
+// two requests reach the server closer than the limit allows even when one
+// of them waited for a new connection. Measured against nginx limit_req at
+// exactly its rate: no 429, 1% slower than the ideal.
 //
 // # Contract
 //

@@ -70,8 +70,8 @@ func newClient(host string, r pace.Rate, queue int, timeout time.Duration, base 
 
 // newBase returns the Transport that sends the calls: http.DefaultTransport's
 // settings, with enough idle connections kept that calls in flight do not
-// open new ones (a new connection's handshake is one source of the arrival
-// jitter the margin absorbs).
+// open new ones (a new connection's handshake makes a request leave late,
+// which pushes the host's later slots back).
 func newBase(concurrency int) *http.Transport {
 	b := http.DefaultTransport.(*http.Transport).Clone()
 	b.MaxIdleConnsPerHost = concurrency

@@ -17,7 +17,7 @@ import (
 const (
 	defaultCalls       = 300
 	defaultRate        = 75 // 300 calls at 75/s: ideal 3.99 s
-	defaultMargin      = 0.02
+	defaultMargin      = 0 // pace's own departure margin is enough (see main.go)
 	defaultConcurrency = 8
 	defaultTimeout     = 30 * time.Second
 
@@ -58,7 +58,7 @@ func flagSet(c *config) *flag.FlagSet {
 	fs.Usage = func() {}
 	fs.IntVar(&c.calls, "n", defaultCalls, fmt.Sprintf("number of calls, one per item (1 to %d)", maxCalls))
 	fs.IntVar(&c.rate, "rate", defaultRate, fmt.Sprintf("the API's limit: requests allowed in any 1-second window (1 to %d)", maxRate))
-	fs.Float64Var(&c.margin, "margin", defaultMargin, "safety margin: the client paces at rate × (1 − margin); at least 0, below 0.5")
+	fs.Float64Var(&c.margin, "margin", defaultMargin, "extra safety margin: the client paces at rate × (1 − margin); at least 0, below 0.5 (0: exactly the API's limit)")
 	fs.IntVar(&c.concurrency, "concurrency", defaultConcurrency, fmt.Sprintf("calls in flight at most (1 to %d)", maxConcurrency))
 	fs.StringVar(&c.url, "url", "", "call this http(s) URL instead of starting a local API; \"{i}\" in it becomes the item's number")
 	fs.BoolVar(&c.mismatch, "mismatch", false, fmt.Sprintf("pace the client at %g× the API's limit, to watch 429s and host pauses at work (not with -margin)", mismatchFactor))

@@ -22,16 +22,17 @@
 // The exit code is 0 only if every item succeeded: none failed, none left
 // undone; 1 otherwise; 2 for bad flags, -journal and -timeout included.
 //
-// # The safety margin
+// # Pacing at exactly the limit
 //
-// A pacer set exactly at the server's limit still meets 429s now and then:
-// the server counts arrivals, and arrival times jitter (scheduling, a new
-// connection, a GC pause), so call k+rate can arrive a hair less than one
-// second after call k. Each such 429 costs a one-second pause of the whole
-// host (the server's Retry-After), far more than the jitter. So the client
-// paces at rate × (1 − margin), by default 2% below the limit: call k+rate
-// leaves 1/(1 − margin) ≈ 1.0204 s after call k, which absorbs 20 ms of
-// jitter, and the batch takes about 2% longer than the ideal.
+// The client paces at exactly the API's limit. A pacer set at a server's
+// limit used to meet 429s now and then: the server counts arrivals, and a
+// request that leaves late (a new connection, a timer firing late) puts it
+// and the next one closer than 1/rate on the wire. pace counts a request's
+// slot where it actually leaves (net/http/httptrace), so a late departure
+// pushes the key's later slots back, with a built-in margin of 1% of the
+// interval (at most 2 ms) for the server's own clock; see pace.Transport.
+// -margin paces further below the limit, for an API whose limit is not
+// known exactly.
 //
 // # The ideal time
 //
@@ -41,7 +42,7 @@
 // once and then waited could start the last one after ⌊(n − 1)/rate⌋ s,
 // but only by putting rate requests into one instant, which an API stating
 // "N per second" rarely welcomes and a pacer never does.) On a clean run the
-// elapsed time is within 5% of the ideal: the margin costs 2%, the last
+// elapsed time is within 5% of the ideal: pace's margin costs 1%, the last
 // call's round trip a little more.
 //
 // # Other APIs

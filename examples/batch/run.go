@@ -143,7 +143,10 @@ func printHeader(w io.Writer, cfg config, tmpl string, local bool, interval time
 	} else {
 		fmt.Fprintf(w, "API     %s: taken to allow %d requests per second\n", tmpl, cfg.rate)
 	}
-	why := fmt.Sprintf("%g%% below the API's limit (-margin %g)", cfg.margin*100, cfg.margin)
+	why := "exactly the API's limit"
+	if cfg.margin > 0 {
+		why = fmt.Sprintf("%g%% below the API's limit (-margin %g)", cfg.margin*100, cfg.margin)
+	}
 	if cfg.mismatch {
 		why = fmt.Sprintf("%g× the API's limit (-mismatch)", mismatchFactor)
 	}
