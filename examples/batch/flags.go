@@ -17,7 +17,7 @@ import (
 const (
 	defaultCalls       = 300
 	defaultRate        = 75 // 300 calls at 75/s: ideal 3.99 s
-	defaultMargin      = 0 // pace's own departure margin is enough (see main.go)
+	defaultMargin      = 0  // pace's own departure margin is enough (see main.go)
 	defaultConcurrency = 8
 	defaultTimeout     = 30 * time.Second
 
