@@ -207,6 +207,19 @@ func (m *composite) idle(c *cell, now int64) bool {
 
 func (m *composite) span() int64 { return m.spn }
 
+// binds reports whether any part binds.
+func (m *composite) binds(c *cell, t int64) bool {
+	if c.x == nil || c.x.parts == nil {
+		return false
+	}
+	for i, p := range m.parts {
+		if p.binds(&c.x.parts[i], t) {
+			return true
+		}
+	}
+	return false
+}
+
 // interval is the widest spacing of the parts.
 func (m *composite) interval() int64 {
 	var i int64

@@ -126,6 +126,9 @@ func (f *fixedWindow) idle(c *cell, now int64) bool {
 	return w > c.a || (w == c.a && c.b == 0)
 }
 
+// binds is always true: every unit counts against a later one.
+func (*fixedWindow) binds(*cell, int64) bool { return true }
+
 // interval is the window over its count.
 func (f *fixedWindow) interval() int64 { return ceilDiv(f.per, f.n) }
 

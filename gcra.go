@@ -119,6 +119,9 @@ func (g *gcra) depart(c *cell, _, t, left int64) {
 	c.b = max(c.b, left)
 }
 
+// binds reports whether no unit is left at t.
+func (g *gcra) binds(c *cell, t int64) bool { return c.a-t > g.tau-g.i }
+
 // interval is the spacing of units, i.
 func (g *gcra) interval() int64 { return g.i }
 

@@ -2,7 +2,6 @@ package pace
 
 import (
 	"context"
-	"runtime"
 	"slices"
 	"time"
 )
@@ -149,8 +148,9 @@ func (e *entry) depart(b *booking, t int64) {
 
 // replan gives back the bookings after position i of the queue, latest
 // first (which restores the limit exactly), calls change, and books them
-// again in order at their earliest instants. A booking that can no longer
-// be placed keeps its instant. Waiters whose slot moves later find out when
+// again in order: a request still waiting at its earliest instant now, a
+// request already released where it was (never before the booking ahead
+// of it). A waiting booking that can no longer be placed keeps its instant. Waiters whose slot moves later find out when
 // they wake; replan's callers broadcast when slots may have moved earlier.
 func (e *entry) replan(i int, change func()) {
 	st, alg := e.st, e.k.alg
@@ -160,16 +160,19 @@ func (e *entry) replan(i int, change func()) {
 	}
 	alg.relax(e.c, st.pending[i].at)
 	change()
+	last := st.pending[i].at
 	for _, b := range st.pending[i+1:] {
-		at, err := alg.earliest(e.c, e.now, 1)
-		if err != nil {
-			at = b.at
+		at := b.at
+		if !b.released { // still waiting: its earliest slot now
+			if t, err := alg.earliest(e.c, e.now, 1); err == nil {
+				at = t
+			}
 		}
-		if b.released {
-			at = max(at, b.at)
-		}
+		// A released request is on its way: it keeps its instant, or the
+		// latest one booked before it (a window keeps its log in order).
+		at = max(at, last)
 		alg.book(e.c, e.now, at, 1)
-		b.at = at
+		b.at, last = at, at
 	}
 }
 
@@ -270,12 +273,13 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (Pe
 			return p, &WaitError{Key: key, Delay: r.Delay, Err: err}
 		}
 		p.Delay = r.Delay
-		if r.Delay == 0 && !k.binding(e.c, r.at) {
+		if r.Delay == 0 && !k.alg.binds(e.c, r.at) {
 			e.close(true)
 			return p, nil
 		}
-		// The limit binds: the request joins the key's queue, so that its
-		// departure, or its giving up, can move the later bookings.
+		// The limit binds (algorithm.binds): the request joins the key's
+		// queue, so that its departure, or its giving up, can move the later
+		// bookings.
 		st := e.state()
 		b = &booking{at: r.at, released: r.Delay == 0, probe: p.Probe, over: e.over()}
 		st.pending = append(st.pending, b)
@@ -297,13 +301,6 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (Pe
 		// A pause gave the booking back: wait for it and book again.
 		p.Track, p.b, p.Probe = false, nil, false
 	}
-}
-
-// binding reports whether c, just booked at t, would refuse one more unit
-// at t: the limit binds, and when the request actually leaves matters.
-func (k *Keyed) binding(c *cell, t int64) bool {
-	u, err := k.alg.earliest(c, t, 1)
-	return err != nil || u > t
 }
 
 // sleepBooked waits for b's slot, following its moves. It returns again
@@ -330,20 +327,10 @@ func (k *Keyed) sleepBooked(ctx context.Context, key string, b *booking, deadlin
 		}
 		ch := e.st.waitCh()
 		e.close(false)
-		if d < spinBelow && spin() {
-			continue
-		}
-		sleep := d
-		if d >= spinBelow {
-			sleep -= spinBelow / 2 // timers fire up to a millisecond late: spin the rest
-		}
-		if err := sleepOn(ctx, key, sleep, ch); err != nil {
+		if err := sleepOn(ctx, key, d, ch); err != nil {
 			e := k.open(clampNow(int64(time.Since(k.epoch))), key, b.over)
 			e.withdraw(b)
 			e.close(true)
-			if we, ok := err.(*WaitError); ok {
-				we.Delay = d // the wait for the slot, spun part included
-			}
 			return false, err
 		}
 	}
@@ -424,27 +411,14 @@ func refuseWait(key string, d, left time.Duration, until, deadline int64) error 
 }
 
 // departMargin is how much later than it actually left a request of a
-// binding limit with the given interval counts as leaving: 1 % of the
-// interval, at most 2 ms. Servers count arrivals on their own
-// clocks after their own scheduling: nginx limit_req, on a millisecond
-// clock, refused requests that left 100.2 ms after the previous one at
-// 10 r/s on a loaded 2-core machine, its arrival times jittering by 1 to
-// 3 ms. The margin absorbs the usual part of that and costs at most 1 %
-// of the rate; the pause after a 429 absorbs the rest.
-func departMargin(interval int64) int64 { return min(interval/100, int64(2*time.Millisecond)) }
-
-// spinBelow is the rest of a booked wait that is spun rather than slept:
-// Go's timers fire up to about a millisecond late, which would add that
-// much to every gap of a binding limit (measured: a median 1 ms after the
-// slot, against 0.1 ms when the last 2 ms are spun).
-const spinBelow = 2 * time.Millisecond
-
-// spin yields once and reports whether the clock moved meanwhile, so that
-// the caller may look again at once. Inside a testing/synctest bubble the
-// clock stands still while goroutines run, so spin reports false and the
-// caller sleeps instead: spinning there would never end.
-func spin() bool {
-	t := time.Now()
-	runtime.Gosched()
-	return time.Now().After(t)
-}
+// binding limit with the given interval counts as leaving: half a
+// millisecond, or a tenth of the interval when that is shorter. Servers
+// count arrivals on their own clocks, after their own scheduling: on
+// loopback, nginx limit_req (a millisecond clock) refused a request written
+// 100.2 ms after the previous one at 10 r/s, and package middleware's exact
+// sliding log, behind net/http's server, saw the 21st request of a window at
+// 20/s 0.3 ms less than a second after the first. Go's timers add their
+// own lateness (a median of 1 ms here) to every gap; the margin comes on
+// top, so that the gap is never shorter than the interval plus the margin.
+// The pause after a 429 absorbs what it does not cover.
+func departMargin(interval int64) int64 { return min(int64(time.Millisecond)/2, interval/10) }

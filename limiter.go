@@ -168,6 +168,12 @@ type algorithm interface {
 	// after its last booking (capacity/rate for a token bucket, the window
 	// for window limiters). The keyed store sweeps this often.
 	span() int64
+	// binds reports whether, in c just booked at t, the instant that
+	// booking's request actually leaves matters to the bookings after it,
+	// so that the keyed store should hear of it (Permit.Track): for a token
+	// bucket when it has no unit left at t; for a window always, since
+	// every unit counts against the one the window's count later.
+	binds(c *cell, t int64) bool
 	// interval is the limit's steady spacing in nanoseconds, Rate.Interval
 	// (Per/N): the gap between units once any burst is spent. For several
 	// limits at once, the widest.

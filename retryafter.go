@@ -50,6 +50,21 @@ func RetryAfter(resp *http.Response, now time.Time) (d time.Duration, ok bool) {
 	return d, ok
 }
 
+// Throttled reports whether resp, received at now, is a throttle: a 429
+// Too Many Requests (RFC 6585 §4), or a 503 Service Unavailable (RFC 9110
+// §15.6.4) that names a delay, the answers on which a [Transport] pauses
+// the request's whole key. delay is the server's delay as [RetryAfter]
+// reads it, 0 when it gave none. A 503 without a delay is an outage, not a
+// throttle. A nil resp gives 0, false. It does not read the body and is
+// safe for concurrent use.
+func Throttled(resp *http.Response, now time.Time) (delay time.Duration, ok bool) {
+	if resp == nil || !isThrottleStatus(resp.StatusCode) {
+		return 0, false
+	}
+	delay, _, fromServer := serverDelay(resp, now)
+	return delay, isThrottle(resp.StatusCode, fromServer)
+}
+
 // Names of the response headers that carry a delay, in canonical form
 // (textproto.CanonicalMIMEHeaderKey) so that lookups do not allocate; these
 // are also the source names serverDelay reports.

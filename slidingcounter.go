@@ -231,6 +231,9 @@ func (s *slidingCounter) idle(c *cell, now int64) bool {
 	return w-c.a >= 2 || (w >= c.a && c.b == 0)
 }
 
+// binds is always true: every unit counts against a later one.
+func (*slidingCounter) binds(*cell, int64) bool { return true }
+
 // interval is the window over its count.
 func (s *slidingCounter) interval() int64 { return ceilDiv(s.per, s.n) }
 

@@ -159,10 +159,20 @@ func (*slidingLog) resume(*cell, int64) {}
 func (*slidingLog) relax(*cell, int64) {}
 
 // depart counts the unit in the window where it left instead of where it
-// was booked.
+// was booked, keeping the log sorted.
 func (s *slidingLog) depart(c *cell, now, t, left int64) {
 	s.unbook(c, now, t, 1)
 	s.book(c, now, left, 1)
+	// Requests booked after this one may have left before it did: keep the
+	// ring in order by moving the new entry back past any later ones.
+	x := c.x
+	for k := x.count - 1; k > 0; k-- {
+		i, j := (x.head+k-1)%len(x.log), (x.head+k)%len(x.log)
+		if x.log[i] <= x.log[j] {
+			break
+		}
+		x.log[i], x.log[j] = x.log[j], x.log[i]
+	}
 }
 
 func (s *slidingLog) idle(c *cell, now int64) bool {
@@ -172,6 +182,9 @@ func (s *slidingLog) idle(c *cell, now int64) bool {
 	x := c.x
 	return x == nil || x.count == 0 || logAt(x, x.count-1) <= now-s.per
 }
+
+// binds is always true: every unit counts against a later one.
+func (*slidingLog) binds(*cell, int64) bool { return true }
 
 // interval is the window over its count.
 func (s *slidingLog) interval() int64 { return ceilDiv(s.per, s.n) }

@@ -54,14 +54,16 @@ const DefaultMaxWait = 5 * time.Minute
 //
 // # Spacing
 //
-// When a key's limit binds (the next request of the key would have to
-// wait), the Transport tells the Limiter when each request was actually
-// written to the connection (net/http/httptrace's WroteRequest), and a
-// request that left later than its slot pushes the key's later slots back
-// by as much, plus 1% of the limit's interval (at most 2 ms), so that no
-// two requests reach the server closer than the limit allows even when one
-// of them waited for a new connection. Measured against nginx limit_req at
-// exactly its rate: no 429, 1% slower than the ideal.
+// When a key's limit binds (a token bucket has no unit left, or the limit
+// is a window, where every request counts against a later one), the
+// Transport tells the Limiter when each request was actually written to the
+// connection (net/http/httptrace's WroteRequest), and a request that left
+// later than its slot pushes the key's later slots back by as much, plus
+// half a millisecond (a tenth of the limit's interval, if that is shorter)
+// for the server's own clock and scheduling, so that no two requests reach the
+// server closer than the limit allows even when one of them waited for a
+// new connection. Measured against nginx limit_req at exactly its rate: no
+// 429, 1% slower than the ideal.
 //
 // # Contract
 //

@@ -80,26 +80,22 @@ func drainAndClose(body io.ReadCloser) {
 }
 
 // CheckResponse is the default response check of [HTTP]. It accepts a 2xx
-// status. It returns a [*ThrottledError] for 429 Too Many Requests (RFC 6585
-// section 4), and for 503 Service Unavailable that names a delay, which RFC
-// 9110 section 15.6.4 defines as the server asking for time; RetryAfter
-// holds the delay, read by [pace.RetryAfter] (Retry-After, retry-after-ms,
-// x-ms-retry-after-ms and the rate-limit reset headers, by the same rules as
-// pace.Transport) and measured from the moment CheckResponse is called. Any
+// status. It returns a [*ThrottledError] for a throttle as [pace.Throttled]
+// tells it (429 Too Many Requests, RFC 6585 section 4, or 503 Service
+// Unavailable that names a delay, RFC 9110 section 15.6.4), the same test
+// as pace.Transport's; RetryAfter holds the delay (Retry-After,
+// retry-after-ms, x-ms-retry-after-ms and the rate-limit reset headers, by
+// the same rules as pace.Transport), measured from the moment CheckResponse
+// is called. Any
 // other status gives a [*StatusError]. resp must not be nil; its body is
 // not read.
 func CheckResponse(resp *http.Response) error {
 	code := resp.StatusCode
-	switch {
-	case code >= 200 && code < 300:
+	if code >= 200 && code < 300 {
 		return nil
-	case code == http.StatusTooManyRequests:
-		d, _ := pace.RetryAfter(resp, time.Now())
+	}
+	if d, ok := pace.Throttled(resp, time.Now()); ok {
 		return &ThrottledError{Status: code, RetryAfter: d}
-	case code == http.StatusServiceUnavailable:
-		if d, ok := pace.RetryAfter(resp, time.Now()); ok {
-			return &ThrottledError{Status: code, RetryAfter: d}
-		}
 	}
 	return &StatusError{Code: code}
 }

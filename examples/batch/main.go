@@ -29,8 +29,8 @@
 // request that leaves late (a new connection, a timer firing late) puts it
 // and the next one closer than 1/rate on the wire. pace counts a request's
 // slot where it actually leaves (net/http/httptrace), so a late departure
-// pushes the key's later slots back, with a built-in margin of 1% of the
-// interval (at most 2 ms) for the server's own clock; see pace.Transport.
+// pushes the key's later slots back, with a built-in margin of 0.5 ms for
+// the server's own clock and scheduling; see pace.Transport.
 // -margin paces further below the limit, for an API whose limit is not
 // known exactly.
 //
@@ -42,8 +42,8 @@
 // once and then waited could start the last one after ⌊(n − 1)/rate⌋ s,
 // but only by putting rate requests into one instant, which an API stating
 // "N per second" rarely welcomes and a pacer never does.) On a clean run the
-// elapsed time is within 5% of the ideal: pace's margin costs 1%, the last
-// call's round trip a little more.
+// elapsed time is within 5% of the ideal: pace's margin and Go's timers
+// cost about 1%, the last call's round trip a little more.
 //
 // # Other APIs
 //
