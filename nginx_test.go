@@ -59,40 +59,9 @@ func runAgainstNginx(t *testing.T, conf realserver.NginxConf, lim pace.Limit, in
 		Base:   base,
 		Limits: pace.Hosts{ng.Host(): lim},
 	}}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-
-	jobs := make(chan int, n)
-	for i := range n {
-		jobs <- i
-	}
-	close(jobs)
-	var (
-		wg      sync.WaitGroup
-		errs    atomic.Int64
-		errOnce sync.Once
-	)
 	start := time.Now()
-	for range workers {
-		wg.Go(func() {
-			for range jobs {
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, ng.URL()+"/", nil)
-				if err != nil {
-					panic(err) // a constant URL
-				}
-				resp, err := client.Do(req)
-				if err != nil {
-					errs.Add(1)
-					errOnce.Do(func() { t.Errorf("GET: %v", err) })
-					continue
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-		})
-	}
-	wg.Wait()
-	r := nginxRun{elapsed: time.Since(start), errs: errs.Load()}
+	errs := getAll(t, client, ng.URL()+"/", n, workers)
+	r := nginxRun{elapsed: time.Since(start), errs: errs}
 
 	base.CloseIdleConnections()
 	require.NoError(t, ng.Stop()) // after Stop the access log is complete
@@ -155,4 +124,42 @@ func TestNginxLimitReqBurstNodelay(t *testing.T) {
 	assert.Zero(t, r.errs, "client errors")
 	maxElapsed := time.Duration(n-burst) * time.Second / rate * 102 / 100 // 1.02 × (n−burst)/rate = 9.69s
 	assert.LessOrEqual(t, r.elapsed, maxElapsed, "elapsed")
+}
+
+// getAll sends n GETs of url through client from workers goroutines, within
+// 30 s, reading each body, and returns how many failed (the first failure
+// is reported).
+func getAll(t *testing.T, client *http.Client, url string, n, workers int) (errs int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	jobs := make(chan int, n)
+	for i := range n {
+		jobs <- i
+	}
+	close(jobs)
+	var (
+		wg      sync.WaitGroup
+		failed  atomic.Int64
+		errOnce sync.Once
+	)
+	for range workers {
+		wg.Go(func() {
+			for range jobs {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+				if err == nil {
+					var resp *http.Response
+					if resp, err = client.Do(req); err == nil {
+						_, _ = io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						continue
+					}
+				}
+				failed.Add(1)
+				errOnce.Do(func() { t.Errorf("GET: %v", err) })
+			}
+		})
+	}
+	wg.Wait()
+	return failed.Load()
 }

@@ -1,7 +1,6 @@
 package pace_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -39,38 +38,12 @@ func TestTransportAtExactLimitOfSlidingLogServer(t *testing.T) {
 		Base:   base,
 		Limits: pace.Hosts{srv.Listener.Addr().String(): pace.Sliding(pace.PerSecond(n))},
 	}}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	jobs := make(chan int, calls)
-	for i := range calls {
-		jobs <- i
-	}
-	close(jobs)
-	var wg sync.WaitGroup
-	var errs atomic.Int64
 	start := time.Now()
-	for range workers {
-		wg.Go(func() {
-			for range jobs {
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-				if err != nil {
-					errs.Add(1)
-					continue
-				}
-				resp, err := client.Do(req)
-				if err != nil {
-					errs.Add(1)
-					continue
-				}
-				resp.Body.Close()
-			}
-		})
-	}
-	wg.Wait()
+	errs := getAll(t, client, srv.URL, calls, workers)
 	elapsed := time.Since(start)
 	refused.Store(counting.count(http.StatusTooManyRequests))
 	t.Logf("%d calls at exactly %d/s: %d admitted, %d refused by the server, %d client errors, elapsed %v",
-		calls, n, ok.Load(), refused.Load(), errs.Load(), elapsed)
+		calls, n, ok.Load(), refused.Load(), errs, elapsed)
 	for i, a := range counting.log {
 		if a.code != 200 {
 			t.Logf("refused #%d at %v; #%d at %v", i, a.at.Sub(start), i-n, counting.log[max(i-n, 0)].at.Sub(start))
@@ -78,7 +51,7 @@ func TestTransportAtExactLimitOfSlidingLogServer(t *testing.T) {
 	}
 	assert.Zero(t, refused.Load(), "429s counted by the server")
 	assert.EqualValues(t, calls, ok.Load(), "requests the server admitted")
-	assert.Zero(t, errs.Load(), "client errors")
+	assert.Zero(t, errs, "client errors")
 }
 
 // statusCounter counts the statuses a handler answers with.
