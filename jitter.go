@@ -25,8 +25,10 @@ const (
 	// DefaultThrottleBackoffInitial is the first backoff delay after a
 	// throttle: a 429 or 503 that carries no usable delay. With the default
 	// schedule it is also the shortest wait jitter may give after a
-	// throttle, so a throttled key never pauses for less than a second
-	// (case C20) unless MaxRetryAfter is shorter.
+	// throttle, so a key throttled without a delay never pauses for less
+	// than a second (env0/terraform-provider-env0#1127) unless MaxRetryAfter
+	// is shorter. A throttle whose delay is zero or past pauses its key for
+	// MinThrottlePause instead: the server said when to come back.
 	DefaultThrottleBackoffInitial = time.Second
 )
 
