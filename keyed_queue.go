@@ -206,11 +206,17 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (Pe
 		deadline = sinceEpoch(k.epoch, dl)
 	}
 	start := clampNow(int64(time.Since(k.epoch)))
+	if k.waitFast(start, key) {
+		return Permit{Key: key}, nil
+	}
 	p := Permit{Key: key}
 	var probes uint32
 	var b *booking
 	for first := true; ; first = false {
-		now := clampNow(int64(time.Since(k.epoch)))
+		now := start // the first look is at the start
+		if !first {
+			now = clampNow(int64(time.Since(k.epoch)))
+		}
 		left := time.Duration(0)
 		if maxWait > 0 {
 			left = max(maxWait-time.Duration(now-start), 1) // 1ns: refuse any wait
@@ -299,6 +305,51 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (Pe
 	}
 }
 
+// waitFast is Wait's first look at key at now when the answer is plain: the
+// key has no keyState (no pause, no probe, no queue), its shard needs no
+// sweep and is not full, and either there is no limit, or the limit is a
+// GCRA one (token bucket, pacer) with at least two units free at now, so
+// that one leaves at once and the limit does not bind (Track stays false).
+// It then books the unit and reports true: the general path would return
+// Permit{Key: key}. Otherwise it changes nothing (but the shard's latest
+// instant, as open would) and reports false.
+func (k *Keyed) waitFast(now int64, key string) bool {
+	s, h := k.locate(key)
+	s.mu.Lock()
+	now = s.advance(now)
+	if len(s.keys) != 0 || now-s.last >= k.sweepEvery || (k.alg != nil && k.g == nil) {
+		s.mu.Unlock()
+		return false
+	}
+	if k.alg == nil {
+		if s.full(k) { // a new key of a full shard opens the overflow state
+			s.mu.Unlock()
+			return false
+		}
+		s.mu.Unlock()
+		return true
+	}
+	w, tracked := s.cells[h]
+	if !tracked && s.full(k) {
+		s.mu.Unlock()
+		return false
+	}
+	// gcra.earliest at now is now when tat−now <= τ−i; after booking one
+	// unit (TAT = tat+i) the next is free at now too when tat−now <= τ−2i.
+	g := k.g
+	tat := max(w.a, now)
+	if tat-now > g.tau-2*g.i {
+		s.mu.Unlock()
+		return false
+	}
+	s.cells[h] = words{tat + g.i, max(w.b, now)}
+	if !tracked && len(s.cells) > s.peak {
+		s.peak = len(s.cells)
+	}
+	s.mu.Unlock()
+	return true
+}
+
 // binding reports whether c, just booked at t, would refuse one more unit
 // at t: the limit binds, and when the request actually leaves matters.
 func (k *Keyed) binding(c *cell, t int64) bool {
@@ -381,11 +432,15 @@ func (k *Keyed) Depart(p Permit, at time.Time) {
 // was never sent is given back if its instant has not come. Safe for
 // concurrent use.
 func (k *Keyed) Settle(p Permit, o Outcome) {
-	at := o.At
-	if at.IsZero() {
-		at = time.Now()
+	var t int64
+	if o.At.IsZero() {
+		t = clampNow(int64(time.Since(k.epoch))) // time.Now, read as cheaply
+	} else {
+		t = sinceEpoch(k.epoch, o.At)
 	}
-	t := sinceEpoch(k.epoch, at)
+	if p.b == nil && o.Pause <= 0 && k.settleFast(t, p.Key) {
+		return
+	}
 	e := k.open(t, p.Key, p.b != nil && p.b.over)
 	st := e.st
 	if st != nil && p.b != nil {
@@ -409,6 +464,20 @@ func (k *Keyed) Settle(p Permit, o Outcome) {
 		st.broadcast()
 	}
 	e.close(e.c != nil && (e.tracked || o.Pause > 0))
+}
+
+// settleFast is Settle at now of a Permit with no booking and an outcome
+// that is no throttle, when the key has no keyState and its shard needs no
+// sweep and is not full (so that the key cannot be on the overflow state):
+// then there is nothing to record but the shard's latest instant, and it
+// reports true. Otherwise it reports false, having changed only that.
+func (k *Keyed) settleFast(now int64, key string) bool {
+	s, _ := k.locate(key)
+	s.mu.Lock()
+	now = s.advance(now)
+	ok := len(s.keys) == 0 && now-s.last < k.sweepEvery && !s.full(k)
+	s.mu.Unlock()
+	return ok
 }
 
 // refuseWait returns the error for a wait of d that ends at until, when it
