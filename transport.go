@@ -303,6 +303,12 @@ type call struct {
 	send     *http.Request // what the first attempt sends: req, or a copy
 	canRetry bool          // the body can be sent again
 
+	bo *backoffState // made at the first failure; a pointer, so that the call itself stays on the stack
+}
+
+// backoffState is a request's backoff schedule.
+type backoffState struct {
+	s        *state
 	bo       backoff.BackOff // the request's schedule, made at its first backoff
 	floor    time.Duration   // shortest backoff wait
 	cap      time.Duration   // longest backoff wait
@@ -311,10 +317,11 @@ type call struct {
 
 func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	c := call{s: s, req: req, ctx: req.Context()}
-	c.key = c.keyOf()
+	host := requestHost(req)
+	c.key = c.keyWith(host)
 	c.lim = s.limiter
 	if c.lim == nil {
-		if c.lim = s.hosts.forHost(requestHost(req)); c.lim == nil {
+		if c.lim = s.hosts.forHost(host); c.lim == nil {
 			c.lim = s.pauses
 		}
 	}
@@ -325,15 +332,15 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	c.send, c.canRetry = s.policy.withIdempotencyKey(send), replayable
 
 	lastStatus := 0
+	var p Permit
 	for attempt := 1; ; attempt++ {
-		p, err := c.admit(&attempt, lastStatus)
-		if err != nil {
+		if err := c.admit(&attempt, lastStatus, &p); err != nil {
 			if attempt == 1 {
 				closeRequestBody(c.send)
 			}
 			return nil, err
 		}
-		out, err := c.request(attempt, p)
+		out, err := c.request(attempt, &p)
 		if err != nil {
 			c.lim.Settle(p, Outcome{})
 			return nil, &AttemptsError{Attempts: attempt - 1, StatusCode: lastStatus, Err: err}
@@ -346,7 +353,8 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 		if resp == nil && err == nil {
 			err = fmt.Errorf("pace: %T returned no response and no error", s.base)
 		}
-		v, now := c.decide(attempt, p, out, resp, err)
+		var v verdict
+		now := c.decide(attempt, p.Strikes, out, resp, err, &v)
 		c.lim.Settle(p, Outcome{At: now, Sent: true, Response: resp != nil, Pause: v.pause})
 		if v.pause > 0 && s.obs != nil {
 			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.pause, Until: now.Add(v.pause), StatusCode: statusOf(resp)})
@@ -393,13 +401,16 @@ func giveUpReason(r Reason) Reason {
 }
 
 // keyOf returns the request's key.
-func (c *call) keyOf() string {
+func (c *call) keyOf() string { return c.keyWith(requestHost(c.req)) }
+
+// keyWith returns the request's key, given its host (requestHost).
+func (c *call) keyWith(host string) string {
 	if c.s.key != nil {
 		if k := c.s.key(c.req); k != "" {
 			return k
 		}
 	}
-	return requestHost(c.req)
+	return host
 }
 
 // admit waits for the key's limiter before *attempt, for at most maxWait
@@ -408,11 +419,13 @@ func (c *call) keyOf() string {
 // same throttle): *attempt moves on, and when the attempts are spent the
 // request ends with an *AttemptsError wrapping the limiter's error
 // (ErrThrottled), having sent nothing more. lastStatus is the status of the
-// request's own last attempt.
-func (c *call) admit(attempt *int, lastStatus int) (Permit, error) {
+// request's own last attempt. The Permit is stored in *p, also with an
+// error.
+func (c *call) admit(attempt *int, lastStatus int, p *Permit) error {
 	waited := time.Duration(0)
 	for {
-		p, err := c.lim.Wait(c.ctx, c.key, max(c.s.maxWait-waited, 1)) // 1ns: refuse any wait
+		var err error
+		*p, err = c.lim.Wait(c.ctx, c.key, max(c.s.maxWait-waited, 1)) // 1ns: refuse any wait
 		if err == nil {
 			if c.s.obs != nil {
 				if p.Held > 0 {
@@ -422,13 +435,13 @@ func (c *call) admit(attempt *int, lastStatus int) (Permit, error) {
 					c.emit(Event{Kind: EventWait, Reason: ReasonLimit, Attempt: *attempt, Delay: p.Delay})
 				}
 			}
-			return p, nil
+			return nil
 		}
 		if !errors.Is(err, ErrThrottled) {
 			if *attempt > 1 {
-				return p, &AttemptsError{Attempts: *attempt - 1, StatusCode: lastStatus, Err: err}
+				return &AttemptsError{Attempts: *attempt - 1, StatusCode: lastStatus, Err: err}
 			}
-			return p, err
+			return err
 		}
 		var we *WaitError
 		if errors.As(err, &we) {
@@ -439,7 +452,7 @@ func (c *call) admit(attempt *int, lastStatus int) (Permit, error) {
 			if c.s.obs != nil {
 				c.giveUp(*attempt, ReasonAttempts, 0, lastStatus, err)
 			}
-			return p, &AttemptsError{Attempts: *attempt, StatusCode: lastStatus, Reason: ReasonAttempts, Err: err}
+			return &AttemptsError{Attempts: *attempt, StatusCode: lastStatus, Reason: ReasonAttempts, Err: err}
 		}
 		*attempt++
 	}
@@ -449,7 +462,7 @@ func (c *call) admit(attempt *int, lastStatus int) (Permit, error) {
 // copy with the body rewound for a retry, and, when p asks for it, a
 // net/http/httptrace hook that tells the limiter the instant the request is
 // written.
-func (c *call) request(attempt int, p Permit) (*http.Request, error) {
+func (c *call) request(attempt int, pp *Permit) (*http.Request, error) {
 	out := c.send
 	if attempt > 1 {
 		var err error
@@ -457,8 +470,8 @@ func (c *call) request(attempt int, p Permit) (*http.Request, error) {
 			return nil, err
 		}
 	}
-	if p.Track {
-		lim := c.lim
+	if pp.Track {
+		lim, p := c.lim, *pp
 		// WroteRequest comes after the request's bytes were flushed to the
 		// connection (WroteHeaders comes before the flush), so the instant
 		// is never earlier than the server can have seen the request.
@@ -468,10 +481,12 @@ func (c *call) request(attempt int, p Permit) (*http.Request, error) {
 	return out, nil
 }
 
-// decide settles the attempt that ended with resp or err: it charges or
-// refunds the key's retry budget and returns the retry decision (see
-// decide in retry.go) and the instant it was made.
-func (c *call) decide(attempt int, p Permit, out *http.Request, resp *http.Response, err error) (verdict, time.Time) {
+// decide settles the attempt that ended with resp or err, admitted by a
+// Permit with the given Strikes: it charges or refunds the key's retry
+// budget, stores the retry decision (see decide in retry.go) in *v, and
+// returns the instant it was made. On the success path it leaves *v alone
+// (the zero verdict) and returns the zero Time, reading no clock.
+func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Response, err error, v *verdict) time.Time {
 	retry, why := c.s.policy.check(out, resp, err, attempt)
 	status := statusOf(resp)
 	// failed: an outcome that costs budget, a retryable failure whether
@@ -480,18 +495,22 @@ func (c *call) decide(attempt int, p Permit, out *http.Request, resp *http.Respo
 		(err != nil && errClassOf(c.ctx, err) != errFinal)
 	if !failed && status < 400 {
 		c.charge(false) // the success path: one atomic load when nothing failed lately
-		return verdict{}, time.Time{}
+		return time.Time{}
+	}
+	if c.bo == nil {
+		c.bo = &backoffState{s: c.s}
 	}
 	in := attemptEnd{
 		now: time.Now(), attempt: attempt, resp: resp, err: err, retry: retry, why: why,
-		failed: failed, canRetry: c.canRetry, budgetOK: c.charge(failed), strikes: p.Strikes,
+		failed: failed, canRetry: c.canRetry, budgetOK: c.charge(failed), strikes: strikes,
 		maxAttempts: c.s.maxAttempts, maxRetryAfter: c.s.maxRetryAfter, jitter: c.s.jitter,
-		customBackoff: c.s.newBackOff != nil, backoff: c.nextBackoff,
+		customBackoff: c.s.newBackOff != nil, backoff: c.bo.next,
 	}
 	if dl, ok := c.ctx.Deadline(); ok {
 		in.deadline = dl
 	}
-	return decide(in), in.now
+	*v = decide(in)
+	return in.now
 }
 
 // charge settles the attempt with the key's retry budget: a failure takes a
@@ -508,14 +527,14 @@ func (c *call) charge(failed bool) bool {
 	return true
 }
 
-// nextBackoff returns the wait before the next attempt from the request's
+// next returns the wait before the next attempt from the request's
 // backoff schedule, jittered; ok is false when the schedule says stop.
 // throttled selects the default schedule for a throttle (a 429 or 503
 // without a delay: 1s first) over the one for other failures (100ms first);
 // its waits are capped at the lower of DefaultBackoffMax and MaxRetryAfter.
 // A schedule from Transport.NewBackOff is used as given, with waits from
 // 1ns up to MaxRetryAfter.
-func (c *call) nextBackoff(throttled bool) (time.Duration, bool) {
+func (c *backoffState) next(throttled bool) (time.Duration, bool) {
 	if c.bo == nil {
 		if c.s.newBackOff != nil {
 			c.bo, c.floor, c.cap = c.s.newBackOff(), 1, c.s.maxRetryAfter
