@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -88,8 +89,13 @@ type Keyed struct {
 	perShard   int   // a shard's share of MaxKeys
 	sweepEvery int64 // nanoseconds between routine sweeps of a shard
 	shards     []shard
-	_          [64]byte // keep the overflow lock off the fields read on every call
-	over       overflow
+	// states counts the keyStates held (in shards' keys and the overflow
+	// state), so that Settle of a plain outcome can tell without a lock
+	// that no key has a throttle or a queue. Written only when a keyState
+	// is created or swept.
+	states atomic.Int64
+	_      [64]byte // keep the overflow lock off the fields read on every call
+	over   overflow
 }
 
 var _ Limiter = (*Keyed)(nil)
@@ -447,6 +453,7 @@ func (e *entry) state() *keyState {
 		return e.st
 	}
 	e.st = &keyState{}
+	e.k.states.Add(1)
 	if e.over() {
 		e.k.over.st = e.st
 		return e.st
@@ -522,6 +529,7 @@ func (s *shard) sweep(k *Keyed, now int64) int {
 	for h, st := range s.keys {
 		if st.forgettable(now) {
 			delete(s.keys, h)
+			k.states.Add(-1)
 			if _, ok := s.cells[h]; !ok {
 				n++
 			}

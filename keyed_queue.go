@@ -201,13 +201,35 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (Pe
 	if err := ctx.Err(); err != nil {
 		return Permit{Key: key}, &WaitError{Key: key, Err: err}
 	}
-	deadline := int64(noDeadline)
-	if dl, ok := ctx.Deadline(); ok {
-		deadline = sinceEpoch(k.epoch, dl)
-	}
 	start := clampNow(int64(time.Since(k.epoch)))
 	if k.waitFast(start, key) {
 		return Permit{Key: key}, nil
+	}
+	return k.waitSlow(ctx, key, maxWait, start)
+}
+
+// wait is Wait storing the Permit in *p, for the Transport: the Permit
+// does not travel back through the Limiter interface's results.
+func (k *Keyed) wait(ctx context.Context, key string, maxWait time.Duration, p *Permit) error {
+	if err := ctx.Err(); err != nil {
+		*p = Permit{Key: key}
+		return &WaitError{Key: key, Err: err}
+	}
+	start := clampNow(int64(time.Since(k.epoch)))
+	if k.waitFast(start, key) {
+		*p = Permit{Key: key}
+		return nil
+	}
+	var err error
+	*p, err = k.waitSlow(ctx, key, maxWait, start)
+	return err
+}
+
+// waitSlow is Wait past its fast path, from its first clock reading start.
+func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration, start int64) (Permit, error) {
+	deadline := int64(noDeadline)
+	if dl, ok := ctx.Deadline(); ok {
+		deadline = sinceEpoch(k.epoch, dl)
 	}
 	p := Permit{Key: key}
 	var probes uint32
@@ -429,17 +451,23 @@ func (k *Keyed) Depart(p Permit, at time.Time) {
 // [Limiter]: a throttle pauses the key for o.Pause, an answer closes a
 // half-open key when p is its probe, and a probe that ends without an
 // answer hands the role to the next request. The booking of a request that
-// was never sent is given back if its instant has not come. Safe for
-// concurrent use.
-func (k *Keyed) Settle(p Permit, o Outcome) {
-	var t int64
-	if o.At.IsZero() {
-		t = clampNow(int64(time.Since(k.epoch))) // time.Now, read as cheaply
-	} else {
+// was never sent is given back if its instant has not come. A plain
+// outcome (no throttle, a Permit without Track, o.At zero) of a key without
+// a pause, probe or queue reads no clock: it costs a lock at most, and
+// none while no key of the store has any. Safe for concurrent use.
+func (k *Keyed) Settle(p Permit, o Outcome) { k.settle(&p, o) }
+
+// settle is Settle with the Permit passed by pointer, for the Transport.
+func (k *Keyed) settle(p *Permit, o Outcome) {
+	t := int64(0) // not read yet
+	if !o.At.IsZero() {
 		t = sinceEpoch(k.epoch, o.At)
 	}
-	if p.b == nil && o.Pause <= 0 && k.settleFast(t, p.Key) {
-		return
+	if p.b == nil && o.Pause <= 0 && ((t == 0 && k.states.Load() == 0) || k.settleFast(t, p.Key)) {
+		return // no keyState anywhere: nothing to record (see settleFast)
+	}
+	if t == 0 {
+		t = clampNow(int64(time.Since(k.epoch))) // time.Now, read as cheaply
 	}
 	e := k.open(t, p.Key, p.b != nil && p.b.over)
 	st := e.st
@@ -467,15 +495,24 @@ func (k *Keyed) Settle(p Permit, o Outcome) {
 }
 
 // settleFast is Settle at now of a Permit with no booking and an outcome
-// that is no throttle, when the key has no keyState and its shard needs no
-// sweep and is not full (so that the key cannot be on the overflow state):
-// then there is nothing to record but the shard's latest instant, and it
-// reports true. Otherwise it reports false, having changed only that.
+// that is no throttle, when the key has no keyState and its shard is not
+// full (so that the key cannot be on the overflow state) and, if now is
+// known (> 0), needs no sweep: then there is nothing to record, and it
+// reports true. It records now as the shard's latest instant, as open
+// does; with now 0 (Outcome.At zero) it reads no clock, so it neither
+// records an instant nor starts a sweep: a plain success costs no clock
+// reading, and the shard is swept at its next decision instead. Otherwise
+// it reports false, having changed at most the latest instant.
 func (k *Keyed) settleFast(now int64, key string) bool {
 	s, _ := k.locate(key)
 	s.mu.Lock()
-	now = s.advance(now)
-	ok := len(s.keys) == 0 && now-s.last < k.sweepEvery && !s.full(k)
+	ok := len(s.keys) == 0 && !s.full(k)
+	if ok && now > 0 {
+		now = s.advance(now)
+		ok = now-s.last < k.sweepEvery
+	} else if now > 0 {
+		s.advance(now)
+	}
 	s.mu.Unlock()
 	return ok
 }

@@ -299,6 +299,7 @@ type call struct {
 	ctx context.Context
 	key string
 	lim Limiter
+	kd  *Keyed // lim, when it is a *Keyed: called directly, Permits by pointer
 
 	send     *http.Request // what the first attempt sends: req, or a copy
 	canRetry bool          // the body can be sent again
@@ -325,6 +326,7 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 			c.lim = s.pauses
 		}
 	}
+	c.kd, _ = c.lim.(*Keyed)
 	send, replayable, err := prepareBody(req, s.maxBody) // closes req.Body on error
 	if err != nil {
 		return nil, err
@@ -342,7 +344,7 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 		out, err := c.request(attempt, &p)
 		if err != nil {
-			c.lim.Settle(p, Outcome{})
+			c.settle(&p, Outcome{})
 			return nil, &AttemptsError{Attempts: attempt - 1, StatusCode: lastStatus, Err: err}
 		}
 		resp, err := s.base.RoundTrip(out)
@@ -355,7 +357,7 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 		var v verdict
 		now := c.decide(attempt, p.Strikes, out, resp, err, &v)
-		c.lim.Settle(p, Outcome{At: now, Sent: true, Response: resp != nil, Pause: v.pause})
+		c.settle(&p, Outcome{At: now, Sent: true, Response: resp != nil, Pause: v.pause})
 		if v.pause > 0 && s.obs != nil {
 			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.pause, Until: now.Add(v.pause), StatusCode: statusOf(resp)})
 		}
@@ -389,6 +391,15 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 			return nil, &AttemptsError{Attempts: attempt, StatusCode: lastStatus, Err: err}
 		}
 	}
+}
+
+// settle tells the limiter how the attempt of p ended.
+func (c *call) settle(p *Permit, o Outcome) {
+	if c.kd != nil {
+		c.kd.settle(p, o)
+		return
+	}
+	c.lim.Settle(*p, o)
 }
 
 // giveUpReason is the Reason an AttemptsError records for a verdict's why:
@@ -425,7 +436,11 @@ func (c *call) admit(attempt *int, lastStatus int, p *Permit) error {
 	waited := time.Duration(0)
 	for {
 		var err error
-		*p, err = c.lim.Wait(c.ctx, c.key, max(c.s.maxWait-waited, 1)) // 1ns: refuse any wait
+		if maxWait := max(c.s.maxWait-waited, 1); c.kd != nil { // 1ns: refuse any wait
+			err = c.kd.wait(c.ctx, c.key, maxWait, p)
+		} else {
+			*p, err = c.lim.Wait(c.ctx, c.key, maxWait)
+		}
 		if err == nil {
 			if c.s.obs != nil {
 				if p.Held > 0 {
