@@ -225,6 +225,14 @@ func (k *Keyed) wait(ctx context.Context, key string, maxWait time.Duration, p *
 	return err
 }
 
+// admitNow is Wait's fast path alone, for the Transport: it reports whether
+// a request for key is admitted at once with Permit{Key: key} (see
+// waitFast), booking it; if not, nothing is booked and the caller calls
+// Wait (which reads the clock again).
+func (k *Keyed) admitNow(ctx context.Context, key string) bool {
+	return ctx.Err() == nil && k.waitFast(clampNow(int64(time.Since(k.epoch))), key)
+}
+
 // waitSlow is Wait past its fast path, from its first clock reading start.
 func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration, start int64) (Permit, error) {
 	deadline := int64(noDeadline)

@@ -336,7 +336,9 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	lastStatus := 0
 	var p Permit
 	for attempt := 1; ; attempt++ {
-		if err := c.admit(&attempt, lastStatus, &p); err != nil {
+		if c.kd != nil && c.kd.admitNow(c.ctx, c.key) {
+			p = Permit{Key: c.key} // what Wait returns then; no wait, no event
+		} else if err := c.admit(&attempt, lastStatus, &p); err != nil {
 			if attempt == 1 {
 				closeRequestBody(c.send)
 			}
