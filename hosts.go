@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Hosts maps a host to the [Limit] that paces requests to it, for
@@ -90,7 +91,12 @@ func requestHost(req *http.Request) string {
 	if req.URL != nil && req.URL.Host != "" {
 		h = req.URL.Host
 	}
-	return strings.ToLower(h)
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			return strings.ToLower(h)
+		}
+	}
+	return h // already lower case: what strings.ToLower would return
 }
 
 // validateHosts reports the first invalid entry of h as a *ConfigError

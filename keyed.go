@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -81,14 +82,20 @@ type KeyedOptions struct {
 // clock.
 type Keyed struct {
 	alg        algorithm // nil: no limit, pauses only
+	g          *gcra     // alg's GCRA core for token buckets and pacers, else nil
 	epoch      time.Time
 	seed       maphash.Seed
 	shift      uint  // 64 - log2(len(shards)); the shard is hash >> shift
 	perShard   int   // a shard's share of MaxKeys
 	sweepEvery int64 // nanoseconds between routine sweeps of a shard
 	shards     []shard
-	_          [64]byte // keep the overflow lock off the fields read on every call
-	over       overflow
+	// states counts the keyStates held (in shards' keys and the overflow
+	// state), so that Settle of a plain outcome can tell without a lock
+	// that no key has a throttle or a queue. Written only when a keyState
+	// is created or swept.
+	states atomic.Int64
+	_      [64]byte // keep the overflow lock off the fields read on every call
+	over   overflow
 }
 
 var _ Limiter = (*Keyed)(nil)
@@ -150,6 +157,9 @@ func NewKeyed(l Limit, o KeyedOptions) (*Keyed, error) {
 	}
 	if l.alg != nil {
 		k.sweepEvery = max(l.alg.span(), minSweepEvery)
+		if a, ok := l.alg.(interface{ core() *gcra }); ok {
+			k.g = a.core()
+		}
 	}
 	for i := range k.shards {
 		k.shards[i].cells = make(map[uint64]words)
@@ -188,17 +198,53 @@ func (k *Keyed) ReserveAt(now time.Time, key string, n int, maxWait time.Duratio
 // if so. It never books units for later use, and returns false while the key
 // is paused and for n <= 0. Safe for concurrent use.
 func (k *Keyed) AllowAt(now time.Time, key string, n int) bool {
-	e := k.open(sinceEpoch(k.epoch, now), key, false)
-	_, err := decideCell(k.alg, e.c, e.pause(), e.now, n, 0, noDeadline, false)
-	e.close(err == nil)
-	return err == nil
+	if n == 1 {
+		return k.allow1(sinceEpoch(k.epoch, now), key)
+	}
+	return k.allow(sinceEpoch(k.epoch, now), key, n)
 }
 
 // Allow is AllowAt(time.Now(), key, 1), reading the monotonic clock
 // through time.Since, which costs about half of time.Now. Safe for
 // concurrent use.
 func (k *Keyed) Allow(key string) bool {
-	e := k.open(clampNow(int64(time.Since(k.epoch))), key, false)
+	return k.allow1(clampNow(int64(time.Since(k.epoch))), key)
+}
+
+// allow is AllowAt on nanoseconds since the epoch.
+func (k *Keyed) allow(now int64, key string, n int) bool {
+	e := k.open(now, key, false)
+	_, err := decideCell(k.alg, e.c, e.pause(), e.now, n, 0, noDeadline, false)
+	e.close(err == nil)
+	return err == nil
+}
+
+// allow1 is allow for one unit. For a GCRA limit (token bucket, pacer) on a
+// key with no keyState in a shard that needs no sweep, it decides in place
+// with gcra.allow1 (the same decision as decideCell's earliest and book for
+// one unit at now, without the interface calls or the scratch cell); in
+// every other case it takes the general path.
+func (k *Keyed) allow1(now int64, key string) bool {
+	s, h := k.locate(key)
+	s.mu.Lock()
+	now = s.advance(now)
+	if k.g != nil && len(s.keys) == 0 && now-s.last < k.sweepEvery {
+		// No keyState: no pause. GCRA cells have no extension.
+		w, tracked := s.cells[h]
+		if tracked || !s.full(k) {
+			c := cell{a: w.a, b: w.b}
+			ok := k.g.allow1(&c, now)
+			if ok {
+				s.cells[h] = words{c.a, c.b}
+				if !tracked && len(s.cells) > s.peak {
+					s.peak = len(s.cells)
+				}
+			}
+			s.mu.Unlock()
+			return ok
+		}
+	}
+	e := k.openLocked(s, h, now, false)
 	_, err := decideCell(k.alg, e.c, e.pause(), e.now, 1, 0, noDeadline, false)
 	e.close(err == nil)
 	return err == nil
@@ -339,8 +385,21 @@ type entry struct {
 func (k *Keyed) open(now int64, key string, over bool) entry {
 	s, h := k.locate(key)
 	s.mu.Lock()
+	return k.openLocked(s, h, s.advance(now), over)
+}
+
+// advance returns the instant to decide at for a request at now: now, or
+// the shard's last sweep or latest decided instant if later, and records
+// it as the latest decided on. s.mu must be held.
+func (s *shard) advance(now int64) int64 {
 	now = max(now, s.last, s.seen)
 	s.seen = now
+	return now
+}
+
+// openLocked is open once s, the shard of the key hashed to h, is locked
+// and now has been advanced (shard.advance).
+func (k *Keyed) openLocked(s *shard, h uint64, now int64, over bool) entry {
 	if now-s.last >= k.sweepEvery {
 		s.sweep(k, now)
 	}
@@ -394,6 +453,7 @@ func (e *entry) state() *keyState {
 		return e.st
 	}
 	e.st = &keyState{}
+	e.k.states.Add(1)
 	if e.over() {
 		e.k.over.st = e.st
 		return e.st
@@ -469,6 +529,7 @@ func (s *shard) sweep(k *Keyed, now int64) int {
 	for h, st := range s.keys {
 		if st.forgettable(now) {
 			delete(s.keys, h)
+			k.states.Add(-1)
 			if _, ok := s.cells[h]; !ok {
 				n++
 			}

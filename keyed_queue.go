@@ -204,16 +204,52 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (Pe
 	if err := ctx.Err(); err != nil {
 		return Permit{Key: key}, &WaitError{Key: key, Err: err}
 	}
+	start := clampNow(int64(time.Since(k.epoch)))
+	if k.waitFast(start, key) {
+		return Permit{Key: key}, nil
+	}
+	return k.waitSlow(ctx, key, maxWait, start)
+}
+
+// wait is Wait storing the Permit in *p, for the Transport: the Permit
+// does not travel back through the Limiter interface's results.
+func (k *Keyed) wait(ctx context.Context, key string, maxWait time.Duration, p *Permit) error {
+	if err := ctx.Err(); err != nil {
+		*p = Permit{Key: key}
+		return &WaitError{Key: key, Err: err}
+	}
+	start := clampNow(int64(time.Since(k.epoch)))
+	if k.waitFast(start, key) {
+		*p = Permit{Key: key}
+		return nil
+	}
+	var err error
+	*p, err = k.waitSlow(ctx, key, maxWait, start)
+	return err
+}
+
+// admitNow is Wait's fast path alone, for the Transport: it reports whether
+// a request for key is admitted at once with Permit{Key: key} (see
+// waitFast), booking it; if not, nothing is booked and the caller calls
+// Wait (which reads the clock again).
+func (k *Keyed) admitNow(ctx context.Context, key string) bool {
+	return ctx.Err() == nil && k.waitFast(clampNow(int64(time.Since(k.epoch))), key)
+}
+
+// waitSlow is Wait past its fast path, from its first clock reading start.
+func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration, start int64) (Permit, error) {
 	deadline := int64(noDeadline)
 	if dl, ok := ctx.Deadline(); ok {
 		deadline = sinceEpoch(k.epoch, dl)
 	}
-	start := clampNow(int64(time.Since(k.epoch)))
 	p := Permit{Key: key}
 	var probes uint32
 	var b *booking
 	for first := true; ; first = false {
-		now := clampNow(int64(time.Since(k.epoch)))
+		now := start // the first look is at the start
+		if !first {
+			now = clampNow(int64(time.Since(k.epoch)))
+		}
 		left := time.Duration(0)
 		if maxWait > 0 {
 			left = max(maxWait-time.Duration(now-start), 1) // 1ns: refuse any wait
@@ -303,6 +339,51 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (Pe
 	}
 }
 
+// waitFast is Wait's first look at key at now when the answer is plain: the
+// key has no keyState (no pause, no probe, no queue), its shard needs no
+// sweep and is not full, and either there is no limit, or the limit is a
+// GCRA one (token bucket, pacer) with at least two units free at now, so
+// that one leaves at once and the limit does not bind (Track stays false).
+// It then books the unit and reports true: the general path would return
+// Permit{Key: key}. Otherwise it changes nothing (but the shard's latest
+// instant, as open would) and reports false.
+func (k *Keyed) waitFast(now int64, key string) bool {
+	s, h := k.locate(key)
+	s.mu.Lock()
+	now = s.advance(now)
+	if len(s.keys) != 0 || now-s.last >= k.sweepEvery || (k.alg != nil && k.g == nil) {
+		s.mu.Unlock()
+		return false
+	}
+	if k.alg == nil {
+		if s.full(k) { // a new key of a full shard opens the overflow state
+			s.mu.Unlock()
+			return false
+		}
+		s.mu.Unlock()
+		return true
+	}
+	w, tracked := s.cells[h]
+	if !tracked && s.full(k) {
+		s.mu.Unlock()
+		return false
+	}
+	// gcra.earliest at now is now when tat−now <= τ−i; after booking one
+	// unit (TAT = tat+i) the next is free at now too when tat−now <= τ−2i.
+	g := k.g
+	tat := max(w.a, now)
+	if tat-now > g.tau-2*g.i {
+		s.mu.Unlock()
+		return false
+	}
+	s.cells[h] = words{tat + g.i, max(w.b, now)}
+	if !tracked && len(s.cells) > s.peak {
+		s.peak = len(s.cells)
+	}
+	s.mu.Unlock()
+	return true
+}
+
 // sleepBooked waits for b's slot, following its moves. It returns again
 // when a pause gave the booking back, and a *WaitError when ctx ends or the
 // slot moved past the deadline (the booking then leaves the queue).
@@ -365,14 +446,24 @@ func (k *Keyed) Depart(p Permit, at time.Time) {
 // [Limiter]: a throttle pauses the key for o.Pause, an answer closes a
 // half-open key when p is its probe, and a probe that ends without an
 // answer hands the role to the next request. The booking of a request that
-// was never sent is given back if its instant has not come. Safe for
-// concurrent use.
-func (k *Keyed) Settle(p Permit, o Outcome) {
-	at := o.At
-	if at.IsZero() {
-		at = time.Now()
+// was never sent is given back if its instant has not come. A plain
+// outcome (no throttle, a Permit without Track, o.At zero) of a key without
+// a pause, probe or queue reads no clock: it costs a lock at most, and
+// none while no key of the store has any. Safe for concurrent use.
+func (k *Keyed) Settle(p Permit, o Outcome) { k.settle(&p, o) }
+
+// settle is Settle with the Permit passed by pointer, for the Transport.
+func (k *Keyed) settle(p *Permit, o Outcome) {
+	t := int64(0) // not read yet
+	if !o.At.IsZero() {
+		t = sinceEpoch(k.epoch, o.At)
 	}
-	t := sinceEpoch(k.epoch, at)
+	if p.b == nil && o.Pause <= 0 && ((t == 0 && k.states.Load() == 0) || k.settleFast(t, p.Key)) {
+		return // no keyState anywhere: nothing to record (see settleFast)
+	}
+	if t == 0 {
+		t = clampNow(int64(time.Since(k.epoch))) // time.Now, read as cheaply
+	}
 	e := k.open(t, p.Key, p.b != nil && p.b.over)
 	st := e.st
 	if st != nil && p.b != nil {
@@ -396,6 +487,29 @@ func (k *Keyed) Settle(p Permit, o Outcome) {
 		st.broadcast()
 	}
 	e.close(e.c != nil && (e.tracked || o.Pause > 0))
+}
+
+// settleFast is Settle at now of a Permit with no booking and an outcome
+// that is no throttle, when the key has no keyState and its shard is not
+// full (so that the key cannot be on the overflow state) and, if now is
+// known (> 0), needs no sweep: then there is nothing to record, and it
+// reports true. It records now as the shard's latest instant, as open
+// does; with now 0 (Outcome.At zero) it reads no clock, so it neither
+// records an instant nor starts a sweep: a plain success costs no clock
+// reading, and the shard is swept at its next decision instead. Otherwise
+// it reports false, having changed at most the latest instant.
+func (k *Keyed) settleFast(now int64, key string) bool {
+	s, _ := k.locate(key)
+	s.mu.Lock()
+	ok := len(s.keys) == 0 && !s.full(k)
+	if ok && now > 0 {
+		now = s.advance(now)
+		ok = now-s.last < k.sweepEvery
+	} else if now > 0 {
+		s.advance(now)
+	}
+	s.mu.Unlock()
+	return ok
 }
 
 // refuseWait returns the error for a wait of d that ends at until, when it

@@ -247,15 +247,17 @@ func (p *RetryPolicy) checkResponse(req *http.Request, resp *http.Response) (boo
 	if resp == nil {
 		return false, ""
 	}
-	if hint := trimOWS(headerValue(resp.Header, hdrStripeShouldRetry)); hint != "" && resp.StatusCode >= 400 {
-		switch {
-		case strings.EqualFold(hint, "false"):
-			return false, reasonServerSaysNo
-		case strings.EqualFold(hint, "true"):
-			if !p.replaySafe(req) {
-				return false, reasonUnsafeMethod
+	if resp.StatusCode >= 400 { // the hint counts on error responses only: no header lookup on success
+		if hint := trimOWS(headerValue(resp.Header, hdrStripeShouldRetry)); hint != "" {
+			switch {
+			case strings.EqualFold(hint, "false"):
+				return false, reasonServerSaysNo
+			case strings.EqualFold(hint, "true"):
+				if !p.replaySafe(req) {
+					return false, reasonUnsafeMethod
+				}
+				return true, reasonServerSaysYes
 			}
-			return true, reasonServerSaysYes
 		}
 	}
 	if !p.retryStatus(resp.StatusCode) {

@@ -319,10 +319,17 @@ type call struct {
 	ctx context.Context
 	key string
 	lim Limiter
+	kd  *Keyed // lim, when it is a *Keyed: called directly, Permits by pointer
 
 	send     *http.Request // what the first attempt sends: req, or a copy
 	canRetry bool          // the body can be sent again
 
+	bo *backoffState // made at the first failure; a pointer, so that the call itself stays on the stack
+}
+
+// backoffState is a request's backoff schedule.
+type backoffState struct {
+	s        *state
 	bo       backoff.BackOff // the request's schedule, made at its first backoff
 	floor    time.Duration   // shortest backoff wait
 	cap      time.Duration   // longest backoff wait
@@ -331,13 +338,15 @@ type call struct {
 
 func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	c := call{s: s, req: req, ctx: req.Context()}
-	c.key = c.keyOf()
+	host := requestHost(req)
+	c.key = c.keyWith(host)
 	c.lim = s.limiter
 	if c.lim == nil {
-		if c.lim = s.hosts.forHost(requestHost(req)); c.lim == nil {
+		if c.lim = s.hosts.forHost(host); c.lim == nil {
 			c.lim = s.pauses
 		}
 	}
+	c.kd, _ = c.lim.(*Keyed)
 	send, replayable, err := prepareBody(req, s.maxBody) // closes req.Body on error
 	if err != nil {
 		return nil, err
@@ -345,17 +354,19 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	c.send, c.canRetry = s.policy.withIdempotencyKey(send), replayable
 
 	lastStatus := 0
+	var p Permit
 	for attempt := 1; ; attempt++ {
-		p, err := c.admit(&attempt, lastStatus)
-		if err != nil {
+		if c.kd != nil && c.kd.admitNow(c.ctx, c.key) {
+			p = Permit{Key: c.key} // what Wait returns then; no wait, no event
+		} else if err := c.admit(&attempt, lastStatus, &p); err != nil {
 			if attempt == 1 {
 				closeRequestBody(c.send)
 			}
 			return nil, err
 		}
-		out, err := c.request(attempt, p)
+		out, err := c.request(attempt, &p)
 		if err != nil {
-			c.lim.Settle(p, Outcome{})
+			c.settle(&p, Outcome{})
 			return nil, &AttemptsError{Attempts: attempt - 1, StatusCode: lastStatus, Err: err}
 		}
 		resp, err := s.base.RoundTrip(out)
@@ -366,8 +377,9 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 		if resp == nil && err == nil {
 			err = fmt.Errorf("pace: %T returned no response and no error", s.base)
 		}
-		v, now := c.decide(attempt, p, out, resp, err)
-		c.lim.Settle(p, Outcome{At: now, Sent: true, Response: resp != nil, Pause: v.pause})
+		var v verdict
+		now := c.decide(attempt, p.Strikes, out, resp, err, &v)
+		c.settle(&p, Outcome{At: now, Sent: true, Response: resp != nil, Pause: v.pause})
 		if v.pause > 0 && s.obs != nil {
 			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.pause, Until: now.Add(v.pause), StatusCode: statusOf(resp)})
 		}
@@ -403,6 +415,15 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// settle tells the limiter how the attempt of p ended.
+func (c *call) settle(p *Permit, o Outcome) {
+	if c.kd != nil {
+		c.kd.settle(p, o)
+		return
+	}
+	c.lim.Settle(*p, o)
+}
+
 // giveUpReason is the Reason an AttemptsError records for a verdict's why:
 // empty for the reasons of a retry.
 func giveUpReason(r Reason) Reason {
@@ -413,13 +434,16 @@ func giveUpReason(r Reason) Reason {
 }
 
 // keyOf returns the request's key.
-func (c *call) keyOf() string {
+func (c *call) keyOf() string { return c.keyWith(requestHost(c.req)) }
+
+// keyWith returns the request's key, given its host (requestHost).
+func (c *call) keyWith(host string) string {
 	if c.s.key != nil {
 		if k := c.s.key(c.req); k != "" {
 			return k
 		}
 	}
-	return requestHost(c.req)
+	return host
 }
 
 // admit waits for the key's limiter before *attempt, for at most maxWait
@@ -428,11 +452,17 @@ func (c *call) keyOf() string {
 // same throttle): *attempt moves on, and when the attempts are spent the
 // request ends with an *AttemptsError wrapping the limiter's error
 // (ErrThrottled), having sent nothing more. lastStatus is the status of the
-// request's own last attempt.
-func (c *call) admit(attempt *int, lastStatus int) (Permit, error) {
+// request's own last attempt. The Permit is stored in *p, also with an
+// error.
+func (c *call) admit(attempt *int, lastStatus int, p *Permit) error {
 	waited := time.Duration(0)
 	for {
-		p, err := c.lim.Wait(c.ctx, c.key, max(c.s.maxWait-waited, 1)) // 1ns: refuse any wait
+		var err error
+		if maxWait := max(c.s.maxWait-waited, 1); c.kd != nil { // 1ns: refuse any wait
+			err = c.kd.wait(c.ctx, c.key, maxWait, p)
+		} else {
+			*p, err = c.lim.Wait(c.ctx, c.key, maxWait)
+		}
 		if err == nil {
 			if c.s.obs != nil {
 				if p.Held > 0 {
@@ -442,13 +472,13 @@ func (c *call) admit(attempt *int, lastStatus int) (Permit, error) {
 					c.emit(Event{Kind: EventWait, Reason: ReasonLimit, Attempt: *attempt, Delay: p.Delay})
 				}
 			}
-			return p, nil
+			return nil
 		}
 		if !errors.Is(err, ErrThrottled) {
 			if *attempt > 1 {
-				return p, &AttemptsError{Attempts: *attempt - 1, StatusCode: lastStatus, Err: err}
+				return &AttemptsError{Attempts: *attempt - 1, StatusCode: lastStatus, Err: err}
 			}
-			return p, err
+			return err
 		}
 		var we *WaitError
 		if errors.As(err, &we) {
@@ -459,7 +489,7 @@ func (c *call) admit(attempt *int, lastStatus int) (Permit, error) {
 			if c.s.obs != nil {
 				c.giveUp(*attempt, ReasonAttempts, 0, lastStatus, err)
 			}
-			return p, &AttemptsError{Attempts: *attempt, StatusCode: lastStatus, Reason: ReasonAttempts, Err: err}
+			return &AttemptsError{Attempts: *attempt, StatusCode: lastStatus, Reason: ReasonAttempts, Err: err}
 		}
 		*attempt++
 	}
@@ -469,7 +499,7 @@ func (c *call) admit(attempt *int, lastStatus int) (Permit, error) {
 // copy with the body rewound for a retry, and, when p asks for it, a
 // net/http/httptrace hook that tells the limiter the instant the request is
 // written.
-func (c *call) request(attempt int, p Permit) (*http.Request, error) {
+func (c *call) request(attempt int, pp *Permit) (*http.Request, error) {
 	out := c.send
 	if attempt > 1 {
 		var err error
@@ -477,8 +507,8 @@ func (c *call) request(attempt int, p Permit) (*http.Request, error) {
 			return nil, err
 		}
 	}
-	if p.Track {
-		lim := c.lim
+	if pp.Track {
+		lim, p := c.lim, *pp
 		// WroteRequest comes after the request's bytes were flushed to the
 		// connection (WroteHeaders comes before the flush), so the instant
 		// is never earlier than the server can have seen the request.
@@ -488,10 +518,12 @@ func (c *call) request(attempt int, p Permit) (*http.Request, error) {
 	return out, nil
 }
 
-// decide settles the attempt that ended with resp or err: it charges or
-// refunds the key's retry budget and returns the retry decision (see
-// decide in retry.go) and the instant it was made.
-func (c *call) decide(attempt int, p Permit, out *http.Request, resp *http.Response, err error) (verdict, time.Time) {
+// decide settles the attempt that ended with resp or err, admitted by a
+// Permit with the given Strikes: it charges or refunds the key's retry
+// budget, stores the retry decision (see decide in retry.go) in *v, and
+// returns the instant it was made. On the success path it leaves *v alone
+// (the zero verdict) and returns the zero Time, reading no clock.
+func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Response, err error, v *verdict) time.Time {
 	retry, why := c.s.policy.check(out, resp, err, attempt)
 	status := statusOf(resp)
 	// failed: an outcome that costs budget, a retryable failure whether
@@ -500,18 +532,22 @@ func (c *call) decide(attempt int, p Permit, out *http.Request, resp *http.Respo
 		(err != nil && errClassOf(c.ctx, err) != errFinal)
 	if !failed && status < 400 {
 		c.charge(false) // the success path: one atomic load when nothing failed lately
-		return verdict{}, time.Time{}
+		return time.Time{}
+	}
+	if c.bo == nil {
+		c.bo = &backoffState{s: c.s}
 	}
 	in := attemptEnd{
 		now: time.Now(), attempt: attempt, resp: resp, err: err, retry: retry, why: why,
-		failed: failed, canRetry: c.canRetry, budgetOK: c.charge(failed), strikes: p.Strikes,
+		failed: failed, canRetry: c.canRetry, budgetOK: c.charge(failed), strikes: strikes,
 		maxAttempts: c.s.maxAttempts, maxRetryAfter: c.s.maxRetryAfter, jitter: c.s.jitter,
-		customBackoff: c.s.newBackOff != nil, backoff: c.nextBackoff,
+		customBackoff: c.s.newBackOff != nil, backoff: c.bo.next,
 	}
 	if dl, ok := c.ctx.Deadline(); ok {
 		in.deadline = dl
 	}
-	return decide(in), in.now
+	*v = decide(in)
+	return in.now
 }
 
 // charge settles the attempt with the key's retry budget: a failure takes a
@@ -528,14 +564,14 @@ func (c *call) charge(failed bool) bool {
 	return true
 }
 
-// nextBackoff returns the wait before the next attempt from the request's
+// next returns the wait before the next attempt from the request's
 // backoff schedule, jittered; ok is false when the schedule says stop.
 // throttled selects the default schedule for a throttle (a 429 or 503
 // without a delay: 1s first) over the one for other failures (100ms first);
 // its waits are capped at the lower of DefaultBackoffMax and MaxRetryAfter.
 // A schedule from Transport.NewBackOff is used as given, with waits from
 // 1ns up to MaxRetryAfter.
-func (c *call) nextBackoff(throttled bool) (time.Duration, bool) {
+func (c *backoffState) next(throttled bool) (time.Duration, bool) {
 	if c.bo == nil {
 		if c.s.newBackOff != nil {
 			c.bo, c.floor, c.cap = c.s.newBackOff(), 1, c.s.maxRetryAfter

@@ -94,6 +94,13 @@ var contestants = []contestant{
 		}
 		return store{allow: func(key string) bool { return k.AllowAt(time.Now(), key, 1) }}
 	}},
+	{"pace.Keyed.Allow", func(b *testing.B, n int, per time.Duration) store {
+		k, err := pace.NewKeyed(pace.Bucket(pace.Rate{N: n, Per: per}, n), pace.KeyedOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return store{allow: k.Allow}
+	}},
 	{"pace.Keyed.Wait", func(b *testing.B, n int, per time.Duration) store {
 		k, err := pace.NewKeyed(pace.Bucket(pace.Rate{N: n, Per: per}, n), pace.KeyedOptions{})
 		if err != nil {
