@@ -134,8 +134,8 @@ func (e *WaitError) Unwrap() error { return e.Err }
 // before an attempt refused, or the context ending during a wait. errors.Is
 // and errors.As see through it to Err.
 type AttemptsError struct {
-	Attempts   int    // the attempts sent, the first included
-	StatusCode int    // status of the last response received and discarded; 0 if the last attempt got none
+	Attempts   int    // the attempts made, the first included: those sent, and the throttled answers of the key's probe that counted as this request's (see Transport)
+	StatusCode int    // status of the last response received and discarded, the probe's for a request that waited behind it; 0 if the last attempt got none
 	Reason     Reason // why a retryable failure was not retried; empty when Err explains the end
 	Err        error  // the last transport error, or why retrying stopped
 }

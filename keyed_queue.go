@@ -260,7 +260,7 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 				probes = st.th.probes
 			} else if st.th.probes != probes {
 				e.close(false)
-				return p, &WaitError{Key: key, Delay: p.Held, Err: ErrThrottled}
+				return p, &WaitError{Key: key, Err: ErrThrottled} // p.Held says how long it waited
 			}
 			switch st.th.admit(e.now) {
 			case admitPaused:

@@ -54,7 +54,10 @@ func RetryAfter(resp *http.Response, now time.Time) (d time.Duration, ok bool) {
 // Too Many Requests (RFC 6585 §4), or a 503 Service Unavailable (RFC 9110
 // §15.6.4) that names a delay, the answers on which a [Transport] pauses
 // the request's whole key. delay is the server's delay as [RetryAfter]
-// reads it, 0 when it gave none. A 503 without a delay is an outage, not a
+// reads it, 0 when it gave none or named now or a past instant (use
+// RetryAfter to tell those apart: a Transport pauses the key for
+// DefaultThrottlePause after a 429 without a delay, for MinThrottlePause
+// after one whose delay is zero). A 503 without a delay is an outage, not a
 // throttle. A nil resp gives 0, false. It does not read the body and is
 // safe for concurrent use.
 func Throttled(resp *http.Response, now time.Time) (delay time.Duration, ok bool) {

@@ -62,8 +62,8 @@ const DefaultMaxWait = 5 * time.Minute
 // half a millisecond (a tenth of the limit's interval, if that is shorter)
 // for the server's own clock and scheduling, so that no two requests reach the
 // server closer than the limit allows even when one of them waited for a
-// new connection. Measured against nginx limit_req at exactly its rate: no
-// 429, 1% slower than the ideal.
+// new connection. Measured against nginx limit_req at exactly its rate, on
+// an otherwise idle 2-core machine: no 429, 1% slower than the ideal.
 //
 // # Contract
 //
@@ -480,10 +480,7 @@ func (c *call) admit(attempt *int, lastStatus int, p *Permit) error {
 			}
 			return err
 		}
-		var we *WaitError
-		if errors.As(err, &we) {
-			waited += we.Delay
-		}
+		waited += p.Held // the Permit says how long it waited, also with an error
 		lastStatus = http.StatusTooManyRequests
 		if *attempt >= c.s.maxAttempts {
 			if c.s.obs != nil {
