@@ -388,7 +388,6 @@ func (k *Keyed) waitFast(now int64, key string) bool {
 // when a pause gave the booking back, and a *WaitError when ctx ends or the
 // slot moved past the deadline (the booking then leaves the queue).
 func (k *Keyed) sleepBooked(ctx context.Context, key string, b *booking, deadline int64) (again bool, err error) {
-	napped := false
 	for {
 		now := clampNow(int64(time.Since(k.epoch)))
 		e := k.open(now, key, b.over)
@@ -409,28 +408,10 @@ func (k *Keyed) sleepBooked(ctx context.Context, key string, b *booking, deadlin
 		}
 		ch := e.st.waitCh()
 		e.close(false)
-		if d <= timerSlack && !napped {
-			// Go's timers fire up to a millisecond late, which would add as
-			// much to every gap of a binding limit: the last stretch is
-			// slept by the operating system instead, once (inside a
-			// testing/synctest bubble, where the clock stands still, the
-			// next turn sleeps on the bubble's timer).
-			napped = preciseSleep(d)
-			if napped {
-				continue
-			}
-		}
-		sleep := d
-		if d > timerSlack {
-			sleep -= timerSlack
-		}
-		if err := sleepOn(ctx, key, sleep, ch); err != nil {
+		if err := sleepOn(ctx, key, d, ch); err != nil {
 			e := k.open(clampNow(int64(time.Since(k.epoch))), key, b.over)
 			e.withdraw(b)
 			e.close(true)
-			if we, ok := err.(*WaitError); ok {
-				we.Delay = d // the wait for the slot
-			}
 			return false, err
 		}
 	}
@@ -555,9 +536,3 @@ func refuseWait(key string, d, left time.Duration, until, deadline int64) error 
 // top, so that the gap is never shorter than the interval plus the margin.
 // The pause after a 429 absorbs what it does not cover.
 func departMargin(interval int64) int64 { return min(int64(time.Millisecond)/2, interval/10) }
-
-// timerSlack is how late Go's timers may fire (the runtime's poller waits
-// in whole milliseconds): a booked wait sleeps on a timer until this much
-// before its slot, and the rest in preciseSleep. Measured: a median of
-// 1 ms after the slot on timers alone, 0.1 ms this way.
-const timerSlack = 1500 * time.Microsecond
