@@ -59,11 +59,12 @@ const DefaultMaxWait = 5 * time.Minute
 // Transport tells the Limiter when each request was actually written to the
 // connection (net/http/httptrace's WroteRequest), and a request that left
 // later than its slot pushes the key's later slots back by as much, plus
-// half a millisecond (a tenth of the limit's interval, if that is shorter)
-// for the server's own clock and scheduling, so that no two requests reach the
+// 1.5 ms (a twentieth of the limit's interval, if that is shorter) for the
+// server's own clock and scheduling, so that no two requests reach the
 // server closer than the limit allows even when one of them waited for a
 // new connection. Measured against nginx limit_req at exactly its rate, on
-// an otherwise idle 2-core machine: no 429, 1% slower than the ideal.
+// an otherwise idle 2-core machine: no 429, 2.3% slower than the ideal at
+// 10 r/s.
 //
 // # Contract
 //

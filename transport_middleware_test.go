@@ -23,7 +23,7 @@ import (
 // request delayed on its way lets the N+1st of a window arrive less than a
 // second after the first.
 func TestTransportAtExactLimitOfSlidingLogServer(t *testing.T) {
-	const n, calls, workers = 20, 100, 8
+	const n, calls, workers = 10, 60, 4
 	m, err := middleware.New(middleware.Options{Limit: pace.Sliding(pace.PerSecond(n))})
 	require.NoError(t, err)
 	var ok, refused atomic.Int64

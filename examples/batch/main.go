@@ -29,8 +29,9 @@
 // request that leaves late (a new connection, a timer firing late) puts it
 // and the next one closer than 1/rate on the wire. pace counts a request's
 // slot where it actually leaves (net/http/httptrace), so a late departure
-// pushes the key's later slots back, with a built-in margin of 0.5 ms for
-// the server's own clock and scheduling; see pace.Transport.
+// pushes the key's later slots back, with a built-in margin (1.5 ms, or a
+// twentieth of the interval) for the server's own clock and scheduling; see
+// pace.Transport.
 // -margin paces further below the limit, for an API whose limit is not
 // known exactly.
 //
@@ -43,8 +44,8 @@
 // but only by putting rate requests into one instant, which an API stating
 // "N per second" rarely welcomes and a pacer never does.) On a clean run the
 // elapsed time is about 110% of the ideal: each 13.3 ms gap at 75/s grows
-// by pace's 0.5 ms margin and the up to 1 ms by which Go's timers fire
-// late; at 10/s the same costs about 1%.
+// by pace's margin (0.67 ms there) and the up to 1 ms by which Go's timers
+// fire late; at 10/s the two cost about 2%.
 //
 // # Other APIs
 //

@@ -214,6 +214,7 @@ func startNginx(t testing.TB, bin string, build nginxBuild, conf NginxConf) (*Ng
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
 	n.p = p
+	favour(cmd.Process.Pid)
 	if err := p.waitReady(n.host); err != nil {
 		_ = p.stop()
 		return nil, fmt.Errorf("%v; error.log: %s", err, tail(n.errorLog, 3))
