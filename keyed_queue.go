@@ -533,7 +533,7 @@ func refuseWait(key string, d, left time.Duration, until, deadline int64) error 
 // behind net/http's server in a test binary built with -race, saw the 11th
 // request of a window up to about a millisecond less than a second after
 // the first. With 0.5 ms, those tests met a 429 in about one run in three;
-// with 1.5 ms, in none of 20. Go's timers add their own lateness (up to
+// with 1.5 ms, in none of 8. Go's timers add their own lateness (up to
 // 1 ms) to every gap, and the margin comes on top: at 10 r/s the two cost
 // about 2.3 % of the rate. The pause after a 429 absorbs what the margin
 // does not cover.
