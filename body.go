@@ -13,7 +13,7 @@ import (
 // DefaultMaxBufferedBody is the default limit, in bytes, on a request body
 // that pace reads into memory so that it can send it again: 1 MiB. A body
 // with no GetBody and longer than the limit is sent once, complete, and the
-// request is not retried (case C06): pace never sends an empty or short body.
+// request is not retried (philippta/trip#1): pace never sends an empty or short body.
 // Bodies with GetBody (those http.NewRequest builds from a *bytes.Buffer,
 // *bytes.Reader or *strings.Reader) are rewound with it and never buffered.
 const DefaultMaxBufferedBody = 1 << 20
@@ -54,7 +54,7 @@ var errBodyNotReplayable = errors.New("pace: request body cannot be sent again")
 // DefaultMaxBufferedBody. If reading fails, prepareBody closes req.Body and
 // returns the error, wrapped. Because a GetBody is set on the clone,
 // http.Transport's own replay after an HTTP/2 GOAWAY can also resend the
-// body (case C15).
+// body (golang/go#39086, golang/go#25009).
 func prepareBody(req *http.Request, limit int64) (out *http.Request, replayable bool, err error) {
 	if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil {
 		return req, true, nil

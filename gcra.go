@@ -85,7 +85,7 @@ func (g *gcra) book(c *cell, _, t int64, n int) {
 // overlaps is given back, as golang.org/x/time/rate's Reservation.CancelAt
 // does: TAT −= max(0, n·i − (L − t)), where L bounds the latest booking. When
 // nothing was booked after t, TAT moves back by exactly n·i, so cancelling a
-// group of reservations latest first restores the state exactly (case C16).
+// group of reservations latest first restores the state exactly (thrasher-corp/gocryptotrader#2371).
 // The cut keeps the promise: booking maintains TAT >= s + W(s)·i for every
 // held booking instant s, where W(s) counts the units held at or after s, and
 // that is all the promise needs; units after t number at most

@@ -128,7 +128,7 @@ func backoffBounds(initial, maxDelay time.Duration) (time.Duration, time.Duratio
 // doubled n-1 times, capped at maxDelay, the cap taking over once a delay
 // reaches half of it, as ExponentialBackOff does. It never computes 2^n: it
 // doubles at most 63 times, since a delay of at least 1 ns reaches any cap by
-// then, so the cost is bounded for every n and nothing overflows (case C10).
+// then, so the cost is bounded for every n and nothing overflows (carlescere/goback#5).
 // It lets a caller derive a delay from a count (such as a key's consecutive
 // throttles) without keeping a policy. Pure and safe for concurrent use.
 func backoffDelay(n int, initial, maxDelay time.Duration) time.Duration {

@@ -52,7 +52,7 @@ type KeyedOptions struct {
 // full again, a window limiter idle for its window is empty) is evicted,
 // because forgetting it changes nothing. A key whose limit is still in use
 // (a drained bucket, a booked slot) is never evicted, so eviction can never
-// reset a limit (ELares/IronTraffic#217, case C23).
+// reset a limit (ELares/IronTraffic#217, didip/tollbooth#32).
 //
 // Eviction is lazy: a shard is swept when it is accessed and at least the
 // limit's span (and at least one second) has passed since its last sweep,

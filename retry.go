@@ -33,7 +33,7 @@ const DefaultIdempotencyHeader = "Idempotency-Key"
 // Timeout. Statuses that mean the request itself is wrong or will not work
 // however often it is sent are not retried: 400, 401, 403, 404, 405, 409,
 // 422, and the permanent 5xx 501 Not Implemented, 505 HTTP Version Not
-// Supported, 506, 510 and 511 (case C12, aws/aws-sdk-go#1819).
+// Supported, 506, 510 and 511 (aws/aws-sdk-go#1819).
 func DefaultRetryStatuses() []int {
 	return []int{
 		http.StatusRequestTimeout,

@@ -27,7 +27,7 @@
 // again. (Transport.AddIdempotencyKey gives POSTs a random key instead,
 // which protects the Transport's own retries but not a second call of your
 // code for the same order.) Without a key, pace does not resend a POST that
-// may have been processed (case C13 of the project's cases).
+// may have been processed (digitalocean/netbox-ip-controller#14).
 //
 // It prints the orders that needed more than one attempt, with what
 // happened to each attempt, then a summary: the API's faults, every one of
