@@ -99,7 +99,7 @@ func send(t *testing.T, tr http.RoundTripper, r *http.Request) {
 	drainAndClose(resp.Body, 0)
 }
 
-// TestPrepareBodyC06 is case C06 at the body level: a POST of "hello
+// TestPrepareBodyC06 is philippta/trip#1 at the body level: a POST of "hello
 // world" from a one-shot reader without GetBody reaches the server byte for
 // byte, with Content-Length 11, on both attempts; the caller's body is
 // closed and the caller's request is unchanged.

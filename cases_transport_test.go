@@ -1,8 +1,8 @@
 package pace
 
-// One test per case of /shared/cases/README.md that the Transport issue
-// names. Timings run in testing/synctest bubbles over in-memory servers;
-// C13 and C15 need real sockets and run outside bubbles, without timing
+// One test per upstream bug report (repo#N in each test's comment) that
+// the Transport issue names. Timings run in testing/synctest bubbles over in-memory servers;
+// the POST-drop and GOAWAY tests need real sockets and run outside bubbles, without timing
 // assertions.
 
 import (
@@ -629,7 +629,7 @@ func TestCaseC08CancelDuringBackoff(t *testing.T) {
 }
 
 // TestCaseC10BackoffAfterManyAttempts: the schedule itself (base 100 ms, ×2,
-// cap 1 s, attempts up to 2^31−1) is case C10's TestBackoffC10 in
+// cap 1 s, attempts up to 2^31−1) is TestBackoffC10 (carlescere/goback#5) in
 // jitter_test.go. Here the Transport runs 200 attempts on it: every wait is
 // within [100 ms, 1 s], exactly 1 s from the 5th on, never 0 or negative.
 func TestCaseC10BackoffAfterManyAttempts(t *testing.T) {

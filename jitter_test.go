@@ -142,7 +142,7 @@ func TestFullJitterSpreads(t *testing.T) {
 	}
 }
 
-// TestBackoffC10 is case C10: base 100 ms, factor 2, cap 1 s, jitter off.
+// TestBackoffC10 is carlescere/goback#5: base 100 ms, factor 2, cap 1 s, jitter off.
 // Every value for attempts 1..10,000 lies in [100ms, 1s], and from the 5th
 // on it is exactly 1 s. The closed form backoffDelay agrees with the
 // cenkalti schedule at every one of those attempts, including 63, 64 and
@@ -297,7 +297,7 @@ func TestBackoffFloor(t *testing.T) {
 	}
 }
 
-// TestThrottleWaitNeverUnderBase checks the rule behind case C20: after a
+// TestThrottleWaitNeverUnderBase checks the rule behind env0/terraform-provider-env0#1127: after a
 // throttle, with the throttle schedule and floor, no jitter kind ever waits
 // less than DefaultThrottleBackoffInitial.
 func TestThrottleWaitNeverUnderBase(t *testing.T) {

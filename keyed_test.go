@@ -408,7 +408,7 @@ func TestKeyedWaitAllocs(t *testing.T) {
 	}
 }
 
-// TestKeyedC23 is case C23: a hundred thousand keys touched once leave at
+// TestKeyedC23 is didip/tollbooth#32: a hundred thousand keys touched once leave at
 // most a handful behind after the idle time; a paused key is not evicted.
 func TestKeyedC23(t *testing.T) {
 	const keys = 100_000
@@ -756,7 +756,7 @@ func releases(t *testing.T, k *Keyed, key string, callers int, start time.Time, 
 	return got
 }
 
-// TestKeyedC19ManyWaiters is case C19 (a): 60 callers waiting at once for a key
+// TestKeyedC19ManyWaiters is Embassy-of-the-Free-Mind/sourcelibrary-v2#4396: 60 callers waiting at once for a key
 // limited to 5/s are released no more than 5 in any second.
 func TestKeyedC19ManyWaiters(t *testing.T) {
 	tests := []struct {
@@ -792,7 +792,7 @@ func TestKeyedC19ManyWaiters(t *testing.T) {
 	}
 }
 
-// TestKeyedC19RollingMinute is case C19 (b): a server enforces 15 in any
+// TestKeyedC19RollingMinute is AlaskanTuna/Rokabot#149: a server enforces 15 in any
 // rolling 60 s; greedy callers start after 5 idle minutes and run for 5
 // minutes. In a half-open window of length T a token bucket admits up to
 // burst + rate·T − 1 (T a multiple of its interval), so at 15/min it meets

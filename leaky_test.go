@@ -121,7 +121,7 @@ func TestLeakyBucketNginx(t *testing.T) {
 	}
 }
 
-// TestLeakyBucketC16 is case C16 for the pacer: three slots reserved at T
+// TestLeakyBucketC16 is thrasher-corp/gocryptotrader#2371 for the pacer: three slots reserved at T
 // and cancelled latest first leave the pacer as it was.
 func TestLeakyBucketC16(t *testing.T) {
 	for _, n := range []int{60, 30, 100} {
@@ -155,7 +155,7 @@ func TestLeakyBucketC16(t *testing.T) {
 	}
 }
 
-// c18Check checks one burst of case C18: the release instants of 30 calls
+// c18Check checks one burst of uber-go/ratelimit#106: the release instants of 30 calls
 // made in a tight loop after an idle period, with slack S: the first S+1 at
 // the first instant, then each exactly one interval after the previous, so
 // the burst lasts (30−S−1)·100ms.
@@ -182,7 +182,7 @@ func c18Check(t *testing.T, cycle, slack int, releases []time.Time) {
 	}
 }
 
-// TestLeakyBucketC18 is case C18 with explicit time: pacer 10/s, one call,
+// TestLeakyBucketC18 is uber-go/ratelimit#106 with explicit time: pacer 10/s, one call,
 // 3 s idle, then 30 calls in a tight loop (each made when the previous one
 // was released), twice, with slack 0 and 3. The first call after the idle
 // period is immediate. Also all 30 reserved at one instant.
@@ -220,7 +220,7 @@ func TestLeakyBucketC18(t *testing.T) {
 	}
 }
 
-// TestLeakyBucketC18Wait is case C18 through the blocking Wait on the fake
+// TestLeakyBucketC18Wait is uber-go/ratelimit#106 through the blocking Wait on the fake
 // clock of a synctest bubble.
 func TestLeakyBucketC18Wait(t *testing.T) {
 	for _, slack := range []int{0, 3} {

@@ -36,7 +36,7 @@ func newReq(t *testing.T, method string, kv ...string) *http.Request {
 
 // TestDefaultRetryStatusesC12 checks every status code from 100 to 599
 // against the default policy for a GET: exactly DefaultRetryStatuses are
-// retried, and never the permanent ones of case C12.
+// retried, and never the permanent ones (aws/aws-sdk-go#1819).
 func TestDefaultRetryStatusesC12(t *testing.T) {
 	var p RetryPolicy
 	req := newReq(t, http.MethodGet)
@@ -49,7 +49,7 @@ func TestDefaultRetryStatusesC12(t *testing.T) {
 	}
 	for _, code := range []int{400, 401, 403, 404, 405, 409, 422, 501, 505, 506, 510, 511} {
 		if retry, _ := p.check(req, response(code), nil, 1); retry {
-			t.Errorf("status %d retried by default; case C12 says never", code)
+			t.Errorf("status %d retried by default; aws/aws-sdk-go#1819 says never", code)
 		}
 	}
 	if want := []int{408, 429, 500, 502, 503, 504}; !slices.Equal(defaults, want) {
@@ -343,7 +343,7 @@ func TestClassifyRealErrors(t *testing.T) {
 	})
 }
 
-// TestC13ServerDropsAfterReadingPOST is case C13 at the decision level: a
+// TestC13ServerDropsAfterReadingPOST is digitalocean/netbox-ip-controller#14 at the decision level: a
 // raw TCP server reads the whole request, then resets the connection
 // without replying. The POST's error is not retried (it may have been
 // processed); the same failure is retried for PUT and GET, and for a POST

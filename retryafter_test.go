@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// c01Now is the client's clock in case C01: 30 s before the instant
+// c01Now is the client's clock in hashicorp/go-retryablehttp#144: 30 s before the instant
 // "Sun, 06 Nov 1994 08:49:37 GMT" that the examples of RFC 9110 §5.6.7 use.
 var c01Now = time.Date(1994, 11, 6, 8, 49, 7, 0, time.UTC)
 
@@ -403,7 +403,7 @@ func TestServerDelay(t *testing.T) {
 	}
 }
 
-// TestServerDelayC01 is case C01 at the level of the parser: a 429 whose
+// TestServerDelayC01 is hashicorp/go-retryablehttp#144 at the level of the parser: a 429 whose
 // Retry-After is an HTTP-date exactly 30 s after its Date header, in each
 // of the three forms, with the clocks in agreement, asks for exactly 30 s.
 func TestServerDelayC01(t *testing.T) {

@@ -92,7 +92,7 @@ func TestTokenBucketReserveAt(t *testing.T) {
 	}
 }
 
-// TestTokenBucketC16 is case C16: reserving three tokens at T with burst 1
+// TestTokenBucketC16 is thrasher-corp/gocryptotrader#2371: reserving three tokens at T with burst 1
 // and cancelling them, latest first, gives the bucket back exactly, so one
 // token is available at T again (x/time/rate left -6e-8 tokens at 60/s).
 func TestTokenBucketC16(t *testing.T) {
@@ -136,7 +136,7 @@ func TestTokenBucketC16(t *testing.T) {
 	}
 }
 
-// TestTokenBucketC22 is case C22 (a): burst 0 is a construction error naming
+// TestTokenBucketC22 is xanzy/go-gitlab#1837: burst 0 is a construction error naming
 // Burst, never a bucket that refuses or admits everything; burst 1 at 2/s
 // releases 10 sequential Waits at 0, 0.5s, …, 4.5s.
 func TestTokenBucketC22(t *testing.T) {

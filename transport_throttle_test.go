@@ -174,9 +174,7 @@ func TestTransportThrottleOneProbePerPause(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range 20 {
 			wg.Go(func() {
-				code, err := get(t, tr, t.Context(), "http://api.test/items")
-				assert.NoError(t, err, "request %d", i)
-				assert.Equal(t, http.StatusOK, code, "request %d", i)
+				getOK(t, tr, "http://api.test/items", "request %d", i)
 			})
 		}
 		wg.Wait()
@@ -224,9 +222,7 @@ func TestTransportThrottleCancelledProbePassesOn(t *testing.T) {
 		time.Sleep(1200 * ms)
 		for i := range 5 {
 			wg.Go(func() {
-				code, err := get(t, tr, t.Context(), "http://api.test/")
-				assert.NoError(t, err, "waiter %d", i)
-				assert.Equal(t, http.StatusOK, code, "waiter %d", i)
+				getOK(t, tr, "http://api.test/", "waiter %d", i)
 			})
 		}
 		time.Sleep(300 * ms)
@@ -260,9 +256,7 @@ func TestTransportThrottleProbeWaitersObeyTheirLimits(t *testing.T) {
 		tr := &Transport{Base: srv, MaxWait: 5 * time.Second}
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			code, err := get(t, tr, t.Context(), "http://api.test/")
-			assert.NoError(t, err, "the probe's request")
-			assert.Equal(t, http.StatusOK, code, "the probe's request")
+			getOK(t, tr, "http://api.test/", "the probe's request")
 		})
 		time.Sleep(1500 * ms)
 		tests := []struct {
@@ -300,9 +294,7 @@ func TestTransportThrottleProbeWaitersObeyTheirLimits(t *testing.T) {
 		}
 		time.Sleep(4500 * ms) // 6 s
 		wg.Go(func() {
-			code, err := get(t, tr, t.Context(), "http://api.test/")
-			assert.NoError(t, err, "late waiter")
-			assert.Equal(t, http.StatusOK, code, "late waiter")
+			getOK(t, tr, "http://api.test/", "late waiter")
 			assert.Equal(t, 10*time.Second, time.Since(srv.start), "late waiter")
 		})
 		wg.Wait()
@@ -330,9 +322,7 @@ func TestTransportThrottleHoldsWaitersOfTheLimit(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range 3 {
 			wg.Go(func() {
-				code, err := get(t, tr, t.Context(), "http://api.test/")
-				assert.NoError(t, err, "request %d", i)
-				assert.Equal(t, http.StatusOK, code, "request %d", i)
+				getOK(t, tr, "http://api.test/", "request %d", i)
 			})
 		}
 		wg.Wait()
@@ -456,9 +446,7 @@ func TestTransportHerdWaitsOutThePause(t *testing.T) {
 		var done sync.Map
 		for i := range 50 {
 			wg.Go(func() {
-				code, err := get(t, tr, t.Context(), "http://api.test/items")
-				assert.NoError(t, err, "request %d", i)
-				assert.Equal(t, http.StatusOK, code, "request %d", i)
+				getOK(t, tr, "http://api.test/items", "request %d", i)
 				done.Store(i, time.Since(start))
 			})
 		}
@@ -722,9 +710,7 @@ func TestTransportZeroDelayStillPauses(t *testing.T) {
 				var wg sync.WaitGroup
 				for i := range 50 {
 					wg.Go(func() {
-						code, err := get(t, tr, t.Context(), "http://api.test/")
-						assert.NoError(t, err, "caller %d", i)
-						assert.Equal(t, http.StatusOK, code, "caller %d", i)
+						getOK(t, tr, "http://api.test/", "caller %d", i)
 					})
 				}
 				wg.Wait()
@@ -772,9 +758,7 @@ func TestTransportStrikesAreConsecutiveThrottles(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range 10 {
 			wg.Go(func() {
-				code, err := get(t, tr, t.Context(), "http://api.test/")
-				assert.NoError(t, err, "request %d", i)
-				assert.Equal(t, http.StatusOK, code, "request %d", i)
+				getOK(t, tr, "http://api.test/", "request %d", i)
 			})
 		}
 		wg.Wait()
@@ -791,4 +775,13 @@ func TestTransportStrikesAreConsecutiveThrottles(t *testing.T) {
 		want = append(want, "5.02s:10s")
 		assert.Equal(t, want, pauses, "throttle events (instant:pause)")
 	})
+}
+
+// getOK sends a GET of url through tr and asserts that it answered 200 with
+// no error; what and args name the request in failure messages.
+func getOK(t *testing.T, tr *Transport, url, what string, args ...any) {
+	t.Helper()
+	code, err := get(t, tr, t.Context(), url)
+	assert.NoError(t, err, append([]any{what}, args...)...)
+	assert.Equal(t, http.StatusOK, code, append([]any{what}, args...)...)
 }

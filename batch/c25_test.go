@@ -74,7 +74,7 @@ func maxInWindow(times []time.Time, d time.Duration) int {
 	return most
 }
 
-// TestCaseC25QuotaExhausted is case C25 (a) (GSA/sam_api#51): a 300-item
+// TestCaseC25QuotaExhausted is GSA/sam_api#51: a 300-item
 // batch with a ceiling of 5/s (burst 5) against a server that allows 100
 // requests per rolling 60 s and then answers 429 without Retry-After. The
 // batch must stop sending new items after the first 429 and send at most one
