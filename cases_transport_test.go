@@ -48,17 +48,20 @@ func roundTrip(t *testing.T, tr *Transport, method, url string) int {
 	return resp.StatusCode
 }
 
+// httpDateForms are the three forms of an HTTP-date that RFC 9110 §5.6.7
+// requires recipients to accept, as time layouts.
+var httpDateForms = []struct{ name, layout string }{
+	{"IMF-fixdate", http.TimeFormat},
+	{"RFC 850", "Monday, 02-Jan-06 15:04:05 GMT"},
+	{"asctime", time.ANSIC},
+}
+
 // TestCaseC01RetryAfterDateForms: a 429 whose Retry-After is an HTTP-date
 // 30 s after the response's Date, in each of the three forms RFC 9110
 // §5.6.7 requires recipients to accept. The retry reaches the server at the
 // named instant, never before, and no more than 1 s after; 2 requests.
 func TestCaseC01RetryAfterDateForms(t *testing.T) {
-	forms := []struct{ name, layout string }{
-		{"IMF-fixdate", http.TimeFormat},
-		{"RFC 850", "Monday, 02-Jan-06 15:04:05 GMT"},
-		{"asctime", time.ANSIC},
-	}
-	for _, f := range forms {
+	for _, f := range httpDateForms {
 		t.Run(f.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var named time.Time

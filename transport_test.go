@@ -736,12 +736,7 @@ func TestTransportPacingDeadline(t *testing.T) {
 // Date would arrive 300 ms late; the retry goes out at the named instant,
 // never before it and at most 50 ms after.
 func TestTransportRetryAfterDateRetryablehttp144(t *testing.T) {
-	forms := []struct{ name, layout string }{
-		{"IMF-fixdate", http.TimeFormat},
-		{"RFC 850", "Monday, 02-Jan-06 15:04:05 GMT"},
-		{"asctime", time.ANSIC},
-	}
-	for _, f := range forms {
+	for _, f := range httpDateForms {
 		t.Run(f.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				time.Sleep(300 * time.Millisecond) // bubbles start on a whole second
