@@ -53,7 +53,7 @@ func TestAttemptsErrorReason(t *testing.T) {
 	}{
 		{"attempts", &Transport{}, "GET", "", reset, DefaultMaxAttempts, ReasonAttempts},
 		{"not idempotent", &Transport{}, "POST", "x", reset, 1, ReasonNotIdempotent},
-		{"budget", &Transport{Budget: RetryBudget{MaxTokens: 2}}, "GET", "", reset, 1, ReasonBudget},
+		{"budget", &Transport{Budget: RetryBudget{MinRetriesPerSec: -1, PercentCanRetry: -1}}, "GET", "", reset, 1, ReasonBudget},
 		{"not replayable", &Transport{MaxBufferedBody: -1}, "PUT", "x", reset, 1, ReasonNotReplayable},
 		{"never retried", &Transport{}, "GET", "", context.Canceled, 1, ""},
 	}

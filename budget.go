@@ -4,62 +4,84 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
-// Defaults of [RetryBudget].
+// DefaultBudgetMaxKeys is the default number of keys whose retry budget is
+// remembered at once (RetryBudget.MaxKeys).
+const DefaultBudgetMaxKeys = 10_000
+
+// The defaults of RetryBudget's other fields, Finagle's
+// (com.twitter.finagle.service.RetryBudget.apply()).
 const (
-	// DefaultBudgetMaxTokens is the default size of a key's retry budget.
-	DefaultBudgetMaxTokens = 10
-	// DefaultBudgetTokenRatio is the default refund of one success.
-	DefaultBudgetTokenRatio = 0.1
-	// DefaultBudgetMaxKeys is the default number of keys whose budget is
-	// remembered at once.
-	DefaultBudgetMaxKeys = 10_000
+	defaultBudgetTTL              = 10 * time.Second
+	defaultBudgetMinRetriesPerSec = 10
+	defaultBudgetPercentCanRetry  = 0.2
 )
 
-// RetryBudget limits retries per key to a share of recent traffic, so that a
-// dead or overloaded upstream receives about one attempt per call rather
-// than MaxAttempts of them. The rule is gRPC's retry throttling (gRFC A6,
-// "retryThrottling"): each key has a bucket of MaxTokens tokens, full at
-// first. Every attempt that fails in a retryable way (a retryable status or
-// transport error) takes 1 token; every other answer gives back TokenRatio
-// tokens, up to MaxTokens. A retry is allowed only while the key holds more
-// than MaxTokens/2 tokens once its failure is counted.
+// budgetSlots is the number of slices of a budget's TTL window, as in
+// Finagle's WindowedAdder: a request or retry counts for between 9/10 of
+// the TTL and the whole TTL.
+const budgetSlots = 10
+
+// RetryBudget limits retries per key to a reserve plus a share of recent
+// requests, so that a dead or overloaded upstream receives a bounded number
+// of retries, while a client that sends little can still retry each of its
+// few requests. The rule is Finagle's RetryBudget
+// (com.twitter.finagle.service.RetryBudget, "Retry Budgets" in Finagle's
+// user guide): a retry is allowed when
 //
-// First attempts spend tokens too, so a key that fails every time gets, from
-// a full bucket, at most ⌈MaxTokens/2⌉ − 1 retries in all: 4 with the
-// defaults (10 and 0.1), whose first four failed attempts leave 9, 8, 7 and
-// 6 tokens and the fifth leaves 5, not more than half. MaxAttempts may cut
-// that short: with the default of 3, a request's third attempt spends the
-// token of a retry it cannot make, and the key gets 3 retries (20 requests
-// to a host that always fails cost 23 attempts). Answers that do not fail
-// raise the bound: over any stretch of traffic that starts from a full
-// bucket, the budget allows fewer than MaxTokens/2 + TokenRatio × (the
-// answers that did not fail) retries; with the defaults, fewer than 5 plus
-// one for every 10 such answers.
+//	MinRetriesPerSec × TTL (in seconds)  +  PercentCanRetry × (requests)  −  (retries)  ≥  1
 //
-// Retries the server scheduled itself with a positive delay (Retry-After and
-// the other headers the Transport reads) are not held back by the budget:
-// the key's cooldown already paces them. They still take their token.
+// where requests and retries are the key's counts of the last TTL: a
+// request is counted once, however many attempts it makes, and a retry
+// when it is allowed. The counts are kept in ten slices of TTL/10, as
+// Finagle's WindowedAdder keeps them, so a count lasts between 9/10 of the
+// TTL and the TTL: in any stretch of 9/10 of the TTL, a key makes at most
+// the reserve plus PercentCanRetry × (its requests of the TTL before the
+// stretch's last retry) retries. With the defaults (TTL 10 s,
+// MinRetriesPerSec 10, PercentCanRetry 0.2, Finagle's) that is 100 retries
+// plus one for every five requests: 50 sequential calls that each need two
+// retries all get them (100 retries, within the reserve), and 1,000
+// concurrent calls to a host that fails every time cost at most 1,000 +
+// 200 + 100 = 1,300 attempts, not MaxAttempts × 1,000. A host that stays
+// dead gets the reserve again as the window turns over: at most 100
+// retries per 9 s, plus one per five requests.
 //
-// Tokens are counted in thousandths, as gRFC A6 allows three decimal places
-// in TokenRatio. A key at full budget takes no memory; at most MaxKeys
-// drained keys are remembered, and when a new one comes the fullest of a few
-// sampled entries is forgotten (its budget is full again).
+// A retry takes from the budget only when it would otherwise be made (the
+// method is safe to repeat, attempts remain, the deadline allows the
+// wait). Retries the server scheduled itself with a positive delay
+// (Retry-After and the other headers the Transport reads) are not held
+// back by the budget, as the key's cooldown already paces them; they are
+// still counted. The window is kept in ten slices of TTL/10, so a count
+// expires between 9/10 of TTL and TTL after it was made.
+//
+// Memory: a key is tracked from its first retryable failure until a
+// request of it ends with no retry counted in its window; a key not
+// tracked holds the whole reserve and costs nothing (its successful
+// requests are not counted, which can only make the budget stricter, as
+// the reserve stands for them). At most MaxKeys keys are tracked; when a
+// new one comes, the one with the fewest recent retries of a few sampled
+// entries is forgotten (it gets its whole reserve back).
 //
 // The zero RetryBudget means the defaults. An invalid one makes the
-// Transport invalid ([*ConfigError] naming "Budget.MaxTokens" and so on). A
+// Transport invalid ([*ConfigError] naming "Budget.TTL" and so on). A
 // RetryBudget is a plain value.
 type RetryBudget struct {
-	// MaxTokens is the size of each key's bucket, in (0, 1000]. Zero means
-	// DefaultBudgetMaxTokens.
-	MaxTokens float64
-	// TokenRatio is the number of tokens one non-failing answer gives back,
-	// in (0, MaxTokens], at most three decimal places used. Zero means
-	// DefaultBudgetTokenRatio.
-	TokenRatio float64
-	// MaxKeys bounds how many keys with a partly spent budget are
-	// remembered. Zero means DefaultBudgetMaxKeys; it must not be negative.
+	// TTL is the length of the window over which requests and retries are
+	// counted, within [1s, 60s] as Finagle requires. Zero means 10s.
+	TTL time.Duration
+	// MinRetriesPerSec is the reserve: the retries per second a key may
+	// make however few requests it sends. Zero means 10; a negative value
+	// means no reserve.
+	MinRetriesPerSec int
+	// PercentCanRetry is the share of a key's recent requests that may be
+	// retried on top of the reserve, as a fraction (0.2 is 20%, as in
+	// Finagle), at most 1000, three decimal places used. Zero means 0.2; a
+	// negative value means none.
+	PercentCanRetry float64
+	// MaxKeys bounds how many keys with a tracked budget are remembered.
+	// Zero means DefaultBudgetMaxKeys; it must not be negative.
 	MaxKeys int
 	// Disabled turns the budget off: retries are limited only by
 	// MaxAttempts and the retry policy.
@@ -69,35 +91,36 @@ type RetryBudget struct {
 // validate reports the first invalid setting of b.
 func (b RetryBudget) validate() error {
 	switch {
-	case math.IsNaN(b.MaxTokens) || b.MaxTokens < 0 || b.MaxTokens > 1000:
-		return configErr("Budget.MaxTokens", b.MaxTokens, "must be within (0, 1000], or 0 for the default")
-	case math.IsNaN(b.TokenRatio) || b.TokenRatio < 0:
-		return configErr("Budget.TokenRatio", b.TokenRatio, "must be positive, or 0 for the default")
+	case b.TTL != 0 && (b.TTL < time.Second || b.TTL > time.Minute):
+		return configErr("Budget.TTL", b.TTL, "must be within [1s, 60s], or 0 for the default")
+	case b.MinRetriesPerSec > 1_000_000:
+		return configErr("Budget.MinRetriesPerSec", b.MinRetriesPerSec, "must be at most 1,000,000")
+	case math.IsNaN(b.PercentCanRetry) || b.PercentCanRetry > 1000:
+		return configErr("Budget.PercentCanRetry", b.PercentCanRetry, "must be at most 1000, negative for none, or 0 for the default")
 	case b.MaxKeys < 0:
 		return configErr("Budget.MaxKeys", b.MaxKeys, "must not be negative")
-	}
-	maxT := b.MaxTokens
-	if maxT == 0 {
-		maxT = DefaultBudgetMaxTokens
-	}
-	if b.TokenRatio > maxT {
-		return configErr("Budget.TokenRatio", b.TokenRatio, "must not exceed MaxTokens")
-	}
-	if b.TokenRatio != 0 && math.Round(b.TokenRatio*1000) < 1 {
-		return configErr("Budget.TokenRatio", b.TokenRatio, "must be at least 0.001")
 	}
 	return nil
 }
 
-// budget is the running state of a RetryBudget: milli-tokens per key. A key
-// absent from the map holds full tokens.
+// budget is the running state of a RetryBudget. Amounts are in thousandths
+// of a retry: a retry withdraws 1000, a request deposits PercentCanRetry ×
+// 1000. A key absent from the map holds its whole reserve.
 type budget struct {
-	full, ratio, threshold int64 // milli-tokens
-	maxKeys                int
+	slot    time.Duration // TTL / budgetSlots
+	reserve int64         // MinRetriesPerSec × TTL, in thousandths
+	deposit int64         // per request, in thousandths
+	maxKeys int
+	n       atomic.Int64 // len(keys), read without the lock on the fast path
+	mu      sync.Mutex
+	keys    map[string]*budgetWindow
+}
 
-	n      atomic.Int64 // len(tokens), read without the lock on the fast path
-	mu     sync.Mutex
-	tokens map[string]int64
+// budgetWindow is one key's counts, per slice of the TTL.
+type budgetWindow struct {
+	epoch      [budgetSlots]int64 // the slice number each slot holds
+	deposits   [budgetSlots]int64 // thousandths
+	withdrawal [budgetSlots]int64 // thousandths
 }
 
 // newBudget returns the state for b, or nil when b is disabled. b must be
@@ -106,76 +129,142 @@ func newBudget(b RetryBudget) *budget {
 	if b.Disabled {
 		return nil
 	}
-	maxT, ratio, keys := b.MaxTokens, b.TokenRatio, b.MaxKeys
-	if maxT == 0 {
-		maxT = DefaultBudgetMaxTokens
+	ttl, perSec, pct, keys := b.TTL, b.MinRetriesPerSec, b.PercentCanRetry, b.MaxKeys
+	if ttl == 0 {
+		ttl = defaultBudgetTTL
 	}
-	if ratio == 0 {
-		ratio = DefaultBudgetTokenRatio
+	if perSec == 0 {
+		perSec = defaultBudgetMinRetriesPerSec
+	}
+	if pct == 0 {
+		pct = defaultBudgetPercentCanRetry
 	}
 	if keys == 0 {
 		keys = DefaultBudgetMaxKeys
 	}
-	full := int64(math.Round(maxT * 1000))
 	return &budget{
-		full:      full,
-		ratio:     max(1, int64(math.Round(ratio*1000))),
-		threshold: full / 2,
-		maxKeys:   keys,
+		slot:    ttl / budgetSlots,
+		reserve: int64(math.Round(float64(max(perSec, 0)) * ttl.Seconds() * 1000)),
+		deposit: int64(math.Round(max(pct, 0) * 1000)),
+		maxKeys: keys,
 	}
 }
 
-// failure takes one token from key and reports whether a retry is still
-// allowed, that is whether more than half the tokens remain.
-func (b *budget) failure(key string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t, ok := b.tokens[key]
-	if !ok {
-		t = b.full
-		if b.tokens == nil {
-			b.tokens = make(map[string]int64)
-		}
-		if len(b.tokens) >= b.maxKeys {
-			b.evictLocked()
-		}
-	}
-	t = max(0, t-1000)
-	b.tokens[key] = t
-	b.n.Store(int64(len(b.tokens)))
-	return t > b.threshold
-}
+// tracking reports whether any key is tracked; when none is, a request
+// that did not fail costs nothing and need not read the clock.
+func (b *budget) tracking() bool { return b.n.Load() != 0 }
 
-// success gives TokenRatio back to key.
-func (b *budget) success(key string) {
-	if b.n.Load() == 0 {
-		return // every key is full
+// request counts a request of key that ended its first attempt at now;
+// failed says whether that attempt failed in a retryable way. A key that
+// is not tracked starts to be only on a failure; a tracked key whose
+// window holds no retry is forgotten on a request that did not fail.
+func (b *budget) request(key string, failed bool, now time.Time) {
+	if !failed && !b.tracking() {
+		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	t, ok := b.tokens[key]
-	if !ok {
+	w := b.keys[key]
+	if w == nil && !failed {
 		return
 	}
-	if t += b.ratio; t >= b.full {
-		delete(b.tokens, key)
-		b.n.Store(int64(len(b.tokens)))
+	e := b.epoch(now)
+	if w == nil {
+		w = b.addLocked(key)
+	} else if !failed && w.withdrawn(e) == 0 {
+		b.forgetLocked(key)
 		return
 	}
-	b.tokens[key] = t
+	*w.slotAt(e, &w.deposits) += b.deposit
 }
 
-// evictLocked forgets the fullest of up to 8 entries.
+// withdraw takes one retry from key's budget at now if the budget allows
+// it, and reports whether it did. With force it takes the retry anyway
+// (the balance may go below zero) and reports whether it was allowed.
+func (b *budget) withdraw(key string, now time.Time, force bool) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w := b.keys[key]
+	if w == nil {
+		w = b.addLocked(key)
+	}
+	e := b.epoch(now)
+	ok := b.reserve+w.deposited(e)-w.withdrawn(e) >= 1000
+	if ok || force {
+		*w.slotAt(e, &w.withdrawal) += 1000
+	}
+	return ok
+}
+
+// epoch returns the slice number of now.
+func (b *budget) epoch(now time.Time) int64 { return now.UnixNano() / int64(b.slot) }
+
+// addLocked tracks key with an empty window, forgetting another key first
+// when MaxKeys are tracked.
+func (b *budget) addLocked(key string) *budgetWindow {
+	if b.keys == nil {
+		b.keys = make(map[string]*budgetWindow)
+	}
+	if len(b.keys) >= b.maxKeys {
+		b.evictLocked()
+	}
+	w := new(budgetWindow)
+	b.keys[key] = w
+	b.n.Store(int64(len(b.keys)))
+	return w
+}
+
+// forgetLocked stops tracking key.
+func (b *budget) forgetLocked(key string) {
+	delete(b.keys, key)
+	b.n.Store(int64(len(b.keys)))
+}
+
+// evictLocked forgets, of up to 8 tracked keys, the one that withdrew the
+// least over all its slots (current or not: an approximation that needs no
+// clock).
 func (b *budget) evictLocked() {
 	var victim string
-	best, seen := int64(-1), 0
-	for k, t := range b.tokens {
-		if t > best {
-			victim, best = k, t
+	best, seen := int64(math.MaxInt64), 0
+	for k, w := range b.keys {
+		var sum int64
+		for _, v := range w.withdrawal {
+			sum += v
+		}
+		if sum < best {
+			victim, best = k, sum
 		}
 		if seen++; seen == 8 {
 			break
 		}
 	}
-	delete(b.tokens, victim)
+	b.forgetLocked(victim)
+}
+
+// slotAt returns the cell of counts for slice e, clearing the slot first
+// if it held an older slice.
+func (w *budgetWindow) slotAt(e int64, counts *[budgetSlots]int64) *int64 {
+	i := int(e % budgetSlots)
+	if i < 0 {
+		i += budgetSlots
+	}
+	if w.epoch[i] != e {
+		w.epoch[i], w.deposits[i], w.withdrawal[i] = e, 0, 0
+	}
+	return &counts[i]
+}
+
+// deposited and withdrawn sum the counts of the slices within the window
+// that ends with slice e.
+func (w *budgetWindow) deposited(e int64) int64 { return w.sum(e, &w.deposits) }
+func (w *budgetWindow) withdrawn(e int64) int64 { return w.sum(e, &w.withdrawal) }
+
+func (w *budgetWindow) sum(e int64, counts *[budgetSlots]int64) int64 {
+	var s int64
+	for i, ep := range w.epoch {
+		if ep > e-budgetSlots && ep <= e {
+			s += counts[i]
+		}
+	}
+	return s
 }

@@ -3,104 +3,165 @@ package pace
 import (
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/pacehttp/pace/internal/testhttp"
 )
 
-// TestBudgetRule walks the gRFC A6 token bucket with the defaults (10
-// tokens, 0.1 back per success, retries while more than 5 remain).
+var budgetT0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+// TestBudgetRule walks Finagle's RetryBudget rule with the defaults: a
+// reserve of 10 retries a second over a 10 s TTL (100 retries), plus 0.2 of
+// a retry per request, counts expiring after the TTL.
 func TestBudgetRule(t *testing.T) {
 	b := newBudget(RetryBudget{})
-	steps := []struct {
-		op        string // "f" failure, "s" success
-		wantAllow bool   // for failures
-		wantLevel int64  // milli-tokens after the step
-	}{
-		{"f", true, 9000}, {"f", true, 8000}, {"f", true, 7000}, {"f", true, 6000},
-		{"f", false, 5000}, // exactly half: no retry
-		{"s", false, 5100}, {"f", false, 4100},
-		{"f", false, 3100}, {"f", false, 2100}, {"f", false, 1100}, {"f", false, 100},
-		{"f", false, 0}, {"f", false, 0}, // never below 0
+	now := budgetT0
+	for i := range 100 {
+		require.True(t, b.withdraw("k", now, false), "retry %d is within the reserve", i+1)
 	}
-	for i, st := range steps {
-		if st.op == "f" {
-			if got := b.failure("k"); got != st.wantAllow {
-				t.Errorf("step %d: failure allows retry = %v, want %v", i, got, st.wantAllow)
-			}
-		} else {
-			b.success("k")
-		}
-		if got := b.level("k"); got != st.wantLevel {
-			t.Errorf("step %d: level = %d, want %d", i, got, st.wantLevel)
-		}
+	assert.False(t, b.withdraw("k", now, false), "retry 101 exceeds the reserve")
+	for range 4 {
+		b.request("k", true, now)
 	}
-	// 61 successes bring it to 6.1, so that after the next failure more
-	// than half is left; 100 fill it, and a full key is forgotten.
-	for range 60 {
-		b.success("k")
+	assert.False(t, b.withdraw("k", now, false), "4 requests make 0.8 of a retry")
+	b.request("k", false, now)
+	assert.True(t, b.withdraw("k", now, false), "5 requests make one retry")
+	assert.False(t, b.withdraw("k", now, false))
+	assert.False(t, b.withdraw("k", now, true), "forced: taken, but not allowed")
+
+	// 9.9 s later the counts are still in the window; 10 s later they
+	// have expired and the whole reserve is back.
+	assert.False(t, b.withdraw("k", now.Add(9900*time.Millisecond), false))
+	later := now.Add(defaultBudgetTTL)
+	for i := range 100 {
+		require.True(t, b.withdraw("k", later, false), "after the TTL, retry %d", i+1)
 	}
-	if b.failure("k") {
-		t.Error("after 60 successes a failure should leave no retry")
-	}
-	for range 11 {
-		b.success("k")
-	}
-	if !b.failure("k") {
-		t.Error("after 71 successes and 1 failure, a failure should allow a retry")
-	}
-	for range 200 {
-		b.success("k")
-	}
-	if b.n.Load() != 0 {
-		t.Errorf("a full key is still stored (%d entries)", b.n.Load())
-	}
-	if b.level("other") != 10_000 {
-		t.Error("an unseen key is not full")
-	}
+	assert.False(t, b.withdraw("k", later, false))
+
+	// A request that does not fail, once the window holds no retry,
+	// forgets the key; an untracked key costs nothing on success.
+	b.request("k", false, later.Add(defaultBudgetTTL))
+	assert.Zero(t, b.n.Load(), "a key with no recent retry is forgotten")
+	b.request("other", false, later)
+	assert.Zero(t, b.n.Load(), "a success does not start tracking")
 }
 
 func TestBudgetMaxKeys(t *testing.T) {
 	b := newBudget(RetryBudget{MaxKeys: 100})
 	for i := range 10_000 {
-		b.failure(fmt.Sprint("host-", i))
+		b.request(fmt.Sprint("host-", i), true, budgetT0)
+		b.withdraw(fmt.Sprint("host-", i), budgetT0, false)
 	}
-	if n := b.n.Load(); n > 100 {
-		t.Errorf("%d keys remembered, want at most 100", n)
-	}
+	assert.LessOrEqual(t, b.n.Load(), int64(100))
 }
 
 func TestBudgetCustom(t *testing.T) {
-	b := newBudget(RetryBudget{MaxTokens: 4, TokenRatio: 0.5})
-	got := []bool{b.failure("k"), b.failure("k"), b.failure("k")}
-	if fmt.Sprint(got) != "[true false false]" {
-		t.Errorf("failures allow %v, want [true false false]", got)
+	b := newBudget(RetryBudget{TTL: time.Second, MinRetriesPerSec: -1, PercentCanRetry: 0.5})
+	assert.False(t, b.withdraw("k", budgetT0, false), "no reserve")
+	b.request("k", true, budgetT0)
+	b.request("k", true, budgetT0)
+	assert.True(t, b.withdraw("k", budgetT0, false), "two requests at 0.5 make one retry")
+	assert.False(t, b.withdraw("k", budgetT0, false))
+	assert.True(t, b.withdraw("k", budgetT0.Add(time.Second), false) == false, "deposits expire too")
+
+	b = newBudget(RetryBudget{TTL: 2 * time.Second, MinRetriesPerSec: 3, PercentCanRetry: -1})
+	n := 0
+	for b.withdraw("k", budgetT0, false) {
+		n++
 	}
-	b.success("k")
-	b.success("k")
-	if l := b.level("k"); l != 2000 {
-		t.Errorf("level = %d, want 2000", l)
-	}
-	if newBudget(RetryBudget{Disabled: true}) != nil {
-		t.Error("a disabled budget has state")
+	assert.Equal(t, 6, n, "3 a second over 2 s")
+	assert.Nil(t, newBudget(RetryBudget{Disabled: true}), "a disabled budget has state")
+}
+
+// TestBudgetQuietClient is the starved quiet client of the batch-safety
+// issue: 50 sequential calls, each answered 503, 503, 200, all succeed with
+// the default budget, in 150 attempts; with gRFC A6's token bucket (pace's
+// rule before) 2 of the 50 did, in 55 attempts. Once with the default
+// backoff (about 150 s of fake time, so the window turns over) and once
+// with 1 ms waits, all 100 retries within one TTL: the reserve alone.
+func TestBudgetQuietClient(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		backoff func() backoff.BackOff // nil: the default
+	}{
+		{"default backoff", nil},
+		{"1ms backoff, one window", constBackOff(time.Millisecond)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &testhttp.Server{Handle: func(n int, _ testhttp.Received) (*http.Response, error) {
+					if n%3 == 0 {
+						return testhttp.Response(http.StatusOK), nil
+					}
+					return testhttp.Response(http.StatusServiceUnavailable), nil
+				}}
+				tr := &Transport{Base: srv, NewBackOff: tt.backoff}
+				start, ok := time.Now(), 0
+				for range 50 {
+					resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.test/", ""))
+					require.NoError(t, err)
+					if resp.StatusCode == http.StatusOK {
+						ok++
+					}
+					resp.Body.Close()
+				}
+				assert.Equal(t, 50, ok, "calls that succeeded")
+				assert.Equal(t, 150, srv.Count(), "attempts")
+				t.Logf("50/50 in %d attempts, %v of fake time", srv.Count(), time.Since(start))
+			})
+		})
 	}
 }
 
-// TestBudgetDeadUpstream is issue item 10: an upstream failing every
-// request for 1,000 sequential calls gets 1,000 attempts plus the budget's
-// few retries, not MaxAttempts × 1,000. With the defaults: call 1 retries
-// twice (tokens 10 → 7), call 2 once (→ 5, no longer above half), then
-// nothing: 1,003 attempts in all.
+// TestBudgetDeadUpstreamConcurrent: 1,000 concurrent calls to an upstream
+// failing every request cost at most 1,000 + 0.2 × 1,000 + 100 (the
+// reserve) = 1,300 attempts, not MaxAttempts × 1,000 = 3,000.
+func TestBudgetDeadUpstreamConcurrent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusServiceUnavailable)}}
+		tr := &Transport{Base: srv, NewBackOff: constBackOff(time.Millisecond)}
+		var wg sync.WaitGroup
+		for range 1000 {
+			wg.Go(func() {
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.test/", ""))
+				if assert.NoError(t, err) {
+					assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+					resp.Body.Close()
+				}
+			})
+		}
+		wg.Wait()
+		n := srv.Count()
+		assert.LessOrEqual(t, n, 1300, "attempts for 1,000 concurrent calls")
+		assert.Greater(t, n, 1000, "the reserve allows some retries")
+		t.Logf("%d attempts for 1,000 concurrent calls to a dead upstream", n)
+	})
+}
+
+// TestBudgetDeadUpstream: 1,000 sequential calls to an upstream failing
+// every request, within one TTL: 1,000 attempts plus the reserve's 100
+// retries plus one for every five requests (200), 1,300 in all, not
+// MaxAttempts × 1,000; and over a minute of a host that stays dead, about
+// 10 retries a second more.
 func TestBudgetDeadUpstream(t *testing.T) {
 	tests := []struct {
 		name         string
 		budget       RetryBudget
+		spacing      time.Duration // between calls
 		wantAttempts int
 	}{
-		{"default budget", RetryBudget{}, 1003},
-		{"no budget", RetryBudget{Disabled: true}, 3000},
+		{"default budget", RetryBudget{}, 0, 1300},
+		{"no budget", RetryBudget{Disabled: true}, 0, 3000},
+		// 600 calls over 60 s: 600 first attempts, 120 for the requests,
+		// and the reserve refilled as each 10 s window turns over.
+		{"default budget, a minute", RetryBudget{}, 100 * time.Millisecond, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,29 +174,39 @@ func TestBudgetDeadUpstream(t *testing.T) {
 						giveUps[e.Reason]++
 					}
 				}
-				for range 1000 {
+				calls := 1000
+				if tt.spacing > 0 {
+					calls = 600
+				}
+				for range calls {
 					resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.test/", ""))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if resp.StatusCode != http.StatusServiceUnavailable {
-						t.Fatalf("status %d, want the 503", resp.StatusCode)
-					}
+					require.NoError(t, err)
+					require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 					resp.Body.Close()
+					time.Sleep(tt.spacing)
 				}
-				if n := srv.Count(); n != tt.wantAttempts {
-					t.Errorf("%d attempts for 1,000 calls, want %d", n, tt.wantAttempts)
+				n := srv.Count()
+				if tt.spacing == 0 {
+					assert.Equal(t, tt.wantAttempts, n, "attempts for %d calls", calls)
+					if !tt.budget.Disabled {
+						assert.Positive(t, giveUps[ReasonBudget], "give-ups for the budget")
+					}
+					return
 				}
-				if !tt.budget.Disabled && giveUps[ReasonBudget] != 999 {
-					t.Errorf("%d give-ups for the budget, want 999 (call 2 and all after)", giveUps[ReasonBudget])
-				}
+				// Retries over 60 s: a reserve per stretch of 9/10 of
+				// the TTL (60 s / 9 s: 7 of them, 700) plus 0.2 × 600.
+				retries := n - calls
+				assert.LessOrEqual(t, retries, 820)
+				assert.Greater(t, retries, 500, "the reserve refills as the window turns over")
+				t.Logf("600 calls over a minute to a dead host: %d retries", retries)
 			})
 		})
 	}
 }
 
 // TestBudgetServerDelayExempt: retries the server scheduled with a delay
-// are not held back by a spent budget; the cooldown paces them.
+// are not held back by a spent budget (here, none at all); the cooldown
+// paces them.
 func TestBudgetServerDelayExempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &testhttp.Server{Handle: func(n int, r testhttp.Received) (*http.Response, error) {
@@ -144,26 +215,12 @@ func TestBudgetServerDelayExempt(t *testing.T) {
 			}
 			return testhttp.Response(http.StatusOK), nil
 		}}
-		tr := &Transport{Base: srv, Budget: RetryBudget{MaxTokens: 1}}
+		tr := &Transport{Base: srv, Budget: RetryBudget{MinRetriesPerSec: -1, PercentCanRetry: -1}}
 		for i := range 20 {
 			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.test/", ""))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("call %d ended with %d, want 200", i, resp.StatusCode)
-			}
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "call %d", i)
 			resp.Body.Close()
 		}
 	})
-}
-
-// level returns key's tokens in thousandths.
-func (b *budget) level(key string) int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if t, ok := b.tokens[key]; ok {
-		return t
-	}
-	return b.full
 }

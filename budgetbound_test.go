@@ -1,102 +1,73 @@
 package pace
 
 import (
-	"math"
 	"math/rand/v2"
-	"net/http"
 	"testing"
-	"testing/synctest"
 	"time"
-
-	"github.com/pacehttp/pace/internal/testhttp"
 )
 
-// TestBudgetBoundAlwaysFailing: the bound the RetryBudget documents for a
-// key that fails every time. 20 GETs to an always-500 host cost 20 first
-// attempts plus the retries the budget allows: ⌈MaxTokens/2⌉ − 1 at most
-// (4 with the defaults, not 5: first attempts spend tokens too), fewer
-// when MaxAttempts cuts a request's retries short (3 with the default
-// MaxAttempts, as the new-user trial measured: 23 requests).
-func TestBudgetBoundAlwaysFailing(t *testing.T) {
-	tests := []struct {
-		name        string
-		maxTokens   float64 // 0: the default
-		maxAttempts int     // 0: the default
-		wantRetries int
-	}{
-		{"defaults", 0, 0, 3},         // failures leave 9 (retry), 8 (retry), 7 (3rd attempt), 6 (retry), 5 (stop)
-		{"MaxAttempts 2", 0, 2, 2},    // 9 (retry), 8 (2nd attempt), 7 (retry), 6 (2nd attempt), 5 (stop)
-		{"MaxAttempts 4", 0, 4, 3},    // 9, 8, 7 (retries), 6 (4th attempt), 5 (stop)
-		{"MaxAttempts 5", 0, 5, 4},    // 9, 8, 7, 6 (retries), 5 (5th attempt, and stop)
-		{"MaxAttempts 10", 0, 10, 4},  // the bound itself
-		{"MaxTokens 5", 5, 10, 2},     // ⌈2.5⌉ − 1: 4, 3 (retries), 2 (stop)
-		{"MaxTokens 7.5", 7.5, 10, 3}, // ⌈3.75⌉ − 1: 6.5, 5.5, 4.5 (retries), 3.5 (stop)
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusInternalServerError)}}
-				tr := &Transport{Base: srv, MaxAttempts: tt.maxAttempts, Budget: RetryBudget{MaxTokens: tt.maxTokens},
-					NewBackOff: constBackOff(time.Millisecond)}
-				for range 20 {
-					if code := roundTrip(t, tr, "GET", "http://api.test/"); code != http.StatusInternalServerError {
-						t.Fatalf("status %d, want the 500", code)
-					}
-				}
-				maxT := tt.maxTokens
-				if maxT == 0 {
-					maxT = DefaultBudgetMaxTokens
-				}
-				retries := srv.Count() - 20
-				if bound := int(math.Ceil(maxT/2)) - 1; retries > bound {
-					t.Errorf("%d retries, above the documented bound %d", retries, bound)
-				}
-				if retries != tt.wantRetries {
-					t.Errorf("%d requests for 20 calls (%d retries), want %d retries", srv.Count(), retries, tt.wantRetries)
-				}
-			})
-		})
-	}
-}
-
-// TestBudgetBoundProperty: over 10,000 random schedules of failures and
-// non-failing answers, each from a full bucket with a random MaxTokens and
-// TokenRatio (three decimals), the failures that still allow a retry
-// number fewer than MaxTokens/2 + TokenRatio × (non-failing answers), as
-// the RetryBudget doc states, and a schedule of failures only reaches
-// ⌈MaxTokens/2⌉ − 1 exactly.
+// TestBudgetBoundProperty: over 500 random schedules of requests and
+// retries spread over two minutes, each with a random TTL, reserve and
+// percentage, the retries the budget allows in any stretch of 9/10 of the
+// TTL number at most MinRetriesPerSec × TTL + PercentCanRetry × (the
+// requests of the TTL up to the stretch's last retry), the bound RetryBudget
+// documents (Finagle's RetryBudget; the window is kept in ten slices, so a
+// count lasts between 9/10 of the TTL and the TTL).
 func TestBudgetBoundProperty(t *testing.T) {
-	rng := rand.New(rand.NewPCG(20261130, 4))
-	for i := range 10_000 {
-		maxT := float64(1+rng.IntN(20_000)) / 1000 // (0, 20]
-		ratio := float64(1+rng.IntN(int(maxT*1000))) / 1000
-		rb := RetryBudget{MaxTokens: maxT, TokenRatio: ratio}
+	rng := rand.New(rand.NewPCG(20261201, 11))
+	type event struct {
+		at      time.Time
+		retry   bool // a withdrawal allowed; else a request
+		allowed bool
+	}
+	for i := range 500 {
+		rb := RetryBudget{
+			TTL:              time.Duration(1+rng.IntN(60)) * time.Second,
+			MinRetriesPerSec: rng.IntN(20) - 2, // some negative: no reserve
+			PercentCanRetry:  float64(rng.IntN(2000)-200) / 1000,
+		}
 		if err := rb.validate(); err != nil {
 			t.Fatalf("schedule %d: %v", i, err)
 		}
 		b := newBudget(rb)
-		pFail := rng.Float64()
-		allowed, ok := 0, 0
-		for range rng.IntN(80) {
-			if rng.Float64() < pFail {
-				if b.failure("k") {
-					allowed++
-				}
+		now := budgetT0
+		var events []event
+		for range 300 {
+			now = now.Add(time.Duration(rng.Int64N(int64(400 * time.Millisecond))))
+			if rng.IntN(3) == 0 {
+				b.request("k", true, now)
+				events = append(events, event{at: now})
 			} else {
-				b.success("k")
-				ok++
+				events = append(events, event{at: now, retry: true, allowed: b.withdraw("k", now, false)})
 			}
 		}
-		if bound := maxT/2 + ratio*float64(ok); float64(allowed) >= bound+1e-9 {
-			t.Fatalf("schedule %d (MaxTokens %v, TokenRatio %v): %d retries allowed after %d non-failing answers, want fewer than %v",
-				i, maxT, ratio, allowed, ok, bound)
+		perSec, pct := rb.MinRetriesPerSec, rb.PercentCanRetry
+		if perSec == 0 {
+			perSec = defaultBudgetMinRetriesPerSec
 		}
-		fresh, n := newBudget(rb), 0
-		for fresh.failure("k") {
-			n++
+		if pct == 0 {
+			pct = defaultBudgetPercentCanRetry
 		}
-		if want := int(math.Ceil(maxT/2)) - 1; n != want {
-			t.Fatalf("schedule %d (MaxTokens %v): failures only allow %d retries, want ⌈MaxTokens/2⌉ − 1 = %d", i, maxT, n, want)
+		reserve, pct := float64(max(perSec, 0))*rb.TTL.Seconds(), max(pct, 0)
+		for end := range events {
+			// The stretch of 9/10 of the TTL that ends at event end, and
+			// the requests of the TTL up to its last allowed retry.
+			retries, last := 0, -1
+			for j := end; j >= 0 && events[end].at.Sub(events[j].at) < rb.TTL*9/10; j-- {
+				if events[j].allowed {
+					retries++
+					last = max(last, j)
+				}
+			}
+			requests := 0
+			for j := last; j >= 0 && events[last].at.Sub(events[j].at) < rb.TTL; j-- {
+				if !events[j].retry {
+					requests++
+				}
+			}
+			if bound := reserve + pct*float64(requests); float64(retries) > bound+1e-9 {
+				t.Fatalf("schedule %d (%+v): %d retries in a stretch, %d requests, bound %v", i, rb, retries, requests, bound)
+			}
 		}
 	}
 }

@@ -465,11 +465,15 @@ type attemptEnd struct {
 	attempt  int            // the attempt that ended, from 1
 	resp     *http.Response // nil when err is set
 	err      error
-	retry    bool      // RetryPolicy.check's verdict
-	why      string    // and its reason
-	failed   bool      // a retryable failure, whether or not this request may repeat it
-	canRetry bool      // the body can be sent again
-	budgetOK bool      // the key's retry budget allows a retry
+	retry    bool   // RetryPolicy.check's verdict
+	why      string // and its reason
+	failed   bool   // a retryable failure, whether or not this request may repeat it
+	canRetry bool   // the body can be sent again
+	// withdraw takes a retry from the key's retry budget at the given
+	// instant and reports whether the budget allowed it; with force it
+	// takes it anyway. It is called at most once, for a retry that is
+	// otherwise decided; nil means no budget.
+	withdraw func(now time.Time, force bool) bool
 	strikes  int       // the key's consecutive throttles before this one (Permit.Strikes)
 	deadline time.Time // the context's deadline; zero: none
 
@@ -514,10 +518,11 @@ type verdict struct {
 //     said no (its reason); the server's delay exceeds maxRetryAfter
 //     (ReasonDelayTooLong: a retry before it is certain to fail,
 //     hashicorp/go-retryablehttp#247); the body cannot be sent again; the
-//     attempts are spent; the schedule says stop; the budget is spent
-//     (unless the server named a delay: the server itself set the pace); or
-//     the wait would outlast the deadline (ReasonDeadline, decided at once,
-//     not slept).
+//     attempts are spent; the schedule says stop; the wait would outlast
+//     the deadline (ReasonDeadline, decided at once, not slept); or, last,
+//     so that only a retry otherwise made takes from it, the budget is
+//     spent (unless the server named a delay: the server itself set the
+//     pace, and the retry is counted anyway).
 func decide(in attemptEnd) verdict {
 	status := statusOf(in.resp)
 	var v verdict
@@ -575,11 +580,13 @@ func decide(in attemptEnd) verdict {
 	case stop:
 		v.why = ReasonBackoffStop
 		return v
-	case !in.budgetOK && !(fromServer && serverWait > 0):
-		v.why = ReasonBudget
-		return v
 	case !in.deadline.IsZero() && in.deadline.Sub(in.now) < wait:
 		v.why, v.refused, v.deadline = ReasonDeadline, wait, true
+		return v
+	}
+	serverPaced := fromServer && serverWait > 0
+	if in.withdraw != nil && !in.withdraw(in.now, serverPaced) && !serverPaced {
+		v.why = ReasonBudget
 		return v
 	}
 	v.retry, v.wait = true, wait

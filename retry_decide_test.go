@@ -44,7 +44,7 @@ func decideEnd(t *testing.T, method string, resp *http.Response, err error, bo *
 		(err != nil && errClassOf(req.Context(), err) != errFinal)
 	return attemptEnd{
 		now: decideNow, attempt: 1, resp: resp, err: err, retry: retry, why: why,
-		failed: failed, canRetry: true, budgetOK: true,
+		failed: failed, canRetry: true,
 		maxAttempts: DefaultMaxAttempts, maxRetryAfter: DefaultMaxRetryAfter, jitter: NoJitter,
 		backoff: bo.next, rnd: func(n int64) int64 { return n - 1 },
 	}
@@ -173,13 +173,13 @@ func TestDecide(t *testing.T) {
 			edit: func(in *attemptEnd) { in.attempt = 3 },
 			want: verdict{why: ReasonAttempts}, calls: []bool{false}},
 		{name: "budget spent", resp: testhttp.Response(500), bo: decideBackoff{wait: 300 * ms},
-			edit: func(in *attemptEnd) { in.budgetOK = false },
+			edit: func(in *attemptEnd) { in.withdraw = spentBudget },
 			want: verdict{why: ReasonBudget}, calls: []bool{false}},
 		{name: "budget spent, but the server named a delay", resp: testhttp.Response(500, "Retry-After", "2"),
-			edit: func(in *attemptEnd) { in.budgetOK = false },
+			edit: func(in *attemptEnd) { in.withdraw = spentBudget },
 			want: verdict{retry: true, wait: 2 * s, why: ReasonServerDelay}},
 		{name: "budget spent and a zero server delay: no retry", resp: testhttp.Response(429, "Retry-After", "0"),
-			edit: func(in *attemptEnd) { in.budgetOK = false },
+			edit: func(in *attemptEnd) { in.withdraw = spentBudget },
 			want: verdict{pause: MinThrottlePause, why: ReasonBudget}},
 		{name: "deadline shorter than the server's delay", resp: testhttp.Response(500, "Retry-After", "3"),
 			edit: func(in *attemptEnd) { in.deadline = decideNow.Add(2 * s) },
@@ -210,3 +210,6 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// spentBudget is the withdraw of a spent retry budget.
+func spentBudget(time.Time, bool) bool { return false }

@@ -529,15 +529,21 @@ func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Respon
 	failed := retry || (resp != nil && c.s.policy.retryStatus(status)) ||
 		(err != nil && errClassOf(c.ctx, err) != errFinal)
 	if !failed && status < 400 {
-		c.charge(false) // the success path: one atomic load when nothing failed lately
+		if attempt == 1 && c.s.budget != nil && c.s.budget.tracking() { // the success path: one atomic load when nothing failed lately
+			c.s.budget.request(c.key, false, time.Now())
+		}
 		return time.Time{}
 	}
 	if c.bo == nil {
 		c.bo = &backoffState{s: c.s}
 	}
+	now := time.Now()
+	if attempt == 1 && c.s.budget != nil {
+		c.s.budget.request(c.key, failed, now)
+	}
 	in := attemptEnd{
-		now: time.Now(), attempt: attempt, resp: resp, err: err, retry: retry, why: why,
-		failed: failed, canRetry: c.canRetry, budgetOK: c.charge(failed), strikes: strikes,
+		now: now, attempt: attempt, resp: resp, err: err, retry: retry, why: why,
+		failed: failed, canRetry: c.canRetry, withdraw: c.withdraw, strikes: strikes,
 		maxAttempts: c.s.maxAttempts, maxRetryAfter: c.s.maxRetryAfter, jitter: c.s.jitter,
 		customBackoff: c.s.newBackOff != nil, backoff: c.bo.next,
 	}
@@ -548,18 +554,14 @@ func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Respon
 	return in.now
 }
 
-// charge settles the attempt with the key's retry budget: a failure takes a
-// token, any other outcome gives some back. It reports whether the budget
-// still allows a retry, which is always true without a budget.
-func (c *call) charge(failed bool) bool {
+// withdraw takes a retry from the key's budget at now, with force even
+// when the budget is spent; it reports whether the budget allowed it, which
+// is always true without a budget.
+func (c *call) withdraw(now time.Time, force bool) bool {
 	if c.s.budget == nil {
 		return true
 	}
-	if failed {
-		return c.s.budget.failure(c.key)
-	}
-	c.s.budget.success(c.key)
-	return true
+	return c.s.budget.withdraw(c.key, now, force)
 }
 
 // next returns the wait before the next attempt from the request's

@@ -281,9 +281,12 @@ func TestTransportValidate(t *testing.T) {
 		{"bad limit", &Transport{Limits: Hosts{"api.test": {err: configErr("Rate.N", 0, "must be positive")}}}, `Limits["api.test"].Rate.N`},
 		{"empty host", &Transport{Limits: Hosts{"": {}}}, `Limits[""]`},
 		{"duplicate host", &Transport{Limits: Hosts{"A.test": {}, "a.test": {}}}, `Limits[`},
-		{"budget NaN", &Transport{Budget: RetryBudget{MaxTokens: nan()}}, "Budget.MaxTokens"},
-		{"budget ratio", &Transport{Budget: RetryBudget{TokenRatio: -1}}, "Budget.TokenRatio"},
-		{"budget ratio above max", &Transport{Budget: RetryBudget{MaxTokens: 2, TokenRatio: 3}}, "Budget.TokenRatio"},
+		{"budget NaN", &Transport{Budget: RetryBudget{PercentCanRetry: nan()}}, "Budget.PercentCanRetry"},
+		{"budget percent above 1000", &Transport{Budget: RetryBudget{PercentCanRetry: 1001}}, "Budget.PercentCanRetry"},
+		{"budget TTL below 1s", &Transport{Budget: RetryBudget{TTL: time.Millisecond}}, "Budget.TTL"},
+		{"budget TTL above 60s", &Transport{Budget: RetryBudget{TTL: time.Hour}}, "Budget.TTL"},
+		{"budget reserve too large", &Transport{Budget: RetryBudget{MinRetriesPerSec: 2_000_000}}, "Budget.MinRetriesPerSec"},
+		{"budget none at all is valid", &Transport{Budget: RetryBudget{MinRetriesPerSec: -1, PercentCanRetry: -1}}, ""},
 		{"budget keys", &Transport{Budget: RetryBudget{MaxKeys: -1}}, "Budget.MaxKeys"},
 	}
 	for _, tt := range tests {

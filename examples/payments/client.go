@@ -56,13 +56,12 @@ func NewClient(baseURL string, base http.RoundTripper) (*Client, error) {
 		// Retries of 429, 503 and dropped connections. A POST is retried
 		// only because it carries an Idempotency-Key (see Charge).
 		MaxAttempts: 8,
-		// The default retry budget (gRFC A6: a success refunds a tenth of
-		// a token, a failure costs one) stops retrying a host where more
-		// than one call in ten fails, so that a sick API is not hammered.
-		// This API fails one request in three by design, and a charge is
-		// worth a retry: a success refunds a whole token, so retries are
-		// held back only once failures outnumber successes.
-		Budget: pace.RetryBudget{TokenRatio: 1},
+		// The default retry budget (Finagle's RetryBudget: 10 retries a
+		// second plus one for every five requests, over 10 seconds) keeps
+		// a sick API from being hammered. This API fails one request in
+		// three by design, and a charge is worth a retry: one retry for
+		// every request, on top of the reserve.
+		Budget: pace.RetryBudget{PercentCanRetry: 1},
 		// A server that asks for more than this gets its answer back
 		// unretried, so a charge never hangs for minutes.
 		MaxRetryAfter: 10 * time.Second,
