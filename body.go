@@ -141,6 +141,12 @@ func drainAndClose(body io.ReadCloser, limit int64) {
 	_ = body.Close()
 }
 
+// readPrefix reads at most n bytes of body without closing it. err is the
+// read error, nil at io.EOF; the bytes read before an error are returned.
+func readPrefix(body io.Reader, n int64) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(body, n))
+}
+
 // closeRequestBody closes req.Body, as the RoundTripper contract requires on
 // every path, including errors before anything was sent. nil is ignored.
 func closeRequestBody(req *http.Request) {

@@ -29,6 +29,20 @@
 //		},
 //	}}
 //
+// # Per-attempt hooks
+//
+// [Transport].PrepareAttempt changes pace's own copy of each attempt,
+// the first included, after its waits: re-sign it over a fresh timestamp,
+// set a refreshed bearer token, count attempts in a header; the caller's
+// request is never modified. [RetryPolicy].Decide sees each attempt's
+// outcome in a [RetryCheck] and has the last word on retrying: it may read
+// the first 4 KiB of the response body ([RetryCheck.Body]; the caller
+// still gets the whole body), take the wait before the next attempt from
+// the body (RetryCheck.Wait, capped like a Retry-After), or end the call
+// with an error of its own (RetryCheck.Fail). [Transport].ErrorOnGiveUp
+// turns a final retryable status into an [*AttemptsError] that carries the
+// response.
+//
 // # Limits and limiters
 //
 // A [Limit] describes one rate limit and holds no state: [Bucket] (token
@@ -66,8 +80,11 @@
 //     also matching [context.DeadlineExceeded]) or cut short by the context.
 //   - an [*AttemptsError]: at least one attempt was sent, and no response
 //     is returned. It records the attempts, the last status and why the
-//     Transport gave up, and unwraps to the last transport error or to the
-//     *WaitError that stopped a retry.
+//     Transport gave up, and unwraps to the last transport error, to the
+//     *WaitError that stopped a retry, or to the error Decide set in
+//     RetryCheck.Fail; with ErrorOnGiveUp it holds the last response.
+//   - the error of [Transport].PrepareAttempt on the first attempt (on a
+//     later one it is in an *AttemptsError).
 //   - an error reading a request body that pace buffers to replay it (see
 //     [Transport].MaxBufferedBody), wrapped.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -132,17 +133,30 @@ func (e *WaitError) Unwrap() error { return e.Err }
 // [ReasonBudget], [ReasonNotIdempotent] or [ReasonDeadline]. It is empty
 // when Err alone explains the end: an error that is never retried, a wait
 // before an attempt refused, or the context ending during a wait. errors.Is
-// and errors.As see through it to Err.
+// and errors.As see through it to Err. With [RetryPolicy].Decide's Fail,
+// Err is Fail and Reason is [ReasonDecided].
+//
+// With [Transport].ErrorOnGiveUp, a response that could have been retried
+// but was not comes back in Response, and Err is nil, unless the wait
+// would have outlasted the deadline (Err says so then).
 type AttemptsError struct {
 	Attempts   int    // the attempts made, the first included: those sent, and the throttled answers of the key's probe that counted as this request's (see Transport)
 	StatusCode int    // status of the last response received and discarded, the probe's for a request that waited behind it; 0 if the last attempt got none
 	Reason     Reason // why a retryable failure was not retried; empty when Err explains the end
-	Err        error  // the last transport error, or why retrying stopped
+	Err        error  // the last transport error, or why retrying stopped; nil only with Response set
+
+	// Response is the last response, only with Transport.ErrorOnGiveUp,
+	// else nil: status and headers as received, Request the caller's, and
+	// a Body that holds a copy of at most the first 4 KiB of the body
+	// (ContentLength is the copy's length). The original body is closed,
+	// so the error holds no connection and there is nothing to close.
+	Response *http.Response
 }
 
 // Error returns, for example, "pace: 1 attempt (gave up: method not safe
 // to replay): EOF" or "pace: 3 attempts, last status 503: context
-// canceled".
+// canceled", without the ": Err" part when Err is nil ("pace: 3 attempts,
+// last status 503 (gave up: MaxAttempts reached)").
 func (e *AttemptsError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "pace: %d attempt", e.Attempts)
@@ -155,8 +169,10 @@ func (e *AttemptsError) Error() string {
 	if e.Reason != "" {
 		fmt.Fprintf(&b, " (gave up: %s)", e.Reason.text())
 	}
-	b.WriteString(": ")
-	b.WriteString(strings.TrimPrefix(fmt.Sprint(e.Err), "pace: "))
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(strings.TrimPrefix(e.Err.Error(), "pace: "))
+	}
 	return b.String()
 }
 

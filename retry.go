@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -104,10 +105,14 @@ type RetryPolicy struct {
 
 	// Decide, if non-nil, is called after every attempt with pace's default
 	// decision in c.Retry and its reason in c.Reason, and returns whether to
-	// retry. It may set c.Reason to explain its choice to observers. It must
-	// not read or close c.Response.Body, nor modify c.Request. It is called
-	// from the goroutine running RoundTrip and must be safe for concurrent
-	// use when the Transport is.
+	// retry. It may set c.Reason to explain its choice to observers, read
+	// the first bytes of the response body with c.Body (the caller still
+	// gets the whole body), set c.Wait to the delay the server named in the
+	// body, and set c.Fail to end the call with an error of its own (see
+	// [RetryCheck]; go-retryablehttp's CheckRetry returning an error). It
+	// must not read c.Response.Body directly, close it, nor modify
+	// c.Request. It is called from the goroutine running RoundTrip and must
+	// be safe for concurrent use when the Transport is.
 	Decide func(c *RetryCheck) bool
 }
 
@@ -128,6 +133,57 @@ type RetryCheck struct {
 	// Reason says why, e.g. "retryable status", "connection reset" or
 	// "method not safe to replay". Decide may replace it.
 	Reason string
+
+	// Wait, if Decide sets it above zero on an attempt that has a Response,
+	// is the delay before the next attempt, for a server that names it in
+	// the body rather than in a header. It is taken as the server's delay,
+	// in place of the headers' (Retry-After and the others [RetryAfter]
+	// reads): never jittered or shortened; on a 429 or 503 it pauses the
+	// request's whole key; a Wait above MaxRetryAfter is not slept (the
+	// response goes back unretried, [ReasonDelayTooLong]); one that would
+	// outlast the context's deadline fails at once ([ReasonDeadline]). It
+	// has no effect when Decide returns false, nor after a transport error.
+	Wait time.Duration
+
+	// Fail, if Decide sets it, ends the call with that error, whatever
+	// Decide returns: nothing more is sent, the response's body is closed,
+	// and RoundTrip returns an [*AttemptsError] with Reason [ReasonDecided]
+	// whose Err is Fail, so errors.Is and errors.As find it. A throttle
+	// still pauses the key.
+	Fail error
+
+	body     []byte // what Body read
+	bodyErr  error
+	bodyRead bool
+}
+
+// maxBodyPrefix is how much of a response body [RetryCheck.Body] reads,
+// and how much of it an [AttemptsError] made by Transport.ErrorOnGiveUp
+// keeps: 4 KiB, enough for an API's error object.
+const maxBodyPrefix = 4 << 10
+
+// Body returns the first bytes of the response body, at most 4 KiB, read
+// the first time it is called (later calls return the same bytes), for a
+// decision that depends on an error code in the body. The response keeps
+// its whole body: the bytes read are put back in front of the rest, so the
+// caller, when the response is returned, reads it from the start. err is
+// the read error, if any other than io.EOF; the bytes read before it are
+// returned and put back too. Body returns nil, nil when there is no
+// Response or its body is nil or http.NoBody. Reading waits for the server
+// to send up to 4 KiB or end the body, so do not call it on a streamed
+// response. It is not safe for concurrent use.
+func (c *RetryCheck) Body() ([]byte, error) {
+	if c.bodyRead {
+		return c.body, c.bodyErr
+	}
+	c.bodyRead = true
+	if c.Response == nil || c.Response.Body == nil || c.Response.Body == http.NoBody {
+		return nil, nil
+	}
+	orig := c.Response.Body
+	c.body, c.bodyErr = readPrefix(orig, maxBodyPrefix)
+	c.Response.Body = &prefixedBody{Reader: io.MultiReader(bytes.NewReader(c.body), orig), orig: orig}
+	return c.body, c.bodyErr
 }
 
 // Reasons reported with a retry decision. They are constants so that a
@@ -223,24 +279,26 @@ func isIdempotentMethod(m string) bool {
 // check decides whether to retry after attempt number attempt (from 1) of
 // req ended with resp or err (exactly one non-nil). It applies the default
 // rules of RetryPolicy, then Decide. reason says why, for observers; it is
-// empty for a plain success. It does not look at the body, the attempt
-// count or the request's deadline: the Transport checks those. check does
-// not read resp.Body and is safe for concurrent use.
-func (p *RetryPolicy) check(req *http.Request, resp *http.Response, err error, attempt int) (retry bool, reason string) {
+// empty for a plain success. hook is what Decide saw and set (its Wait and
+// Fail), nil when there is no Decide. check does not look at the attempt
+// count or the request's deadline: the Transport checks those. It reads
+// resp.Body only when Decide asks (RetryCheck.Body), and is safe for
+// concurrent use.
+func (p *RetryPolicy) check(req *http.Request, resp *http.Response, err error, attempt int) (retry bool, reason string, hook *RetryCheck) {
 	if err != nil {
 		retry, reason = p.checkError(req, err)
 	} else {
 		retry, reason = p.checkResponse(req, resp)
 	}
 	if p.Decide == nil {
-		return retry, reason
+		return retry, reason, nil
 	}
-	c := RetryCheck{Request: req, Response: resp, Err: err, Attempt: attempt, Retry: retry, Reason: reason}
-	decided := p.Decide(&c)
-	if decided != retry && c.Reason == reason {
+	c := &RetryCheck{Request: req, Response: resp, Err: err, Attempt: attempt, Retry: retry, Reason: reason}
+	decided := p.Decide(c)
+	if (decided != retry || c.Fail != nil) && c.Reason == reason {
 		c.Reason = reasonDecideHook
 	}
-	return decided, c.Reason
+	return decided, c.Reason, c
 }
 
 func (p *RetryPolicy) checkResponse(req *http.Request, resp *http.Response) (bool, string) {
@@ -476,6 +534,10 @@ type attemptEnd struct {
 	withdraw func(now time.Time, force bool) bool
 	strikes  int       // the key's consecutive throttles before this one (Permit.Strikes)
 	deadline time.Time // the context's deadline; zero: none
+	// hookWait is RetryCheck.Wait: the delay Decide read from the response,
+	// taken as the server's; 0: none.
+	hookWait time.Duration
+	fail     error // RetryCheck.Fail: end the call with this error
 
 	maxAttempts   int
 	maxRetryAfter time.Duration
@@ -496,6 +558,7 @@ type verdict struct {
 	why      Reason        // the retry's reason (ReasonServerDelay, ReasonBackoff), or why a retryable failure is not retried
 	refused  time.Duration // the server delay or wait that was refused, for ReasonDelayTooLong and ReasonDeadline
 	deadline bool          // the wait would outlast the context's deadline
+	fail     error         // end the call with this error (RetryCheck.Fail); why is ReasonDecided
 }
 
 // decide is the retry decision: from what an attempt ended with, whether to
@@ -504,9 +567,10 @@ type verdict struct {
 // never its body, and takes explicit time; apart from the backoff schedule
 // and the jitter it is a pure function. The rules:
 //
-//   - The wait is the server's delay when it gave one (Retry-After and the
-//     other headers serverDelay reads), else the backoff schedule's next
-//     wait, jittered.
+//   - The wait is the server's delay when it gave one (RetryCheck.Wait, a
+//     delay Decide read from the body, or else Retry-After and the other
+//     headers serverDelay reads), else the backoff schedule's next wait,
+//     jittered.
 //   - A throttle (isThrottle) pauses the key: for the server's delay, never
 //     less than MinThrottlePause; without a delay (a 429 that names none)
 //     for DefaultThrottlePause doubled by the key's strikes, jittered, never
@@ -514,6 +578,8 @@ type verdict struct {
 //     next wait, never under a second (env0/terraform-provider-env0#1127).
 //     Every pause is capped at maxRetryAfter; the request's own wait is the
 //     pause.
+//   - Decide's Fail ends the call (ReasonDecided), after a throttle's
+//     pause is set.
 //   - A retryable failure is not retried, in this order, when: the policy
 //     said no (its reason); the server's delay exceeds maxRetryAfter
 //     (ReasonDelayTooLong: a retry before it is certain to fail,
@@ -531,9 +597,15 @@ func decide(in attemptEnd) verdict {
 	if in.resp != nil && (in.retry || status >= 400) {
 		serverWait, _, fromServer = serverDelay(in.resp, in.now)
 	}
+	if in.resp != nil && in.hookWait > 0 {
+		serverWait, fromServer = in.hookWait, true
+	}
 	throttle := isThrottle(status, fromServer)
 	if !in.retry && !throttle {
-		if in.failed {
+		switch {
+		case in.fail != nil:
+			v.why, v.fail = ReasonDecided, in.fail
+		case in.failed:
 			v.why = policyReason(in.why)
 		}
 		return v
@@ -562,6 +634,9 @@ func decide(in attemptEnd) verdict {
 		}
 	}
 	switch {
+	case in.fail != nil:
+		v.why, v.fail = ReasonDecided, in.fail
+		return v
 	case !in.retry:
 		v.why = ""
 		if in.failed {

@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"io"
 	"net/http"
 	"syscall"
 	"testing"
@@ -39,7 +40,7 @@ func decideEnd(t *testing.T, method string, resp *http.Response, err error, bo *
 	t.Helper()
 	req := newRequest(t, t.Context(), method, "http://api.test/v1", "")
 	var p RetryPolicy
-	retry, why := p.check(req, resp, err, 1)
+	retry, why, _ := p.check(req, resp, err, 1)
 	failed := retry || (resp != nil && p.retryStatus(resp.StatusCode)) ||
 		(err != nil && errClassOf(req.Context(), err) != errFinal)
 	return attemptEnd{
@@ -86,6 +87,26 @@ func TestDecide(t *testing.T) {
 			want: verdict{retry: true, wait: 300 * ms, why: ReasonBackoff}, calls: []bool{false}},
 		{name: "a connection reset: the backoff schedule", err: syscall.ECONNRESET, bo: decideBackoff{wait: 200 * ms},
 			want: verdict{retry: true, wait: 200 * ms, why: ReasonBackoff}, calls: []bool{false}},
+
+		// Decide's Wait (a delay read from the body) and Fail.
+		{name: "Decide's Wait replaces the headers' delay and the backoff", resp: testhttp.Response(500, "Retry-After", "3"),
+			edit: func(in *attemptEnd) { in.hookWait = 7 * s },
+			want: verdict{retry: true, wait: 7 * s, why: ReasonServerDelay}},
+		{name: "Decide's Wait on a 429 pauses the key", resp: testhttp.Response(429),
+			edit: func(in *attemptEnd) { in.hookWait = 2 * s },
+			want: verdict{retry: true, wait: 2 * s, pause: 2 * s, why: ReasonServerDelay}},
+		{name: "Decide's Wait over maxRetryAfter is refused", resp: testhttp.Response(503),
+			edit: func(in *attemptEnd) { in.hookWait = time.Hour },
+			want: verdict{why: ReasonDelayTooLong, refused: time.Hour, pause: DefaultMaxRetryAfter}},
+		{name: "Decide's Wait after a transport error: ignored", err: syscall.ECONNRESET, bo: decideBackoff{wait: 200 * ms},
+			edit: func(in *attemptEnd) { in.hookWait = 7 * s },
+			want: verdict{retry: true, wait: 200 * ms, why: ReasonBackoff}, calls: []bool{false}},
+		{name: "Decide's Fail on a success", resp: testhttp.Response(200),
+			edit: func(in *attemptEnd) { in.fail = io.EOF },
+			want: verdict{why: ReasonDecided, fail: io.EOF}},
+		{name: "Decide's Fail on a throttle keeps the pause", resp: testhttp.Response(429, "Retry-After", "3"),
+			edit: func(in *attemptEnd) { in.fail = io.EOF },
+			want: verdict{why: ReasonDecided, fail: io.EOF, pause: 3 * s}},
 
 		// 429 without a delay: DefaultThrottlePause doubled by the strikes.
 		{name: "429 without a delay pauses DefaultThrottlePause", resp: testhttp.Response(429), bo: decideBackoff{wait: s},

@@ -42,13 +42,13 @@ func TestDefaultRetryStatusesC12(t *testing.T) {
 	req := newReq(t, http.MethodGet)
 	defaults := DefaultRetryStatuses()
 	for code := 100; code <= 599; code++ {
-		retry, reason := p.check(req, response(code), nil, 1)
+		retry, reason, _ := p.check(req, response(code), nil, 1)
 		if want := slices.Contains(defaults, code); retry != want {
 			t.Errorf("default policy, GET, status %d: retry = %v (%s), want %v", code, retry, reason, want)
 		}
 	}
 	for _, code := range []int{400, 401, 403, 404, 405, 409, 422, 501, 505, 506, 510, 511} {
-		if retry, _ := p.check(req, response(code), nil, 1); retry {
+		if retry, _, _ := p.check(req, response(code), nil, 1); retry {
 			t.Errorf("status %d retried by default; aws/aws-sdk-go#1819 says never", code)
 		}
 	}
@@ -101,7 +101,7 @@ func TestRetryPolicyCheckResponse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := newReq(t, tt.method, tt.reqHeaders...)
-			got, reason := tt.policy.check(req, tt.resp, nil, 1)
+			got, reason, _ := tt.policy.check(req, tt.resp, nil, 1)
 			if got != tt.want || reason != tt.wantReason {
 				t.Errorf("check(%s, %d) = %v, %q; want %v, %q", tt.method, tt.resp.StatusCode, got, reason, tt.want, tt.wantReason)
 			}
@@ -115,7 +115,7 @@ func TestIdempotencyMarkerWithoutValue(t *testing.T) {
 	var p RetryPolicy
 	req := newReq(t, http.MethodPost)
 	req.Header["Idempotency-Key"] = nil
-	if retry, reason := p.check(req, response(503), nil, 1); !retry {
+	if retry, reason, _ := p.check(req, response(503), nil, 1); !retry {
 		t.Errorf("POST with nil Idempotency-Key marker: retry = false (%s), want true", reason)
 	}
 }
@@ -238,7 +238,7 @@ func TestCheckErrorMethods(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, reason := tt.policy.check(newReq(t, tt.method, tt.headers...), nil, tt.err, 1)
+			got, reason, _ := tt.policy.check(newReq(t, tt.method, tt.headers...), nil, tt.err, 1)
 			if got != tt.want {
 				t.Errorf("check(%s, %v) = %v (%s), want %v", tt.method, tt.err, got, reason, tt.want)
 			}
@@ -275,7 +275,7 @@ func TestClassifyRealErrors(t *testing.T) {
 		if class, _ := classifyError(req.Context(), err); class != errNotSent {
 			t.Errorf("refused: classifyError(%v) = %d, want errNotSent", err, class)
 		}
-		if retry, reason := p.check(req, nil, err, 1); !retry {
+		if retry, reason, _ := p.check(req, nil, err, 1); !retry {
 			t.Errorf("refused POST: retry = false (%s), want true: nothing was sent", reason)
 		}
 	})
@@ -337,7 +337,7 @@ func TestClassifyRealErrors(t *testing.T) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 		err := roundTripOnce(t, &http.Transport{DisableKeepAlives: true}, req)
 		var p RetryPolicy
-		if retry, reason := p.check(req, nil, err, 1); retry || reason != "request canceled" {
+		if retry, reason, _ := p.check(req, nil, err, 1); retry || reason != "request canceled" {
 			t.Errorf("cancelled: check = %v, %q; want false, request canceled", retry, reason)
 		}
 	})
@@ -392,7 +392,7 @@ func TestC13ServerDropsAfterReadingPOST(t *testing.T) {
 		if class, _ := classifyError(req.Context(), err); class != errTransient {
 			t.Errorf("%s dropped after reading: classifyError(%v) = %d, want errTransient", tt.method, err, class)
 		}
-		if got, reason := tt.policy.check(req, nil, err, 1); got != tt.want {
+		if got, reason, _ := tt.policy.check(req, nil, err, 1); got != tt.want {
 			t.Errorf("%s %v after the server dropped it (%v): retry = %v (%s), want %v", tt.method, tt.headers, err, got, reason, tt.want)
 		}
 	}
@@ -418,7 +418,7 @@ func TestWithIdempotencyKey(t *testing.T) {
 		if got.Header.Get("Content-Type") != "application/json" || got.Context() != req.Context() || got.Body != req.Body {
 			t.Error("clone lost the caller's header, context or body")
 		}
-		if retry, _ := on.check(got, response(503), nil, 1); !retry {
+		if retry, _, _ := on.check(got, response(503), nil, 1); !retry {
 			t.Error("POST with the added key is not retried on 503")
 		}
 	})
@@ -489,17 +489,17 @@ func TestRetryPolicyDecide(t *testing.T) {
 	}}
 	req := newReq(t, http.MethodGet)
 
-	if retry, reason := p.check(req, response(501), nil, 2); !retry || reason != reasonDecideHook {
+	if retry, reason, _ := p.check(req, response(501), nil, 2); !retry || reason != reasonDecideHook {
 		t.Errorf("Decide flipping 501: %v, %q; want true, %q", retry, reason, reasonDecideHook)
 	}
 	if seen.Attempt != 2 || seen.Retry || seen.Reason != reasonFinalStatus || seen.Request != req {
 		t.Errorf("Decide saw %+v; want attempt 2, default false, reason %q", seen, reasonFinalStatus)
 	}
-	if retry, reason := p.check(req, response(503), nil, 1); retry || reason != "maintenance window" {
+	if retry, reason, _ := p.check(req, response(503), nil, 1); retry || reason != "maintenance window" {
 		t.Errorf("Decide vetoing 503: %v, %q; want false, maintenance window", retry, reason)
 	}
 	err := opErr("read", syscall.ECONNRESET)
-	if retry, reason := p.check(req, nil, err, 3); !retry || reason != "connection reset" || seen.Err != err || seen.Response != nil {
+	if retry, reason, _ := p.check(req, nil, err, 3); !retry || reason != "connection reset" || seen.Err != err || seen.Response != nil {
 		t.Errorf("Decide keeping the default for an error: %v, %q; saw %+v", retry, reason, seen)
 	}
 }

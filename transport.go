@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -72,7 +73,8 @@ const DefaultMaxWait = 5 * time.Minute
 // caller's request (attempts send copies, with the body rewound), it
 // closes the request body on every path, and it returns either a response
 // or an error, never both. When retries run out on a status, the last
-// response is returned as it came, body unread, with a nil error; when they
+// response is returned as it came, body unread, with a nil error (or, with
+// ErrorOnGiveUp, inside an [*AttemptsError]); when they
 // run out on a transport error, the error is an [*AttemptsError] that
 // unwraps to the last error. When the first attempt cannot go (its wait is
 // refused or cut short), nothing is sent and the error is the limiter's,
@@ -168,6 +170,34 @@ type Transport struct {
 	// [RetryBudget]. The zero value means the default budget.
 	Budget RetryBudget
 
+	// PrepareAttempt, if non-nil, is called before each attempt, the first
+	// included, once the attempt's waits are over, with pace's own copy of
+	// the request for that attempt (a fresh one each time, from the
+	// caller's request, the body rewound) and the attempt's number, from 1.
+	// It may change that copy's header and URL: re-sign the request over
+	// a timestamp (AWS SigV4 and many payment APIs reject an old one), set
+	// a bearer token refreshed after a 401 (Decide can refresh it and
+	// return true), or count attempts in a header. To sign the body, read
+	// it from req.GetBody (set whenever the request can be retried); do
+	// not read or replace req.Body. The caller's request is never
+	// modified, and changes do not carry over from one attempt to the
+	// next. If it returns an error, that attempt is not sent and RoundTrip
+	// returns the error: as it is on the first attempt, in an
+	// [*AttemptsError] on a later one. It is go-retryablehttp's
+	// PrepareRetry, called on the first attempt too. It is called from the
+	// goroutine of the request, so it must be safe for concurrent use.
+	PrepareAttempt func(req *http.Request, attempt int) error
+
+	// ErrorOnGiveUp, if true, makes a response that could have been
+	// retried but was not (its status is retryable, or Decide said to
+	// retry it, and the attempts, the budget, MaxRetryAfter or the
+	// deadline stopped the retries) come back as an error instead: an
+	// [*AttemptsError] whose Response holds that response, for callers
+	// that treat a final 429 or 5xx as a failure (go-retryablehttp's
+	// ErrorHandler). By default (false) that response is returned with a
+	// nil error, body unread, as net/http's contract has it.
+	ErrorOnGiveUp bool
+
 	// OnEvent, if non-nil, is called for each wait, throttle, retry and
 	// give-up (see [Event]), on the goroutine of the request, so it must be
 	// safe for concurrent use. It must not block and must not modify the
@@ -205,6 +235,8 @@ type state struct {
 	jitter        Jitter
 	maxBody       int64
 	budget        *budget
+	prepare       func(*http.Request, int) error
+	errorOnGiveUp bool
 	obs           *observer
 	pauses        *Keyed // the throttle of keys that no limit paces
 }
@@ -260,6 +292,8 @@ func (t *Transport) compile(build bool) (*state, error) {
 		jitter:        t.Jitter,
 		maxBody:       orDefault(t.MaxBufferedBody, DefaultMaxBufferedBody),
 		budget:        newBudget(t.Budget),
+		prepare:       t.PrepareAttempt,
+		errorOnGiveUp: t.ErrorOnGiveUp,
 		obs:           newObserver(t.OnEvent, t.Logger, t.SecretHeaders),
 	}
 	if s.base == nil {
@@ -368,6 +402,9 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 		out, err := c.request(attempt, &p)
 		if err != nil {
 			c.settle(&p, Outcome{})
+			if attempt == 1 { // only PrepareAttempt fails a first attempt
+				return nil, err
+			}
 			return nil, &AttemptsError{Attempts: attempt - 1, StatusCode: lastStatus, Err: err}
 		}
 		resp, err := s.base.RoundTrip(out)
@@ -387,21 +424,28 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 		if !v.retry {
 			if v.why != "" && v.why != ReasonServerDelay && v.why != ReasonBackoff && s.obs != nil {
 				var gerr error = err
-				if v.deadline {
+				switch {
+				case v.fail != nil:
+					gerr = v.fail
+				case v.deadline:
 					gerr = &WaitError{Key: c.key, Delay: v.refused, Err: errDeadline}
 				}
 				c.giveUp(attempt, v.why, v.refused, statusOf(resp), gerr)
 			}
-			if v.deadline { // the wait would outlast the context's deadline
-				drainAndClose(bodyOf(resp), 0)
-				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: ReasonDeadline,
-					Err: &WaitError{Key: c.key, Delay: v.refused, Err: errDeadline}}
-			}
-			if err != nil {
-				return nil, &AttemptsError{Attempts: attempt, Reason: giveUpReason(v.why), Err: err}
-			}
-			if out != req {
+			if resp != nil && out != req {
 				resp.Request = req
+			}
+			switch {
+			case v.fail != nil: // Decide ended the call
+				drainAndClose(bodyOf(resp), 0)
+				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: ReasonDecided, Err: v.fail}
+			case v.deadline: // the wait would outlast the context's deadline
+				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: ReasonDeadline,
+					Err: &WaitError{Key: c.key, Delay: v.refused, Err: errDeadline}, Response: c.giveUpResponse(resp)}
+			case err != nil:
+				return nil, &AttemptsError{Attempts: attempt, Reason: giveUpReason(v.why), Err: err}
+			case s.errorOnGiveUp && giveUpReason(v.why) != "":
+				return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Reason: v.why, Response: c.giveUpResponse(resp)}
 			}
 			return resp, nil
 		}
@@ -494,14 +538,24 @@ func (c *call) admit(attempt *int, lastStatus int, p *Permit) error {
 }
 
 // request returns the request to send for attempt, admitted by p: a fresh
-// copy with the body rewound for a retry, and, when p asks for it, a
-// net/http/httptrace hook that tells the limiter the instant the request is
-// written.
+// copy with the body rewound for a retry (and for the first attempt too
+// when PrepareAttempt is set, which then changes it), and, when p asks for
+// it, a net/http/httptrace hook that tells the limiter the instant the
+// request is written. When PrepareAttempt fails, the attempt's body is
+// closed and its error returned.
 func (c *call) request(attempt int, pp *Permit) (*http.Request, error) {
 	out := c.send
 	if attempt > 1 {
 		var err error
 		if out, err = rewindBody(c.ctx, c.send); err != nil {
+			return nil, err
+		}
+	} else if c.s.prepare != nil {
+		out = c.send.Clone(c.ctx) // the body is the caller's, sent once
+	}
+	if c.s.prepare != nil {
+		if err := c.s.prepare(out, attempt); err != nil {
+			closeRequestBody(out)
 			return nil, err
 		}
 	}
@@ -522,13 +576,13 @@ func (c *call) request(attempt int, pp *Permit) (*http.Request, error) {
 // returns the instant it was made. On the success path it leaves *v alone
 // (the zero verdict) and returns the zero Time, reading no clock.
 func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Response, err error, v *verdict) time.Time {
-	retry, why := c.s.policy.check(out, resp, err, attempt)
+	retry, why, hook := c.s.policy.check(out, resp, err, attempt)
 	status := statusOf(resp)
 	// failed: an outcome that costs budget, a retryable failure whether
 	// or not this request may repeat it.
 	failed := retry || (resp != nil && c.s.policy.retryStatus(status)) ||
 		(err != nil && errClassOf(c.ctx, err) != errFinal)
-	if !failed && status < 400 {
+	if !failed && status < 400 && (hook == nil || hook.Fail == nil) {
 		if attempt == 1 && c.s.budget != nil && c.s.budget.tracking() { // the success path: one atomic load when nothing failed lately
 			c.s.budget.request(c.key, false, time.Now())
 		}
@@ -549,6 +603,9 @@ func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Respon
 	}
 	if dl, ok := c.ctx.Deadline(); ok {
 		in.deadline = dl
+	}
+	if hook != nil {
+		in.hookWait, in.fail = hook.Wait, hook.Fail
 	}
 	*v = decide(in)
 	return in.now
@@ -593,6 +650,25 @@ func (c *backoffState) next(throttled bool) (time.Duration, bool) {
 		c.prevWait = w
 	}
 	return w, ok
+}
+
+// giveUpResponse returns resp, or nil, for an [*AttemptsError] when
+// ErrorOnGiveUp is set: its body replaced by a copy of its first 4 KiB
+// (maxBodyPrefix) and the original drained and closed, so that the error
+// holds no connection; ContentLength is the copy's length. Without
+// ErrorOnGiveUp it drains and closes resp's body and returns nil.
+func (c *call) giveUpResponse(resp *http.Response) *http.Response {
+	if resp == nil || !c.s.errorOnGiveUp {
+		drainAndClose(bodyOf(resp), 0)
+		return nil
+	}
+	var prefix []byte
+	if resp.Body != nil && resp.Body != http.NoBody {
+		prefix, _ = readPrefix(resp.Body, maxBodyPrefix) // a read error leaves the bytes read so far
+		drainAndClose(resp.Body, 0)
+	}
+	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(prefix)), int64(len(prefix))
+	return resp
 }
 
 // giveUp emits an EventGiveUp.

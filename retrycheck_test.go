@@ -1,0 +1,204 @@
+package pace
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacehttp/pace/internal/testhttp"
+)
+
+// TestRetryCheckBodyPrefix: Decide reads the first 4 KiB of a 10 KiB body
+// to find an error code, and the caller still gets the whole body, byte
+// for byte; a discarded response read that way is still closed.
+func TestRetryCheckBodyPrefix(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		conflict := `{"error":{"code":"lock_timeout"}}` + strings.Repeat("x", 10<<10)
+		long := `{"id":"ch_1"}` + strings.Repeat("y", 10<<10)
+		var bodies []*testhttp.Body
+		srv := &testhttp.Server{Handle: func(n int, _ testhttp.Received) (*http.Response, error) {
+			resp := testhttp.ResponseBody(http.StatusOK, long)
+			if n == 1 {
+				resp = testhttp.ResponseBody(http.StatusConflict, conflict) // not retried by default
+			}
+			bodies = append(bodies, resp.Body.(*testhttp.Body))
+			return resp, nil
+		}}
+		var prefixes [][]byte
+		tr := &Transport{Base: srv, NewBackOff: constBackOff(time.Second), RetryPolicy: RetryPolicy{Decide: func(c *RetryCheck) bool {
+			b, err := c.Body()
+			require.NoError(t, err)
+			again, _ := c.Body()
+			assert.Equal(t, b, again, "a second call returns the same bytes")
+			prefixes = append(prefixes, b)
+			return c.Retry || bytes.Contains(b, []byte(`"lock_timeout"`)) // Stripe's retryable 409
+		}}}
+
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), http.MethodGet, "http://api.test/v1", ""))
+		require.NoError(t, err)
+		got, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.True(t, long == string(got), "the caller reads the whole body: %d bytes of %d", len(got), len(long))
+		require.Len(t, prefixes, 2)
+		assert.True(t, conflict[:4<<10] == string(prefixes[0]), "the 409's first 4 KiB: %d bytes", len(prefixes[0]))
+		assert.True(t, long[:4<<10] == string(prefixes[1]), "the 200's first 4 KiB: %d bytes", len(prefixes[1]))
+		require.Len(t, bodies, 2)
+		assert.True(t, bodies[0].Closed(), "discarded 409 closed")
+		assert.True(t, bodies[1].Closed(), "returned body closed by the caller's Close")
+	})
+}
+
+// TestRetryCheckBodyNone: Body of an attempt without a response, or with
+// an empty one, is nil.
+func TestRetryCheckBodyNone(t *testing.T) {
+	for _, c := range []*RetryCheck{
+		{Err: io.ErrUnexpectedEOF},
+		{Response: &http.Response{StatusCode: 204, Body: http.NoBody}},
+		{Response: &http.Response{StatusCode: 204}},
+	} {
+		b, err := c.Body()
+		assert.Nil(t, b)
+		assert.NoError(t, err)
+	}
+}
+
+var errCardDeclined = errors.New("card declined")
+
+// TestRetryCheckFail: Decide ends the call with an error of its own (like
+// go-retryablehttp's CheckRetry returning one), on a retryable status and
+// on a success alike: nothing more is sent, the response body is closed,
+// and the error matches with errors.Is.
+func TestRetryCheckFail(t *testing.T) {
+	for _, status := range []int{http.StatusServiceUnavailable, http.StatusOK, http.StatusPaymentRequired} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var body *testhttp.Body
+				srv := &testhttp.Server{Handle: func(int, testhttp.Received) (*http.Response, error) {
+					resp := testhttp.ResponseBody(status, `{"decline_code":"insufficient_funds"}`)
+					body = resp.Body.(*testhttp.Body)
+					return resp, nil
+				}}
+				var events []Event
+				tr := &Transport{Base: srv, OnEvent: func(e Event) { events = append(events, e) },
+					RetryPolicy: RetryPolicy{Decide: func(c *RetryCheck) bool {
+						if b, _ := c.Body(); bytes.Contains(b, []byte("decline_code")) {
+							c.Fail = errCardDeclined
+						}
+						return true // Fail wins
+					}}}
+
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), http.MethodGet, "http://api.test/v1", ""))
+				require.Nil(t, resp)
+				require.ErrorIs(t, err, errCardDeclined)
+				var ae *AttemptsError
+				require.ErrorAs(t, err, &ae)
+				assert.Equal(t, AttemptsError{Attempts: 1, StatusCode: status, Reason: ReasonDecided, Err: errCardDeclined}, *ae)
+				assert.Equal(t, 1, srv.Count(), "attempts sent")
+				assert.True(t, body.Closed(), "response body closed")
+				require.NotEmpty(t, events)
+				last := events[len(events)-1]
+				assert.Equal(t, EventGiveUp, last.Kind)
+				assert.Equal(t, ReasonDecided, last.Reason)
+				assert.ErrorIs(t, last.Err, errCardDeclined)
+			})
+		})
+	}
+}
+
+// TestRetryCheckWaitFromBody: a delay the server gives in the body (as
+// some APIs do, e.g. a JSON "retry_after" in seconds) becomes the wait
+// before the next attempt, in place of the backoff; above MaxRetryAfter it
+// is not slept, and the response comes back at once; on a 429 it pauses
+// the whole key.
+func TestRetryCheckWaitFromBody(t *testing.T) {
+	decide := func(c *RetryCheck) bool {
+		b, _ := c.Body()
+		var msg struct {
+			RetryAfter float64 `json:"retry_after"`
+		}
+		if json.Unmarshal(b, &msg) == nil && msg.RetryAfter > 0 {
+			c.Wait = time.Duration(msg.RetryAfter * float64(time.Second))
+		}
+		return c.Retry
+	}
+	for _, tt := range []struct {
+		name     string
+		status   int
+		body     string
+		wantGap  time.Duration // between the attempts; 0: no retry
+		wantCode int
+	}{
+		{"500 with a body delay", http.StatusInternalServerError, `{"retry_after":7.5}`, 7500 * time.Millisecond, http.StatusOK},
+		{"429 with a body delay", http.StatusTooManyRequests, `{"retry_after":3}`, 3 * time.Second, http.StatusOK},
+		{"a body delay over MaxRetryAfter", http.StatusServiceUnavailable, `{"retry_after":120}`, 0, http.StatusServiceUnavailable},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &testhttp.Server{Handle: func(n int, _ testhttp.Received) (*http.Response, error) {
+					if n == 1 {
+						return testhttp.ResponseBody(tt.status, tt.body), nil
+					}
+					return testhttp.Response(http.StatusOK), nil
+				}}
+				var throttles []time.Duration
+				tr := &Transport{Base: srv, MaxRetryAfter: time.Minute, NewBackOff: constBackOff(time.Hour),
+					RetryPolicy: RetryPolicy{Decide: decide},
+					OnEvent: func(e Event) {
+						if e.Kind == EventThrottle {
+							throttles = append(throttles, e.Delay)
+						}
+					}}
+				start := time.Now()
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), http.MethodGet, "http://api.test/v1", ""))
+				require.NoError(t, err)
+				resp.Body.Close()
+
+				assert.Equal(t, tt.wantCode, resp.StatusCode)
+				got := srv.Requests()
+				if tt.wantGap == 0 {
+					assert.Len(t, got, 1)
+					assert.Zero(t, time.Since(start), "no wait")
+					return
+				}
+				require.Len(t, got, 2)
+				assert.Equal(t, tt.wantGap, got[1].At.Sub(got[0].At))
+				if tt.status == http.StatusTooManyRequests {
+					assert.Equal(t, []time.Duration{tt.wantGap}, throttles, "the key paused for the body's delay")
+				}
+			})
+		})
+	}
+}
+
+// TestRetryCheckWaitDeadline: a body delay that would outlast the
+// context's deadline fails at once, nothing slept.
+func TestRetryCheckWaitDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusServiceUnavailable)}}
+		tr := &Transport{Base: srv, RetryPolicy: RetryPolicy{Decide: func(c *RetryCheck) bool {
+			c.Wait = 30 * time.Second
+			return c.Retry
+		}}}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		start := time.Now()
+		resp, err := tr.RoundTrip(newRequest(t, ctx, http.MethodGet, "http://api.test/v1", ""))
+		require.Nil(t, resp)
+		require.ErrorIs(t, err, ErrWaitExceedsDeadline)
+		assert.Zero(t, time.Since(start))
+		assert.Equal(t, 1, srv.Count())
+	})
+}
