@@ -24,7 +24,7 @@ func TestCancelAtAfterTheInstantGivesNothingBack(t *testing.T) {
 		{"after the instant", 1500 * time.Millisecond, time.Second},
 	} {
 		t.Run("LeakyBucket "+tt.name, func(t *testing.T) {
-			l, err := NewLeakyBucket(PerSecond(1), LeakyOptions{Queue: 5})
+			l, err := NewShaper(LeakyBucket(PerSecond(1), LeakyOptions{Queue: 5}))
 			require.NoError(t, err)
 			_, err = l.ReserveAt(t0, 1) // at t0
 			require.NoError(t, err)
@@ -37,7 +37,7 @@ func TestCancelAtAfterTheInstantGivesNothingBack(t *testing.T) {
 			assert.Equal(t, tt.next, next.Delay)
 		})
 		t.Run("Keyed "+tt.name, func(t *testing.T) {
-			k, err := NewKeyed(Leaky(PerSecond(1), 5), KeyedOptions{})
+			k, err := NewKeyed(LeakyBucket(PerSecond(1), LeakyOptions{Queue: 5}), KeyedOptions{})
 			require.NoError(t, err)
 			_, err = k.ReserveAt(t0, "a", 1, 0)
 			require.NoError(t, err)

@@ -2,6 +2,7 @@ package pace
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -26,72 +27,38 @@ func All(limits ...Limit) Limit {
 	for i, l := range limits {
 		switch {
 		case l.err != nil:
-			return newLimit(nil, fmt.Errorf("pace: part %d of All: %w", i, l.err))
+			return newLimit(nil, fmt.Errorf("pace: part %d of All: %w", i+1, l.err))
 		case l.alg == nil:
 			continue
 		}
-		if c, ok := l.alg.(*composite); ok {
-			parts = append(parts, c.parts...)
-		} else {
-			parts = append(parts, l.alg)
-		}
+		parts = append(parts, l.alg.parts()...)
 	}
 	if len(parts) == 0 {
-		return newLimit(nil, configErr("limits", limits, "at least one non-zero limit is required"))
+		return newLimit(nil, configErr("limits", nil, "All needs at least one non-zero limit"))
 	}
 	return newLimit(newComposite(parts), nil)
-}
-
-// Composite is a single-key limiter holding several limits at once (see
-// [All]) with explicit-time methods (ReserveAt, AllowAt, CancelAt) and a
-// blocking Wait. It keeps one state per part. Create it with
-// [NewComposite]; the zero Composite is not usable (its methods panic). It
-// is safe for concurrent use by multiple goroutines.
-type Composite struct{ local }
-
-// NewComposite returns a limiter that holds all of limits at once (see
-// [All]). It returns a [*ConfigError] naming "limits" when no non-zero limit
-// is given, or an error wrapping a part's [*ConfigError].
-//
-// Its ReserveAt returns [ErrBadCount] for n <= 0, [ErrBurstExceeded] for n
-// above the smallest part's maximum, any part's refusal (such as
-// [ErrQueueFull]) unchanged, and [ErrWaitTooLong] when the instant cannot be
-// represented or the parts do not settle on one.
-func NewComposite(limits ...Limit) (*Composite, error) {
-	l := All(limits...)
-	if l.err != nil {
-		return nil, l.err
-	}
-	return &Composite{local: newLocal(l.alg)}, nil
 }
 
 // composite is the algorithm. cell.x.parts holds one cell per part,
 // allocated on the first booking; until then every part is fresh.
 type composite struct {
-	parts []algorithm
+	list  []algorithm
 	n     int   // smallest maxN of the parts
 	spn   int64 // largest span of the parts
+	bound int64 // smallest waitBound of the parts
 }
 
 var _ algorithm = (*composite)(nil)
 
 // newComposite returns the composite of parts, none of them a composite.
 func newComposite(parts []algorithm) *composite {
-	c := &composite{parts: parts, n: parts[0].maxN()}
+	c := &composite{list: parts, n: parts[0].maxN(), bound: math.MaxInt64}
 	for _, p := range parts {
 		c.n = min(c.n, p.maxN())
 		c.spn = max(c.spn, p.span())
+		c.bound = min(c.bound, p.waitBound())
 	}
 	return c
-}
-
-// waitBounded is implemented by parts that refuse, with ErrQueueFull, a
-// booking more than waitBound nanoseconds after now: the leaky-bucket
-// pacer's queue. A part's earliest judges that bound from the instant it is
-// given, which in a composite is the instant another part has already moved
-// the call to; the composite checks the bound against the real now itself.
-type waitBounded interface {
-	waitBound() int64
 }
 
 // freshCell is the zero cell handed to parts before the composite's first
@@ -119,12 +86,12 @@ func (m *composite) earliest(c *cell, now int64, n int) (int64, error) {
 	if err := winCheck(n, int64(m.n)); err != nil {
 		return 0, err
 	}
-	t, k := now, len(m.parts)
+	t, k := now, len(m.list)
 	for calls, stable, i := 0, 0, 0; stable < k; i = (i + 1) % k {
 		if calls++; calls > compositeMaxCalls*k {
 			return 0, ErrWaitTooLong
 		}
-		u, err := m.parts[i].earliest(m.part(c, i), t, n)
+		u, err := m.list[i].earliest(m.part(c, i), t, n)
 		if err != nil {
 			return u, err
 		}
@@ -134,10 +101,10 @@ func (m *composite) earliest(c *cell, now int64, n int) (int64, error) {
 			stable++
 		}
 	}
-	for _, p := range m.parts {
-		if b, ok := p.(waitBounded); ok && t-now > b.waitBound() {
-			return t, ErrQueueFull
-		}
+	// A part's earliest judges its queue bound from the instant it is
+	// given, which another part may already have moved; judge it from now.
+	if t-now > m.bound {
+		return t, ErrQueueFull
 	}
 	return t, nil
 }
@@ -147,9 +114,9 @@ func (m *composite) book(c *cell, now, t int64, n int) {
 		c.x = &cellExt{}
 	}
 	if c.x.parts == nil {
-		c.x.parts = make([]cell, len(m.parts))
+		c.x.parts = make([]cell, len(m.list))
 	}
-	for i, p := range m.parts {
+	for i, p := range m.list {
 		p.book(&c.x.parts[i], now, t, n)
 	}
 }
@@ -158,7 +125,7 @@ func (m *composite) unbook(c *cell, now, t int64, n int) {
 	if c.x == nil || c.x.parts == nil {
 		return
 	}
-	for i, p := range m.parts {
+	for i, p := range m.list {
 		p.unbook(&c.x.parts[i], now, t, n)
 	}
 }
@@ -168,7 +135,7 @@ func (m *composite) depart(c *cell, now, t, left int64) {
 	if c.x == nil || c.x.parts == nil {
 		return
 	}
-	for i, p := range m.parts {
+	for i, p := range m.list {
 		p.depart(&c.x.parts[i], now, t, left)
 	}
 }
@@ -178,7 +145,7 @@ func (m *composite) relax(c *cell, latest int64) {
 	if c.x == nil || c.x.parts == nil {
 		return
 	}
-	for i, p := range m.parts {
+	for i, p := range m.list {
 		p.relax(&c.x.parts[i], latest)
 	}
 }
@@ -189,15 +156,15 @@ func (m *composite) resume(c *cell, at int64) {
 		c.x = &cellExt{}
 	}
 	if c.x.parts == nil {
-		c.x.parts = make([]cell, len(m.parts))
+		c.x.parts = make([]cell, len(m.list))
 	}
-	for i, p := range m.parts {
+	for i, p := range m.list {
 		p.resume(&c.x.parts[i], at)
 	}
 }
 
 func (m *composite) idle(c *cell, now int64) bool {
-	for i, p := range m.parts {
+	for i, p := range m.list {
 		if !p.idle(m.part(c, i), now) {
 			return false
 		}
@@ -212,7 +179,7 @@ func (m *composite) binds(c *cell, t int64) bool {
 	if c.x == nil || c.x.parts == nil {
 		return false
 	}
-	for i, p := range m.parts {
+	for i, p := range m.list {
 		if p.binds(&c.x.parts[i], t) {
 			return true
 		}
@@ -223,7 +190,7 @@ func (m *composite) binds(c *cell, t int64) bool {
 // interval is the widest spacing of the parts.
 func (m *composite) interval() int64 {
 	var i int64
-	for _, p := range m.parts {
+	for _, p := range m.list {
 		i = max(i, p.interval())
 	}
 	return i
@@ -234,7 +201,7 @@ func (m *composite) maxN() int { return m.n }
 func (m *composite) String() string {
 	var b strings.Builder
 	b.WriteString("all of (")
-	for i, p := range m.parts {
+	for i, p := range m.list {
 		if i > 0 {
 			b.WriteString("; ")
 		}
@@ -243,3 +210,31 @@ func (m *composite) String() string {
 	b.WriteString(")")
 	return b.String()
 }
+
+// quotaAt of a composite: every part's Quota, the tightest part's limit,
+// and the composite's own wait, which is at least every part's.
+func (m *composite) quota(c *cell, now, from int64) Quota {
+	parts := make([]Quota, len(m.list))
+	var q Quota
+	for i, p := range m.list {
+		pq := quotaAt(p, m.part(c, i), now, from)
+		parts[i] = pq
+		if i == 0 || pq.Remaining < q.Remaining {
+			q.Limit, q.Window, q.Remaining = pq.Limit, pq.Window, pq.Remaining
+		}
+		q.Reset = max(q.Reset, pq.Reset)
+	}
+	if q.Remaining == 0 {
+		q.Wait = waitFor(m, c, now, from)
+	}
+	q.Parts = parts
+	return q
+}
+
+// waitBound of a composite is the tightest of its parts'.
+func (m *composite) waitBound() int64 { return m.bound }
+
+// core is nil: a composite decides through its parts.
+func (*composite) core() *gcra { return nil }
+
+func (m *composite) parts() []algorithm { return m.list }

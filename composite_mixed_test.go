@@ -14,7 +14,7 @@ import (
 // until the next minute, the call is refused with ErrQueueFull and nothing
 // is booked; with room for 100s of queue it waits the 59s.
 func TestCompositeLeakyQueue(t *testing.T) {
-	strict := mustComposite(t, Leaky(PerSecond(10), 0), Fixed(PerMinute(1)))
+	strict := mustComposite(t, LeakyBucket(PerSecond(10), LeakyOptions{Queue: 0}), FixedWindow(PerMinute(1)))
 	runWinAllow(t, strict, []winAllow{{0, 1, true}})
 	before := compositeSnapshot(strict)
 	if r, err := strict.ReserveAt(winAt(time.Second), 1); !errors.Is(err, ErrQueueFull) {
@@ -25,7 +25,7 @@ func TestCompositeLeakyQueue(t *testing.T) {
 	}
 	runWinAllow(t, strict, []winAllow{{time.Second, 1, false}, {time.Minute, 1, true}})
 
-	queued := mustComposite(t, Leaky(PerSecond(10), 1000), Fixed(PerMinute(1)))
+	queued := mustComposite(t, LeakyBucket(PerSecond(10), LeakyOptions{Queue: 1000}), FixedWindow(PerMinute(1)))
 	runWinAllow(t, queued, []winAllow{{0, 1, true}})
 	runWinReserve(t, queued, []winReserve{{time.Second, 1, 59 * time.Second, nil}})
 }
@@ -39,7 +39,7 @@ func TestCompositeLeakyQueue(t *testing.T) {
 // the one at 3s, faster than 1/s with a burst of 1.
 func TestCompositeBucketSameInstant(t *testing.T) {
 	ms := time.Millisecond
-	l := mustComposite(t, Bucket(PerSecond(1), 1), Sliding(Rate{N: 1, Per: 1500 * ms}))
+	l := mustComposite(t, TokenBucket(PerSecond(1), 1), SlidingLog(Rate{N: 1, Per: 1500 * ms}))
 	runWinReserve(t, l, []winReserve{
 		{0, 1, 0, nil},
 		{0, 1, 1500 * ms, nil}, // bucket: 1s; log: 1.5s
@@ -65,27 +65,15 @@ func (p partCheck) book(c *cell, now, t int64, n int) {
 		if u, err := p.algorithm.earliest(c, t, n); err != nil || u != t {
 			*p.err = fmt.Errorf("%v booked %d units at %d; on its own it gives %d, %v", p.algorithm, n, t, u, err)
 		}
-		if b, ok := p.algorithm.(waitBounded); ok && t-now > b.waitBound() {
-			*p.err = fmt.Errorf("%v booked at %d, %d after now, beyond its queue %d", p.algorithm, t, t-now, b.waitBound())
+		if b := p.algorithm.waitBound(); t-now > b {
+			*p.err = fmt.Errorf("%v booked at %d, %d after now, beyond its queue %d", p.algorithm, t, t-now, b)
 		}
 	}
 	p.algorithm.book(c, now, t, n)
 }
 
-// boundedPartCheck is a partCheck for a part with a queue bound, which it
-// keeps showing to the composite.
-type boundedPartCheck struct{ partCheck }
-
-func (p boundedPartCheck) waitBound() int64 { return p.algorithm.(waitBounded).waitBound() }
-
 // checked wraps alg in a partCheck that records into err.
-func checked(alg algorithm, err *error) algorithm {
-	p := partCheck{algorithm: alg, err: err}
-	if _, ok := alg.(waitBounded); ok {
-		return boundedPartCheck{p}
-	}
-	return p
-}
+func checked(alg algorithm, err *error) algorithm { return partCheck{algorithm: alg, err: err} }
 
 // randomMixedPart returns a random window limit, token bucket or pacer, and
 // for window limits their promise.
@@ -93,13 +81,13 @@ func randomMixedPart(rng *rand.Rand) (Limit, winPromise) {
 	r := winRandomRate(rng)
 	switch k := rng.IntN(len(windowKinds) + 2); k {
 	case len(windowKinds):
-		return Bucket(r, 1+rng.IntN(4)), nil
+		return TokenBucket(r, 1+rng.IntN(4)), nil
 	case len(windowKinds) + 1:
 		o := LeakyOptions{Queue: rng.IntN(4), Slack: rng.IntN(3)}
 		if rng.IntN(2) == 0 {
 			o.MaxDelay = time.Duration(rng.Int64N(3 * int64(r.Per)))
 		}
-		return LeakyWith(r, o), nil
+		return LeakyBucket(r, o), nil
 	default:
 		return windowKinds[k].limit(r), windowKinds[k].check(r)
 	}

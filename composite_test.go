@@ -16,7 +16,7 @@ type partState struct {
 }
 
 // compositeSnapshot copies the parts' cells of a composite limiter.
-func compositeSnapshot(l *Composite) []partState {
+func compositeSnapshot(l *Shaper) []partState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.c.x == nil {
@@ -35,11 +35,11 @@ func compositeSnapshot(l *Composite) []partState {
 	return s
 }
 
-func mustComposite(t *testing.T, limits ...Limit) *Composite {
+func mustComposite(t *testing.T, limits ...Limit) *Shaper {
 	t.Helper()
-	l, err := NewComposite(limits...)
+	l, err := NewShaper(All(limits...))
 	if err != nil {
-		t.Fatalf("NewComposite: %v", err)
+		t.Fatalf("NewShaper(All(...)): %v", err)
 	}
 	return l
 }
@@ -49,9 +49,9 @@ func mustComposite(t *testing.T, limits ...Limit) *Composite {
 // 50 seconds, then nothing until the minute's first units leave the window
 // (or the clock minute ends) at 60s, and again from 120s.
 func TestCompositeBothLimits(t *testing.T) {
-	for _, minute := range []Limit{Sliding(PerMinute(500)), Fixed(PerMinute(500))} {
+	for _, minute := range []Limit{SlidingLog(PerMinute(500)), FixedWindow(PerMinute(500))} {
 		t.Run(minute.String(), func(t *testing.T) {
-			l := mustComposite(t, Sliding(PerSecond(10)), minute)
+			l := mustComposite(t, SlidingLog(PerSecond(10)), minute)
 			var got, want []int64
 			for i := range int64(13_000) {
 				d := time.Duration(i) * 10 * time.Millisecond
@@ -93,7 +93,7 @@ func winFirstDiff(a, b []int64) time.Duration {
 // TestCompositeAllOrNothing: when one part refuses, the others book nothing.
 func TestCompositeAllOrNothing(t *testing.T) {
 	t.Run("AllowAt", func(t *testing.T) {
-		l := mustComposite(t, Sliding(PerSecond(2)), Fixed(PerMinute(3)), SlidingApprox(PerMinute(3)))
+		l := mustComposite(t, SlidingLog(PerSecond(2)), FixedWindow(PerMinute(3)), SlidingCounter(PerMinute(3)))
 		runWinAllow(t, l, []winAllow{{0, 2, true}})
 		before := compositeSnapshot(l)
 		runWinAllow(t, l, []winAllow{{0, 1, false}}) // the per-second part refuses
@@ -106,8 +106,8 @@ func TestCompositeAllOrNothing(t *testing.T) {
 	t.Run("ReserveAt error", func(t *testing.T) {
 		// The fixed part can book the window at 0 and the one starting at
 		// MaxInt64 ns, and no later one.
-		huge := Fixed(Rate{N: 2, Per: math.MaxInt64})
-		for _, order := range [][]Limit{{Sliding(PerSecond(5)), huge}, {huge, Sliding(PerSecond(5))}} {
+		huge := FixedWindow(Rate{N: 2, Per: math.MaxInt64})
+		for _, order := range [][]Limit{{SlidingLog(PerSecond(5)), huge}, {huge, SlidingLog(PerSecond(5))}} {
 			l := mustComposite(t, order...)
 			runWinAllow(t, l, []winAllow{{0, 2, true}})
 			if _, err := l.ReserveAt(winAt(0), 1); err != nil {
@@ -123,7 +123,7 @@ func TestCompositeAllOrNothing(t *testing.T) {
 		}
 	})
 	t.Run("maxWait", func(t *testing.T) {
-		l := mustComposite(t, Sliding(PerSecond(1)), Sliding(PerMinute(2)))
+		l := mustComposite(t, SlidingLog(PerSecond(1)), SlidingLog(PerMinute(2)))
 		runWinAllow(t, l, []winAllow{{0, 1, true}})
 		before := compositeSnapshot(l)
 		now := sinceEpoch(l.epoch, winAt(0))
@@ -135,7 +135,7 @@ func TestCompositeAllOrNothing(t *testing.T) {
 		}
 	})
 	t.Run("CancelAt", func(t *testing.T) {
-		l := mustComposite(t, Sliding(PerSecond(2)), Sliding(PerMinute(5)))
+		l := mustComposite(t, SlidingLog(PerSecond(2)), SlidingLog(PerMinute(5)))
 		runWinAllow(t, l, []winAllow{{0, 1, true}})
 		before := compositeSnapshot(l)
 		rs := runWinReserve(t, l, []winReserve{
@@ -157,7 +157,7 @@ func TestCompositeAllOrNothing(t *testing.T) {
 // for each part at that instant.
 func TestCompositeSameInstant(t *testing.T) {
 	ms := time.Millisecond
-	l := mustComposite(t, Sliding(Rate{N: 1, Per: 700 * ms}), Fixed(PerSecond(1)))
+	l := mustComposite(t, SlidingLog(Rate{N: 1, Per: 700 * ms}), FixedWindow(PerSecond(1)))
 	runWinAllow(t, l, []winAllow{{500 * ms, 1, true}})
 	runWinReserve(t, l, []winReserve{
 		{500 * ms, 1, 700 * ms, nil},  // log: 1.2s; fixed: window [1s, 2s) is free
@@ -173,6 +173,8 @@ func TestCompositeSameInstant(t *testing.T) {
 	}
 }
 
+// TestAllErrors: a part's error is reported once, the part numbered as the
+// caller wrote it (from 1, zero Limits counted).
 func TestAllErrors(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -182,9 +184,9 @@ func TestAllErrors(t *testing.T) {
 	}{
 		{"none", nil, "limits", ""},
 		{"only zero limits", []Limit{{}, {}}, "limits", ""},
-		{"bad first part", []Limit{Fixed(Rate{}), Sliding(PerSecond(1))}, "Rate.N", "part 0"},
-		{"bad later part", []Limit{Sliding(PerSecond(1)), {}, SlidingApprox(Rate{N: 1})}, "Rate.Per", "part 2"},
-		{"bad nested part", []Limit{Sliding(PerSecond(1)), All(Fixed(Rate{N: -1}))}, "Rate.N", "part 1"},
+		{"bad first part", []Limit{FixedWindow(Rate{}), SlidingLog(PerSecond(1))}, "Rate.N", "part 1 of All: pace: invalid Rate.N 0"},
+		{"bad later part", []Limit{SlidingLog(PerSecond(1)), {}, SlidingCounter(Rate{N: 1})}, "Rate.Per", "part 3 of All: pace: invalid Rate.Per"},
+		{"bad nested part", []Limit{SlidingLog(PerSecond(1)), All(FixedWindow(Rate{N: -1}))}, "Rate.N", "part 2 of All: pace: part 1 of All: pace: invalid Rate.N -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,8 +198,8 @@ func TestAllErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.part) {
 				t.Errorf("error %q does not name %q", err, tt.part)
 			}
-			if l, err := NewComposite(tt.limits...); l != nil || err == nil {
-				t.Errorf("NewComposite(%v) = %v, %v; want nil and an error", tt.limits, l, err)
+			if l, err := NewShaper(All(tt.limits...)); l != nil || err == nil {
+				t.Errorf("NewShaper(All(%v)) = %v, %v; want nil and an error", tt.limits, l, err)
 			}
 		})
 	}
@@ -206,13 +208,13 @@ func TestAllErrors(t *testing.T) {
 // TestAllParts: zero limits are skipped, nested composites flattened, and
 // the composite's maxN and span are the parts' min and max.
 func TestAllParts(t *testing.T) {
-	inner := All(Sliding(PerSecond(5)), Limit{})
-	l := All(Limit{}, inner, All(Fixed(PerMinute(3)), SlidingApprox(PerHour(100))))
+	inner := All(SlidingLog(PerSecond(5)), Limit{})
+	l := All(Limit{}, inner, All(FixedWindow(PerMinute(3)), SlidingCounter(PerHour(100))))
 	c, ok := l.alg.(*composite)
-	if !ok || len(c.parts) != 3 {
+	if !ok || len(c.list) != 3 {
 		t.Fatalf("All(...) = %v, want a flat composite of 3 parts", l)
 	}
-	for i, p := range c.parts {
+	for i, p := range c.list {
 		if _, nested := p.(*composite); nested {
 			t.Errorf("part %d is a composite", i)
 		}
@@ -233,7 +235,7 @@ func TestAllParts(t *testing.T) {
 // TestCompositeIdle: a composite is idle when every part is, and an idle
 // composite decides like a fresh one.
 func TestCompositeIdle(t *testing.T) {
-	alg := All(Sliding(PerSecond(2)), Fixed(PerMinute(5))).alg
+	alg := All(SlidingLog(PerSecond(2)), FixedWindow(PerMinute(5))).alg
 	var c cell
 	if !alg.idle(&c, 1) {
 		t.Errorf("fresh composite not idle")

@@ -24,8 +24,8 @@
 //
 //	client := &http.Client{Transport: &pace.Transport{
 //		Limits: pace.Hosts{
-//			"api.example.com": pace.Leaky(pace.PerSecond(10), 100), // one every 100ms, up to 100 waiting
-//			pace.DefaultHost:  pace.Bucket(pace.PerMinute(600), 20), // 600 a minute, bursts of 20
+//			"api.example.com": pace.LeakyBucket(pace.PerSecond(10), pace.LeakyOptions{Queue: 100}), // one every 100ms, up to 100 waiting
+//			pace.DefaultHost:  pace.TokenBucket(pace.PerMinute(600), 20), // 600 a minute, bursts of 20
 //		},
 //	}}
 //
@@ -45,18 +45,16 @@
 //
 // # Limits and limiters
 //
-// A [Limit] describes one rate limit and holds no state: [Bucket] (token
-// bucket), [Leaky] and [LeakyWith] (leaky-bucket pacer), [Fixed] (fixed
-// window), [Sliding] (exact sliding-window log), [SlidingApprox]
-// (sliding-window counter), and [All] for several at once. A [Rate] is a
-// whole number of events per period, as API documentation states limits:
-// [PerSecond], [PerMinute], [PerHour], [Every].
+// A [Limit] describes one rate limit and holds no state. Each algorithm has
+// one constructor, named for it: [TokenBucket], [LeakyBucket] (a pacer,
+// GCRA), [FixedWindow], [SlidingLog] and [SlidingCounter]; [All] holds
+// several at once. A [Rate] is a whole number of events per period, as API
+// documentation states limits: [PerSecond], [PerMinute], [PerHour], [Every].
 //
-// Each algorithm is also a single-key limiter: [TokenBucket],
-// [LeakyBucket], [FixedWindow], [SlidingLog], [SlidingCounter] and
-// [Composite]. Their ReserveAt, AllowAt and CancelAt take the time as an
-// argument, so they can be driven and tested without a clock; Allow and Wait
-// read the clock, and Wait gives up when its context ends.
+// A [Shaper] applies one Limit to a single stream of requests: its
+// ReserveAt, AllowAt, CancelAt and QuotaAt take the time as an argument, so
+// it can be driven and tested without a clock; Allow and Wait read the
+// clock, and Wait gives up when its context ends.
 //
 // [Keyed] applies one Limit to each key separately (a host, an API key, a
 // client address) and can pause a key until a given time. It forgets idle

@@ -92,16 +92,16 @@ func configErr(field string, value any, reason string) error {
 // [ErrWaitTooLong], [ErrWaitExceedsDeadline] (joined with
 // context.DeadlineExceeded), [ErrBurstExceeded] or [ErrBadCount], or the
 // context's error when the context ended before or during the wait. Test it
-// with errors.Is and errors.As. [Keyed.Wait], the Wait methods of the
-// single-key limiters and [Transport.RoundTrip] return it.
+// with errors.Is and errors.As. [Keyed.Wait],
+// [Shaper.Wait] and [Transport.RoundTrip] return it.
 type WaitError struct {
-	Key   string        // the limiter key (by default the request's host); empty for a single-key limiter
+	Key   string        // the limiter key (by default the request's host); empty for a [Shaper]
 	Delay time.Duration // the wait that would have been needed; 0 if unknown
 	Err   error         // why the request may not proceed; see the type's description
 }
 
 // Error returns "pace: "key": wait Delay: Err", leaving out the key when it
-// is empty (a single-key limiter), the wait when Delay is 0, and the "pace: "
+// is empty (a [Shaper]), the wait when Delay is 0, and the "pace: "
 // that starts the text of the package's own errors.
 func (e *WaitError) Error() string {
 	var b strings.Builder

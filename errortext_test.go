@@ -11,11 +11,11 @@ import (
 // space before the colon when the value prints as nothing, a type name
 // rather than a struct dump, no empty key and no doubled "pace:".
 func TestErrorText(t *testing.T) {
-	tb, err := NewTokenBucket(PerSecond(1), 1)
+	tb, err := NewShaper(TokenBucket(PerSecond(1), 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := NewKeyed(Bucket(PerSecond(1), 1), KeyedOptions{})
+	k, err := NewKeyed(TokenBucket(PerSecond(1), 1), KeyedOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestErrorText(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"empty host", (&Transport{Limits: Hosts{"": Bucket(PerSecond(1), 1)}}).Validate(),
+		{"empty host", (&Transport{Limits: Hosts{"": TokenBucket(PerSecond(1), 1)}}).Validate(),
 			`pace: invalid Limits[""]: empty host; use "*" for the default`},
 		{"Limiter with Limits", (&Transport{Limiter: k, Limits: Hosts{"*": {}}}).Validate(),
 			`pace: invalid Limiter *pace.Keyed: set together with Limits; use one`},

@@ -10,8 +10,8 @@ import (
 
 // Two limits at once, 2 a second and 3 per clock minute: the third call
 // waits a second for the first, the fourth for the next minute.
-func ExampleNewComposite() {
-	l, err := pace.NewComposite(pace.Sliding(pace.PerSecond(2)), pace.Fixed(pace.PerMinute(3)))
+func ExampleNewShaper_all() {
+	l, err := pace.NewShaper(pace.All(pace.SlidingLog(pace.PerSecond(2)), pace.FixedWindow(pace.PerMinute(3))))
 	if err != nil {
 		panic(err)
 	}
@@ -31,7 +31,7 @@ func ExampleNewComposite() {
 
 // A part's configuration error is reported by All, and errors.As finds it.
 func ExampleAll() {
-	l := pace.All(pace.Sliding(pace.PerSecond(10)), pace.Fixed(pace.Rate{N: 500}))
+	l := pace.All(pace.SlidingLog(pace.PerSecond(10)), pace.FixedWindow(pace.Rate{N: 500}))
 	var ce *pace.ConfigError
 	if errors.As(l.Err(), &ce) {
 		fmt.Println(ce.Field, errors.Is(l.Err(), pace.ErrInvalidConfig))
@@ -40,6 +40,6 @@ func ExampleAll() {
 	fmt.Println(pace.All().Err())
 	// Output:
 	// Rate.Per true
-	// pace: part 1 of All: pace: invalid Rate.Per 0s: must be positive
-	// pace: invalid limits []: at least one non-zero limit is required
+	// pace: part 2 of All: pace: invalid Rate.Per 0s: must be positive
+	// pace: invalid limits: All needs at least one non-zero limit
 }

@@ -11,7 +11,7 @@ import (
 
 func ExampleKeyed() {
 	// Two requests a second per API key, bursts of 2; at most 100,000 keys.
-	k, err := pace.NewKeyed(pace.Bucket(pace.PerSecond(2), 2), pace.KeyedOptions{MaxKeys: 100_000})
+	k, err := pace.NewKeyed(pace.TokenBucket(pace.PerSecond(2), 2), pace.KeyedOptions{MaxKeys: 100_000})
 	if err != nil {
 		panic(err)
 	}

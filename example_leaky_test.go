@@ -7,8 +7,8 @@ import (
 	"github.com/pacehttp/pace"
 )
 
-func ExampleLeakyBucket_ReserveAt() {
-	p, err := pace.NewLeakyBucket(pace.PerSecond(10), pace.LeakyOptions{Queue: 2})
+func ExampleLeakyBucket() {
+	p, err := pace.NewShaper(pace.LeakyBucket(pace.PerSecond(10), pace.LeakyOptions{Queue: 2}))
 	if err != nil {
 		panic(err)
 	}
@@ -24,10 +24,10 @@ func ExampleLeakyBucket_ReserveAt() {
 	// 300ms pace: rate limited: queue full
 }
 
-func ExampleLeakyWith() {
+func ExampleLeakyBucket_nginx() {
 	// nginx "limit_req zone=... rate=10r/s burst=5 delay=2": three at once,
 	// three more delayed, the rest refused.
-	p, err := pace.NewLeakyBucket(pace.PerSecond(10), pace.LeakyOptions{Slack: 2, Queue: 3})
+	p, err := pace.NewShaper(pace.LeakyBucket(pace.PerSecond(10), pace.LeakyOptions{Slack: 2, Queue: 3}))
 	if err != nil {
 		panic(err)
 	}
@@ -40,7 +40,7 @@ func ExampleLeakyWith() {
 		}
 		fmt.Println(r.Delay)
 	}
-	fmt.Println(pace.LeakyWith(pace.PerSecond(10), pace.LeakyOptions{Slack: 2, Queue: 3}))
+	fmt.Println(pace.LeakyBucket(pace.PerSecond(10), pace.LeakyOptions{Slack: 2, Queue: 3}))
 	// Output:
 	// 0s
 	// 0s

@@ -2,63 +2,14 @@ package pace_test
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/pacehttp/pace"
 )
 
-func ExampleBucket() {
-	fmt.Println(pace.Bucket(pace.PerMinute(600), 20))
-	fmt.Println(pace.Bucket(pace.PerSecond(2), 0).Err())
+func ExampleTokenBucket() {
+	fmt.Println(pace.TokenBucket(pace.PerMinute(600), 20))
+	fmt.Println(pace.TokenBucket(pace.PerSecond(2), 0).Err())
 	// Output:
 	// token bucket 600/1m0s burst 20
 	// pace: invalid Burst 0: must be at least 1
-}
-
-func ExampleTokenBucket_ReserveAt() {
-	b, err := pace.NewTokenBucket(pace.PerSecond(2), 1) // a token every 500ms, burst 1
-	if err != nil {
-		panic(err)
-	}
-	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 3 {
-		r, _ := b.ReserveAt(t0, 1)
-		fmt.Println(i, r.Delay)
-	}
-	// Output:
-	// 0 0s
-	// 1 500ms
-	// 2 1s
-}
-
-func ExampleTokenBucket_AllowAt() {
-	b, err := pace.NewTokenBucket(pace.PerSecond(2), 5)
-	if err != nil {
-		panic(err)
-	}
-	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	var got []bool
-	for _, at := range []time.Duration{0, 0, 0, 0, 0, 0, 1100 * time.Millisecond, 1100 * time.Millisecond, 1100 * time.Millisecond} {
-		got = append(got, b.AllowAt(t0.Add(at), 1))
-	}
-	fmt.Println(got)
-	fmt.Println(b.TokensAt(t0.Add(1600 * time.Millisecond)))
-	// Output:
-	// [true true true true true false true true false]
-	// 1.2
-}
-
-func ExampleTokenBucket_CancelAt() {
-	b, err := pace.NewTokenBucket(pace.PerSecond(60), 1)
-	if err != nil {
-		panic(err)
-	}
-	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	r1, _ := b.ReserveAt(t0, 1)
-	r2, _ := b.ReserveAt(t0, 1) // waits one interval
-	b.CancelAt(t0, r2)          // the latest first: exact
-	b.CancelAt(t0, r1)
-	fmt.Println(r2.Delay, b.TokensAt(t0), b.AllowAt(t0, 1))
-	// Output:
-	// 16.666667ms 1 true
 }

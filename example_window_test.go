@@ -10,8 +10,8 @@ import (
 // A fixed window of 3 per clock minute lets 6 calls through in 3 seconds
 // around the minute's boundary: 3 at the end of one minute, 3 at the start
 // of the next.
-func ExampleNewFixedWindow() {
-	l, err := pace.NewFixedWindow(pace.PerMinute(3))
+func ExampleFixedWindow() {
+	l, err := pace.NewShaper(pace.FixedWindow(pace.PerMinute(3)))
 	if err != nil {
 		panic(err)
 	}
@@ -32,8 +32,8 @@ func ExampleNewFixedWindow() {
 
 // A sliding log never lets more than N through in any window of length Per:
 // each reservation waits until an earlier booking has left the window.
-func ExampleSlidingLog_ReserveAt() {
-	l, err := pace.NewSlidingLog(pace.PerSecond(2))
+func ExampleSlidingLog() {
+	l, err := pace.NewShaper(pace.SlidingLog(pace.PerSecond(2)))
 	if err != nil {
 		panic(err)
 	}
@@ -56,8 +56,8 @@ func ExampleSlidingLog_ReserveAt() {
 // A sliding counter weighs the previous window by the part of it still
 // inside the trailing window: 10 calls at 12:00:00 count 9 at 12:00:01.1,
 // leaving room for one.
-func ExampleNewSlidingCounter() {
-	l, err := pace.NewSlidingCounter(pace.PerSecond(10))
+func ExampleSlidingCounter() {
+	l, err := pace.NewShaper(pace.SlidingCounter(pace.PerSecond(10)))
 	if err != nil {
 		panic(err)
 	}

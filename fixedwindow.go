@@ -1,8 +1,11 @@
 package pace
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
-// Fixed returns a fixed-window Limit: at most r.N units in each window of
+// FixedWindow returns a fixed-window Limit: at most r.N units in each window of
 // length r.Per, windows aligned to the clock (for every r.Per that divides 24
 // hours a window starts on a multiple of r.Per since midnight UTC, so
 // PerMinute(60) means 60 per clock minute; other periods are counted from a
@@ -11,7 +14,7 @@ import "fmt"
 //
 // A fixed window admits up to 2·r.N in a span of r.Per that straddles a
 // boundary (r.N at the end of one window, r.N at the start of the next); use
-// [Sliding] when the server counts over a trailing window.
+// [SlidingLog] when the server counts over a trailing window.
 //
 // Bookings never go back in time: once a reservation has waited into a later
 // window, later calls wait for that window too. A request refused costs
@@ -24,33 +27,11 @@ import "fmt"
 //
 // The Limit carries a [*ConfigError] naming "Rate.N" or "Rate.Per" when
 // either is not positive.
-func Fixed(r Rate) Limit {
+func FixedWindow(r Rate) Limit {
 	if err := r.validate("Rate"); err != nil {
 		return newLimit(nil, err)
 	}
 	return newLimit(&fixedWindow{r: r, n: int64(r.N), per: int64(r.Per)}, nil)
-}
-
-// FixedWindow is a single-key fixed-window limiter (see [Fixed]) with
-// explicit-time methods (ReserveAt, AllowAt, CancelAt) and a blocking Wait.
-// Its state is two words. Create it with [NewFixedWindow]; the zero
-// FixedWindow is not usable (its methods panic). It is safe for concurrent
-// use by multiple goroutines.
-type FixedWindow struct{ local }
-
-// NewFixedWindow returns a fixed-window limiter allowing r.N units in each
-// aligned window of length r.Per (see [Fixed]). It returns a [*ConfigError]
-// naming "Rate.N" or "Rate.Per" when either is not positive.
-//
-// Its ReserveAt returns [ErrBadCount] for n <= 0, [ErrBurstExceeded] for
-// n > r.N, and [ErrWaitTooLong] when the window that would take the units
-// lies beyond what int64 nanoseconds can hold.
-func NewFixedWindow(r Rate) (*FixedWindow, error) {
-	l := Fixed(r)
-	if l.err != nil {
-		return nil, l.err
-	}
-	return &FixedWindow{local: newLocal(l.alg)}, nil
 }
 
 // fixedWindow is the algorithm. cell.a is the index of the window last
@@ -139,3 +120,38 @@ func (f *fixedWindow) maxN() int { return int(f.n) }
 func (f *fixedWindow) String() string {
 	return fmt.Sprintf("fixed window %v", f.r)
 }
+
+// quota of the fixed window: the window that holds now, or the one booked
+// ahead of it (then nothing fits until that window starts).
+func (f *fixedWindow) quota(c *cell, now, from int64) Quota {
+	return finishQuota(f, c, f.standing(c, now), now, from)
+}
+
+// standing is the fixed window's quotaState at now.
+func (f *fixedWindow) standing(c *cell, now int64) quotaState {
+	s := quotaState{limit: f.n, window: f.per}
+	w := winIndex(now, f.per)
+	switch {
+	case w > c.a: // a fresh window
+		s.remaining = f.n
+	case w == c.a:
+		s.remaining = f.n - c.b
+		if c.b > 0 {
+			s.reset = untilStart(c.a+1, f.per, now)
+		}
+	default: // booked ahead of now
+		s.reset = untilStart(c.a, f.per, now)
+		if c.b > 0 {
+			s.reset = untilStart(c.a+1, f.per, now)
+		}
+	}
+	return s
+}
+
+// waitBound: a window queues callers as long as they are willing.
+func (*fixedWindow) waitBound() int64 { return math.MaxInt64 }
+
+// core is nil: a window has no GCRA core.
+func (*fixedWindow) core() *gcra { return nil }
+
+func (f *fixedWindow) parts() []algorithm { return []algorithm{f} }

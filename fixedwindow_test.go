@@ -26,11 +26,11 @@ func boundaryCalls() []time.Time {
 // So 120 calls are admitted within 2 s, against a limit of 60 a minute. The
 // sliding log, counting over a trailing minute, admits only 60.
 func TestFixedWindowBoundaryDoubling(t *testing.T) {
-	fw, err := NewFixedWindow(PerMinute(60))
+	fw, err := NewShaper(FixedWindow(PerMinute(60)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := NewSlidingLog(PerMinute(60))
+	log, err := NewShaper(SlidingLog(PerMinute(60)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestFixedWindowBoundaryDoubling(t *testing.T) {
 }
 
 func TestFixedWindowAllowAt(t *testing.T) {
-	l, err := NewFixedWindow(PerSecond(3))
+	l, err := NewShaper(FixedWindow(PerSecond(3)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestFixedWindowAllowAt(t *testing.T) {
 }
 
 func TestFixedWindowReserveAt(t *testing.T) {
-	l, err := NewFixedWindow(PerSecond(2))
+	l, err := NewShaper(FixedWindow(PerSecond(2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestFixedWindowReserveAt(t *testing.T) {
 // exactly; one that waited into a later window is given back to that window,
 // and calls keep waiting for it (stricter, never looser).
 func TestFixedWindowCancel(t *testing.T) {
-	l, err := NewFixedWindow(PerSecond(2))
+	l, err := NewShaper(FixedWindow(PerSecond(2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestFixedWindowCancel(t *testing.T) {
 
 	// In the current window the state is restored exactly: cancelling a
 	// reservation made at 0 lets the same units through again.
-	l2, err := NewFixedWindow(PerSecond(2))
+	l2, err := NewShaper(FixedWindow(PerSecond(2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestFixedWindowCancel(t *testing.T) {
 // Exactly 12: 10 from the full bucket at once, then one at 12:01:00 and one
 // at 12:01:01, a token per whole second after the first call.
 func TestFixedWindowVsTokenBucket(t *testing.T) {
-	b, err := NewTokenBucket(PerSecond(1), 10)
+	b, err := NewShaper(TokenBucket(PerSecond(1), 10))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,21 +132,12 @@ func (g *gcra) relax(c *cell, latest int64) { c.b = min(c.b, latest) }
 // least at + τ − i, so the unit after the one at at comes i later.
 func (g *gcra) resume(c *cell, at int64) { c.a = max(c.a, satAdd(at, g.tau-g.i)) }
 
-// core returns g; algorithms built on GCRA expose it so that Allow can skip
-// the interface calls.
+// core returns g: the token bucket and the pacer, built on GCRA, give it to
+// the fast paths of Allow, which skip the interface calls.
 func (g *gcra) core() *gcra { return g }
 
 // idle reports whether c is full at now, so it behaves like the zero cell.
 func (g *gcra) idle(c *cell, now int64) bool { return c.a <= now }
-
-// tokensAt returns the units available at now: C − (TAT−now)/i, which is
-// negative when units are booked ahead of now.
-func (g *gcra) tokensAt(c *cell, now int64) float64 {
-	if c.a <= now {
-		return float64(g.c)
-	}
-	return float64(g.tau-(c.a-now)) / float64(g.i) // one rounding: exact integers first
-}
 
 // addCheck returns a+b and whether it did not overflow.
 func addCheck(a, b int64) (int64, bool) {
@@ -178,4 +169,16 @@ func mulCheck(a, b int64) (int64, bool) {
 		return 0, false
 	}
 	return a * b, true
+}
+
+// quota of the token bucket and the pacer. With TAT the instant the bucket
+// is full again, n units fit at now when max(TAT−now, 0) + n·i <= C·i.
+func (g *gcra) standing(c *cell, now int64) quotaState {
+	backlog := max(c.a-now, 0)
+	return quotaState{
+		limit:     g.c,
+		window:    g.tau,
+		remaining: max(g.tau-backlog, 0) / g.i,
+		reset:     backlog,
+	}
 }

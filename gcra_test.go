@@ -20,7 +20,7 @@ var gcraT0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 func gcraAt(d time.Duration) time.Time { return gcraT0.Add(d) }
 
 // gcraCell returns a copy of l's state.
-func gcraCell(l *local) cell {
+func gcraCell(l *Shaper) cell {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.c
@@ -92,7 +92,7 @@ const gcraRange = int64(50 * 365 * 24 * time.Hour)
 // book nothing and delays are never negative nor beyond the queue, and at the
 // end that the live bookings keep the promise. It returns the first problem
 // found, or nil.
-func exerciseGCRA(l *local, spec gcraSpec, ops []gcraOp) error {
+func exerciseGCRA(l *Shaper, spec gcraSpec, ops []gcraOp) error {
 	var (
 		now       int64
 		bookings  []gcraBooking
@@ -227,27 +227,27 @@ func decodeGCRAOps(data []byte) []gcraOp {
 }
 
 // gcraBucket returns a token bucket or fails the test.
-func gcraBucket(t testing.TB, r Rate, burst int) *TokenBucket {
+func gcraBucket(t testing.TB, r Rate, burst int) *Shaper {
 	t.Helper()
-	b, err := NewTokenBucket(r, burst)
+	b, err := NewShaper(TokenBucket(r, burst))
 	if err != nil {
-		t.Fatalf("NewTokenBucket(%v, %d): %v", r, burst, err)
+		t.Fatalf("NewShaper(TokenBucket(%v, %d)): %v", r, burst, err)
 	}
 	return b
 }
 
 // gcraLeaky returns a leaky-bucket pacer or fails the test.
-func gcraLeaky(t testing.TB, r Rate, o LeakyOptions) *LeakyBucket {
+func gcraLeaky(t testing.TB, r Rate, o LeakyOptions) *Shaper {
 	t.Helper()
-	l, err := NewLeakyBucket(r, o)
+	l, err := NewShaper(LeakyBucket(r, o))
 	if err != nil {
-		t.Fatalf("NewLeakyBucket(%v, %+v): %v", r, o, err)
+		t.Fatalf("NewShaper(LeakyBucket(%v, %+v)): %v", r, o, err)
 	}
 	return l
 }
 
 // gcraReserve calls ReserveAt and fails the test on an error.
-func gcraReserve(t testing.TB, l *local, now time.Time, n int) Reservation {
+func gcraReserve(t testing.TB, l *Shaper, now time.Time, n int) Reservation {
 	t.Helper()
 	r, err := l.ReserveAt(now, n)
 	if err != nil {
@@ -263,7 +263,7 @@ var gcraIntervals = []time.Duration{1, 7, time.Millisecond, time.Second / 60, ti
 // TestGCRAMatchesLazyRefill checks the documented equivalence: on schedules
 // whose time never goes back, the token bucket decides exactly like the
 // lazy-refill bucket tokens = min(C, tokens + (now−last)/I), computed here in
-// exact integers (tokens scaled by I), and TokensAt reports its tokens.
+// exact integers (tokens scaled by I), and tokensAt reports its tokens.
 func TestGCRAMatchesLazyRefill(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 300 {
@@ -287,8 +287,8 @@ func TestGCRAMatchesLazyRefill(t *testing.T) {
 			if got := b.AllowAt(gcraAt(time.Duration(now)), n); got != want {
 				t.Fatalf("interval %d capacity %d step %d: AllowAt(%d, %d) = %v, want %v", interval, capacity, step, now, n, got, want)
 			}
-			if got := b.TokensAt(gcraAt(time.Duration(now))); math.Abs(got-wantTokens) > 1e-9*float64(capacity) {
-				t.Fatalf("interval %d capacity %d step %d: TokensAt(%d) = %v, want %v", interval, capacity, step, now, got, wantTokens)
+			if got := tokensAt(b, gcraAt(time.Duration(now))); math.Abs(got-wantTokens) > 1e-9*float64(capacity) {
+				t.Fatalf("interval %d capacity %d step %d: tokens(%d) = %v, want %v", interval, capacity, step, now, got, wantTokens)
 			}
 		}
 	}
@@ -300,18 +300,18 @@ func TestGCRAMatchesLazyRefill(t *testing.T) {
 // second reservation still holds.
 func TestGCRACancelKeepsLaterSpacing(t *testing.T) {
 	b := gcraBucket(t, PerSecond(1), 1)
-	r1 := gcraReserve(t, &b.local, gcraT0, 1)
-	r2 := gcraReserve(t, &b.local, gcraT0, 1)
+	r1 := gcraReserve(t, b, gcraT0, 1)
+	r2 := gcraReserve(t, b, gcraT0, 1)
 	if r2.Delay != time.Second {
 		t.Fatalf("second ReserveAt delay = %v, want 1s", r2.Delay)
 	}
 	b.CancelAt(gcraT0, r1)
-	if r3 := gcraReserve(t, &b.local, gcraT0, 1); r3.Delay != 2*time.Second {
+	if r3 := gcraReserve(t, b, gcraT0, 1); r3.Delay != 2*time.Second {
 		t.Errorf("ReserveAt after cancelling the first: delay %v, want 2s (1s is still held)", r3.Delay)
 	} else {
 		b.CancelAt(gcraT0, r3) // the latest: exact
 	}
-	if r4 := gcraReserve(t, &b.local, gcraT0, 1); r4.Delay != 2*time.Second {
+	if r4 := gcraReserve(t, b, gcraT0, 1); r4.Delay != 2*time.Second {
 		t.Errorf("ReserveAt after cancelling the latest: delay %v, want 2s", r4.Delay)
 	} else {
 		b.CancelAt(gcraT0, r4)
@@ -329,7 +329,7 @@ func TestGCRAOverflowRefuses(t *testing.T) {
 	per := time.Duration(math.MaxInt64 / 4) // about 73 years per token
 	tb := gcraBucket(t, Rate{N: 1, Per: per}, 1)
 	lb := gcraLeaky(t, Rate{N: 1, Per: per}, LeakyOptions{MaxDelay: math.MaxInt64})
-	for name, l := range map[string]*local{"bucket": &tb.local, "leaky": &lb.local} {
+	for name, l := range map[string]*Shaper{"bucket": tb, "leaky": lb} {
 		refused := false
 		for range 8 {
 			before := gcraCell(l)
@@ -359,10 +359,10 @@ func TestGCRAOverflowRefuses(t *testing.T) {
 func TestGCRABadConfig(t *testing.T) {
 	huge := Rate{N: 1, Per: math.MaxInt64}
 	newTB := func(r Rate, burst int) func() error {
-		return func() error { _, err := NewTokenBucket(r, burst); return err }
+		return func() error { _, err := NewShaper(TokenBucket(r, burst)); return err }
 	}
 	newLB := func(r Rate, o LeakyOptions) func() error {
-		return func() error { _, err := NewLeakyBucket(r, o); return err }
+		return func() error { _, err := NewShaper(LeakyBucket(r, o)); return err }
 	}
 	tests := []struct {
 		name  string
@@ -370,24 +370,24 @@ func TestGCRABadConfig(t *testing.T) {
 		newFn func() error
 		field string
 	}{
-		{"bucket N 0", Bucket(Rate{N: 0, Per: time.Second}, 1), newTB(Rate{N: 0, Per: time.Second}, 1), "Rate.N"},
-		{"bucket N negative", Bucket(Rate{N: -3, Per: time.Second}, 1), newTB(Rate{N: -3, Per: time.Second}, 1), "Rate.N"},
-		{"bucket Per 0", Bucket(Rate{N: 1}, 1), newTB(Rate{N: 1}, 1), "Rate.Per"},
-		{"bucket Per negative", Bucket(Rate{N: 1, Per: -time.Second}, 1), newTB(Rate{N: 1, Per: -time.Second}, 1), "Rate.Per"},
-		{"bucket burst 0", Bucket(PerSecond(2), 0), newTB(PerSecond(2), 0), "Burst"},
-		{"bucket burst negative", Bucket(PerSecond(2), -1), newTB(PerSecond(2), -1), "Burst"},
-		{"bucket interval over 146 years", Bucket(huge, 1), newTB(huge, 1), "Rate.Per"},
-		{"bucket burst·interval overflows", Bucket(PerSecond(1), math.MaxInt), newTB(PerSecond(1), math.MaxInt), "Burst"},
-		{"bucket burst·interval over 146 years", Bucket(PerHour(1), 2_000_000), newTB(PerHour(1), 2_000_000), "Burst"},
-		{"leaky N 0", Leaky(Rate{Per: time.Second}, 1), newLB(Rate{Per: time.Second}, LeakyOptions{}), "Rate.N"},
-		{"leaky Per 0", Leaky(Rate{N: 1}, 1), newLB(Rate{N: 1}, LeakyOptions{}), "Rate.Per"},
-		{"leaky queue negative", Leaky(PerSecond(10), -1), newLB(PerSecond(10), LeakyOptions{Queue: -1}), "Queue"},
-		{"leaky slack negative", LeakyWith(PerSecond(10), LeakyOptions{Slack: -1}), newLB(PerSecond(10), LeakyOptions{Slack: -1}), "Slack"},
-		{"leaky max delay negative", LeakyWith(PerSecond(10), LeakyOptions{MaxDelay: -time.Second}), newLB(PerSecond(10), LeakyOptions{MaxDelay: -1}), "MaxDelay"},
-		{"leaky slack overflows", LeakyWith(PerSecond(10), LeakyOptions{Slack: math.MaxInt}), newLB(PerSecond(10), LeakyOptions{Slack: math.MaxInt}), "Slack"},
-		{"leaky slack·interval over 146 years", LeakyWith(PerHour(1), LeakyOptions{Slack: 2_000_000}), newLB(PerHour(1), LeakyOptions{Slack: 2_000_000}), "Slack"},
-		{"leaky queue·interval overflows", Leaky(PerSecond(1), math.MaxInt), newLB(PerSecond(1), LeakyOptions{Queue: math.MaxInt}), "Queue"},
-		{"leaky interval over 146 years", Leaky(huge, 0), newLB(huge, LeakyOptions{}), "Rate.Per"},
+		{"bucket N 0", TokenBucket(Rate{N: 0, Per: time.Second}, 1), newTB(Rate{N: 0, Per: time.Second}, 1), "Rate.N"},
+		{"bucket N negative", TokenBucket(Rate{N: -3, Per: time.Second}, 1), newTB(Rate{N: -3, Per: time.Second}, 1), "Rate.N"},
+		{"bucket Per 0", TokenBucket(Rate{N: 1}, 1), newTB(Rate{N: 1}, 1), "Rate.Per"},
+		{"bucket Per negative", TokenBucket(Rate{N: 1, Per: -time.Second}, 1), newTB(Rate{N: 1, Per: -time.Second}, 1), "Rate.Per"},
+		{"bucket burst 0", TokenBucket(PerSecond(2), 0), newTB(PerSecond(2), 0), "Burst"},
+		{"bucket burst negative", TokenBucket(PerSecond(2), -1), newTB(PerSecond(2), -1), "Burst"},
+		{"bucket interval over 146 years", TokenBucket(huge, 1), newTB(huge, 1), "Rate.Per"},
+		{"bucket burst·interval overflows", TokenBucket(PerSecond(1), math.MaxInt), newTB(PerSecond(1), math.MaxInt), "Burst"},
+		{"bucket burst·interval over 146 years", TokenBucket(PerHour(1), 2_000_000), newTB(PerHour(1), 2_000_000), "Burst"},
+		{"leaky N 0", LeakyBucket(Rate{Per: time.Second}, LeakyOptions{Queue: 1}), newLB(Rate{Per: time.Second}, LeakyOptions{}), "Rate.N"},
+		{"leaky Per 0", LeakyBucket(Rate{N: 1}, LeakyOptions{Queue: 1}), newLB(Rate{N: 1}, LeakyOptions{}), "Rate.Per"},
+		{"leaky queue negative", LeakyBucket(PerSecond(10), LeakyOptions{Queue: -1}), newLB(PerSecond(10), LeakyOptions{Queue: -1}), "Queue"},
+		{"leaky slack negative", LeakyBucket(PerSecond(10), LeakyOptions{Slack: -1}), newLB(PerSecond(10), LeakyOptions{Slack: -1}), "Slack"},
+		{"leaky max delay negative", LeakyBucket(PerSecond(10), LeakyOptions{MaxDelay: -time.Second}), newLB(PerSecond(10), LeakyOptions{MaxDelay: -1}), "MaxDelay"},
+		{"leaky slack overflows", LeakyBucket(PerSecond(10), LeakyOptions{Slack: math.MaxInt}), newLB(PerSecond(10), LeakyOptions{Slack: math.MaxInt}), "Slack"},
+		{"leaky slack·interval over 146 years", LeakyBucket(PerHour(1), LeakyOptions{Slack: 2_000_000}), newLB(PerHour(1), LeakyOptions{Slack: 2_000_000}), "Slack"},
+		{"leaky queue·interval overflows", LeakyBucket(PerSecond(1), LeakyOptions{Queue: math.MaxInt}), newLB(PerSecond(1), LeakyOptions{Queue: math.MaxInt}), "Queue"},
+		{"leaky interval over 146 years", LeakyBucket(huge, LeakyOptions{Queue: 0}), newLB(huge, LeakyOptions{}), "Rate.Per"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -406,7 +406,7 @@ func TestGCRABadConfig(t *testing.T) {
 		})
 	}
 	var ce *ConfigError
-	if err := LeakyWith(PerHour(1), LeakyOptions{Slack: 2_000_000}).Err(); !errors.As(err, &ce) || ce.Value != 2_000_000 {
+	if err := LeakyBucket(PerHour(1), LeakyOptions{Slack: 2_000_000}).Err(); !errors.As(err, &ce) || ce.Value != 2_000_000 {
 		t.Errorf("Slack 2000000 at 1/h: error %v, want a *ConfigError with the Slack as given", err)
 	}
 }
@@ -418,10 +418,10 @@ func TestGCRAGoodConfig(t *testing.T) {
 		limit Limit
 		want  string
 	}{
-		{Bucket(PerSecond(10), 20), "token bucket 10/1s burst 20"},
-		{Bucket(Rate{N: math.MaxInt, Per: time.Nanosecond}, 1), "token bucket 9223372036854775807/1ns burst 1"},
-		{Leaky(PerSecond(10), 100), "leaky bucket 10/1s queue 100"},
-		{LeakyWith(PerMinute(1), LeakyOptions{MaxDelay: time.Hour, Slack: 2}), "leaky bucket 1/1m0s queue 0 max delay 1h0m0s slack 2"},
+		{TokenBucket(PerSecond(10), 20), "token bucket 10/1s burst 20"},
+		{TokenBucket(Rate{N: math.MaxInt, Per: time.Nanosecond}, 1), "token bucket 9223372036854775807/1ns burst 1"},
+		{LeakyBucket(PerSecond(10), LeakyOptions{Queue: 100}), "leaky bucket 10/1s queue 100"},
+		{LeakyBucket(PerMinute(1), LeakyOptions{MaxDelay: time.Hour, Slack: 2}), "leaky bucket 1/1m0s queue 0 max delay 1h0m0s slack 2"},
 	}
 	for _, tt := range tests {
 		if err := tt.limit.Err(); err != nil {
@@ -446,15 +446,15 @@ func TestGCRABadCount(t *testing.T) {
 	lb := gcraLeaky(t, PerSecond(10), LeakyOptions{Queue: 5, Slack: 1})
 	tests := []struct {
 		name string
-		l    *local
+		l    *Shaper
 		n    int
 		want error
 	}{
-		{"bucket n 0", &tb.local, 0, ErrBadCount},
-		{"bucket n -1", &tb.local, -1, ErrBadCount},
-		{"bucket n above burst", &tb.local, 4, ErrBurstExceeded},
-		{"leaky n 0", &lb.local, 0, ErrBadCount},
-		{"leaky n above slack+1", &lb.local, 3, ErrBurstExceeded},
+		{"bucket n 0", tb, 0, ErrBadCount},
+		{"bucket n -1", tb, -1, ErrBadCount},
+		{"bucket n above burst", tb, 4, ErrBurstExceeded},
+		{"leaky n 0", lb, 0, ErrBadCount},
+		{"leaky n above slack+1", lb, 3, ErrBurstExceeded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -477,7 +477,7 @@ func TestGCRABadCount(t *testing.T) {
 func TestGCRAClockStepsBack(t *testing.T) {
 	tb := gcraBucket(t, PerSecond(1), 3)
 	lb := gcraLeaky(t, PerSecond(1), LeakyOptions{Slack: 2, MaxDelay: 100 * 365 * 24 * time.Hour})
-	for name, l := range map[string]*local{"bucket": &tb.local, "leaky": &lb.local} {
+	for name, l := range map[string]*Shaper{"bucket": tb, "leaky": lb} {
 		t.Run(name, func(t *testing.T) {
 			T := gcraAt(time.Hour)
 			for range 3 {
@@ -528,20 +528,20 @@ func TestGCRASpan(t *testing.T) {
 	lb := gcraLeaky(t, PerSecond(4), LeakyOptions{Queue: 3, Slack: 1})
 	tests := []struct {
 		name string
-		l    *local
+		l    *Shaper
 		span time.Duration
 		// drained is when a cell filled at T is idle again: span at most
 		// (for a pacer, its slots fill the queue bound only to whole intervals)
 		drained time.Duration
-		fill    func(l *local)
+		fill    func(l *Shaper)
 	}{
-		{"bucket", &tb.local, 5 * 250 * time.Millisecond, 5 * 250 * time.Millisecond, func(l *local) {
+		{"bucket", tb, 5 * 250 * time.Millisecond, 5 * 250 * time.Millisecond, func(l *Shaper) {
 			for l.AllowAt(gcraT0, 1) {
 			}
 		}},
 		// slack+1 intervals, and Queue intervals, each stretched by the
 		// departure margin (1.5ms) and a millisecond.
-		{"leaky", &lb.local, 2*250*time.Millisecond + 3*(252500*time.Microsecond), (2 + 3) * 250 * time.Millisecond, func(l *local) {
+		{"leaky", lb, 2*250*time.Millisecond + 3*(252500*time.Microsecond), (2 + 3) * 250 * time.Millisecond, func(l *Shaper) {
 			for {
 				if _, err := l.ReserveAt(gcraT0, 1); err != nil {
 					return

@@ -32,8 +32,8 @@ func TestHostsChooseTheLimit(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := &testhttp.Server{}
 				tr := &Transport{Base: srv, Limits: Hosts{
-					"Api.Test":  Leaky(Every(100*time.Millisecond), 10),
-					"*":         Bucket(PerSecond(1), 1),
+					"Api.Test":  LeakyBucket(Every(100*time.Millisecond), LeakyOptions{Queue: 10}),
+					"*":         TokenBucket(PerSecond(1), 1),
 					"free.test": {},
 				}}
 				for range 3 {
@@ -56,7 +56,7 @@ func TestHostsStatePerKey(t *testing.T) {
 		srv := &testhttp.Server{}
 		tr := &Transport{
 			Base:   srv,
-			Limits: Hosts{"api.test": Leaky(Every(time.Second), 10)},
+			Limits: Hosts{"api.test": LeakyBucket(Every(time.Second), LeakyOptions{Queue: 10})},
 			Key:    func(r *http.Request) string { return r.Header.Get("X-Api-Key") },
 		}
 		start := time.Now()
@@ -93,7 +93,7 @@ func TestHostsRefusals(t *testing.T) {
 	t.Run("queue full", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			srv := &testhttp.Server{}
-			tr := &Transport{Base: srv, Limits: Hosts{"api.test": Leaky(Every(time.Second), 1)}}
+			tr := &Transport{Base: srv, Limits: Hosts{"api.test": LeakyBucket(Every(time.Second), LeakyOptions{Queue: 1})}}
 			roundTrip(t, tr, "GET", "http://api.test/") // takes the slot at 0
 			done := make(chan struct{})
 			go func() { // waits in the queue for the slot at 1s
@@ -115,7 +115,7 @@ func TestHostsRefusals(t *testing.T) {
 	t.Run("beyond MaxWait", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			srv := &testhttp.Server{}
-			tr := &Transport{Base: srv, MaxWait: 5 * time.Second, Limits: Hosts{"*": Bucket(PerMinute(1), 1)}}
+			tr := &Transport{Base: srv, MaxWait: 5 * time.Second, Limits: Hosts{"*": TokenBucket(PerMinute(1), 1)}}
 			roundTrip(t, tr, "GET", "http://api.test/")
 			_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.test/", ""))
 			var we *WaitError
@@ -127,7 +127,7 @@ func TestHostsRefusals(t *testing.T) {
 	t.Run("cancelled wait", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			srv := &testhttp.Server{}
-			tr := &Transport{Base: srv, Limits: Hosts{"*": Leaky(Every(time.Second), 10)}}
+			tr := &Transport{Base: srv, Limits: Hosts{"*": LeakyBucket(Every(time.Second), LeakyOptions{Queue: 10})}}
 			roundTrip(t, tr, "GET", "http://api.test/")
 			ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 			time.AfterFunc(300*time.Millisecond, cancel)
@@ -149,7 +149,7 @@ func TestHostsRefusals(t *testing.T) {
 // *ConfigError naming Limits["key"], from Validate and from RoundTrip,
 // nothing sent; upper-case letters are lower-cased, not rejected.
 func TestHostsRejectKeysThatCannotMatch(t *testing.T) {
-	lim := Bucket(PerSecond(1), 1)
+	lim := TokenBucket(PerSecond(1), 1)
 	tests := []struct {
 		key     string
 		wantErr bool

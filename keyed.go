@@ -10,9 +10,9 @@ import (
 
 // DefaultMaxKeys is the number of keys a [Keyed] tracks at most when
 // [KeyedOptions].MaxKeys is 0. At about 56 bytes a key for the compact
-// limits ([Bucket], [Leaky], [Fixed], [SlidingApprox]; measured at a million
+// limits ([TokenBucket], [LeakyBucket], [FixedWindow], [SlidingCounter]; measured at a million
 // keys) that bounds the store to about 60 MB however many distinct keys it
-// is shown. A [Sliding] log also keeps its booked instants per key.
+// is shown. A [SlidingLog] log also keeps its booked instants per key.
 const DefaultMaxKeys = 1 << 20
 
 const (
@@ -157,9 +157,7 @@ func NewKeyed(l Limit, o KeyedOptions) (*Keyed, error) {
 	}
 	if l.alg != nil {
 		k.sweepEvery = max(l.alg.span(), minSweepEvery)
-		if a, ok := l.alg.(interface{ core() *gcra }); ok {
-			k.g = a.core()
-		}
+		k.g = l.alg.core()
 	}
 	for i := range k.shards {
 		k.shards[i].cells = make(map[uint64]words)

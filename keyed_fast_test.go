@@ -25,10 +25,10 @@ func cellOf(k *Keyed, key string) (words, bool) {
 // (Track) exactly when the limit binds after it.
 func TestKeyedWaitFastMatchesReserve(t *testing.T) {
 	limits := []Limit{
-		Bucket(Every(100*time.Millisecond), 3),
-		Bucket(Every(100*time.Millisecond), 1),
-		LeakyWith(PerSecond(10), LeakyOptions{Queue: 3, Slack: 2}),
-		Leaky(PerSecond(10), 2),
+		TokenBucket(Every(100*time.Millisecond), 3),
+		TokenBucket(Every(100*time.Millisecond), 1),
+		LeakyBucket(PerSecond(10), LeakyOptions{Queue: 3, Slack: 2}),
+		LeakyBucket(PerSecond(10), LeakyOptions{Queue: 2}),
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, l := range limits {
@@ -82,7 +82,7 @@ func TestKeyedWaitFastMatchesReserve(t *testing.T) {
 func TestKeyedStatesCount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		k := newTestKeyed(t, Bucket(PerSecond(100), 10), KeyedOptions{})
+		k := newTestKeyed(t, TokenBucket(PerSecond(100), 10), KeyedOptions{})
 		p, err := k.Wait(ctx, "a", 0)
 		if err != nil {
 			t.Fatal(err)

@@ -14,9 +14,9 @@ func BenchmarkKeyedAdmitAt(b *testing.B) {
 		name  string
 		limit Limit
 	}{
-		{"bucket", Bucket(PerSecond(1_000_000_000), 1_000_000)},
-		{"sliding log", Sliding(Rate{N: 1_000_000_000, Per: time.Millisecond})},
-		{"all", All(Bucket(PerSecond(1_000_000_000), 1_000_000), Fixed(Rate{N: 1_000_000_000, Per: time.Millisecond}))},
+		{"bucket", TokenBucket(PerSecond(1_000_000_000), 1_000_000)},
+		{"sliding log", SlidingLog(Rate{N: 1_000_000_000, Per: time.Millisecond})},
+		{"all", All(TokenBucket(PerSecond(1_000_000_000), 1_000_000), FixedWindow(Rate{N: 1_000_000_000, Per: time.Millisecond}))},
 	} {
 		for _, admit := range []bool{false, true} {
 			name := bm.name + "/AllowAt"

@@ -17,7 +17,7 @@ import (
 
 // every returns a token bucket of burst units that refills one unit every
 // interval.
-func every(interval time.Duration, burst int) Limit { return Bucket(Every(interval), burst) }
+func every(interval time.Duration, burst int) Limit { return TokenBucket(Every(interval), burst) }
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -109,8 +109,8 @@ func TestNewKeyed(t *testing.T) {
 		{"small cap uses fewer shards", every(time.Second, 1), 1000, "", 8, 125},
 		{"rounding up", every(time.Second, 1), 1001, "", 8, 126},
 		{"negative MaxKeys", every(time.Second, 1), -1, "MaxKeys", 0, 0},
-		{"invalid rate", Bucket(PerSecond(0), 1), 0, "Rate.N", 0, 0},
-		{"burst 0 (C22)", Bucket(PerSecond(2), 0), 0, "Burst", 0, 0},
+		{"invalid rate", TokenBucket(PerSecond(0), 1), 0, "Rate.N", 0, 0},
+		{"burst 0 (C22)", TokenBucket(PerSecond(2), 0), 0, "Burst", 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -417,8 +417,8 @@ func TestKeyedC23(t *testing.T) {
 		l    Limit // each with a span (idle TTL) of 1s
 	}{
 		{"token bucket", every(100*time.Millisecond, 10)},
-		{"sliding log", Sliding(PerSecond(10))},
-		{"composite", All(every(100*time.Millisecond, 10), Sliding(PerSecond(10)))},
+		{"sliding log", SlidingLog(PerSecond(10))},
+		{"composite", All(every(100*time.Millisecond, 10), SlidingLog(PerSecond(10)))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -538,12 +538,12 @@ func TestKeyedNeverEvictsBusy(t *testing.T) {
 // eviction forgets only state that behaves like a fresh one.
 func TestKeyedMatchesIndependentLimits(t *testing.T) {
 	limits := []Limit{
-		Bucket(Every(100*time.Millisecond), 3),
-		LeakyWith(PerSecond(10), LeakyOptions{Queue: 3, Slack: 1}),
-		Fixed(PerSecond(4)),
-		Sliding(Rate{N: 3, Per: 300 * time.Millisecond}),
-		SlidingApprox(PerSecond(5)),
-		All(Bucket(Every(100*time.Millisecond), 3), Sliding(Rate{N: 5, Per: time.Second})),
+		TokenBucket(Every(100*time.Millisecond), 3),
+		LeakyBucket(PerSecond(10), LeakyOptions{Queue: 3, Slack: 1}),
+		FixedWindow(PerSecond(4)),
+		SlidingLog(Rate{N: 3, Per: 300 * time.Millisecond}),
+		SlidingCounter(PerSecond(5)),
+		All(TokenBucket(Every(100*time.Millisecond), 3), SlidingLog(Rate{N: 5, Per: time.Second})),
 	}
 	keys := []string{"a", "b", "c", "d", "e"}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -552,7 +552,7 @@ func TestKeyedMatchesIndependentLimits(t *testing.T) {
 		span := time.Duration(l.alg.span())
 		for schedule := range 400 {
 			k := newTestKeyed(t, l, KeyedOptions{})
-			ref := make(map[string]*local)
+			ref := make(map[string]*Shaper)
 			kres := make(map[string]Reservation)
 			rres := make(map[string]Reservation)
 			now := t0
@@ -562,8 +562,7 @@ func TestKeyedMatchesIndependentLimits(t *testing.T) {
 				}
 				key := keys[rng.IntN(len(keys))]
 				if ref[key] == nil {
-					lc := newLocal(l.alg)
-					ref[key] = &lc
+					ref[key] = mustShaper(t, l)
 				}
 				n := 1 + rng.IntN(l.alg.maxN()+1) // sometimes one too many
 				switch op := rng.IntN(10); {
@@ -765,12 +764,12 @@ func TestKeyedC19ManyWaiters(t *testing.T) {
 		wantMax  int           // most releases in any [t, t+1s)
 		wantDone time.Duration // when the last of the 60 is released
 	}{
-		{"sliding log", Sliding(PerSecond(5)), 5, 11 * time.Second},
-		{"leaky pacer", Leaky(PerSecond(5), 60), 5, 11800 * time.Millisecond},
-		{"token bucket burst 1", Bucket(PerSecond(5), 1), 5, 11800 * time.Millisecond},
+		{"sliding log", SlidingLog(PerSecond(5)), 5, 11 * time.Second},
+		{"leaky pacer", LeakyBucket(PerSecond(5), LeakyOptions{Queue: 60}), 5, 11800 * time.Millisecond},
+		{"token bucket burst 1", TokenBucket(PerSecond(5), 1), 5, 11800 * time.Millisecond},
 		// The failure C19 warns of: a bucket whose burst equals its rate
 		// admits burst + rate·1s - 1 = 9 in the first second.
-		{"token bucket burst 5 (too loose)", Bucket(PerSecond(5), 5), 9, 11 * time.Second},
+		{"token bucket burst 5 (too loose)", TokenBucket(PerSecond(5), 5), 9, 11 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -804,12 +803,12 @@ func TestKeyedC19RollingMinute(t *testing.T) {
 		l       Limit
 		wantMax int // most releases in any [t, t+60s)
 	}{
-		{"sliding log", Sliding(PerMinute(15)), 15},
-		{"leaky pacer", Leaky(PerMinute(15), 15), 15},
-		{"token bucket burst 1", Bucket(PerMinute(15), 1), 15},
+		{"sliding log", SlidingLog(PerMinute(15)), 15},
+		{"leaky pacer", LeakyBucket(PerMinute(15), LeakyOptions{Queue: 15}), 15},
+		{"token bucket burst 1", TokenBucket(PerMinute(15), 1), 15},
 		// Burst 15 at 15/min (capacity equal to the rate, as in
 		// AlaskanTuna/Rokabot#149) admits 15 + 14 = 29 in a rolling minute.
-		{"token bucket burst 15 (too loose)", Bucket(PerMinute(15), 15), 29},
+		{"token bucket burst 15 (too loose)", TokenBucket(PerMinute(15), 15), 29},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

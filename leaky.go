@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// LeakyOptions configures a leaky-bucket pacer (see [LeakyWith]). The zero
+// LeakyOptions configures a leaky-bucket pacer (see [LeakyBucket]). The zero
 // value is a strict pacer that lets nobody wait: a request passes only when
 // it comes at least one interval after the last one admitted, like nginx
 // limit_req without a burst.
@@ -30,12 +30,7 @@ type LeakyOptions struct {
 	Slack int
 }
 
-// Leaky returns a leaky-bucket pacer Limit that releases requests evenly,
-// one every r.Interval(), and lets up to queue callers wait for their turn.
-// It is LeakyWith(r, LeakyOptions{Queue: queue}); see [LeakyWith].
-func Leaky(r Rate, queue int) Limit { return LeakyWith(r, LeakyOptions{Queue: queue}) }
-
-// LeakyWith returns a leaky-bucket pacer Limit: requests are released one
+// LeakyBucket returns a leaky-bucket pacer Limit: requests are released one
 // every r.Interval() (Per/N rounded up to a whole nanosecond, so never faster
 // than r), callers wait for their slot, and a caller whose wait would exceed
 // the queue is refused at once with [ErrQueueFull], booking nothing. After an
@@ -64,32 +59,9 @@ func Leaky(r Rate, queue int) Limit { return LeakyWith(r, LeakyOptions{Queue: qu
 // "Rate.N" or "Rate.Per" when r is not positive, "Queue", "Slack" or
 // "MaxDelay" when negative, and "Slack" or "Queue" when that many intervals
 // exceed about 146 years.
-func LeakyWith(r Rate, o LeakyOptions) Limit {
+func LeakyBucket(r Rate, o LeakyOptions) Limit {
 	alg, err := newLeakyAlg(r, o)
 	return newLimit(alg, err)
-}
-
-// LeakyBucket is a single leaky-bucket pacer (see [LeakyWith]) used with
-// explicit time (ReserveAt, AllowAt, CancelAt) or the clock (Allow, Wait).
-// Create it with [NewLeakyBucket]; the zero LeakyBucket is not usable (its
-// methods panic). A Wait that is cancelled gives its slot back. It is safe
-// for concurrent use by multiple goroutines; a mutex guards it for the few
-// nanoseconds of each decision and is never held while waiting. Instants
-// passed to its methods may go backwards: an earlier now never gets an
-// earlier slot.
-type LeakyBucket struct {
-	local
-}
-
-// NewLeakyBucket returns an idle leaky-bucket pacer releasing at r. It
-// returns a [*ConfigError] (matching [ErrInvalidConfig]) for the inputs
-// [LeakyWith] rejects.
-func NewLeakyBucket(r Rate, o LeakyOptions) (*LeakyBucket, error) {
-	alg, err := newLeakyAlg(r, o)
-	if err != nil {
-		return nil, err
-	}
-	return &LeakyBucket{local: newLocal(alg)}, nil
 }
 
 // leakyAlg is the pacer as an algorithm: GCRA with capacity Slack+1 and a
@@ -165,8 +137,11 @@ func (a *leakyAlg) String() string {
 	return s
 }
 
-var _ waitBounded = (*leakyAlg)(nil)
-
-// waitBound is the pacer's queue bound in nanoseconds (see [LeakyOptions]);
-// a [Composite] checks it against the real now.
+// waitBound is the pacer's queue bound in nanoseconds (see [LeakyOptions]).
 func (a *leakyAlg) waitBound() int64 { return a.wait }
+
+func (a *leakyAlg) quota(c *cell, now, from int64) Quota {
+	return finishQuota(a, c, a.standing(c, now), now, from)
+}
+
+func (a *leakyAlg) parts() []algorithm { return []algorithm{a} }

@@ -13,7 +13,7 @@ import (
 
 // leakyDelays reserves one slot k times at now and returns the delays, or
 // the error that ended the run.
-func leakyDelays(l *LeakyBucket, now time.Time, k int) ([]time.Duration, error) {
+func leakyDelays(l *Shaper, now time.Time, k int) ([]time.Duration, error) {
 	var ds []time.Duration
 	for range k {
 		r, err := l.ReserveAt(now, 1)
@@ -44,7 +44,7 @@ func TestLeakyBucketSpacing(t *testing.T) {
 	if err != nil || fmt.Sprint(ds) != fmt.Sprint(spaced(6, 0, I)) {
 		t.Fatalf("delays %v, %v; want %v", ds, err, spaced(6, 0, I))
 	}
-	before := gcraCell(&l.local)
+	before := gcraCell(l)
 	r, err := l.ReserveAt(gcraT0, 1)
 	if !errors.Is(err, ErrQueueFull) || !errors.Is(err, ErrRateLimited) || r.Delay != 6*I {
 		t.Errorf("7th ReserveAt = %v, %v; want ErrQueueFull with Delay 600ms", r.Delay, err)
@@ -52,10 +52,10 @@ func TestLeakyBucketSpacing(t *testing.T) {
 	if l.AllowAt(gcraT0, 1) {
 		t.Errorf("AllowAt with a full queue = true")
 	}
-	if gcraCell(&l.local) != before {
+	if gcraCell(l) != before {
 		t.Errorf("refusals changed the pacer")
 	}
-	if r := gcraReserve(t, &l.local, gcraAt(I), 1); r.Delay != 5*I {
+	if r := gcraReserve(t, l, gcraAt(I), 1); r.Delay != 5*I {
 		t.Errorf("ReserveAt one interval later: delay %v, want 500ms (slot at 600ms)", r.Delay)
 	}
 }
@@ -130,7 +130,7 @@ func TestLeakyBucketC16(t *testing.T) {
 			l := gcraLeaky(t, PerSecond(n), LeakyOptions{Queue: 2})
 			rs := make([]Reservation, 3)
 			for i := range rs {
-				rs[i] = gcraReserve(t, &l.local, T, 1)
+				rs[i] = gcraReserve(t, l, T, 1)
 			}
 			for i := len(rs) - 1; i >= 0; i-- {
 				l.CancelAt(T, rs[i])
@@ -143,12 +143,12 @@ func TestLeakyBucketC16(t *testing.T) {
 			// reservations were spaced behind the earlier ones.
 			f := gcraLeaky(t, PerSecond(n), LeakyOptions{Queue: 2})
 			for i := range rs {
-				rs[i] = gcraReserve(t, &f.local, T, 1)
+				rs[i] = gcraReserve(t, f, T, 1)
 			}
 			for _, r := range rs {
 				f.CancelAt(T, r)
 			}
-			if next := gcraReserve(t, &f.local, T, 1); next.Delay != rs[2].Delay {
+			if next := gcraReserve(t, f, T, 1); next.Delay != rs[2].Delay {
 				t.Errorf("after cancelling in forward order, delay %v, want %v", next.Delay, rs[2].Delay)
 			}
 		})
@@ -192,7 +192,7 @@ func TestLeakyBucketC18(t *testing.T) {
 			l := gcraLeaky(t, PerSecond(10), LeakyOptions{Slack: slack, Queue: 1})
 			now := gcraT0
 			for cycle := range 2 {
-				r := gcraReserve(t, &l.local, now, 1) // right after the last burst it waits its turn
+				r := gcraReserve(t, l, now, 1) // right after the last burst it waits its turn
 				if cycle == 0 && r.Delay != 0 {
 					t.Fatalf("lone call on an idle pacer delayed %v", r.Delay)
 				}
@@ -200,7 +200,7 @@ func TestLeakyBucketC18(t *testing.T) {
 				start := now
 				var releases []time.Time
 				for range 30 {
-					r := gcraReserve(t, &l.local, now, 1)
+					r := gcraReserve(t, l, now, 1)
 					now = now.Add(r.Delay) // the caller waits, then calls again
 					releases = append(releases, now)
 				}
@@ -211,7 +211,7 @@ func TestLeakyBucketC18(t *testing.T) {
 			}
 
 			all := gcraLeaky(t, PerSecond(10), LeakyOptions{Slack: slack, Queue: 30})
-			gcraReserve(t, &all.local, gcraT0, 1)
+			gcraReserve(t, all, gcraT0, 1)
 			ds, err := leakyDelays(all, gcraAt(3*time.Second), 30)
 			if want := spaced(30, slack, 100*time.Millisecond); err != nil || fmt.Sprint(ds) != fmt.Sprint(want) {
 				t.Errorf("30 at one instant: delays %v, %v; want %v", ds, err, want)
@@ -306,7 +306,7 @@ func TestLeakyBucketWaitCancel(t *testing.T) {
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Errorf("Wait = %v, want context.Canceled", err)
 		}
-		if r := gcraReserve(t, &l.local, time.Now(), 1); r.Delay != 70*time.Millisecond {
+		if r := gcraReserve(t, l, time.Now(), 1); r.Delay != 70*time.Millisecond {
 			t.Errorf("next ReserveAt delay %v, want 70ms (the freed slot at 100ms)", r.Delay)
 		}
 	})
@@ -327,7 +327,7 @@ func TestLeakyBucketPromise(t *testing.T) {
 		}
 		l := gcraLeaky(t, Every(interval), o)
 		spec := gcraSpec{capacity: int64(o.Slack + 1), interval: int64(interval), wait: leakyWait(o, int64(interval))}
-		if err := exerciseGCRA(&l.local, spec, randomGCRAOps(rng, 24)); err != nil {
+		if err := exerciseGCRA(l, spec, randomGCRAOps(rng, 24)); err != nil {
 			t.Fatalf("schedule %d (interval %v, %+v): %v", i, interval, o, err)
 		}
 	}
@@ -361,17 +361,17 @@ func FuzzLeakyBucket(f *testing.F) {
 		if data[4] != 0 {
 			o.MaxDelay = time.Duration(data[4]) * time.Duration(interval) / 16
 		}
-		l, err := NewLeakyBucket(r, o)
+		l, err := NewShaper(LeakyBucket(r, o))
 		if err != nil {
 			if !errors.Is(err, ErrInvalidConfig) {
-				t.Fatalf("NewLeakyBucket(%v, %+v) = %v, want a config error", r, o, err)
+				t.Fatalf("NewShaper(LeakyBucket(%v, %+v)) = %v, want a config error", r, o, err)
 			}
 			return
 		}
 		ops := decodeGCRAOps(data[5:])
 		ops = ops[:min(len(ops), gcraMaxFuzzOps)]
 		spec := gcraSpec{capacity: int64(o.Slack) + 1, interval: interval, wait: leakyWait(o, interval)}
-		if err := exerciseGCRA(&l.local, spec, ops); err != nil {
+		if err := exerciseGCRA(l, spec, ops); err != nil {
 			t.Fatalf("%v %+v: %v", r, o, err)
 		}
 	})

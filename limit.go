@@ -1,9 +1,10 @@
 package pace
 
 // Limit describes one rate limit: an algorithm and its parameters, built by
-// [Bucket], [Leaky], [LeakyWith], [Fixed], [Sliding], [SlidingApprox] or
-// [All]. It is a value that holds no state; [NewKeyed] and the [Transport]
-// turn it into per-key limiters. A Limit built from invalid parameters
+// [TokenBucket], [LeakyBucket], [FixedWindow], [SlidingLog],
+// [SlidingCounter] or [All]. It is a value that holds no state; [NewShaper]
+// turns it into a limiter of one key, and [NewKeyed] and the [Transport]
+// into per-key limiters. A Limit built from invalid parameters
 // carries its error, which Err returns and which every constructor that
 // takes the Limit returns in turn. The zero Limit means "no limit".
 type Limit struct {

@@ -180,6 +180,24 @@ type algorithm interface {
 	interval() int64
 	// maxN is the largest n a single call may ever be granted.
 	maxN() int
+	// quota returns c's standing at now for a caller that may not start
+	// before from (>= now; from > now while the key is paused), without
+	// changing c. now may be earlier than instants recorded in c. Each
+	// algorithm's quota lives in its own file; quotaOf finishes the simple
+	// ones.
+	quota(c *cell, now, from int64) Quota
+	// waitBound is the longest delay, in nanoseconds, the limit lets a
+	// caller queue for (a leaky-bucket pacer's queue; see [LeakyOptions]),
+	// or math.MaxInt64 when only the caller bounds it. A composite checks
+	// each part's bound against the real now, since a part's earliest
+	// judges it from the instant it is given.
+	waitBound() int64
+	// core returns the limit's GCRA core for the fast paths of Allow (token
+	// buckets and pacers), or nil.
+	core() *gcra
+	// parts returns the limit's parts as [All] flattens them: the parts of
+	// a composite, or the limit itself.
+	parts() []algorithm
 	// String describes the limit, e.g. "token bucket 10/1s burst 20".
 	String() string
 }
@@ -237,8 +255,7 @@ const noDeadline = math.MaxInt64
 // or, with wait false, any delay at all (ErrWaitTooLong), and a booking that
 // would not come before deadline (errDeadline; noDeadline means none). A
 // refusal's Reservation carries the delay that would have been needed, when
-// known. This is the one decision shared by the single-key limiters and
-// Keyed.
+// known. This is the one decision shared by [Shaper] and [Keyed].
 func decideCell(alg algorithm, c *cell, pause, now int64, n int, maxWait time.Duration, deadline int64, wait bool) (Reservation, error) {
 	if n <= 0 {
 		return Reservation{}, ErrBadCount
@@ -272,11 +289,23 @@ func decideCell(alg algorithm, c *cell, pause, now int64, n int, maxWait time.Du
 	return Reservation{Delay: d, at: t, n: n}, nil
 }
 
-// local is the single-key limiter shared by the exported pure types
-// ([TokenBucket], [LeakyBucket], [FixedWindow], [SlidingLog],
-// [SlidingCounter], [Composite]). One mutex guards the cell; it is held only
-// while deciding, never while waiting.
-type local struct {
+// Shaper applies one [Limit] to a single stream of requests (one key): the
+// counterpart of x/time/rate's Limiter for every algorithm pace has. Create
+// it with [NewShaper]; the zero Shaper is not usable (its methods panic). Use
+// [Keyed] to apply a Limit to many keys at once.
+//
+// ReserveAt, AllowAt, CancelAt and QuotaAt take the time as an argument, so
+// a Shaper can be driven and tested without a clock; Allow and Wait read the
+// clock. Instants passed to its methods may go backwards (a clock stepping
+// back): an earlier now never frees units that a later one had used, and
+// earlier slots are never handed out. Times are measured from an epoch
+// about 73 years before the Shaper was created; earlier instants count as
+// that epoch.
+//
+// A Shaper is safe for concurrent use by multiple goroutines. One mutex
+// guards its state; it is held only while deciding (a few nanoseconds),
+// never while waiting.
+type Shaper struct {
 	// Read-only after construction, and read before taking mu: kept on a
 	// cache line of their own so that readers do not contend with writers.
 	alg   algorithm
@@ -289,99 +318,108 @@ type local struct {
 	seen int64 // latest clock reading decided on, ns since epoch (see clock)
 }
 
+// NewShaper returns a Shaper of l in its fresh state (a full token bucket, an
+// idle pacer, empty windows). It returns l's error ([Limit.Err], a
+// [*ConfigError] matching [ErrInvalidConfig]) when l carries one, and a
+// *ConfigError naming "Limit" for the zero Limit, which has nothing to
+// apply.
+func NewShaper(l Limit) (*Shaper, error) {
+	switch {
+	case l.err != nil:
+		return nil, l.err
+	case l.alg == nil:
+		return nil, configErr("Limit", "no limit", "a Shaper needs a non-zero Limit")
+	}
+	return newShaper(l.alg), nil
+}
+
+// newShaper returns a fresh Shaper of alg.
+func newShaper(alg algorithm) *Shaper {
+	return &Shaper{alg: alg, epoch: newEpoch(), g: alg.core()}
+}
+
 // clock returns at, or the latest instant already read from the clock and
-// decided on if that is later, and records it; l.mu must be held. It serves
+// decided on if that is later, and records it; s.mu must be held. It serves
 // the methods that read the clock themselves (Allow, Wait), not those given
 // an explicit now. Goroutines read the clock before taking the lock, so their
 // instants arrive slightly out of order; deciding each at the latest instant
 // seen keeps bookings in time order (a sliding log would otherwise refuse a
 // request that arrives a microsecond "late") and means a clock stepping back
 // mints nothing.
-func (l *local) clock(at int64) int64 {
-	at = max(at, l.seen)
-	l.seen = at
+func (s *Shaper) clock(at int64) int64 {
+	at = max(at, s.seen)
+	s.seen = at
 	return at
-}
-
-func newLocal(alg algorithm) local {
-	var g *gcra
-	if a, ok := alg.(interface{ core() *gcra }); ok {
-		g = a.core()
-	}
-	return local{alg: alg, epoch: newEpoch(), g: g}
 }
 
 // ReserveAt books n units at the earliest instant at or after now and
 // returns the Reservation; its Delay says how long after now the units may
 // be used. It books nothing and returns [ErrBadCount] for n <= 0,
-// [ErrBurstExceeded] when n can never be granted at once, [ErrQueueFull] when
-// a pacer's queue is full (the Reservation's Delay then says how long the
-// wait would have been) and [ErrWaitTooLong] when the delay cannot be
-// represented. A now earlier than a previous one is allowed and mints no
-// units. Safe for concurrent use.
-func (l *local) ReserveAt(now time.Time, n int) (Reservation, error) {
-	return l.reserve(sinceEpoch(l.epoch, now), n, false)
+// [ErrBurstExceeded] when n can never be granted at once (more than a token
+// bucket's burst, a pacer's Slack+1, a window's Rate.N, or the smallest of
+// these for [All]), [ErrQueueFull] when a pacer's queue is full (the
+// Reservation's Delay then says how long the wait would have been) and
+// [ErrWaitTooLong] when the delay cannot be represented. Safe for concurrent
+// use.
+func (s *Shaper) ReserveAt(now time.Time, n int) (Reservation, error) {
+	return s.reserve(sinceEpoch(s.epoch, now), n, false)
 }
 
 // reserve is ReserveAt on nanoseconds since the epoch. With fromClock, at
 // was read from the clock before taking the lock, and is decided at the
 // latest such instant already seen (see clock).
-func (l *local) reserve(at int64, n int, fromClock bool) (Reservation, error) {
-	l.mu.Lock()
+func (s *Shaper) reserve(at int64, n int, fromClock bool) (Reservation, error) {
+	s.mu.Lock()
 	from := at
 	if fromClock {
-		from = l.clock(at)
+		from = s.clock(at)
 	}
-	r, err := reserveCell(l.alg, &l.c, from, n, 0)
-	l.mu.Unlock()
+	r, err := reserveCell(s.alg, &s.c, from, n, 0)
+	s.mu.Unlock()
 	return r.from(from, at), err
 }
 
 // AllowAt reports whether n units may be used at now, and books them if so.
 // It never books units for later use. Safe for concurrent use.
-func (l *local) AllowAt(now time.Time, n int) bool {
-	return l.allowAt(sinceEpoch(l.epoch, now), n)
+func (s *Shaper) AllowAt(now time.Time, n int) bool {
+	at := sinceEpoch(s.epoch, now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.allowLocked(at, n)
 }
 
 // Allow is AllowAt(time.Now(), 1). It reads the monotonic clock through
 // time.Since(epoch), which costs about half of time.Now. Safe for concurrent
 // use.
-func (l *local) Allow() bool {
-	at := clampNow(int64(time.Since(l.epoch)))
-	l.mu.Lock()
-	at = l.clock(at)
+func (s *Shaper) Allow() bool {
+	at := clampNow(int64(time.Since(s.epoch)))
+	s.mu.Lock()
+	at = s.clock(at)
 	var ok bool
-	if l.g != nil {
-		ok = l.g.allow1(&l.c, at)
+	if s.g != nil {
+		ok = s.g.allow1(&s.c, at)
 	} else {
-		ok = l.allowLocked(at, 1)
+		ok = s.allowLocked(at, 1)
 	}
-	l.mu.Unlock()
+	s.mu.Unlock()
 	return ok
 }
 
-// allowAt is AllowAt on nanoseconds since the epoch.
-func (l *local) allowAt(at int64, n int) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.allowLocked(at, n)
-}
-
-// allowLocked is allowAt with l.mu held.
-func (l *local) allowLocked(at int64, n int) bool {
-	if n <= 0 || n > l.alg.maxN() {
+// allowLocked is AllowAt on nanoseconds since the epoch, with s.mu held.
+func (s *Shaper) allowLocked(at int64, n int) bool {
+	if n <= 0 || n > s.alg.maxN() {
 		return false
 	}
-	t, err := l.alg.earliest(&l.c, at, n)
+	t, err := s.alg.earliest(&s.c, at, n)
 	if err != nil || t > at {
 		return false
 	}
-	l.alg.book(&l.c, at, at, n)
+	s.alg.book(&s.c, at, at, n)
 	return true
 }
 
 // CancelAt gives back the units of r when the caller abandons its wait at
-// now. When nothing was booked after r, the limiter is left exactly as if r
+// now. When nothing was booked after r, the Shaper is left exactly as if r
 // had never been booked, so reservations cancelled latest first are all
 // given back exactly. Units that later reservations were scheduled behind
 // are not handed out again while those are held (as in x/time/rate's
@@ -391,14 +429,24 @@ func (l *local) allowLocked(at int64, n int) bool {
 // one returned with an error, does nothing; cancelling the same Reservation
 // twice is a caller error that gives units back twice. Safe for concurrent
 // use.
-func (l *local) CancelAt(now time.Time, r Reservation) {
-	at := sinceEpoch(l.epoch, now)
+func (s *Shaper) CancelAt(now time.Time, r Reservation) {
+	at := sinceEpoch(s.epoch, now)
 	if r.n <= 0 || at > r.at {
 		return
 	}
-	l.mu.Lock()
-	l.alg.unbook(&l.c, at, r.at, r.n)
-	l.mu.Unlock()
+	s.mu.Lock()
+	s.alg.unbook(&s.c, at, r.at, r.n)
+	s.mu.Unlock()
+}
+
+// QuotaAt returns where the Shaper stands at now (see [Quota] for what each
+// field means for each algorithm). It changes nothing. Safe for concurrent
+// use.
+func (s *Shaper) QuotaAt(now time.Time) Quota {
+	at := sinceEpoch(s.epoch, now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.alg.quota(&s.c, at, at)
 }
 
 // Wait blocks until n units may be used, books them, and returns nil. It
@@ -409,16 +457,17 @@ func (l *local) CancelAt(now time.Time, r Reservation) {
 // ctx ends while waiting it gives the units back and returns a *WaitError
 // wrapping ctx.Err(). The WaitError's Key is empty. Safe for concurrent
 // use.
-func (l *local) Wait(ctx context.Context, n int) error {
+func (s *Shaper) Wait(ctx context.Context, n int) error {
 	if err := ctx.Err(); err != nil {
 		return &WaitError{Err: err}
 	}
-	r, err := l.reserve(clampNow(int64(time.Since(l.epoch))), n, true)
+	r, err := s.reserve(clampNow(int64(time.Since(s.epoch))), n, true)
 	if err != nil {
 		return &WaitError{Delay: r.Delay, Err: err}
 	}
-	return sleepReserved(ctx, "", r.Delay, func() { l.CancelAt(time.Now(), r) })
+	return sleepReserved(ctx, "", r.Delay, func() { s.CancelAt(time.Now(), r) })
 }
 
-// String describes the limit, e.g. "token bucket 10/1s burst 20".
-func (l *local) String() string { return l.alg.String() }
+// String describes the Shaper's limit, as [Limit.String] does, e.g.
+// "token bucket 10/1s burst 20".
+func (s *Shaper) String() string { return s.alg.String() }

@@ -100,7 +100,7 @@ func TestNginxLimitReqNoBurst(t *testing.T) {
 		rate    = 10
 	)
 	r := runAgainstNginx(t, realserver.NginxConf{Rate: "10r/s"},
-		pace.Leaky(pace.PerSecond(rate), 100), time.Second/rate, n, workers)
+		pace.LeakyBucket(pace.PerSecond(rate), pace.LeakyOptions{Queue: 100}), time.Second/rate, n, workers)
 
 	assert.Zero(t, r.statuses[http.StatusTooManyRequests], "429s in nginx's access log")
 	assert.Equal(t, n, r.statuses[http.StatusOK], "200s in nginx's access log")
@@ -122,7 +122,7 @@ func TestNginxLimitReqBurstNodelay(t *testing.T) {
 		burst   = 5
 	)
 	r := runAgainstNginx(t, realserver.NginxConf{Rate: "10r/s", Burst: burst, NoDelay: true},
-		pace.LeakyWith(pace.PerSecond(rate), pace.LeakyOptions{Slack: burst, Queue: 200}), time.Second/rate, n, workers)
+		pace.LeakyBucket(pace.PerSecond(rate), pace.LeakyOptions{Slack: burst, Queue: 200}), time.Second/rate, n, workers)
 
 	assert.Zero(t, r.statuses[http.StatusTooManyRequests], "429s in nginx's access log")
 	assert.Equal(t, n, r.statuses[http.StatusOK], "200s in nginx's access log")

@@ -11,7 +11,7 @@ import (
 // order. A sliding log with room must still admit them, and report what is
 // really left (a new user found 70 spurious 429s from the middleware).
 func TestKeyedOutOfOrderInstants(t *testing.T) {
-	k, err := NewKeyed(Sliding(PerSecond(10)), KeyedOptions{})
+	k, err := NewKeyed(SlidingLog(PerSecond(10)), KeyedOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestKeyedOutOfOrderInstants(t *testing.T) {
 // while the limit has room, whatever order their clock readings reach the
 // lock in.
 func TestSlidingLogAllowConcurrent(t *testing.T) {
-	l, err := NewSlidingLog(Rate{N: 1 << 20, Per: time.Hour})
+	l, err := NewShaper(SlidingLog(Rate{N: 1 << 20, Per: time.Hour}))
 	if err != nil {
 		t.Fatal(err)
 	}

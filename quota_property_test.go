@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"testing"
 	"time"
 )
@@ -18,13 +19,13 @@ var quotaKinds = []struct {
 	name  string
 	limit func(rng *rand.Rand) Limit
 }{
-	{"token bucket", func(rng *rand.Rand) Limit { return Bucket(winRandomRate(rng), 1+rng.IntN(6)) }},
+	{"token bucket", func(rng *rand.Rand) Limit { return TokenBucket(winRandomRate(rng), 1+rng.IntN(6)) }},
 	{"leaky bucket", func(rng *rand.Rand) Limit {
-		return LeakyWith(winRandomRate(rng), LeakyOptions{Queue: rng.IntN(4), Slack: rng.IntN(4)})
+		return LeakyBucket(winRandomRate(rng), LeakyOptions{Queue: rng.IntN(4), Slack: rng.IntN(4)})
 	}},
-	{"fixed window", func(rng *rand.Rand) Limit { return Fixed(winRandomRate(rng)) }},
-	{"sliding log", func(rng *rand.Rand) Limit { return Sliding(winRandomRate(rng)) }},
-	{"sliding counter", func(rng *rand.Rand) Limit { return SlidingApprox(winRandomRate(rng)) }},
+	{"fixed window", func(rng *rand.Rand) Limit { return FixedWindow(winRandomRate(rng)) }},
+	{"sliding log", func(rng *rand.Rand) Limit { return SlidingLog(winRandomRate(rng)) }},
+	{"sliding counter", func(rng *rand.Rand) Limit { return SlidingCounter(winRandomRate(rng)) }},
 }
 
 // randomQuotaLimit returns a limit of kind i, or All of two or three random
@@ -213,7 +214,7 @@ func cloneCell(c *cell) cell {
 // TestProbeQuota checks the fallback for algorithms without a quota method
 // against the token bucket's own.
 func TestProbeQuota(t *testing.T) {
-	alg := Bucket(PerSecond(10), 5).alg
+	alg := TokenBucket(PerSecond(10), 5).alg
 	var c cell
 	now := int64(time.Hour)
 	for range 3 {
@@ -226,4 +227,20 @@ func TestProbeQuota(t *testing.T) {
 	if got := probeQuota(alg, &cell{}, now); got.remaining != 5 || got.reset != 0 {
 		t.Errorf("probeQuota of a fresh cell = %+v, want Remaining 5, Reset 0", got)
 	}
+}
+
+// probeQuota measures any algorithm through earliest: Remaining by binary
+// search over n (an algorithm that admits n units at an instant admits
+// fewer), Reset bounded by the span when c is not idle.
+func probeQuota(alg algorithm, c *cell, now int64) quotaState {
+	fits := func(n int) bool {
+		t, err := alg.earliest(c, now, n)
+		return err == nil && t <= now
+	}
+	r := sort.Search(alg.maxN(), func(i int) bool { return !fits(i + 1) })
+	s := quotaState{limit: int64(alg.maxN()), window: alg.span(), remaining: int64(r)}
+	if !alg.idle(c, now) {
+		s.reset = alg.span()
+	}
+	return s
 }

@@ -25,7 +25,7 @@ func TestKeyedQuotaAt(t *testing.T) {
 		limit Limit
 		steps []quotaStep
 	}{
-		{"token bucket 10/s burst 5", Bucket(PerSecond(10), 5), []quotaStep{
+		{"token bucket 10/s burst 5", TokenBucket(PerSecond(10), 5), []quotaStep{
 			{0, 0, 0, Quota{Limit: 5, Window: 500 * ms, Remaining: 5}},
 			{0, 1, 1, Quota{Limit: 5, Window: 500 * ms, Remaining: 4, Reset: 100 * ms}},
 			{0, 4, 4, Quota{Limit: 5, Window: 500 * ms, Remaining: 0, Reset: 500 * ms, Wait: 100 * ms}},
@@ -33,35 +33,35 @@ func TestKeyedQuotaAt(t *testing.T) {
 			{250 * ms, 0, 0, Quota{Limit: 5, Window: 500 * ms, Remaining: 2, Reset: 250 * ms}},
 			{999 * ms, 0, 0, Quota{Limit: 5, Window: 500 * ms, Remaining: 5}},
 		}},
-		{"leaky 10/s: the queue is not quota", Leaky(PerSecond(10), 3), []quotaStep{
+		{"leaky 10/s: the queue is not quota", LeakyBucket(PerSecond(10), LeakyOptions{Queue: 3}), []quotaStep{
 			{0, 1, 1, Quota{Limit: 1, Window: 100 * ms, Reset: 100 * ms, Wait: 100 * ms}},
 			{40 * ms, 1, 0, Quota{Limit: 1, Window: 100 * ms, Reset: 60 * ms, Wait: 60 * ms}},
 			{100 * ms, 1, 1, Quota{Limit: 1, Window: 100 * ms, Reset: 100 * ms, Wait: 100 * ms}},
 		}},
-		{"leaky 10/s slack 2", LeakyWith(PerSecond(10), LeakyOptions{Slack: 2}), []quotaStep{
+		{"leaky 10/s slack 2", LeakyBucket(PerSecond(10), LeakyOptions{Slack: 2}), []quotaStep{
 			{0, 2, 2, Quota{Limit: 3, Window: 300 * ms, Remaining: 1, Reset: 200 * ms}},
 			{50 * ms, 2, 1, Quota{Limit: 3, Window: 300 * ms, Reset: 250 * ms, Wait: 50 * ms}},
 		}},
-		{"fixed window 3/s", Fixed(PerSecond(3)), []quotaStep{
+		{"fixed window 3/s", FixedWindow(PerSecond(3)), []quotaStep{
 			{500 * ms, 0, 0, Quota{Limit: 3, Window: time.Second, Remaining: 3}},
 			{500 * ms, 2, 2, Quota{Limit: 3, Window: time.Second, Remaining: 1, Reset: 500 * ms}},
 			{700 * ms, 2, 1, Quota{Limit: 3, Window: time.Second, Reset: 300 * ms, Wait: 300 * ms}},
 			{time.Second, 0, 0, Quota{Limit: 3, Window: time.Second, Remaining: 3}},
 		}},
-		{"sliding log 3/s", Sliding(PerSecond(3)), []quotaStep{
+		{"sliding log 3/s", SlidingLog(PerSecond(3)), []quotaStep{
 			{0, 1, 1, Quota{Limit: 3, Window: time.Second, Remaining: 2, Reset: time.Second}},
 			{400 * ms, 1, 1, Quota{Limit: 3, Window: time.Second, Remaining: 1, Reset: time.Second}},
 			{800 * ms, 2, 1, Quota{Limit: 3, Window: time.Second, Reset: time.Second, Wait: 200 * ms}},
 			{time.Second, 0, 0, Quota{Limit: 3, Window: time.Second, Remaining: 1, Reset: 800 * ms}},
 			{1400 * ms, 0, 0, Quota{Limit: 3, Window: time.Second, Remaining: 2, Reset: 400 * ms}},
 		}},
-		{"sliding counter 4/s", SlidingApprox(PerSecond(4)), []quotaStep{
+		{"sliding counter 4/s", SlidingCounter(PerSecond(4)), []quotaStep{
 			{500 * ms, 4, 4, Quota{Limit: 4, Window: time.Second, Reset: 1500 * ms, Wait: 750 * ms}},
 			{1500 * ms, 0, 0, Quota{Limit: 4, Window: time.Second, Remaining: 2, Reset: 500 * ms}},
 			{1750 * ms, 0, 0, Quota{Limit: 4, Window: time.Second, Remaining: 3, Reset: 250 * ms}},
 			{1750 * ms, 4, 3, Quota{Limit: 4, Window: time.Second, Reset: 1250 * ms, Wait: 250 * ms}},
 		}},
-		{"all of bucket and fixed window", All(Bucket(PerSecond(10), 5), Fixed(PerMinute(7))), []quotaStep{
+		{"all of bucket and fixed window", All(TokenBucket(PerSecond(10), 5), FixedWindow(PerMinute(7))), []quotaStep{
 			{0, 6, 5, Quota{Limit: 5, Window: 500 * ms, Reset: time.Minute, Wait: 100 * ms, Parts: []Quota{
 				{Limit: 5, Window: 500 * ms, Reset: 500 * ms, Wait: 100 * ms},
 				{Limit: 7, Window: time.Minute, Remaining: 2, Reset: time.Minute},
@@ -100,7 +100,7 @@ func TestKeyedQuotaAt(t *testing.T) {
 }
 
 func TestKeyedQuotaAtTracksNothing(t *testing.T) {
-	k := newTestKeyed(t, Sliding(PerMinute(10)), KeyedOptions{})
+	k := newTestKeyed(t, SlidingLog(PerMinute(10)), KeyedOptions{})
 	for i := range 100 {
 		q := k.QuotaAt(at(0), strconv.Itoa(i))
 		if want := (Quota{Limit: 10, Window: time.Minute, Remaining: 10}); !reflect.DeepEqual(q, want) {
@@ -122,7 +122,7 @@ func TestKeyedQuotaAtTracksNothing(t *testing.T) {
 }
 
 func TestKeyedQuotaPaused(t *testing.T) {
-	k := newTestKeyed(t, Bucket(PerSecond(10), 5), KeyedOptions{})
+	k := newTestKeyed(t, TokenBucket(PerSecond(10), 5), KeyedOptions{})
 	k.PauseUntil("k", at(2*time.Second))
 	want := Quota{Limit: 5, Window: 500 * time.Millisecond, Reset: 2 * time.Second, Wait: 2 * time.Second}
 	if q := k.QuotaAt(at(0), "k"); !reflect.DeepEqual(q, want) {
@@ -151,7 +151,7 @@ func TestKeyedQuotaPaused(t *testing.T) {
 // TestKeyedQuotaOverflow checks that a new key whose shard is full reports
 // and books the shared overflow limit.
 func TestKeyedQuotaOverflow(t *testing.T) {
-	k := newTestKeyed(t, Bucket(PerHour(1), 2), KeyedOptions{MaxKeys: 1})
+	k := newTestKeyed(t, TokenBucket(PerHour(1), 2), KeyedOptions{MaxKeys: 1})
 	if _, ok := k.AdmitAt(at(0), "a", 1); !ok {
 		t.Fatal("AdmitAt(a) = false, want true")
 	}
@@ -173,7 +173,7 @@ func TestKeyedQuotaOverflow(t *testing.T) {
 // TestQuotaWaitUnrepresentable checks that a wait beyond int64 time is the
 // largest Duration, never a negative one.
 func TestQuotaWaitUnrepresentable(t *testing.T) {
-	alg := Fixed(Rate{N: 1, Per: math.MaxInt64 / 2}).alg
+	alg := FixedWindow(Rate{N: 1, Per: math.MaxInt64 / 2}).alg
 	c := cell{a: 2, b: 1} // window 2 is full; window 3 starts past MaxInt64
 	q := quotaAt(alg, &c, 1, 1)
 	if q.Wait != math.MaxInt64 || q.Reset != math.MaxInt64 || q.Remaining != 0 {

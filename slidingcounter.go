@@ -6,7 +6,7 @@ import (
 	"math/bits"
 )
 
-// SlidingApprox returns an approximate sliding-window Limit that keeps two
+// SlidingCounter returns an approximate sliding-window Limit that keeps two
 // counters per key: the units booked in the current aligned window of length
 // r.Per and in the previous one. At an instant e into the current window it
 // estimates the trailing window's count as
@@ -26,7 +26,7 @@ import (
 // Each aligned window holds at most r.N units, and at most r.N−1 when the
 // window before it holds any, because the previous window's weight reaches
 // 0 only at the boundary. So no trailing window of length r.Per ever holds
-// more than 2·r.N−1 units, where [Sliding] holds at most r.N.
+// more than 2·r.N−1 units, where [SlidingLog] holds at most r.N.
 //
 // On evenly spread traffic, one request every r.Per/k (measured by
 // TestSlidingCounterErrorVsLog for r.N from 1 to 60, k from 1 to 3·r.N+2 and
@@ -43,16 +43,16 @@ import (
 //     r.N + ⌊φ·r.N⌋ + 1 units, φ being the fraction of its window that had
 //     passed at the first request (1.63·r.N at worst in the measurement).
 //
-// Windows are aligned as for [Fixed]. Bookings never go back to an earlier
+// Windows are aligned as for [FixedWindow]. Bookings never go back to an earlier
 // window than the latest one booked. Cancelling gives the units back to the
-// window they were booked in; as for [Fixed], after cancelling a reservation
+// window they were booked in; as for [FixedWindow], after cancelling a reservation
 // that waited into a later window, a call for fewer units than it may wait
 // for that window although the current one would admit it, while calls for
 // as many units or more see exactly the state before the reservation.
 //
 // The Limit carries a [*ConfigError] naming "Rate.N" (not positive, or
 // above 4294967295) or "Rate.Per" (not positive).
-func SlidingApprox(r Rate) Limit {
+func SlidingCounter(r Rate) Limit {
 	if err := r.validate("Rate"); err != nil {
 		return newLimit(nil, err)
 	}
@@ -60,29 +60,6 @@ func SlidingApprox(r Rate) Limit {
 		return newLimit(nil, configErr("Rate.N", r.N, "must be at most 4294967295 for a sliding counter"))
 	}
 	return newLimit(&slidingCounter{r: r, n: int64(r.N), per: int64(r.Per)}, nil)
-}
-
-// SlidingCounter is a single-key approximate sliding-window limiter (see
-// [SlidingApprox]) with explicit-time methods (ReserveAt, AllowAt, CancelAt)
-// and a blocking Wait. Its state is two words. Create it with
-// [NewSlidingCounter]; the zero SlidingCounter is not usable (its methods
-// panic). It is safe for concurrent use by multiple goroutines.
-type SlidingCounter struct{ local }
-
-// NewSlidingCounter returns an approximate sliding-window limiter allowing
-// about r.N units in any window of length r.Per (see [SlidingApprox] for the
-// exact bound). It returns a [*ConfigError] naming "Rate.N" or "Rate.Per"
-// when either is not positive, or r.N is above 4294967295.
-//
-// Its ReserveAt returns [ErrBadCount] for n <= 0, [ErrBurstExceeded] for
-// n > r.N, and [ErrWaitTooLong] when the instant that would take the units
-// lies beyond what int64 nanoseconds can hold.
-func NewSlidingCounter(r Rate) (*SlidingCounter, error) {
-	l := SlidingApprox(r)
-	if l.err != nil {
-		return nil, l.err
-	}
-	return &SlidingCounter{local: newLocal(l.alg)}, nil
 }
 
 // slidingCounter is the algorithm. cell.a is the index of the window last
@@ -242,3 +219,57 @@ func (s *slidingCounter) span() int64 { return winSpan(2, s.per) }
 func (s *slidingCounter) maxN() int { return int(s.n) }
 
 func (s *slidingCounter) String() string { return fmt.Sprintf("sliding counter %v", s.r) }
+
+// quota of the sliding counter: the room the estimate leaves at now, and
+// the start of the first window from which neither count weighs.
+func (s *slidingCounter) quota(c *cell, now, from int64) Quota {
+	return finishQuota(s, c, s.standing(c, now), now, from)
+}
+
+// standing is the sliding counter's quotaState at now.
+func (s *slidingCounter) standing(c *cell, now int64) quotaState {
+	q := quotaState{limit: s.n, window: s.per}
+	w := winIndex(now, s.per)
+	if w >= c.a {
+		prev, cur := s.counts(c, w)
+		q.remaining = s.room(prev, cur, now-w*s.per)
+	}
+	prev, cur := unpackCounts(c.b)
+	whole := c.a // the first window whose estimate is zero
+	switch {
+	case cur > 0:
+		whole = c.a + 2
+	case prev > 0:
+		whole = c.a + 1
+	}
+	q.reset = untilStart(whole, s.per, now)
+	return q
+}
+
+// room returns the largest n >= 0 with prev·(per−e) <= (N−cur−n)·per: the
+// units that fit at offset e into a window whose counts are prev and cur.
+// It is ⌊((N−cur)·per − prev·(per−e))/per⌋, computed in 128 bits.
+func (s *slidingCounter) room(prev, cur, e int64) int64 {
+	avail := s.n - cur
+	if avail <= 0 {
+		return 0
+	}
+	ahi, alo := bits.Mul64(uint64(avail), uint64(s.per))
+	phi, plo := bits.Mul64(uint64(prev), uint64(s.per-e))
+	if phi > ahi || (phi == ahi && plo > alo) {
+		return 0
+	}
+	lo, borrow := bits.Sub64(alo, plo, 0)
+	hi, _ := bits.Sub64(ahi, phi, borrow)
+	// The quotient is at most avail < 2^33, so hi < per and Div64 is safe.
+	n, _ := bits.Div64(hi, lo, uint64(s.per))
+	return int64(n)
+}
+
+// waitBound: a window queues callers as long as they are willing.
+func (*slidingCounter) waitBound() int64 { return math.MaxInt64 }
+
+// core is nil: a window has no GCRA core.
+func (*slidingCounter) core() *gcra { return nil }
+
+func (s *slidingCounter) parts() []algorithm { return []algorithm{s} }

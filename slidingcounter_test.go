@@ -14,7 +14,7 @@ import (
 // TestSlidingCounterAllowAt: 10 per 1s. At e into a window the estimate is
 // prev·(1 − e/1s) + cur, and n units fit when estimate + n <= 10.
 func TestSlidingCounterAllowAt(t *testing.T) {
-	l, err := NewSlidingCounter(PerSecond(10))
+	l, err := NewShaper(SlidingCounter(PerSecond(10)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestSlidingCounterAllowAt(t *testing.T) {
 // TestSlidingCounterReserveAt: the earliest instant is found in this window,
 // the next or the one after.
 func TestSlidingCounterReserveAt(t *testing.T) {
-	l, err := NewSlidingCounter(PerSecond(10))
+	l, err := NewShaper(SlidingCounter(PerSecond(10)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +69,13 @@ func TestSlidingCounterNanosecond(t *testing.T) {
 		{time.Second + 333_333_333, false},
 		{time.Second + 333_333_334, true},
 	} {
-		l, err := NewSlidingCounter(PerSecond(3))
+		l, err := NewShaper(SlidingCounter(PerSecond(3)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		runWinAllow(t, l, []winAllow{{0, 3, true}, {tt.at, 1, tt.ok}})
 	}
-	l, err := NewSlidingCounter(PerSecond(3))
+	l, err := NewShaper(SlidingCounter(PerSecond(3)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestSlidingCounterFirstFit(t *testing.T) {
 // back exactly; one that waited into a later window leaves the limiter
 // there, which only delays.
 func TestSlidingCounterCancel(t *testing.T) {
-	l, err := NewSlidingCounter(PerSecond(4))
+	l, err := NewShaper(SlidingCounter(PerSecond(4)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestSlidingCounterCancel(t *testing.T) {
 	// A reservation whose window is no longer tracked gives nothing back:
 	// booked at 0.1s, cancelled after bookings at 2.5s, it must not lower
 	// the count of [2s, 3s)'s previous window.
-	l2, err := NewSlidingCounter(PerSecond(4))
+	l2, err := NewShaper(SlidingCounter(PerSecond(4)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestSlidingCounterCancel(t *testing.T) {
 
 // TestSlidingCounterLargeN: counts up to 2^32−1 pack into one word.
 func TestSlidingCounterLargeN(t *testing.T) {
-	l, err := NewSlidingCounter(Rate{N: math.MaxUint32, Per: time.Second})
+	l, err := NewShaper(SlidingCounter(Rate{N: math.MaxUint32, Per: time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,8 +164,8 @@ func TestSlidingCounterLargeN(t *testing.T) {
 		{1500 * time.Millisecond, math.MaxUint32 / 2, true},
 		{1500 * time.Millisecond, 2, false}, // (2^32−1)/2 + 2^31−1 + 2 > N
 	})
-	if err := SlidingApprox(Rate{N: math.MaxUint32 + 1, Per: time.Second}).Err(); err == nil {
-		t.Errorf("SlidingApprox with N = 2^32 accepted")
+	if err := SlidingCounter(Rate{N: math.MaxUint32 + 1, Per: time.Second}).Err(); err == nil {
+		t.Errorf("SlidingCounter with N = 2^32 accepted")
 	}
 }
 
@@ -195,7 +195,7 @@ func winTrailing(ts []int64, per, from, to int64) (most, fewest int) {
 }
 
 // TestSlidingCounterErrorVsLog measures the counter against the exact log on
-// evenly spread traffic, as SlidingApprox documents: requests every Per/k,
+// evenly spread traffic, as SlidingCounter documents: requests every Per/k,
 // for k from 1 to 3N+2 per window, starting from idle at 10 phases of a
 // window, over 12 windows. It asserts:
 //   - the log never has more than N in a trailing window;
@@ -285,7 +285,7 @@ func winBookedAt(ts []int64) []winBooking {
 // negative instant that would be admitted at once (found by fuzzing).
 func TestSlidingCounterEndOfTime(t *testing.T) {
 	per := int64(65509) << 46 // two windows fit in int64, a third does not
-	alg := SlidingApprox(Rate{N: 3, Per: time.Duration(per)}).alg
+	alg := SlidingCounter(Rate{N: 3, Per: time.Duration(per)}).alg
 	var c cell
 	now := per / 3
 	for _, want := range []int64{now, per + per/2} {

@@ -1,8 +1,12 @@
 package pace
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"sort"
+)
 
-// Sliding returns an exact sliding-window Limit: never more than r.N units
+// SlidingLog returns a sliding-window-log Limit: never more than r.N units
 // booked in any half-open window [t, t+r.Per), wherever t falls. It mirrors
 // servers that count requests over a trailing window ("100 in any rolling
 // minute") and is the strictest reading of "N per period".
@@ -12,7 +16,7 @@ import "fmt"
 // under a steady load (more while reservations wait further ahead). The
 // memory is allocated on the first booking and grows as needed; a key whose
 // window has emptied is idle and can be forgotten. For large r.N with little
-// memory, [SlidingApprox] keeps two counters instead.
+// memory, [SlidingCounter] keeps two counters instead.
 //
 // Bookings are kept in time order: a call never books before the latest
 // booking, so a reservation that waits makes later calls wait behind it. A
@@ -20,32 +24,11 @@ import "fmt"
 //
 // The Limit carries a [*ConfigError] naming "Rate.N" or "Rate.Per" when
 // either is not positive.
-func Sliding(r Rate) Limit {
+func SlidingLog(r Rate) Limit {
 	if err := r.validate("Rate"); err != nil {
 		return newLimit(nil, err)
 	}
 	return newLimit(&slidingLog{r: r, n: int64(r.N), per: int64(r.Per)}, nil)
-}
-
-// SlidingLog is a single-key exact sliding-window limiter (see [Sliding])
-// with explicit-time methods (ReserveAt, AllowAt, CancelAt) and a blocking
-// Wait. Create it with [NewSlidingLog]; the zero SlidingLog is not usable
-// (its methods panic). It is safe for concurrent use by multiple goroutines.
-type SlidingLog struct{ local }
-
-// NewSlidingLog returns an exact sliding-window limiter allowing at most r.N
-// units in any window of length r.Per (see [Sliding]). It returns a
-// [*ConfigError] naming "Rate.N" or "Rate.Per" when either is not positive.
-//
-// Its ReserveAt returns [ErrBadCount] for n <= 0, [ErrBurstExceeded] for
-// n > r.N, and [ErrWaitTooLong] when the instant that would take the units
-// lies beyond what int64 nanoseconds can hold.
-func NewSlidingLog(r Rate) (*SlidingLog, error) {
-	l := Sliding(r)
-	if l.err != nil {
-		return nil, l.err
-	}
-	return &SlidingLog{local: newLocal(l.alg)}, nil
 }
 
 // slidingLog is the algorithm. cell.x.log is a ring buffer of booked
@@ -194,3 +177,42 @@ func (s *slidingLog) span() int64 { return s.per }
 func (s *slidingLog) maxN() int { return int(s.n) }
 
 func (s *slidingLog) String() string { return fmt.Sprintf("sliding log %v", s.r) }
+
+// quota of the sliding log: nothing fits before the latest booking or its
+// now (c.a); after them, N minus the entries in (now−per, now].
+func (s *slidingLog) quota(c *cell, now, from int64) Quota {
+	return finishQuota(s, c, s.standing(c, now), now, from)
+}
+
+// standing is the sliding log's quotaState at now.
+func (s *slidingLog) standing(c *cell, now int64) quotaState {
+	q := quotaState{limit: s.n, window: s.per, reset: c.a - now}
+	x := c.x
+	if x == nil || x.count == 0 {
+		if now >= c.a {
+			q.remaining = s.n
+		}
+		return q
+	}
+	newest := logAt(x, x.count-1)
+	if end, ok := winAdd(newest, s.per); !ok {
+		q.reset = math.MaxInt64
+	} else {
+		q.reset = max(q.reset, end-now)
+	}
+	if now < c.a || now < newest {
+		return q
+	}
+	// The entries are sorted: the first one inside the window starts them.
+	in := x.count - sort.Search(x.count, func(i int) bool { return logAt(x, i) > now-s.per })
+	q.remaining = max(s.n-int64(in), 0)
+	return q
+}
+
+// waitBound: a window queues callers as long as they are willing.
+func (*slidingLog) waitBound() int64 { return math.MaxInt64 }
+
+// core is nil: a window has no GCRA core.
+func (*slidingLog) core() *gcra { return nil }
+
+func (s *slidingLog) parts() []algorithm { return []algorithm{s} }

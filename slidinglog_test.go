@@ -10,7 +10,7 @@ import (
 // TestSlidingLogAllowAt: exact decisions over a trailing window of 1s, 3
 // units. A window [s, s+1s) never holds more than 3.
 func TestSlidingLogAllowAt(t *testing.T) {
-	l, err := NewSlidingLog(PerSecond(3))
+	l, err := NewShaper(SlidingLog(PerSecond(3)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestSlidingLogAllowAt(t *testing.T) {
 // TestSlidingLogReserveAt: a reservation waits until the entry that makes
 // room leaves the window: t = b_{m−N+n} + Per.
 func TestSlidingLogReserveAt(t *testing.T) {
-	l, err := NewSlidingLog(PerSecond(2))
+	l, err := NewShaper(SlidingLog(PerSecond(2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestSlidingLogExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 200 {
 		r := Rate{N: 1 + rng.IntN(5), Per: time.Duration(1 + rng.IntN(1000))}
-		l, err := NewSlidingLog(r)
+		l, err := NewShaper(SlidingLog(r))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestSlidingLogExact(t *testing.T) {
 // the log exactly (C16 for the log: nothing lost, nothing extra).
 func TestSlidingLogCancel(t *testing.T) {
 	for _, n := range []int{1, 2, 60} {
-		l, err := NewSlidingLog(Rate{N: n, Per: time.Second})
+		l, err := NewShaper(SlidingLog(Rate{N: n, Per: time.Second}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func TestSlidingLogCancel(t *testing.T) {
 // (N=2 per 1s), a reservation at 0.5s gets 1s; after cancelling it a call at
 // 0.5s must still be refused, or [0, 1s) would hold three.
 func TestSlidingLogCancelFuture(t *testing.T) {
-	l, err := NewSlidingLog(PerSecond(2))
+	l, err := NewShaper(SlidingLog(PerSecond(2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestSlidingLogCancelFuture(t *testing.T) {
 // TestSlidingLogMemory: under a steady load the ring never holds more than
 // N entries, and it is allocated lazily.
 func TestSlidingLogMemory(t *testing.T) {
-	l, err := NewSlidingLog(PerSecond(50))
+	l, err := NewShaper(SlidingLog(PerSecond(50)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestSlidingLogMemory(t *testing.T) {
 
 // TestSlidingLogBadCountBooksNothing: refusals leave the log unchanged.
 func TestSlidingLogBadCountBooksNothing(t *testing.T) {
-	l, err := NewSlidingLog(PerSecond(2))
+	l, err := NewShaper(SlidingLog(PerSecond(2)))
 	if err != nil {
 		t.Fatal(err)
 	}

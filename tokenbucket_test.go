@@ -16,7 +16,7 @@ type bucketStep struct {
 	want bool
 }
 
-func runBucketSteps(t *testing.T, b *TokenBucket, steps []bucketStep) {
+func runBucketSteps(t *testing.T, b *Shaper, steps []bucketStep) {
 	t.Helper()
 	for i, s := range steps {
 		if got := b.AllowAt(gcraAt(s.at), 1); got != s.want {
@@ -71,22 +71,22 @@ func TestTokenBucketRightValues(t *testing.T) {
 }
 
 // TestTokenBucketReserveAt: reservations queue behind each other at exactly
-// one interval, and TokensAt shows the debt.
+// one interval, and tokensAt shows the debt.
 func TestTokenBucketReserveAt(t *testing.T) {
 	b := gcraBucket(t, PerSecond(2), 2)
 	want := []time.Duration{0, 0, 500 * time.Millisecond, time.Second, 1500 * time.Millisecond}
 	for i, w := range want {
-		if r := gcraReserve(t, &b.local, gcraT0, 1); r.Delay != w {
+		if r := gcraReserve(t, b, gcraT0, 1); r.Delay != w {
 			t.Errorf("reservation %d: delay %v, want %v", i, r.Delay, w)
 		}
 	}
-	if got := b.TokensAt(gcraT0); got != -3 {
-		t.Errorf("TokensAt(T) = %v, want -3", got)
+	if got := tokensAt(b, gcraT0); got != -3 {
+		t.Errorf("tokens(T) = %v, want -3", got)
 	}
-	if got := b.TokensAt(gcraAt(2250 * time.Millisecond)); got != 1.5 {
-		t.Errorf("TokensAt(T+2.25s) = %v, want 1.5", got)
+	if got := tokensAt(b, gcraAt(2250*time.Millisecond)); got != 1.5 {
+		t.Errorf("tokens(T+2.25s) = %v, want 1.5", got)
 	}
-	r := gcraReserve(t, &b.local, gcraT0, 2) // two at once wait for two tokens
+	r := gcraReserve(t, b, gcraT0, 2) // two at once wait for two tokens
 	if r.Delay != 2500*time.Millisecond {
 		t.Errorf("ReserveAt(T, 2) delay %v, want 2.5s", r.Delay)
 	}
@@ -102,7 +102,7 @@ func TestTokenBucketC16(t *testing.T) {
 			reverse := gcraBucket(t, PerSecond(n), 1)
 			rs := make([]Reservation, 3)
 			for i := range rs {
-				rs[i] = gcraReserve(t, &reverse.local, T, 1)
+				rs[i] = gcraReserve(t, reverse, T, 1)
 			}
 			if rs[1].Delay <= 0 || rs[2].Delay <= rs[1].Delay {
 				t.Fatalf("delays %v, %v, %v: want the 2nd and 3rd in the future", rs[0].Delay, rs[1].Delay, rs[2].Delay)
@@ -110,8 +110,8 @@ func TestTokenBucketC16(t *testing.T) {
 			for i := len(rs) - 1; i >= 0; i-- {
 				reverse.CancelAt(T, rs[i])
 			}
-			if got := reverse.TokensAt(T); got != 1 {
-				t.Errorf("TokensAt(T) after cancelling in reverse = %v, want exactly 1", got)
+			if got := tokensAt(reverse, T); got != 1 {
+				t.Errorf("tokens(T) after cancelling in reverse = %v, want exactly 1", got)
 			}
 			if !reverse.AllowAt(T, 1) {
 				t.Errorf("AllowAt(T, 1) after cancelling in reverse = false, want true")
@@ -123,12 +123,12 @@ func TestTokenBucketC16(t *testing.T) {
 			// slot, so nobody waits longer than that reservation would have.
 			forward := gcraBucket(t, PerSecond(n), 1)
 			for i := range rs {
-				rs[i] = gcraReserve(t, &forward.local, T, 1)
+				rs[i] = gcraReserve(t, forward, T, 1)
 			}
 			for _, r := range rs {
 				forward.CancelAt(T, r)
 			}
-			next := gcraReserve(t, &forward.local, T, 1)
+			next := gcraReserve(t, forward, T, 1)
 			if next.Delay != rs[2].Delay {
 				t.Errorf("after cancelling in forward order, ReserveAt(T) delay %v, want %v (the last cancelled slot)", next.Delay, rs[2].Delay)
 			}
@@ -140,13 +140,13 @@ func TestTokenBucketC16(t *testing.T) {
 // Burst, never a bucket that refuses or admits everything; burst 1 at 2/s
 // releases 10 sequential Waits at 0, 0.5s, …, 4.5s.
 func TestTokenBucketC22(t *testing.T) {
-	b, err := NewTokenBucket(PerSecond(2), 0)
+	b, err := NewShaper(TokenBucket(PerSecond(2), 0))
 	var ce *ConfigError
 	if b != nil || !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != "Burst" {
-		t.Fatalf("NewTokenBucket(2/s, 0) = %v, %v; want nil and a *ConfigError naming Burst", b, err)
+		t.Fatalf("NewShaper(TokenBucket(2/s, 0)) = %v, %v; want nil and a *ConfigError naming Burst", b, err)
 	}
-	if err := Bucket(PerSecond(2), 0).Err(); !errors.As(err, &ce) || ce.Field != "Burst" {
-		t.Fatalf("Bucket(2/s, 0).Err() = %v, want a *ConfigError naming Burst", err)
+	if err := TokenBucket(PerSecond(2), 0).Err(); !errors.As(err, &ce) || ce.Field != "Burst" {
+		t.Fatalf("TokenBucket(2/s, 0).Err() = %v, want a *ConfigError naming Burst", err)
 	}
 	synctest.Test(t, func(t *testing.T) {
 		b := gcraBucket(t, PerSecond(2), 1)
@@ -171,7 +171,7 @@ func TestTokenBucketWaitDeadline(t *testing.T) {
 		if !b.Allow() {
 			t.Fatal("Allow on a fresh bucket = false")
 		}
-		before := gcraCell(&b.local)
+		before := gcraCell(b)
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
 		start := time.Now()
@@ -186,10 +186,10 @@ func TestTokenBucketWaitDeadline(t *testing.T) {
 		if !errors.As(err, &we) || we.Delay != time.Second {
 			t.Errorf("Wait error = %#v, want a *WaitError with Delay 1s", err)
 		}
-		if gcraCell(&b.local) != before {
+		if gcraCell(b) != before {
 			t.Errorf("a refused Wait changed the bucket")
 		}
-		if r := gcraReserve(t, &b.local, time.Now(), 1); r.Delay != time.Second {
+		if r := gcraReserve(t, b, time.Now(), 1); r.Delay != time.Second {
 			t.Errorf("next ReserveAt delay %v, want 1s as before the refused Wait", r.Delay)
 		}
 	})
@@ -216,7 +216,7 @@ func TestTokenBucketWaitCancel(t *testing.T) {
 			t.Errorf("Wait error = %v, want context.Canceled", err)
 		}
 		// The cancelled waiter held the token due at 1s; it is free again.
-		if r := gcraReserve(t, &b.local, time.Now(), 1); r.Delay != 700*time.Millisecond {
+		if r := gcraReserve(t, b, time.Now(), 1); r.Delay != 700*time.Millisecond {
 			t.Errorf("ReserveAt at 0.3s after the cancel: delay %v, want 700ms", r.Delay)
 		}
 	})
@@ -243,7 +243,7 @@ func TestTokenBucketWaitErrors(t *testing.T) {
 				t.Errorf("Wait(n=%d) = %v, want %v", tt.n, err, tt.want)
 			}
 		}
-		if gcraCell(&b.local) != (cell{}) {
+		if gcraCell(b) != (cell{}) {
 			t.Errorf("failed Waits booked something")
 		}
 	})
@@ -260,7 +260,7 @@ func TestTokenBucketPromise(t *testing.T) {
 		burst := 1 + rng.IntN(6)
 		b := gcraBucket(t, Every(interval), burst)
 		spec := gcraSpec{capacity: int64(burst), interval: int64(interval), wait: math.MaxInt64}
-		if err := exerciseGCRA(&b.local, spec, randomGCRAOps(rng, 24)); err != nil {
+		if err := exerciseGCRA(b, spec, randomGCRAOps(rng, 24)); err != nil {
 			t.Fatalf("schedule %d (interval %v, burst %d): %v", i, interval, burst, err)
 		}
 	}
@@ -282,17 +282,17 @@ func FuzzTokenBucket(f *testing.F) {
 		}
 		r, interval := gcraFuzzRate(data[0], data[1])
 		burst := gcraFuzzSize(data[2])
-		b, err := NewTokenBucket(r, burst)
+		b, err := NewShaper(TokenBucket(r, burst))
 		if err != nil {
 			if !errors.Is(err, ErrInvalidConfig) {
-				t.Fatalf("NewTokenBucket(%v, %d) = %v, want a config error", r, burst, err)
+				t.Fatalf("NewShaper(TokenBucket(%v, %d)) = %v, want a config error", r, burst, err)
 			}
 			return
 		}
 		ops := decodeGCRAOps(data[3:])
 		ops = ops[:min(len(ops), gcraMaxFuzzOps)]
 		spec := gcraSpec{capacity: int64(burst), interval: interval, wait: math.MaxInt64}
-		if err := exerciseGCRA(&b.local, spec, ops); err != nil {
+		if err := exerciseGCRA(b, spec, ops); err != nil {
 			t.Fatalf("%v burst %d: %v", r, burst, err)
 		}
 	})

@@ -17,14 +17,14 @@ import (
 // TestTransportAtExactLimitOfSlidingLogServer: a server that admits at most
 // N requests in any 1 s, counted by an exact sliding log at arrival
 // (package middleware), and a client whose limit is exactly the same
-// (pace.Sliding(PerSecond(N))): no request is refused, counted at the
+// (pace.SlidingLog(PerSecond(N))): no request is refused, counted at the
 // server. The client's log counts a request where it actually left (a late
 // departure moves its entry, see Transport, "Spacing"); without that, a
 // request delayed on its way lets the N+1st of a window arrive less than a
 // second after the first.
 func TestTransportAtExactLimitOfSlidingLogServer(t *testing.T) {
 	const n, calls, workers = 10, 60, 4
-	m, err := middleware.New(middleware.Options{Limit: pace.Sliding(pace.PerSecond(n))})
+	m, err := middleware.New(middleware.Options{Limit: pace.SlidingLog(pace.PerSecond(n))})
 	require.NoError(t, err)
 	var ok, refused atomic.Int64
 	srv := httptest.NewServer(m.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ok.Add(1) })))
@@ -36,7 +36,7 @@ func TestTransportAtExactLimitOfSlidingLogServer(t *testing.T) {
 	defer base.CloseIdleConnections()
 	client := &http.Client{Transport: &pace.Transport{
 		Base:   base,
-		Limits: pace.Hosts{srv.Listener.Addr().String(): pace.Sliding(pace.PerSecond(n))},
+		Limits: pace.Hosts{srv.Listener.Addr().String(): pace.SlidingLog(pace.PerSecond(n))},
 	}}
 	start := time.Now()
 	errs := getAll(t, client, srv.URL, calls, workers)

@@ -602,7 +602,7 @@ func BenchmarkTransportOverhead(b *testing.B) {
 			b.Fatal(resp, err)
 		}
 	}
-	fast := Bucket(PerSecond(1_000_000_000), 1_000_000)
+	fast := TokenBucket(PerSecond(1_000_000_000), 1_000_000)
 	for _, bc := range []struct {
 		name string
 		rt   http.RoundTripper
@@ -705,7 +705,7 @@ func TestTransportPacingDeadline(t *testing.T) {
 		{"cooldown", func(b http.RoundTripper) *Transport { return &Transport{Base: b, MaxAttempts: 1} },
 			testhttp.Status(http.StatusTooManyRequests, "Retry-After", "30"), 30 * time.Second},
 		{"limit", func(b http.RoundTripper) *Transport {
-			return &Transport{Base: b, Limits: Hosts{"*": Leaky(Every(time.Minute), 5)}}
+			return &Transport{Base: b, Limits: Hosts{"*": LeakyBucket(Every(time.Minute), LeakyOptions{Queue: 5})}}
 		}, testhttp.Status(http.StatusOK), time.Minute},
 	}
 	for _, tt := range tests {

@@ -318,7 +318,7 @@ func TestTransportThrottleHoldsWaitersOfTheLimit(t *testing.T) {
 			}
 			return testhttp.Response(http.StatusOK), nil
 		}}
-		tr := &Transport{Base: srv, Limits: Hosts{"api.test": Leaky(Every(time.Second), 10)}}
+		tr := &Transport{Base: srv, Limits: Hosts{"api.test": LeakyBucket(Every(time.Second), LeakyOptions{Queue: 10})}}
 		var wg sync.WaitGroup
 		for i := range 3 {
 			wg.Go(func() {
@@ -414,7 +414,7 @@ func TestKeyedForgetsEndedThrottles(t *testing.T) {
 // --- New behaviours of the throttle engine ---
 
 // TestTransportHerdWaitsOutThePause: 50 concurrent GETs through a pacer
-// of 10/s (Leaky(PerSecond(10), 100)), whose slots run from 0 to 4.9 s.
+// of 10/s (LeakyBucket(PerSecond(10), LeakyOptions{Queue: 100})), whose slots run from 0 to 4.9 s.
 // The server answers 429 Retry-After: 2 to every request arriving in its
 // first 2 s (from the first one), then 200. The first request's 429 pauses
 // the key and gives back the 49 bookings behind it: no request arrives
@@ -440,7 +440,7 @@ func TestTransportHerdWaitsOutThePause(t *testing.T) {
 			}
 			return testhttp.Response(http.StatusOK), nil
 		}}
-		tr := &Transport{Base: srv, Limits: Hosts{"api.test": Leaky(PerSecond(10), 100)}}
+		tr := &Transport{Base: srv, Limits: Hosts{"api.test": LeakyBucket(PerSecond(10), LeakyOptions{Queue: 100})}}
 		start := time.Now()
 		var wg sync.WaitGroup
 		var done sync.Map
@@ -460,7 +460,7 @@ func TestTransportHerdWaitsOutThePause(t *testing.T) {
 	})
 }
 
-// TestTransportBucketMeetsSlidingWindowServer: Bucket(PerSecond(10), 10)
+// TestTransportBucketMeetsSlidingWindowServer: TokenBucket(PerSecond(10), 10)
 // against a server that allows at most 10 requests in any 1 s, by an exact
 // sliding log of the arrival times it accepted (an arrival at t counts the
 // accepted ones in (t−1s, t]; the excess gets 429 Retry-After: 1 and is
@@ -494,7 +494,7 @@ func TestTransportBucketMeetsSlidingWindowServer(t *testing.T) {
 			accepted = append(accepted, r.At)
 			return testhttp.Response(http.StatusOK), nil
 		}}
-		tr := &Transport{Base: srv, Limits: Hosts{"api.test": Bucket(PerSecond(10), 10)}}
+		tr := &Transport{Base: srv, Limits: Hosts{"api.test": TokenBucket(PerSecond(10), 10)}}
 		start := time.Now()
 		var wg sync.WaitGroup
 		var mf sync.Mutex
@@ -577,7 +577,7 @@ func TestTransportProbeAnswersCountForWaiters(t *testing.T) {
 }
 
 // TestKeyedCancelledWaitersCloseUpTheQueue: nine waiters queued on a pacer
-// of 2/s (Leaky(PerSecond(2), 20)) behind a request admitted at 0 s, with
+// of 2/s (LeakyBucket(PerSecond(2), LeakyOptions{Queue: 20})) behind a request admitted at 0 s, with
 // slots at 0.5, 1, …, 4.5 s, give up at 0.2 s in a random order (seeded):
 // the queue closes up as if they had never queued, whichever gives up
 // first, so the next two requests, at 0.3 s, get the slots right after the
@@ -588,7 +588,7 @@ func TestKeyedCancelledWaitersCloseUpTheQueue(t *testing.T) {
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprintf("Keyed, seed %d", seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				k := newTestKeyed(t, Leaky(PerSecond(2), 20), KeyedOptions{})
+				k := newTestKeyed(t, LeakyBucket(PerSecond(2), LeakyOptions{Queue: 20}), KeyedOptions{})
 				start := time.Now()
 				p, err := k.Wait(t.Context(), "k", 0)
 				require.NoError(t, err)
@@ -627,7 +627,7 @@ func TestKeyedCancelledWaitersCloseUpTheQueue(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				start := time.Now()
 				srv := &testhttp.Server{}
-				tr := &Transport{Base: srv, Limits: Hosts{"api.test": Leaky(PerSecond(2), 20)}}
+				tr := &Transport{Base: srv, Limits: Hosts{"api.test": LeakyBucket(PerSecond(2), LeakyOptions{Queue: 20})}}
 				code, err := get(t, tr, t.Context(), "http://api.test/")
 				require.NoError(t, err)
 				require.Equal(t, http.StatusOK, code)

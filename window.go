@@ -53,3 +53,13 @@ func winSpan(k, per int64) int64 {
 	}
 	return k * per
 }
+
+// untilStart returns the time from now to the start of window w,
+// saturating when that start cannot be represented.
+func untilStart(w, per, now int64) int64 {
+	t, ok := winStart(w, per)
+	if !ok {
+		return math.MaxInt64
+	}
+	return t - now
+}

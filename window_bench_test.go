@@ -16,11 +16,11 @@ var benchWindowLimiters = []struct {
 	name string
 	new  func() (winLimiter, error)
 }{
-	{"FixedWindow", func() (winLimiter, error) { return NewFixedWindow(PerSecond(1000)) }},
-	{"SlidingLog", func() (winLimiter, error) { return NewSlidingLog(PerSecond(1000)) }},
-	{"SlidingCounter", func() (winLimiter, error) { return NewSlidingCounter(PerSecond(1000)) }},
+	{"FixedWindow", func() (winLimiter, error) { return NewShaper(FixedWindow(PerSecond(1000))) }},
+	{"SlidingLog", func() (winLimiter, error) { return NewShaper(SlidingLog(PerSecond(1000))) }},
+	{"SlidingCounter", func() (winLimiter, error) { return NewShaper(SlidingCounter(PerSecond(1000))) }},
 	{"Composite", func() (winLimiter, error) {
-		return NewComposite(Sliding(PerSecond(1000)), Fixed(PerMinute(50_000)))
+		return NewShaper(All(SlidingLog(PerSecond(1000)), FixedWindow(PerMinute(50_000))))
 	}},
 }
 

@@ -24,7 +24,7 @@ type winPromise func(books []winBooking, t int64) error
 // winDriver runs operations against a local limiter on explicit times, keeps
 // the bookings it made and checks a promise after each one.
 type winDriver struct {
-	l     *local
+	l     *Shaper
 	now   int64 // nanoseconds since l.epoch, >= 1
 	books []winBooking
 	check winPromise
@@ -32,8 +32,7 @@ type winDriver struct {
 }
 
 func newWinDriver(alg algorithm, check winPromise, start int64) *winDriver {
-	l := newLocal(alg)
-	return &winDriver{l: &l, now: max(start, 1), check: check}
+	return &winDriver{l: newShaper(alg), now: max(start, 1), check: check}
 }
 
 func (d *winDriver) time() time.Time { return d.l.epoch.Add(time.Duration(d.now)) }
@@ -232,7 +231,7 @@ func fixedPromise(r Rate) winPromise {
 }
 
 // counterPromise: at most N units in each aligned window and at most 2N−1 in
-// any window [s, s+Per), as SlidingApprox documents.
+// any window [s, s+Per), as SlidingCounter documents.
 func counterPromise(r Rate) winPromise {
 	fixed := fixedPromise(r)
 	return func(books []winBooking, t int64) error {
@@ -264,9 +263,9 @@ var windowKinds = []struct {
 	limit func(Rate) Limit
 	check func(Rate) winPromise
 }{
-	{"fixed", Fixed, fixedPromise},
-	{"sliding log", Sliding, logPromise},
-	{"sliding counter", SlidingApprox, counterPromise},
+	{"fixed", FixedWindow, fixedPromise},
+	{"sliding log", SlidingLog, logPromise},
+	{"sliding counter", SlidingCounter, counterPromise},
 }
 
 // winSortedAt returns the standing bookings' instants, one per unit, in order.

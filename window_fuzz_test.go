@@ -48,15 +48,15 @@ func fuzzWindow(f *testing.F, limit func(Rate) Limit, p func(Rate) winPromise) {
 // FuzzFixedWindow checks that random operation sequences, including the
 // clock stepping back, never put more than N units in an aligned window,
 // never panic and never return a negative delay.
-func FuzzFixedWindow(f *testing.F) { fuzzWindow(f, Fixed, fixedPromise) }
+func FuzzFixedWindow(f *testing.F) { fuzzWindow(f, FixedWindow, fixedPromise) }
 
 // FuzzSlidingLog checks that random operation sequences never put more than
 // N units in any window [t, t+Per).
-func FuzzSlidingLog(f *testing.F) { fuzzWindow(f, Sliding, logPromise) }
+func FuzzSlidingLog(f *testing.F) { fuzzWindow(f, SlidingLog, logPromise) }
 
 // FuzzSlidingCounter checks the counter's documented bounds: N per aligned
 // window and 2N−1 in any window [t, t+Per).
-func FuzzSlidingCounter(f *testing.F) { fuzzWindow(f, SlidingApprox, counterPromise) }
+func FuzzSlidingCounter(f *testing.F) { fuzzWindow(f, SlidingCounter, counterPromise) }
 
 // FuzzComposite checks that a composite of two or three limits (window
 // limits, token buckets, pacers) only books what each part admits on its own
@@ -88,9 +88,9 @@ func FuzzComposite(f *testing.F) {
 				l = windowKinds[k].limit(r)
 				promises = append(promises, windowKinds[k].check(r))
 			case ns>>(24+i)&1 == 0:
-				l = Bucket(r, 1+int(ns>>(26+2*i))&3)
+				l = TokenBucket(r, 1+int(ns>>(26+2*i))&3)
 			default:
-				l = LeakyWith(r, LeakyOptions{Queue: int(ns>>(26+2*i)) & 3, Slack: int(pers>>(30-i)) & 1})
+				l = LeakyBucket(r, LeakyOptions{Queue: int(ns>>(26+2*i)) & 3, Slack: int(pers>>(30-i)) & 1})
 			}
 			if l.Err() != nil {
 				return // a GCRA span beyond what it accepts: not a composite matter

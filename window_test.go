@@ -14,7 +14,7 @@ var winBase = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 // winAt returns winBase + d.
 func winAt(d time.Duration) time.Time { return winBase.Add(d) }
 
-// winLimiter is the explicit-time API shared by the pure limiter types.
+// winLimiter is the explicit-time API of a Shaper.
 type winLimiter interface {
 	ReserveAt(now time.Time, n int) (Reservation, error)
 	AllowAt(now time.Time, n int) bool
@@ -22,12 +22,7 @@ type winLimiter interface {
 	String() string
 }
 
-var (
-	_ winLimiter = (*FixedWindow)(nil)
-	_ winLimiter = (*SlidingLog)(nil)
-	_ winLimiter = (*SlidingCounter)(nil)
-	_ winLimiter = (*Composite)(nil)
-)
+var _ winLimiter = (*Shaper)(nil)
 
 // winAllow is one AllowAt call at winBase+at and its expected answer.
 type winAllow struct {
@@ -75,11 +70,11 @@ func mustWindow(t *testing.T, kind string, r Rate) winLimiter {
 	)
 	switch kind {
 	case "fixed":
-		l, err = NewFixedWindow(r)
+		l, err = NewShaper(FixedWindow(r))
 	case "sliding log":
-		l, err = NewSlidingLog(r)
+		l, err = NewShaper(SlidingLog(r))
 	case "sliding counter":
-		l, err = NewSlidingCounter(r)
+		l, err = NewShaper(SlidingCounter(r))
 	default:
 		t.Fatalf("unknown kind %q", kind)
 	}
@@ -106,14 +101,14 @@ func TestWindowBadConfig(t *testing.T) {
 		name string
 		new  func(Rate) (any, error)
 	}{
-		{"Fixed", func(r Rate) (any, error) { return nil, Fixed(r).Err() }},
-		{"Sliding", func(r Rate) (any, error) { return nil, Sliding(r).Err() }},
-		{"SlidingApprox", func(r Rate) (any, error) { return nil, SlidingApprox(r).Err() }},
-		{"NewFixedWindow", func(r Rate) (any, error) { l, err := NewFixedWindow(r); return l, err }},
-		{"NewSlidingLog", func(r Rate) (any, error) { l, err := NewSlidingLog(r); return l, err }},
-		{"NewSlidingCounter", func(r Rate) (any, error) { l, err := NewSlidingCounter(r); return l, err }},
-		{"All", func(r Rate) (any, error) { return nil, All(Sliding(PerSecond(1)), Fixed(r)).Err() }},
-		{"NewComposite", func(r Rate) (any, error) { l, err := NewComposite(Fixed(r)); return l, err }},
+		{"FixedWindow", func(r Rate) (any, error) { return nil, FixedWindow(r).Err() }},
+		{"SlidingLog", func(r Rate) (any, error) { return nil, SlidingLog(r).Err() }},
+		{"SlidingCounter", func(r Rate) (any, error) { return nil, SlidingCounter(r).Err() }},
+		{"NewShaper(FixedWindow)", func(r Rate) (any, error) { l, err := NewShaper(FixedWindow(r)); return l, err }},
+		{"NewShaper(SlidingLog)", func(r Rate) (any, error) { l, err := NewShaper(SlidingLog(r)); return l, err }},
+		{"NewShaper(SlidingCounter)", func(r Rate) (any, error) { l, err := NewShaper(SlidingCounter(r)); return l, err }},
+		{"All", func(r Rate) (any, error) { return nil, All(SlidingLog(PerSecond(1)), FixedWindow(r)).Err() }},
+		{"NewShaper(All)", func(r Rate) (any, error) { l, err := NewShaper(All(FixedWindow(r))); return l, err }},
 	}
 	for _, c := range ctors {
 		for _, tt := range tests {
@@ -128,19 +123,7 @@ func TestWindowBadConfig(t *testing.T) {
 				}
 				switch l := l.(type) {
 				case nil:
-				case *FixedWindow:
-					if l != nil {
-						t.Errorf("%s returned a limiter with an error", c.name)
-					}
-				case *SlidingLog:
-					if l != nil {
-						t.Errorf("%s returned a limiter with an error", c.name)
-					}
-				case *SlidingCounter:
-					if l != nil {
-						t.Errorf("%s returned a limiter with an error", c.name)
-					}
-				case *Composite:
+				case *Shaper:
 					if l != nil {
 						t.Errorf("%s returned a limiter with an error", c.name)
 					}
@@ -231,18 +214,18 @@ func TestWindowString(t *testing.T) {
 		l    Limit
 		want string
 	}{
-		{Fixed(PerMinute(60)), "fixed window 60/1m0s"},
-		{Sliding(PerSecond(5)), "sliding log 5/1s"},
-		{SlidingApprox(PerHour(100)), "sliding counter 100/1h0m0s"},
-		{All(Sliding(PerSecond(10)), Fixed(PerMinute(500))), "all of (sliding log 10/1s; fixed window 500/1m0s)"},
-		{Fixed(Rate{}), "invalid limit: pace: invalid Rate.N 0: must be positive"},
+		{FixedWindow(PerMinute(60)), "fixed window 60/1m0s"},
+		{SlidingLog(PerSecond(5)), "sliding log 5/1s"},
+		{SlidingCounter(PerHour(100)), "sliding counter 100/1h0m0s"},
+		{All(SlidingLog(PerSecond(10)), FixedWindow(PerMinute(500))), "all of (sliding log 10/1s; fixed window 500/1m0s)"},
+		{FixedWindow(Rate{}), "invalid limit: pace: invalid Rate.N 0: must be positive"},
 	}
 	for _, tt := range tests {
 		if got := tt.l.String(); got != tt.want {
 			t.Errorf("String() = %q, want %q", got, tt.want)
 		}
 	}
-	l, err := NewSlidingLog(PerSecond(5))
+	l, err := NewShaper(SlidingLog(PerSecond(5)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, ite
 		gate:    newGate(),
 	}
 	if opts.Rate != (pace.Rate{}) {
-		if r.ceiling, err = pace.NewSlidingLog(opts.Rate); err != nil {
+		if r.ceiling, err = pace.NewShaper(pace.SlidingLog(opts.Rate)); err != nil {
 			return nil, err // withDefaults has checked the Rate
 		}
 	}
@@ -98,8 +98,8 @@ type runner[T any] struct {
 	stop     error // why dispatch stopped, or nil while it goes on
 	stopped  bool
 
-	ceiling *pace.SlidingLog // Options.Rate, or nil
-	gate    *gate            // the throttles of the run's keys
+	ceiling *pace.Shaper // Options.Rate, or nil
+	gate    *gate        // the throttles of the run's keys
 
 	sum Summary // counters kept as the run goes
 }

@@ -76,7 +76,7 @@ func (g *gate) info(key string) *keyInfo {
 // rate (a start may then be counted twice, never zero times). With took,
 // the attempt has already taken the ceiling for this start. It returns a
 // *pace.WaitError wrapping ctx.Err() when ctx ends first.
-func (g *gate) pass(ctx context.Context, key string, ceiling *pace.SlidingLog, took bool) (pace.Permit, error) {
+func (g *gate) pass(ctx context.Context, key string, ceiling *pace.Shaper, took bool) (pace.Permit, error) {
 	for ; ; took = false {
 		if err := g.learned(ctx, key); err != nil {
 			return pace.Permit{}, err
@@ -186,9 +186,9 @@ type attemptKey struct{}
 type attemptState struct {
 	status  atomic.Int64
 	gate    *gate
-	ceiling *pace.SlidingLog // Options.Rate, or nil
-	permit  pace.Permit      // under the run's key "", or the key HTTP entered
-	keyed   bool             // HTTP entered a key of its own
+	ceiling *pace.Shaper // Options.Rate, or nil
+	permit  pace.Permit  // under the run's key "", or the key HTTP entered
+	keyed   bool         // HTTP entered a key of its own
 }
 
 // enter passes the attempt through the gate under key (the host of an

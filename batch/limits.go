@@ -17,7 +17,7 @@ import (
 // which leaves the log as it was because no booking comes after it (see
 // pace.SlidingLog.CancelAt). A delay too long to represent is the largest
 // Duration.
-func delayAt(l *pace.SlidingLog, now time.Time) time.Duration {
+func delayAt(l *pace.Shaper, now time.Time) time.Duration {
 	r, err := l.ReserveAt(now, 1)
 	if err != nil {
 		return maxDuration
@@ -29,7 +29,7 @@ func delayAt(l *pace.SlidingLog, now time.Time) time.Duration {
 // bookAt records a start at t in l: at t itself when delayAt(l, t) is 0, as
 // it is for every attempt Run starts, or else at the first instant after t
 // that l allows.
-func bookAt(l *pace.SlidingLog, t time.Time) { _, _ = l.ReserveAt(t, 1) }
+func bookAt(l *pace.Shaper, t time.Time) { _, _ = l.ReserveAt(t, 1) }
 
 // maxStreak bounds the starts remembered for learning a limit: enough for a
 // quota of 65,536 requests per window, 512 KiB at most.
@@ -43,13 +43,13 @@ const forgetAbove = 1 << 20
 // throttles, and relaxes it while the server stays quiet. Only Run's
 // goroutine uses it.
 type learner struct {
-	streak  []time.Time      // accepted starts since the last resume, unordered
-	learned pace.Rate        // the learned limit as it stands; zero: none
-	limit   *pace.SlidingLog // enforces learned, or nil
+	streak  []time.Time  // accepted starts since the last resume, unordered
+	learned pace.Rate    // the learned limit as it stands; zero: none
+	limit   *pace.Shaper // enforces learned, or nil
 	// next enforces the limit learned will grow to, and records every start
 	// from since on, so that when it takes over one window later it holds
 	// every start that window can still count.
-	next  *pace.SlidingLog
+	next  *pace.Shaper
 	since time.Time // when the limit was set or last grew
 }
 
@@ -103,8 +103,8 @@ func grown(r pace.Rate) pace.Rate {
 
 // newLog returns a sliding log of r, or nil if r is not valid (never the
 // case for the rates learner makes).
-func newLog(r pace.Rate) *pace.SlidingLog {
-	l, err := pace.NewSlidingLog(r)
+func newLog(r pace.Rate) *pace.Shaper {
+	l, err := pace.NewShaper(pace.SlidingLog(r))
 	if err != nil {
 		return nil
 	}

@@ -20,7 +20,7 @@ func TestLogProperty(t *testing.T) {
 	for range 1000 {
 		n := 1 + rng.IntN(6)
 		per := time.Duration(1+rng.IntN(1000)) * time.Millisecond
-		l, err := pace.NewSlidingLog(pace.Rate{N: n, Per: per})
+		l, err := pace.NewShaper(pace.SlidingLog(pace.Rate{N: n, Per: per}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func TestLearnerGrowthKeepsHistory(t *testing.T) {
 // BenchmarkCeiling measures what Options.Rate costs Run per start: asking
 // the sliding log for the delay, then booking the start.
 func BenchmarkCeiling(b *testing.B) {
-	l, err := pace.NewSlidingLog(pace.Rate{N: 100, Per: time.Second})
+	l, err := pace.NewShaper(pace.SlidingLog(pace.Rate{N: 100, Per: time.Second}))
 	if err != nil {
 		b.Fatal(err)
 	}

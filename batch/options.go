@@ -131,7 +131,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, configErr("Concurrency", o.Concurrency, "must not be negative")
 	}
 	if o.Rate != (pace.Rate{}) {
-		if err := pace.Sliding(o.Rate).Err(); err != nil {
+		if err := pace.SlidingLog(o.Rate).Err(); err != nil {
 			return o, err // names Rate.N or Rate.Per
 		}
 	}

@@ -88,21 +88,21 @@ type contestant struct {
 
 var contestants = []contestant{
 	{"pace.Keyed.AllowAt", func(b *testing.B, n int, per time.Duration) store {
-		k, err := pace.NewKeyed(pace.Bucket(pace.Rate{N: n, Per: per}, n), pace.KeyedOptions{})
+		k, err := pace.NewKeyed(pace.TokenBucket(pace.Rate{N: n, Per: per}, n), pace.KeyedOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		return store{allow: func(key string) bool { return k.AllowAt(time.Now(), key, 1) }}
 	}},
 	{"pace.Keyed.Allow", func(b *testing.B, n int, per time.Duration) store {
-		k, err := pace.NewKeyed(pace.Bucket(pace.Rate{N: n, Per: per}, n), pace.KeyedOptions{})
+		k, err := pace.NewKeyed(pace.TokenBucket(pace.Rate{N: n, Per: per}, n), pace.KeyedOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		return store{allow: k.Allow}
 	}},
 	{"pace.Keyed.Wait", func(b *testing.B, n int, per time.Duration) store {
-		k, err := pace.NewKeyed(pace.Bucket(pace.Rate{N: n, Per: per}, n), pace.KeyedOptions{})
+		k, err := pace.NewKeyed(pace.TokenBucket(pace.Rate{N: n, Per: per}, n), pace.KeyedOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

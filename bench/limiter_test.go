@@ -23,16 +23,16 @@ const (
 	fastBurst = 1000
 )
 
-func newPaceBucket(b *testing.B) *pace.TokenBucket {
-	l, err := pace.NewTokenBucket(pace.PerSecond(fastRate), fastBurst)
+func newPaceBucket(b *testing.B) *pace.Shaper {
+	l, err := pace.NewShaper(pace.TokenBucket(pace.PerSecond(fastRate), fastBurst))
 	if err != nil {
 		b.Fatal(err)
 	}
 	return l
 }
 
-func newPaceLeaky(b *testing.B) *pace.LeakyBucket {
-	l, err := pace.NewLeakyBucket(pace.PerSecond(fastRate), pace.LeakyOptions{})
+func newPaceLeaky(b *testing.B) *pace.Shaper {
+	l, err := pace.NewShaper(pace.LeakyBucket(pace.PerSecond(fastRate), pace.LeakyOptions{}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -222,14 +222,14 @@ func BenchmarkAllowAt(b *testing.B) {
 // (admit ≈ 0). uber's Take has no refusal (it sleeps) and is left out.
 func BenchmarkRefuse(b *testing.B) {
 	b.Run("pace.TokenBucket", func(b *testing.B) {
-		l, err := pace.NewTokenBucket(pace.PerHour(1), 1)
+		l, err := pace.NewShaper(pace.TokenBucket(pace.PerHour(1), 1))
 		if err != nil {
 			b.Fatal(err)
 		}
 		refuse(b, l.Allow)
 	})
 	b.Run("pace.LeakyBucket", func(b *testing.B) {
-		l, err := pace.NewLeakyBucket(pace.PerHour(1), pace.LeakyOptions{})
+		l, err := pace.NewShaper(pace.LeakyBucket(pace.PerHour(1), pace.LeakyOptions{}))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 func BenchmarkHandler(b *testing.B) {
 	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	b.Run("admitted", func(b *testing.B) {
-		h := newTest(b, Options{Limit: pace.Bucket(pace.PerSecond(1_000_000_000), 1_000_000)}).Handler(next)
+		h := newTest(b, Options{Limit: pace.TokenBucket(pace.PerSecond(1_000_000_000), 1_000_000)}).Handler(next)
 		var client atomic.Uint32
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
@@ -29,7 +29,7 @@ func BenchmarkHandler(b *testing.B) {
 		})
 	})
 	b.Run("refused", func(b *testing.B) {
-		h := newTest(b, Options{Limit: pace.Fixed(pace.PerHour(1))}).Handler(next)
+		h := newTest(b, Options{Limit: pace.FixedWindow(pace.PerHour(1))}).Handler(next)
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		w := discard{header: http.Header{}}
 		b.ReportAllocs()

@@ -1,10 +1,10 @@
 // Package middleware is the server side of pace: an [http.Handler] wrapper
 // that limits incoming requests per key with the same limits the client
 // side paces by (pace.Bucket, pace.Leaky, pace.Fixed, pace.Sliding,
-// pace.SlidingApprox and pace.All), and tells clients where they stand.
+// pace.SlidingCounter and pace.All), and tells clients where they stand.
 //
 //	m, err := middleware.New(middleware.Options{
-//		Limit: pace.Sliding(pace.PerSecond(10)), // at most 10 in any second, per client
+//		Limit: pace.SlidingLog(pace.PerSecond(10)), // at most 10 in any second, per client
 //	})
 //	if err != nil {
 //		log.Fatal(err) // a *pace.ConfigError naming the bad setting

@@ -14,7 +14,7 @@ import (
 // Each client address may send 2 requests in any minute; the third is
 // refused with 429 and the wait until the first leaves the window.
 func ExampleMiddleware_Handler() {
-	m, err := middleware.New(middleware.Options{Limit: pace.Sliding(pace.PerMinute(2))})
+	m, err := middleware.New(middleware.Options{Limit: pace.SlidingLog(pace.PerMinute(2))})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func ExampleMiddleware_Handler() {
 // client address.
 func ExampleOptions_keyHeader() {
 	m, err := middleware.New(middleware.Options{
-		Limit:      pace.Bucket(pace.PerMinute(60), 2),
+		Limit:      pace.TokenBucket(pace.PerMinute(60), 2),
 		KeyHeader:  "X-API-Key",
 		PolicyName: "per-key",
 	})
@@ -76,7 +76,7 @@ func ExampleOptions_keyHeader() {
 // left changes nothing.
 func ExampleOptions_trustedProxies() {
 	m, err := middleware.New(middleware.Options{
-		Limit:          pace.Sliding(pace.PerMinute(1)),
+		Limit:          pace.SlidingLog(pace.PerMinute(1)),
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
 	})
 	if err != nil {

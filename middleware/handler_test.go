@@ -19,7 +19,7 @@ import (
 // that next's response goes out as next wrote it, next having the last word
 // on the RateLimit fields.
 func TestAdmittedUntouched(t *testing.T) {
-	m := newTest(t, Options{Limit: pace.Bucket(pace.PerSecond(10), 5), TrustedProxies: proxies, KeyHeader: "X-API-Key"})
+	m := newTest(t, Options{Limit: pace.TokenBucket(pace.PerSecond(10), 5), TrustedProxies: proxies, KeyHeader: "X-API-Key"})
 	req := httptest.NewRequest(http.MethodPatch, "/v1/items/7?x=1", strings.NewReader("the body"))
 	req.RemoteAddr = "10.0.0.1:80"
 	req.Header.Set("X-Forwarded-For", "198.51.100.9")
@@ -69,7 +69,7 @@ func TestAdmittedUntouched(t *testing.T) {
 func TestRefusedNeverReachNext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		next := &okHandler{}
-		h := newTest(t, Options{Limit: pace.Sliding(pace.PerSecond(2))}).Handler(next)
+		h := newTest(t, Options{Limit: pace.SlidingLog(pace.PerSecond(2))}).Handler(next)
 		codes := map[int]int{}
 		for range 100 { // 100 requests 10ms apart: one second
 			codes[serve(h, httptest.NewRequest(http.MethodGet, "/", nil)).Code]++
@@ -89,7 +89,7 @@ func TestRefusedNeverReachNext(t *testing.T) {
 func TestRefusalResponse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		next := &okHandler{}
-		h := newTest(t, Options{Limit: pace.Fixed(pace.PerMinute(1))}).Handler(next)
+		h := newTest(t, Options{Limit: pace.FixedWindow(pace.PerMinute(1))}).Handler(next)
 		serve(h, httptest.NewRequest(http.MethodGet, "/", nil))
 		time.Sleep(20*time.Second + time.Millisecond)
 		rec := serve(h, httptest.NewRequest(http.MethodPost, "/", strings.NewReader("x")))
@@ -101,7 +101,7 @@ func TestRefusalResponse(t *testing.T) {
 
 		var got Refusal
 		var fields []string
-		h = newTest(t, Options{Limit: pace.Fixed(pace.PerMinute(1)), PolicyName: `per "minute"`,
+		h = newTest(t, Options{Limit: pace.FixedWindow(pace.PerMinute(1)), PolicyName: `per "minute"`,
 			OnLimited: func(w http.ResponseWriter, _ *http.Request, info Refusal) {
 				got = info
 				fields = []string{w.Header().Get("Retry-After"), w.Header().Get("RateLimit"), w.Header().Get("RateLimit-Policy")}
@@ -127,7 +127,7 @@ func TestRefusalResponse(t *testing.T) {
 // TestOmitHeaders checks that OmitHeaders leaves out the RateLimit fields
 // but never Retry-After.
 func TestOmitHeaders(t *testing.T) {
-	h := newTest(t, Options{Limit: pace.Fixed(pace.PerHour(1)), OmitHeaders: true}).Handler(&okHandler{})
+	h := newTest(t, Options{Limit: pace.FixedWindow(pace.PerHour(1)), OmitHeaders: true}).Handler(&okHandler{})
 	for i, want := range []string{"", "3600"} {
 		rec := serve(h, httptest.NewRequest(http.MethodGet, "/", nil))
 		if rec.Header().Get("RateLimit") != "" || rec.Header().Get("RateLimit-Policy") != "" {
@@ -144,7 +144,7 @@ func TestOmitHeaders(t *testing.T) {
 // of 50 that refills one an hour admits exactly 50 of 800.
 func TestConcurrentRequests(t *testing.T) {
 	next := &countingHandler{}
-	h := newTest(t, Options{Limit: pace.Bucket(pace.PerHour(1), 50)}).Handler(next)
+	h := newTest(t, Options{Limit: pace.TokenBucket(pace.PerHour(1), 50)}).Handler(next)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	codes := map[int]int{}
@@ -184,7 +184,7 @@ func (h *countingHandler) count() int {
 
 // TestNilNext checks that a nil next means http.DefaultServeMux.
 func TestNilNext(t *testing.T) {
-	h := newTest(t, Options{Limit: pace.Fixed(pace.PerHour(1))}).Handler(nil)
+	h := newTest(t, Options{Limit: pace.FixedWindow(pace.PerHour(1))}).Handler(nil)
 	// The default mux has no routes in this test binary: 404.
 	if rec := serve(h, httptest.NewRequest(http.MethodGet, "/nil-next", nil)); rec.Code != http.StatusNotFound {
 		t.Errorf("status %d through a nil next, want 404 from http.DefaultServeMux", rec.Code)

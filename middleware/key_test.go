@@ -52,7 +52,7 @@ func TestAddrKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := newTest(t, Options{Limit: pace.Fixed(pace.PerSecond(1)), TrustedProxies: tt.trusted, IPv6Prefix: tt.ipv6})
+			m := newTest(t, Options{Limit: pace.FixedWindow(pace.PerSecond(1)), TrustedProxies: tt.trusted, IPv6Prefix: tt.ipv6})
 			req := httptest.NewRequest(http.MethodGet, "/", nil)
 			req.RemoteAddr = tt.remote
 			for _, v := range tt.xff {
@@ -72,7 +72,7 @@ func TestSpoofedForwardedFor(t *testing.T) {
 		t.Run(fmt.Sprintf("trusted %v", trusted), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				next := &okHandler{}
-				h := newTest(t, Options{Limit: pace.Bucket(pace.PerMinute(1), 3), TrustedProxies: trusted}).Handler(next)
+				h := newTest(t, Options{Limit: pace.TokenBucket(pace.PerMinute(1), 3), TrustedProxies: trusted}).Handler(next)
 				for i := range 50 {
 					req := httptest.NewRequest(http.MethodGet, "/", nil)
 					req.RemoteAddr = "203.0.113.7:4000"
@@ -92,7 +92,7 @@ func TestSpoofedForwardedFor(t *testing.T) {
 // an address's limit.
 func TestKeyHeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newTest(t, Options{Limit: pace.Fixed(pace.PerMinute(1)), KeyHeader: "x-api-key"}).Handler(&okHandler{})
+		h := newTest(t, Options{Limit: pace.FixedWindow(pace.PerMinute(1)), KeyHeader: "x-api-key"}).Handler(&okHandler{})
 		send := func(key, addr string) int {
 			req := httptest.NewRequest(http.MethodGet, "/", nil)
 			req.RemoteAddr = addr
@@ -127,7 +127,7 @@ func TestKeyHeader(t *testing.T) {
 func TestRequireKey(t *testing.T) {
 	const secret = "sk_live_0123456789"
 	next := &okHandler{}
-	h := newTest(t, Options{Limit: pace.Fixed(pace.PerHour(1)), KeyHeader: "X-API-Key", RequireKey: true}).Handler(next)
+	h := newTest(t, Options{Limit: pace.FixedWindow(pace.PerHour(1)), KeyHeader: "X-API-Key", RequireKey: true}).Handler(next)
 	rec := serve(h, httptest.NewRequest(http.MethodGet, "/", nil))
 	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "missing X-Api-Key header") {
 		t.Errorf("no key: %d %q, want 400 naming the header", rec.Code, rec.Body.String())
@@ -160,7 +160,7 @@ func TestKeyFunc(t *testing.T) {
 	}
 	synctest.Test(t, func(t *testing.T) {
 		next := &okHandler{}
-		h := newTest(t, Options{Limit: pace.Fixed(pace.PerMinute(1)), Key: key}).Handler(next)
+		h := newTest(t, Options{Limit: pace.FixedWindow(pace.PerMinute(1)), Key: key}).Handler(next)
 		for i, s := range []struct {
 			target string
 			want   int
@@ -178,7 +178,7 @@ func TestKeyFunc(t *testing.T) {
 		}
 
 		var gotErr error
-		h = newTest(t, Options{Limit: pace.Fixed(pace.PerMinute(1)), Key: key,
+		h = newTest(t, Options{Limit: pace.FixedWindow(pace.PerMinute(1)), Key: key,
 			OnKeyError: func(w http.ResponseWriter, _ *http.Request, err error) {
 				gotErr = err
 				w.WriteHeader(http.StatusUnauthorized)

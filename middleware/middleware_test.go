@@ -61,7 +61,7 @@ func TestHeaders(t *testing.T) {
 		policy string
 		steps  []headerStep
 	}{
-		{"token bucket 10/s burst 5", pace.Bucket(pace.PerSecond(10), 5), `"default";q=10;w=1`, []headerStep{
+		{"token bucket 10/s burst 5", pace.TokenBucket(pace.PerSecond(10), 5), `"default";q=10;w=1`, []headerStep{
 			{0, 200, `"default";r=4;t=1`, ""},
 			{0, 200, `"default";r=3;t=1`, ""},
 			{0, 200, `"default";r=2;t=1`, ""},
@@ -72,20 +72,20 @@ func TestHeaders(t *testing.T) {
 			{250 * time.Millisecond, 200, `"default";r=1;t=1`, ""},
 			{10 * s, 200, `"default";r=4;t=1`, ""},
 		}},
-		{"leaky 2/s, nginx rate=2r/s", pace.Leaky(pace.PerSecond(2), 0), `"default";q=2;w=1`, []headerStep{
+		{"leaky 2/s, nginx rate=2r/s", pace.LeakyBucket(pace.PerSecond(2), pace.LeakyOptions{Queue: 0}), `"default";q=2;w=1`, []headerStep{
 			{0, 200, `"default";r=0;t=1`, ""},
 			{0, 429, `"default";r=0;t=1`, "1"},
 			{499 * time.Millisecond, 429, `"default";r=0;t=1`, "1"},
 			{time.Millisecond, 200, `"default";r=0;t=1`, ""},
 		}},
-		{"leaky 1/s slack 2, nginx burst=2 nodelay", pace.LeakyWith(pace.PerSecond(1), pace.LeakyOptions{Slack: 2}), `"default";q=3;w=3`, []headerStep{
+		{"leaky 1/s slack 2, nginx burst=2 nodelay", pace.LeakyBucket(pace.PerSecond(1), pace.LeakyOptions{Slack: 2}), `"default";q=3;w=3`, []headerStep{
 			{0, 200, `"default";r=2;t=1`, ""},
 			{0, 200, `"default";r=1;t=2`, ""},
 			{0, 200, `"default";r=0;t=1`, ""},
 			{0, 429, `"default";r=0;t=1`, "1"},
 			{2500 * time.Millisecond, 200, `"default";r=1;t=2`, ""},
 		}},
-		{"fixed window 3/min", pace.Fixed(pace.PerMinute(3)), `"default";q=3;w=60`, []headerStep{
+		{"fixed window 3/min", pace.FixedWindow(pace.PerMinute(3)), `"default";q=3;w=60`, []headerStep{
 			{0, 200, `"default";r=2;t=60`, ""},
 			{0, 200, `"default";r=1;t=60`, ""},
 			{30 * s, 200, `"default";r=0;t=30`, ""},
@@ -93,7 +93,7 @@ func TestHeaders(t *testing.T) {
 			{29500 * time.Millisecond, 429, `"default";r=0;t=1`, "1"},
 			{500 * time.Millisecond, 200, `"default";r=2;t=60`, ""},
 		}},
-		{"sliding log 3 per 10s", pace.Sliding(pace.Rate{N: 3, Per: 10 * s}), `"default";q=3;w=10`, []headerStep{
+		{"sliding log 3 per 10s", pace.SlidingLog(pace.Rate{N: 3, Per: 10 * s}), `"default";q=3;w=10`, []headerStep{
 			{0, 200, `"default";r=2;t=10`, ""},
 			{4 * s, 200, `"default";r=1;t=10`, ""},
 			{4 * s, 200, `"default";r=0;t=2`, ""},
@@ -101,7 +101,7 @@ func TestHeaders(t *testing.T) {
 			{1500 * time.Millisecond, 429, `"default";r=0;t=1`, "1"},
 			{500 * time.Millisecond, 200, `"default";r=0;t=4`, ""},
 		}},
-		{"sliding counter 4/min", pace.SlidingApprox(pace.PerMinute(4)), `"default";q=4;w=60`, []headerStep{
+		{"sliding counter 4/min", pace.SlidingCounter(pace.PerMinute(4)), `"default";q=4;w=60`, []headerStep{
 			{0, 200, `"default";r=3;t=120`, ""},
 			{0, 200, `"default";r=2;t=120`, ""},
 			{0, 200, `"default";r=1;t=120`, ""},
@@ -109,7 +109,7 @@ func TestHeaders(t *testing.T) {
 			{0, 429, `"default";r=0;t=75`, "75"},
 			{75 * s, 200, `"default";r=0;t=15`, ""},
 		}},
-		{"all of 10/s burst 5 and 7/min", pace.All(pace.Bucket(pace.PerSecond(10), 5), pace.Fixed(pace.PerMinute(7))),
+		{"all of 10/s burst 5 and 7/min", pace.All(pace.TokenBucket(pace.PerSecond(10), 5), pace.FixedWindow(pace.PerMinute(7))),
 			`"default-1";q=10;w=1, "default-2";q=7;w=60`, []headerStep{
 				{0, 200, `"default-1";r=4;t=1, "default-2";r=6;t=60`, ""},
 				{0, 200, `"default-1";r=3;t=1, "default-2";r=5;t=60`, ""},
@@ -219,7 +219,7 @@ func splitList(v string) []string {
 // TestHeadersPerClient checks that each client address has its own limit.
 func TestHeadersPerClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newTest(t, Options{Limit: pace.Fixed(pace.PerMinute(1))}).Handler(&okHandler{})
+		h := newTest(t, Options{Limit: pace.FixedWindow(pace.PerMinute(1))}).Handler(&okHandler{})
 		for _, addr := range []string{"192.0.2.1:1", "192.0.2.2:1", "[2001:db8::1]:1"} {
 			for i, want := range []int{200, 429} {
 				req := httptest.NewRequest(http.MethodGet, "/", nil)

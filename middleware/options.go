@@ -26,7 +26,7 @@ const DefaultIPv6Prefix = 64
 // request time.
 type Options struct {
 	// Limit is applied to each key separately, for example
-	// pace.Sliding(pace.PerSecond(10)) for at most 10 requests in any second
+	// pace.SlidingLog(pace.PerSecond(10)) for at most 10 requests in any second
 	// per client. Each request takes one unit. The middleware never holds a
 	// request back: one that cannot pass at once is refused, so a
 	// leaky-bucket pacer's Queue and MaxDelay have no effect here; its Slack

@@ -13,7 +13,7 @@ import (
 // TestNewErrors checks that every invalid setting is reported by New as a
 // *pace.ConfigError naming it, and matches pace.ErrInvalidConfig.
 func TestNewErrors(t *testing.T) {
-	ok := pace.Fixed(pace.PerSecond(1))
+	ok := pace.FixedWindow(pace.PerSecond(1))
 	key := func(*http.Request) (string, error) { return "", nil }
 	tests := []struct {
 		name  string
@@ -21,8 +21,8 @@ func TestNewErrors(t *testing.T) {
 		field string
 	}{
 		{"zero options", Options{}, "Limit"},
-		{"invalid limit", Options{Limit: pace.Bucket(pace.PerSecond(1), 0)}, "Burst"},
-		{"invalid part of All", Options{Limit: pace.All(ok, pace.Fixed(pace.Rate{N: 1}))}, "Rate.Per"},
+		{"invalid limit", Options{Limit: pace.TokenBucket(pace.PerSecond(1), 0)}, "Burst"},
+		{"invalid part of All", Options{Limit: pace.All(ok, pace.FixedWindow(pace.Rate{N: 1}))}, "Rate.Per"},
 		{"Key with KeyHeader", Options{Limit: ok, Key: key, KeyHeader: "X-API-Key"}, "KeyHeader"},
 		{"KeyHeader not a field name", Options{Limit: ok, KeyHeader: "X API Key"}, "KeyHeader"},
 		{"KeyHeader with a colon", Options{Limit: ok, KeyHeader: "X-API-Key:"}, "KeyHeader"},
@@ -48,10 +48,10 @@ func TestNewErrors(t *testing.T) {
 // TestNewValid checks settings at the edges of what is valid.
 func TestNewValid(t *testing.T) {
 	for i, o := range []Options{
-		{Limit: pace.Fixed(pace.PerSecond(1)), IPv6Prefix: 1},
-		{Limit: pace.Fixed(pace.PerSecond(1)), IPv6Prefix: 128, PolicyName: ` !"\~`},
-		{Limit: pace.Fixed(pace.PerSecond(1)), KeyHeader: "x-api-key", RequireKey: true, MaxKeys: 1},
-		{Limit: pace.All(pace.Fixed(pace.PerSecond(1))), TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.1.2.3/8")}},
+		{Limit: pace.FixedWindow(pace.PerSecond(1)), IPv6Prefix: 1},
+		{Limit: pace.FixedWindow(pace.PerSecond(1)), IPv6Prefix: 128, PolicyName: ` !"\~`},
+		{Limit: pace.FixedWindow(pace.PerSecond(1)), KeyHeader: "x-api-key", RequireKey: true, MaxKeys: 1},
+		{Limit: pace.All(pace.FixedWindow(pace.PerSecond(1))), TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.1.2.3/8")}},
 	} {
 		if _, err := New(o); err != nil {
 			t.Errorf("options %d: New: %v, want no error", i, err)
@@ -65,7 +65,7 @@ func TestNewValid(t *testing.T) {
 // the cap share one overflow limit, so they get no more than its one unit.
 func TestMaxKeys(t *testing.T) {
 	const maxKeys, clients = 1000, 100_000
-	m := newTest(t, Options{Limit: pace.Bucket(pace.PerHour(1), 1), MaxKeys: maxKeys})
+	m := newTest(t, Options{Limit: pace.TokenBucket(pace.PerHour(1), 1), MaxKeys: maxKeys})
 	next := &okHandler{}
 	h := m.Handler(next)
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
@@ -95,7 +95,7 @@ func (d discard) WriteHeader(int)             {}
 
 // TestPolicyNames checks the policy names of a limit with several parts.
 func TestPolicyNames(t *testing.T) {
-	parts := []pace.Limit{pace.Fixed(pace.PerSecond(1)), pace.Fixed(pace.PerMinute(2)), pace.Fixed(pace.PerHour(3))}
+	parts := []pace.Limit{pace.FixedWindow(pace.PerSecond(1)), pace.FixedWindow(pace.PerMinute(2)), pace.FixedWindow(pace.PerHour(3))}
 	m := newTest(t, Options{Limit: pace.All(parts...), PolicyName: "api"})
 	want := `"api-1";q=1;w=1, "api-2";q=2;w=60, "api-3";q=3;w=3600`
 	if m.policy != want {

@@ -7,7 +7,7 @@
 //
 // It starts, on loopback (127.0.0.1, a free port), an API that allows at most
 // -rate requests in any 1-second window: package middleware with an exact
-// sliding-window log, pace.Sliding(pace.PerSecond(rate)), answering excess
+// sliding-window log, pace.SlidingLog(pace.PerSecond(rate)), answering excess
 // with 429 and Retry-After. It then sends -n GET requests, one per item,
 // through batch.Run and batch.HTTP, with an http.Client whose pace.Transport
 // paces the API's host with a leaky bucket (pace.Leaky): calls leave evenly

@@ -31,7 +31,7 @@ type api struct {
 func startAPI(limit int) (*api, error) {
 	a := &api{served: make(chan error, 1)}
 	m, err := middleware.New(middleware.Options{
-		Limit: pace.Sliding(pace.PerSecond(limit)),
+		Limit: pace.SlidingLog(pace.PerSecond(limit)),
 		OnLimited: func(w http.ResponseWriter, _ *http.Request, _ middleware.Refusal) {
 			a.refused.Add(1)
 			http.Error(w, "too many requests", http.StatusTooManyRequests)

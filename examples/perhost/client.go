@@ -10,10 +10,10 @@ import (
 // limits paces each host by its own contract; see the package
 // documentation.
 var limits = pace.Hosts{
-	"api.payments.example": pace.Leaky(pace.PerSecond(5), 10),  // one every 200ms, up to 10 waiting
-	"api.search.example":   pace.Bucket(pace.PerSecond(20), 5), // bursts of 5, then one every 50ms
-	"internal.example":     {},                                 // the zero Limit: not paced
-	pace.DefaultHost:       pace.Leaky(pace.PerSecond(10), 10), // every other host, each on its own
+	"api.payments.example": pace.LeakyBucket(pace.PerSecond(5), pace.LeakyOptions{Queue: 10}),
+	"api.search.example":   pace.TokenBucket(pace.PerSecond(20), 5),
+	"internal.example":     {}, // the zero Limit: not paced
+	pace.DefaultHost:       pace.LeakyBucket(pace.PerSecond(10), pace.LeakyOptions{Queue: 10}),
 }
 
 // limitOf describes the limit a host is paced by.

@@ -17,10 +17,10 @@ import (
 // translated for the peers, which have no pace.Limit:
 //
 //   - burst 0 is strict spacing, one request every 1/perSecond: pace's
-//     Leaky(PerSecond(perSecond), queue); for go-retryablehttp an
+//     LeakyBucket(PerSecond(perSecond), LeakyOptions{Queue: queue}); for go-retryablehttp an
 //     x/time/rate Limiter(perSecond, burst 1) waited on before every attempt;
 //     for failsafe-go its smooth rate limiter (perSecond per second).
-//   - burst B > 0 is a token bucket: pace's Bucket(PerSecond(perSecond), B);
+//   - burst B > 0 is a token bucket: pace's TokenBucket(PerSecond(perSecond), B);
 //     x/time/rate Limiter(perSecond, B); failsafe-go has no token bucket, so
 //     its bursty limiter (B permits per window of B/perSecond, a fixed
 //     window), its nearest: it also lets B through at once, then perSecond.

@@ -42,31 +42,31 @@ func scenarios(seed uint64) []*scenario {
 		{
 			name: "exact-limit-sliding",
 			about: "server: at most 5 requests in any 1 s (sliding log), else 429 Retry-After: 1; " +
-				"200 calls from 8 goroutines; client paced at exactly 5/s (pace: Leaky(PerSecond(5), 1000)); ideal (n−1)/rate",
+				"200 calls from 8 goroutines; client paced at exactly 5/s (pace: LeakyBucket(PerSecond(5), LeakyOptions{Queue: 1000})); ideal (n−1)/rate",
 			ideal:   199 * time.Second / 5,
 			server:  serverSpec{limit: 5, window: time.Second, retryAfter: 1},
-			pacing:  &pacing{perSecond: 5, pace: pace.Leaky(pace.PerSecond(5), 1000)},
+			pacing:  &pacing{perSecond: 5, pace: pace.LeakyBucket(pace.PerSecond(5), pace.LeakyOptions{Queue: 1000})},
 			calls:   200,
 			workers: 8,
 		},
 		{
 			name: "herd",
 			about: "server: 429 Retry-After: 2 to everything arriving in the 2 s after its first request, then 200; " +
-				"50 concurrent GETs; client paced at 10/s (pace: Leaky(PerSecond(10), 100)); " +
+				"50 concurrent GETs; client paced at 10/s (pace: LeakyBucket(PerSecond(10), LeakyOptions{Queue: 100})); " +
 				"ideal 2 s + 49/10 s (target for pace ≤ 7.1 s)",
 			ideal:   2*time.Second + 49*time.Second/10,
 			server:  serverSpec{throttleFor: 2 * time.Second, retryAfter: 2},
-			pacing:  &pacing{perSecond: 10, pace: pace.Leaky(pace.PerSecond(10), 100)},
+			pacing:  &pacing{perSecond: 10, pace: pace.LeakyBucket(pace.PerSecond(10), pace.LeakyOptions{Queue: 100})},
 			calls:   50,
 			workers: 50,
 		},
 		{
 			name: "bucket-vs-window",
 			about: "server: at most 10 requests in any 1 s (sliding log), else 429 Retry-After: 1; " +
-				"200 calls from 8 goroutines; client a token bucket of 10 at 10/s (pace: Bucket(PerSecond(10), 10)); ideal (n−1)/rate",
+				"200 calls from 8 goroutines; client a token bucket of 10 at 10/s (pace: TokenBucket(PerSecond(10), 10)); ideal (n−1)/rate",
 			ideal:   199 * time.Second / 10,
 			server:  serverSpec{limit: 10, window: time.Second, retryAfter: 1},
-			pacing:  &pacing{perSecond: 10, burst: 10, pace: pace.Bucket(pace.PerSecond(10), 10)},
+			pacing:  &pacing{perSecond: 10, burst: 10, pace: pace.TokenBucket(pace.PerSecond(10), 10)},
 			calls:   200,
 			workers: 8,
 		},
@@ -86,10 +86,10 @@ func scenarios(seed uint64) []*scenario {
 			name: "flaky-5rps",
 			about: fmt.Sprintf("server: at most 5 requests in any 1 s (sliding log, 429 Retry-After: 1), "+
 				"and in front of it 5%% of arrivals answered 503 (no Retry-After) and 5%% dropped (connection closed, no answer), "+
-				"seed %d; 200 GETs from 8 goroutines; client paced at exactly 5/s (pace: Leaky(PerSecond(5), 1000)); ideal (n−1)/rate", seed),
+				"seed %d; 200 GETs from 8 goroutines; client paced at exactly 5/s (pace: LeakyBucket(PerSecond(5), LeakyOptions{Queue: 1000})); ideal (n−1)/rate", seed),
 			ideal:   199 * time.Second / 5,
 			server:  serverSpec{limit: 5, window: time.Second, retryAfter: 1, p503: 0.05, pDrop: 0.05, seed: seed},
-			pacing:  &pacing{perSecond: 5, pace: pace.Leaky(pace.PerSecond(5), 1000)},
+			pacing:  &pacing{perSecond: 5, pace: pace.LeakyBucket(pace.PerSecond(5), pace.LeakyOptions{Queue: 1000})},
 			calls:   200,
 			workers: 8,
 			extra:   []column{col503, colDrops},

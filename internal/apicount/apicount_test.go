@@ -1,0 +1,67 @@
+package apicount
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// maxRootAPI bounds the exported identifiers of package pace (the
+// repository's root), counted as Names counts them: every constant,
+// variable, function, type, method, struct field and interface method that
+// `go doc -all` lists. Raise it only with a reason in the commit: a new
+// identifier should be worth more than the one more name a user must learn.
+const maxRootAPI = 200
+
+// TestRootAPIBound fails when package pace exports more than maxRootAPI
+// identifiers, and prints the count either way (go test -v) with the list
+// under PACE_API_LIST=1.
+func TestRootAPIBound(t *testing.T) {
+	names, err := Names("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("package pace exports %d identifiers (bound %d)", len(names), maxRootAPI)
+	if os.Getenv("PACE_API_LIST") != "" {
+		t.Log("\n" + strings.Join(names, "\n"))
+	}
+	if len(names) > maxRootAPI {
+		t.Errorf("package pace exports %d identifiers, more than %d:\n%s", len(names), maxRootAPI, strings.Join(names, "\n"))
+	}
+}
+
+// TestNamesCountsEveryKind: a package of one of each kind counts each once,
+// and unexported names, test files and unexported fields not at all.
+func TestNamesCountsEveryKind(t *testing.T) {
+	dir := t.TempDir()
+	src := `package p
+
+const C, c = 1, 2
+var V int
+func F() {}
+type T struct{ A, B int; x int; E }
+func NewT() T { return T{} }
+func (T) M() {}
+func (T) m() {}
+type E struct{}
+type I interface{ Do(); do() }
+`
+	if err := os.WriteFile(dir+"/p.go", []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir+"/p_test.go", []byte("package p\n\nfunc Exported() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	names, err := Names(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "C E F I I.Do NewT T T.A T.B T.E T.M V"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("Names = %q, want %q", got, want)
+	}
+}

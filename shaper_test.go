@@ -1,0 +1,98 @@
+package pace
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// mustShaper returns a Shaper of l or fails the test.
+func mustShaper(t testing.TB, l Limit) *Shaper {
+	t.Helper()
+	s, err := NewShaper(l)
+	if err != nil {
+		t.Fatalf("NewShaper(%v): %v", l, err)
+	}
+	return s
+}
+
+// tokensAt returns the tokens of a token bucket or pacer Shaper at now:
+// C − (TAT−now)/i, negative when units are booked ahead of now.
+func tokensAt(s *Shaper, now time.Time) float64 {
+	at := sinceEpoch(s.epoch, now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, c := s.g, s.c
+	if c.a <= at {
+		return float64(g.c)
+	}
+	return float64(g.tau-(c.a-at)) / float64(g.i) // one rounding: exact integers first
+}
+
+// TestNewShaperErrors: a Limit's own error comes back as it is, and the zero
+// Limit is refused, naming "Limit"; neither returns a Shaper.
+func TestNewShaperErrors(t *testing.T) {
+	bad := TokenBucket(PerSecond(1), 0)
+	s, err := NewShaper(bad)
+	assert.Nil(t, s)
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	assert.Equal(t, bad.Err(), err)
+
+	s, err = NewShaper(Limit{})
+	assert.Nil(t, s)
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "Limit", ce.Field)
+}
+
+// TestShaperEveryAlgorithm: one Shaper type drives every algorithm through
+// the same explicit-time methods: QuotaAt agrees with AllowAt, and a
+// cancelled reservation gives its units back.
+func TestShaperEveryAlgorithm(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	for _, l := range []Limit{
+		TokenBucket(PerSecond(3), 3),
+		LeakyBucket(PerSecond(3), LeakyOptions{Queue: 10, Slack: 2}),
+		FixedWindow(PerSecond(3)),
+		SlidingLog(PerSecond(3)),
+		SlidingCounter(PerSecond(3)),
+		All(TokenBucket(PerSecond(3), 3), SlidingLog(PerMinute(100))),
+	} {
+		t.Run(l.String(), func(t *testing.T) {
+			s := mustShaper(t, l)
+			assert.Equal(t, l.String(), s.String())
+			q := s.QuotaAt(t0)
+			assert.Equal(t, 3, q.Remaining, "fresh quota")
+			for i := range 3 {
+				require.True(t, s.AllowAt(t0, 1), "unit %d", i+1)
+			}
+			assert.False(t, s.AllowAt(t0, 1), "a fourth unit at once")
+			q = s.QuotaAt(t0)
+			assert.Zero(t, q.Remaining)
+			assert.Positive(t, q.Wait)
+			r, err := s.ReserveAt(t0, 1)
+			require.NoError(t, err)
+			assert.Equal(t, q.Wait, r.Delay, "the reservation waits what the quota said")
+			s.CancelAt(t0, r)
+			assert.Equal(t, q, s.QuotaAt(t0), "cancelling gives the unit back")
+		})
+	}
+}
+
+// TestShaperWait: Wait books a unit through the clock, and fails at once
+// with a *WaitError when the context has ended.
+func TestShaperWait(t *testing.T) {
+	s := mustShaper(t, TokenBucket(PerSecond(1), 1))
+	require.NoError(t, s.Wait(context.Background(), 1))
+	assert.False(t, s.Allow(), "the only token is taken")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := s.Wait(ctx, 1)
+	var we *WaitError
+	require.ErrorAs(t, err, &we)
+	assert.True(t, errors.Is(err, context.Canceled))
+}
