@@ -100,6 +100,12 @@
 //
 // # Other packages
 //
+// Module github.com/pacehttp/pace/retryable, of its own so that its
+// dependency on go-retryablehttp never reaches users of this package, lets a
+// go-retryablehttp client keep its code and gain pace's Retry-After reading,
+// host-wide cooldown and limits; its documentation maps each
+// go-retryablehttp setting to pace's.
+//
 // Package [github.com/pacehttp/pace/batch] runs many calls through one
 // paced client with bounded concurrency, accounts for every item, and can
 // resume a run from a journal. Package
