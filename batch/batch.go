@@ -19,8 +19,7 @@ import (
 // try again (see the package documentation and [ErrThrottled]); any other
 // error fails the item, unless the context had ended, which makes it
 // Interrupted. An error matching [pace.ErrInvalidConfig] (a
-// misconfigured pace.Transport, say, or [HTTP] given a nil build) says the
-// setup is wrong, not the item: Run stops dispatch as StopOnError would,
+// misconfigured pace.Transport, say) says the setup is wrong, not the item: Run stops dispatch as StopOnError would,
 // and the item is Interrupted, so that nothing is journaled as failed and a
 // run with the setup fixed does it. A failed item is not retried: retry
 // transient errors inside fn, or in the client's Transport. fn is called
@@ -33,6 +32,10 @@ import (
 // no state, so several may proceed at once, each with its own journal if
 // any.
 //
+// With a journal, an item started by an earlier run that ended before the
+// item finished is in doubt: Run does it again only when that is safe, and
+// otherwise reports it [InDoubt] without calling fn (see [Options.Journal]).
+//
 // The error is nil when every item succeeded (restored ones included), even
 // if ctx ended after the last item started, unless the journal could not
 // be written. When some did not, or the journal failed, it is an [*Error],
@@ -43,7 +46,7 @@ import (
 // a duplicate ID) or a [*JournalError], before anything runs.
 func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, item T) error, opts Options) (*Report, error) {
 	if fn == nil {
-		return nil, configErr("fn", nil, "the item function must not be nil")
+		return nil, configErr("fn", nil, "the item function must not be nil (HTTP returns nil for a nil build)")
 	}
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -90,6 +93,8 @@ type runner[T any] struct {
 	results []Result
 	done    chan *attempt // capacity Concurrency, so callers never block
 	journal *journal
+	run     run    // shared with the attempts
+	marks   []item // each item's place in the journal, by index
 	started time.Time
 
 	next     int   // next index never started (restored items are skipped)
@@ -107,46 +112,76 @@ type runner[T any] struct {
 // prepare fills in IDs, checks them, and restores results from the journal.
 func (r *runner[T]) prepare() error {
 	r.sum.Items = len(r.items)
+	r.marks = make([]item, len(r.items))
+	seen := make(map[string]int, len(r.items))
 	for i := range r.results {
 		id := strconv.Itoa(i)
 		if r.opts.ID != nil {
 			id = r.opts.ID(i)
 		}
+		if j, dup := seen[id]; dup {
+			return configErr("ID", strconv.Quote(id), fmt.Sprintf("items %d and %d have the same ID", j, i))
+		}
+		seen[id] = i
 		r.results[i] = Result{Index: i, ID: id}
+		r.marks[i] = item{run: &r.run, id: id}
 	}
 	if r.opts.Journal == "" {
+		r.run.id = newRunID()
 		r.sum.NotStarted = len(r.items)
 		r.sum.Ideal = ideal(r.opts.Rate, len(r.items))
 		return nil
 	}
-	seen := make(map[string]int, len(r.items))
-	for i, res := range r.results {
-		if j, dup := seen[res.ID]; dup {
-			return configErr("ID", strconv.Quote(res.ID), fmt.Sprintf("items %d and %d have the same ID", j, i))
-		}
-		seen[res.ID] = i
-	}
-	j, done, err := openJournal(r.opts.Journal)
+	j, st, err := openJournal(r.opts.Journal)
 	if err != nil {
 		return err
 	}
 	r.journal = j
+	r.run = run{journal: j, path: r.opts.Journal, id: st.run}
 	for i := range r.results {
-		rec, ok := done[r.results[i].ID]
-		if !ok || (r.opts.RedoFailed && rec.Outcome == Failed.String()) {
-			continue
-		}
-		r.results[i] = rec.result(i)
-		r.sum.Resumed++
-		if r.results[i].Outcome == Succeeded {
-			r.sum.Succeeded++
-		} else {
-			r.sum.Failed++
+		s := st.items[r.results[i].ID]
+		switch {
+		case s == nil:
+		case s.done != nil:
+			if r.opts.RedoFailed && s.done.Outcome == Failed.String() {
+				continue
+			}
+			r.results[i] = s.done.result(i)
+			r.sum.Resumed++
+			if r.results[i].Outcome == Succeeded {
+				r.sum.Succeeded++
+			} else {
+				r.sum.Failed++
+			}
+		case s.inDoubt:
+			r.resumeInDoubt(i, s)
 		}
 	}
 	r.sum.NotStarted = len(r.items) - r.sum.Resumed
 	r.sum.Ideal = ideal(r.opts.Rate, r.sum.NotStarted)
 	return nil
+}
+
+// resumeInDoubt decides the fate of item i, in doubt after an earlier run:
+// done again when it is declared idempotent or ResendInDoubt is set, or
+// when the earlier run's request was idempotent or carried an idempotency
+// key (HTTP then sends the new one only if it is the same method or key);
+// otherwise left InDoubt, not called.
+func (r *runner[T]) resumeInDoubt(i int, s *itemState) {
+	m := &r.marks[i]
+	m.started = true // its start record is there
+	switch {
+	case r.opts.ResendInDoubt || (r.opts.Idempotent != nil && r.opts.Idempotent(i)):
+		m.resend = true
+	case s.sending != nil && (idempotentMethod(s.sending.Method) || s.sending.Key != ""):
+		m.doubt = s.sending
+	default:
+		r.results[i] = Result{Index: i, ID: r.results[i].ID, Outcome: InDoubt, Err: ErrInDoubt, Resumed: true}
+		r.sum.Resumed++
+		r.sum.InDoubt++
+		return
+	}
+	r.sum.Redone++
 }
 
 // loop dispatches attempts and collects their results until nothing is left
@@ -227,13 +262,15 @@ func (r *runner[T]) launch(idx int, now time.Time) {
 	res.Attempts++
 	r.inflight++
 	a := &attempt{idx: idx, start: now}
-	a.state.gate, a.state.ceiling = r.gate, r.ceiling
+	a.state.gate, a.state.ceiling, a.state.item = r.gate, r.ceiling, &r.marks[idx]
 	actx := context.WithValue(r.ctx, attemptKey{}, &a.state)
-	item := r.items[idx]
+	it := r.items[idx]
 	go func() {
 		if a.state.permit, a.err = r.gate.pass(actx, "", r.ceiling, false); a.err == nil {
 			a.start = time.Now()
-			a.err = r.fn(actx, item)
+			if a.err = a.state.item.begin(a.start); a.err == nil {
+				a.err = r.fn(actx, it)
+			}
 		}
 		a.dur = time.Since(a.start)
 		r.done <- a
@@ -263,12 +300,21 @@ func (r *runner[T]) finish(a *attempt) {
 		}
 	case throttled:
 		r.sum.Throttled++
+		r.unsent(a.idx, now)
 		r.throttled(a, delay, now)
+	case errors.Is(a.err, ErrInDoubt): // HTTP refused to send it again
+		r.gate.settle(p, a.start, now, false, 0)
+		r.settle(res, InDoubt, now)
+	case errors.As(a.err, new(*JournalError)): // its start could not be recorded: nothing was done
+		r.gate.settle(p, a.start, now, false, 0)
+		r.settle(res, Interrupted, now)
+		r.halt(a.err)
 	case r.ctx.Err() != nil:
 		r.gate.settle(p, a.start, now, false, 0)
 		r.settle(res, Interrupted, now)
 	case errors.Is(a.err, pace.ErrInvalidConfig): // the setup is wrong, not the item
 		r.gate.settle(p, a.start, now, false, 0)
+		r.unsent(a.idx, now)
 		r.settle(res, Interrupted, now)
 		r.halt(&ItemError{Index: res.Index, ID: res.ID, Status: res.Status, Err: res.Err})
 	default:
@@ -295,11 +341,24 @@ func (r *runner[T]) settle(res *Result, o Outcome, now time.Time) {
 	case Interrupted:
 		r.sum.Interrupted++
 		return
+	case InDoubt: // not journaled: it stays in doubt
+		r.sum.InDoubt++
+		return
 	}
 	if r.journal != nil && !r.stopJournal() {
 		if err := r.journal.write(newRecord(res), now); err != nil {
 			r.halt(r.journalErr(err))
 		}
+	}
+}
+
+// unsent journals that item idx's last attempt was not applied.
+func (r *runner[T]) unsent(idx int, now time.Time) {
+	if r.stopJournal() {
+		return
+	}
+	if err := r.marks[idx].unsent(now); err != nil {
+		r.halt(err)
 	}
 }
 
@@ -392,10 +451,10 @@ func (r *runner[T]) report() (*Report, error) {
 	}
 	rep := &Report{Results: r.results, Summary: r.snapshot()}
 	s := rep.Summary
-	if s.Failed == 0 && s.Interrupted == 0 && s.NotStarted == 0 && !r.stopJournal() {
+	if s.Failed == 0 && s.Interrupted == 0 && s.InDoubt == 0 && s.NotStarted == 0 && !r.stopJournal() {
 		return rep, nil // the context may have ended after the last start: nothing was lost
 	}
-	e := &Error{Failed: s.Failed, Interrupted: s.Interrupted, NotStarted: s.NotStarted, Stop: r.stop}
+	e := &Error{Failed: s.Failed, Interrupted: s.Interrupted, InDoubt: s.InDoubt, NotStarted: s.NotStarted, Stop: r.stop}
 	for i := range r.results {
 		if res := &r.results[i]; res.Outcome == Failed {
 			e.First = &ItemError{Index: i, ID: res.ID, Status: res.Status, Err: res.Err}

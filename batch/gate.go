@@ -182,13 +182,15 @@ func (g *gate) paused() (bool, time.Time) {
 type attemptKey struct{}
 
 // attemptState is what an attempt's context carries: its status recorder
-// (see [RecordStatus]) and its place at the gate.
+// (see [RecordStatus]), its place at the gate, and its item's in the
+// journal.
 type attemptState struct {
 	status  atomic.Int64
 	gate    *gate
 	ceiling *pace.Shaper // Options.Rate, or nil
 	permit  pace.Permit  // under the run's key "", or the key HTTP entered
 	keyed   bool         // HTTP entered a key of its own
+	item    *item        // the item's place in the journal
 }
 
 // enter passes the attempt through the gate under key (the host of an

@@ -16,12 +16,27 @@ import (
 //
 // build makes the item's request; it should attach ctx
 // (http.NewRequestWithContext) so that cancelling the run cancels the
-// request. If build is nil, the function refuses every item with a
-// [*pace.ConfigError] for "build", which stops Run at the first item (see
-// [Run]). check judges the response; nil means [CheckResponse]. The
-// response's status is recorded for [Result.Status], and its body is closed
-// after check returns, with up to 4 KiB drained first so the connection can
-// be reused; check may read the body.
+// request. If build is nil, HTTP returns nil, which [Run] refuses with a
+// [*pace.ConfigError] for "fn" before anything runs. check judges the
+// response; nil means [CheckResponse]. The response's status is recorded
+// for [Result.Status], and its body is closed after check returns, with up
+// to 4 KiB drained first so the connection can be reused; check may read
+// the body.
+//
+// Idempotency keys: a POST or PATCH that build leaves without an
+// Idempotency-Key (or X-Idempotency-Key) header gets the item's
+// [IdempotencyKey], derived from the run's journal and the item's ID, so
+// that a server that deduplicates by key (draft-ietf-httpapi-idempotency-key-header;
+// Stripe, Adyen, PayPal) applies the item once however often it is sent,
+// within this run and the runs resumed from its journal, and so that
+// pace.Transport may retry it. To send one without a key, set the header
+// to the empty string in build: HTTP then removes it and adds none.
+//
+// Write-ahead: with [Options.Journal], HTTP records the request's method
+// and key in the journal just before sending it, and when the item is in
+// doubt after an earlier run it sends the request only if it is as safe to
+// send again as the recorded one (the same idempotent method, or the same
+// key); otherwise it sends nothing and the item ends [InDoubt].
 //
 // Pacing, per-host limits and transport-level retries belong to the
 // client's Transport (pace.Transport, for one); the batch sees only the
@@ -32,8 +47,8 @@ import (
 // from client.Do comes as a *url.Error, which Run sees through: with
 // pace.Transport, one matching pace.ErrRateLimited (a client-side wait was
 // refused, even inside a *pace.AttemptsError) is a throttle too, and any
-// other fails the item. An error from build, or a nil request, fails the
-// item.
+// other fails the item. An error from build, a nil request or a request
+// with a nil URL fails the item, with nothing sent.
 //
 // The returned function is safe for concurrent use if build and check are.
 func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*http.Request, error), check func(*http.Response) error) func(context.Context, T) error {
@@ -44,8 +59,7 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 		check = CheckResponse
 	}
 	if build == nil {
-		err := configErr("build", nil, "the request builder must not be nil")
-		return func(context.Context, T) error { return err }
+		return nil
 	}
 	return func(ctx context.Context, item T) error {
 		req, err := build(ctx, item)
@@ -55,9 +69,17 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 		if req == nil {
 			return errNilRequest
 		}
+		if req.URL == nil {
+			return errNilURL
+		}
 		if a := attemptOf(ctx); a != nil {
 			if err := a.enter(ctx, hostKey(req)); err != nil {
 				return err
+			}
+			if a.item != nil {
+				if err := a.item.sending(req); err != nil {
+					return err
+				}
 			}
 		}
 		resp, err := client.Do(req)
@@ -70,7 +92,10 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 	}
 }
 
-var errNilRequest = errors.New("batch: build returned a nil request")
+var (
+	errNilRequest = errors.New("batch: build returned a nil request")
+	errNilURL     = errors.New("batch: build returned a request with a nil URL; nothing was sent")
+)
 
 // drainAndClose reads at most 4 KiB of body, so a small unread body does not
 // cost the connection, and closes it.

@@ -2,22 +2,64 @@ package batch
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 )
 
-// record is one line of the journal: a finished item.
+// The journal format. Version 1, the format before versions, is a file of
+// finish records only (one JSON object per line: id, outcome "succeeded" or
+// "failed", status, attempts, duration_ns, error). Version 2 is a
+// write-ahead journal: a header line
+//
+//	{"journal":"pace/batch","version":2,"run":"<run ID>"}
+//
+// and, besides the finish records of version 1, two records written
+// before an item's first attempt can have any effect:
+//
+//	{"id":"<ID>","outcome":"started"}                                  Run, before calling the item function the first time
+//	{"id":"<ID>","outcome":"sending","method":"POST","key":"<key>"}    [HTTP], before sending the item's request (key: its idempotency key, if any)
+//	{"id":"<ID>","outcome":"not sent"}                                 Run, after an attempt that was shown not to be applied (throttled, or a configuration error)
+//
+// A start or sending record without a finish or "not sent" record after
+// it marks an item in doubt (see [InDoubt]). Run reads both versions; it adds a header to a
+// version 1 journal it resumes, so the file becomes version 2.
+const (
+	journalFormat  = "pace/batch"
+	journalVersion = 2
+)
+
+// Outcomes of the records a version 2 journal adds.
+const (
+	recStarted = "started"
+	recSending = "sending"
+	recUnsent  = "not sent"
+)
+
+// record is one line of the journal about an item: its start, the request
+// it is about to send, or its end.
 type record struct {
 	ID       string `json:"id"`
-	Outcome  string `json:"outcome"` // "succeeded" or "failed"
+	Outcome  string `json:"outcome"` // "succeeded", "failed", "started", "sending" or "not sent"
 	Status   int    `json:"status,omitempty"`
-	Attempts int    `json:"attempts"`
-	Duration int64  `json:"duration_ns"`
+	Attempts int    `json:"attempts,omitempty"`
+	Duration int64  `json:"duration_ns,omitempty"`
 	Error    string `json:"error,omitempty"`
+	Method   string `json:"method,omitempty"` // on "sending"
+	Key      string `json:"key,omitempty"`    // on "sending": the idempotency key sent, if any
+}
+
+// header is the first line of a version 2 journal.
+type header struct {
+	Journal string `json:"journal"` // journalFormat
+	Version int    `json:"version"`
+	Run     string `json:"run"` // the run ID, see [RunID]
 }
 
 func newRecord(r *Result) record {
@@ -39,8 +81,13 @@ func (rec record) result(i int) Result {
 	return r
 }
 
-func (rec record) valid() bool {
+// finished reports whether rec records an item's end.
+func (rec record) finished() bool {
 	return rec.Outcome == Succeeded.String() || rec.Outcome == Failed.String()
+}
+
+func (rec record) valid() bool {
+	return rec.finished() || rec.Outcome == recStarted || rec.Outcome == recSending || rec.Outcome == recUnsent
 }
 
 // Journal syncing: after this many pending records, or this long after the
@@ -50,20 +97,41 @@ const (
 	syncAfter = time.Second
 )
 
-// journal appends records to a file. It is used by Run's goroutine only.
+// journal appends records to a file. Run's goroutine writes finish records
+// and syncs; the goroutines of attempts write start and sending records;
+// mu orders them.
 type journal struct {
+	mu      sync.Mutex
 	f       *os.File
 	pending int       // records written since the last sync
 	syncDue time.Time // when pending records must be synced
+}
+
+// journalState is what a journal holds: the run ID and each item's state,
+// by ID.
+type journalState struct {
+	version int // 1 without a header
+	run     string
+	items   map[string]*itemState
+}
+
+// itemState is an item's state in the journal: finished, or in doubt.
+type itemState struct {
+	done    *record // the finish record; nil when the item was started again after it, or never finished
+	inDoubt bool    // started and not finished
+	sending *record // the last sending record since the item's start, or nil
 }
 
 // JournalError reports a journal ([Options].Journal) that cannot be opened,
 // locked, read or written. [Run] returns it before anything runs when the
 // journal cannot be opened, locked or read (Err is [ErrJournalLocked] when
 // another run holds it), and reports it in [Error].Stop when a write fails
-// during the run (which then stops dispatch). A whole line that is not a
-// valid record is corrupt, wherever it is; only an unterminated last line
-// is a torn write, dropped so that its item runs again.
+// during the run (which then stops dispatch; the attempt whose start could
+// not be recorded is not made). A whole line that is not a valid record is
+// corrupt, wherever it is; only an unterminated last line is a torn write,
+// dropped so that its item runs again (or, if it was an item's start, so
+// that the item is not in doubt: nothing was done before its start was
+// written).
 type JournalError struct {
 	Path string // the journal's path, Options.Journal
 	Line int    // the 1-based line that is not a valid record, or 0
@@ -93,71 +161,133 @@ var ErrJournalLocked = errors.New("in use by another run")
 // is not a journal Run can trust.
 var errCorrupt = errors.New("not a valid journal record")
 
+// errNewerJournal is the Err of a JournalError for a header of a version
+// this package does not know.
+var errNewerJournal = fmt.Errorf("journal format newer than version %d", journalVersion)
+
 // openJournal opens or creates the journal at path, locks it (see
-// lockJournal), and returns it with the records it holds, by ID (a later
-// record of an ID replaces an earlier one). A torn tail (a last line
+// lockJournal), and returns it with what it holds. A torn tail (a last line
 // without its newline) is cut off, so that new records start on a line of
-// their own.
-func openJournal(path string) (*journal, map[string]record, error) {
+// their own. A journal without a header (new, or version 1) gets one, with
+// a new run ID.
+func openJournal(path string) (*journal, *journalState, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, nil, &JournalError{Path: path, Err: err}
 	}
-	if err := lockJournal(f); err != nil { // before reading: another run may be writing
-		f.Close()
-		return nil, nil, &JournalError{Path: path, Err: err}
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		f.Close()
-		return nil, nil, &JournalError{Path: path, Err: err}
-	}
-	done, end, err := parseJournal(data)
-	if err != nil {
+	fail := func(err error) (*journal, *journalState, error) {
 		f.Close()
 		var je *JournalError
-		if errors.As(err, &je) {
+		if !errors.As(err, &je) {
+			err = &JournalError{Path: path, Err: err}
+		} else {
 			je.Path = path
 		}
 		return nil, nil, err
 	}
+	if err := lockJournal(f); err != nil { // before reading: another run may be writing
+		return fail(err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return fail(err)
+	}
+	st, end, err := parseJournal(data)
+	if err != nil {
+		return fail(err)
+	}
 	if end < len(data) {
 		if err := f.Truncate(int64(end)); err != nil {
-			f.Close()
-			return nil, nil, &JournalError{Path: path, Err: err}
+			return fail(err)
 		}
 	}
-	return &journal{f: f}, done, nil
+	j := &journal{f: f}
+	if st.run == "" {
+		st.run = newRunID()
+		b, _ := json.Marshal(header{Journal: journalFormat, Version: journalVersion, Run: st.run})
+		if _, err := f.Write(append(b, '\n')); err != nil {
+			return fail(err)
+		}
+		if err := f.Sync(); err != nil {
+			return fail(err)
+		}
+	}
+	return j, st, nil
 }
 
-// parseJournal returns the records in data and the length of its good
-// prefix: all of data but a last line without its newline, which is a torn
-// write. Any other line that is not a valid record is a *JournalError
-// (without Path) naming it.
-func parseJournal(data []byte) (done map[string]record, end int, err error) {
-	done = make(map[string]record)
+// newRunID returns 16 random hex digits (64 bits from crypto/rand).
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails since Go 1.24
+	return hex.EncodeToString(b[:])
+}
+
+// parseJournal returns what data holds and the length of its good prefix:
+// all of data but a last line without its newline, which is a torn write.
+// Any other line that is neither a valid record nor a header of a known
+// version is a *JournalError (without Path) naming it. The first header
+// gives the run ID; a record of an ID updates its state: a start or
+// sending record makes it in doubt, a "not sent" record undoes that, a
+// finish record finishes it.
+func parseJournal(data []byte) (st *journalState, end int, err error) {
+	st = &journalState{version: 1, items: make(map[string]*itemState)}
 	for line := 1; end < len(data); line++ {
 		n := bytes.IndexByte(data[end:], '\n')
 		if n < 0 {
 			break // an unterminated last line: torn
 		}
-		var rec record
-		if json.Unmarshal(data[end:end+n], &rec) != nil || !rec.valid() {
+		var l struct {
+			record
+			header
+		}
+		if json.Unmarshal(data[end:end+n], &l) != nil {
 			return nil, 0, &JournalError{Line: line, Err: errCorrupt}
 		}
-		done[rec.ID] = rec
 		end += n + 1
+		if l.Journal != "" || l.Version != 0 {
+			switch {
+			case l.Journal != journalFormat || l.Version < 2 || l.Run == "":
+				return nil, 0, &JournalError{Line: line, Err: errCorrupt}
+			case l.Version > journalVersion:
+				return nil, 0, &JournalError{Line: line, Err: errNewerJournal}
+			}
+			if st.run == "" {
+				st.run, st.version = l.Run, l.Version
+			}
+			continue
+		}
+		rec := l.record
+		if !rec.valid() {
+			return nil, 0, &JournalError{Line: line, Err: errCorrupt}
+		}
+		s := st.items[rec.ID]
+		if s == nil {
+			s = new(itemState)
+			st.items[rec.ID] = s
+		}
+		switch rec.Outcome {
+		case recStarted:
+			*s = itemState{inDoubt: true}
+		case recSending:
+			*s = itemState{inDoubt: true, sending: &rec}
+		case recUnsent:
+			*s = itemState{}
+		default:
+			*s = itemState{done: &rec}
+		}
 	}
-	return done, end, nil
+	return st, end, nil
 }
 
 // write appends rec as one line, in one write, and syncs when syncEvery
-// records are pending.
+// records are pending. It is safe for concurrent use.
 func (j *journal) write(rec record, now time.Time) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	if _, err := j.f.Write(append(b, '\n')); err != nil {
 		return err
 	}
@@ -165,13 +295,15 @@ func (j *journal) write(rec record, now time.Time) error {
 		j.syncDue = now.Add(syncAfter)
 	}
 	if j.pending >= syncEvery {
-		return j.sync()
+		return j.syncLocked()
 	}
 	return nil
 }
 
 // due returns when pending records must be synced, or the zero Time.
 func (j *journal) due() time.Time {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	if j.pending == 0 {
 		return time.Time{}
 	}
@@ -180,19 +312,23 @@ func (j *journal) due() time.Time {
 
 // tick syncs if pending records are due at now.
 func (j *journal) tick(now time.Time) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	if j.pending > 0 && !now.Before(j.syncDue) {
-		return j.sync()
+		return j.syncLocked()
 	}
 	return nil
 }
 
-func (j *journal) sync() error {
+func (j *journal) syncLocked() error {
 	j.pending = 0
 	return j.f.Sync()
 }
 
 // close syncs and closes the file.
 func (j *journal) close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	err := j.f.Sync()
 	if cerr := j.f.Close(); err == nil {
 		err = cerr

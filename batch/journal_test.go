@@ -16,11 +16,14 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/pacehttp/pace"
 )
 
 // readJournal parses every line of the journal at path, failing the test on
-// a line that is not a valid record.
+// a line that is neither a valid record nor a header, and returns its
+// finish records.
 func readJournal(t *testing.T, path string) []record {
 	t.Helper()
 	f, err := os.Open(path)
@@ -30,12 +33,23 @@ func readJournal(t *testing.T, path string) []record {
 	defer f.Close()
 	var recs []record
 	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var rec record
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil || !rec.valid() {
-			t.Fatalf("journal line %d %q: %v", len(recs)+1, sc.Text(), err)
+	for n := 1; sc.Scan(); n++ {
+		var l struct {
+			record
+			header
 		}
-		recs = append(recs, rec)
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("journal line %d %q: %v", n, sc.Text(), err)
+		}
+		if l.Journal != "" {
+			continue
+		}
+		if !l.valid() {
+			t.Fatalf("journal line %d %q: not a valid record", n, sc.Text())
+		}
+		if l.finished() {
+			recs = append(recs, l.record)
+		}
 	}
 	return recs
 }
@@ -313,8 +327,8 @@ func TestJournalRedoFailed(t *testing.T) {
 // times: every syncEvery records, or syncAfter after the first pending one.
 func TestJournalSyncBatches(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.jsonl")
-	j, done, err := openJournal(path)
-	if err != nil || len(done) != 0 {
+	j, st, err := openJournal(path)
+	if err != nil || len(st.items) != 0 {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -355,11 +369,11 @@ func FuzzParseJournal(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		done, end, err := parseJournal(data)
+		st, end, err := parseJournal(data)
 		if err != nil {
 			var je *JournalError
 			lines := bytes.Count(data, []byte("\n"))
-			if !errors.As(err, &je) || je.Line < 1 || je.Line > lines || done != nil {
+			if !errors.As(err, &je) || je.Line < 1 || je.Line > lines || st != nil {
 				t.Fatalf("parseJournal(%q) = %v, want a *JournalError naming one of its %d whole lines", data, err, lines)
 			}
 			return
@@ -367,8 +381,29 @@ func FuzzParseJournal(f *testing.F) {
 		if end < 0 || end > len(data) || (end > 0 && data[end-1] != '\n') || bytes.IndexByte(data[end:], '\n') >= 0 {
 			t.Fatalf("parseJournal(%q) good prefix %d: not whole lines followed by one torn line", data, end)
 		}
-		if len(done) > bytes.Count(data[:end], []byte("\n")) {
-			t.Fatalf("parseJournal(%q) = %d records from %d lines", data, len(done), bytes.Count(data[:end], []byte("\n")))
+		if len(st.items) > bytes.Count(data[:end], []byte("\n")) {
+			t.Fatalf("parseJournal(%q) = %d items from %d lines", data, len(st.items), bytes.Count(data[:end], []byte("\n")))
 		}
 	})
+}
+
+// journalStateOf parses the journal at path.
+func journalStateOf(t *testing.T, path string) *journalState {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	st, _, err := parseJournal(data)
+	require.NoError(t, err)
+	return st
+}
+
+// assertNothingJournaled checks that the journal at path records no item
+// as finished or in doubt: a resumed run does every item afresh.
+func assertNothingJournaled(t *testing.T, path string) {
+	t.Helper()
+	for id, s := range journalStateOf(t, path).items {
+		if s.done != nil || s.inDoubt {
+			t.Errorf("journal records item %s as %+v; want nothing", id, *s)
+		}
+	}
 }

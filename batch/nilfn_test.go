@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/testhttp"
 )
@@ -26,34 +29,20 @@ func TestRunNilFunc(t *testing.T) {
 	}
 }
 
-// TestHTTPNilArguments: HTTP with a nil client uses http.DefaultClient, and
-// with a nil build returns a function that refuses every item with a
-// *pace.ConfigError for build; Run stops at the first such error, and the
-// items it reached are interrupted, not failed, so the journal records none
-// of them and a run with the fix does them all.
+// TestHTTPNilArguments: HTTP with a nil client uses http.DefaultClient,
+// and with a nil build returns nil, which Run refuses before anything runs
+// (a user trial saw a nil build stop the run only once items had started).
 func TestHTTPNilArguments(t *testing.T) {
 	fn := HTTP[string](nil, nil, nil)
-	err := fn(context.Background(), "x")
-	var ce *pace.ConfigError
-	if !errors.As(err, &ce) || ce.Field != "build" || !errors.Is(err, pace.ErrInvalidConfig) {
-		t.Fatalf("HTTP(nil, nil, nil)(x) = %v, want a *pace.ConfigError for build", err)
-	}
-
+	require.Nil(t, fn, "HTTP with a nil build")
 	path := filepath.Join(t.TempDir(), "run.jsonl")
 	rep, err := Run(context.Background(), []string{"a", "b", "c", "d"}, fn, Options{Concurrency: 1, Journal: path})
-	want := []Outcome{Interrupted, NotStarted, NotStarted, NotStarted}
-	for i, res := range rep.Results {
-		if res.Outcome != want[i] {
-			t.Errorf("Results[%d].Outcome = %v, want %v", i, res.Outcome, want[i])
-		}
-	}
-	var e *Error
-	if !errors.As(err, &e) || e.Failed != 0 || !errors.Is(err, pace.ErrInvalidConfig) {
-		t.Errorf("Run error = %v, want *Error stopped by the configuration error, nothing failed", err)
-	}
-	if b, err := os.ReadFile(path); err != nil || len(b) != 0 {
-		t.Errorf("journal = %q, %v; want empty", b, err)
-	}
+	var ce *pace.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "fn", ce.Field)
+	assert.Nil(t, rep)
+	_, serr := os.Stat(path)
+	assert.ErrorIs(t, serr, os.ErrNotExist, "no journal for a run that could not start")
 
 	// A nil client is http.DefaultClient, whose Transport is
 	// http.DefaultTransport: swap that for a fake to see the request go.
@@ -89,7 +78,5 @@ func TestRunConfigErrorFromTransport(t *testing.T) {
 	if !errors.Is(err, pace.ErrInvalidConfig) {
 		t.Errorf("Run error = %v, want one matching pace.ErrInvalidConfig", err)
 	}
-	if b, err := os.ReadFile(path); err != nil || len(b) != 0 {
-		t.Errorf("journal = %q, %v; want empty", b, err)
-	}
+	assertNothingJournaled(t, path)
 }

@@ -85,17 +85,34 @@ type Options struct {
 	// must not be below Backoff.
 	MaxBackoff time.Duration
 
-	// Journal, if not empty, is the path of a JSON Lines file of finished
-	// items (created if missing), which makes the run resumable: items the
-	// file already records are skipped and their results restored, and
-	// every item that finishes is appended as one line. Lines reach the
-	// operating system as each item finishes, so a killed process loses
-	// none; they are synced to disk every 64 records, at least once a
-	// second while records are pending, and at the end. A torn last line
-	// (one without its newline: a crash mid-write) is dropped and its item
-	// run again. Any other line that is not a valid record makes Run fail
-	// at once with a [*JournalError] naming the line, before doing any
-	// item, and leaves the file as it is.
+	// Journal, if not empty, is the path of a JSON Lines file, a
+	// write-ahead journal (created if missing), which makes the run
+	// resumable: items the file records as finished are skipped and their
+	// results restored, and every item that finishes is appended as one
+	// line. Before an item's function is first called, Run appends a
+	// record of its start ([HTTP] instead records its request just before
+	// sending it, with its method and idempotency key). Lines reach the
+	// operating system before the call, each in one write(2), so a killed
+	// process (SIGKILL included: the page cache outlives it) loses none;
+	// they are synced to disk (fsync) every 64 records, at least once a
+	// second while records are pending, and at the end, so a machine that
+	// loses power may lose up to a second of them. A torn last line (one
+	// without its newline: a crash mid-write) is dropped and its item run
+	// again. Any other line that is not a valid record makes Run fail at
+	// once with a [*JournalError] naming the line, before doing any item,
+	// and leaves the file as it is. The format is versioned (version 2;
+	// files of the format before versions, finish records only, are read
+	// too, and get a header line when resumed).
+	//
+	// An item whose start is recorded and whose end is not is in doubt:
+	// the upstream may have applied it. A resumed run does it again when
+	// that is safe: when Idempotent declares it so, or when its recorded
+	// request was idempotent (RFC 9110 section 9.2.2: GET, HEAD, OPTIONS,
+	// TRACE, PUT, DELETE) or carried an Idempotency-Key, and HTTP builds
+	// the same method, or the same key, again (the key HTTP derives, see
+	// [IdempotencyKey], is the same in every run of the journal). Any other
+	// in-doubt item is not called: it ends [InDoubt], counted in
+	// Summary.InDoubt, unless ResendInDoubt is set.
 	//
 	// Only one run may use a journal at a time. Run takes an exclusive
 	// advisory lock on the file (flock(2)) before reading it, and holds it
@@ -114,14 +131,28 @@ type Options struct {
 	// only if a restarted run is given the same items in the same order;
 	// when the list can change between runs (items added, removed or
 	// sorted differently), give an ID derived from the item, such as its
-	// database key. Keys must be unique within the batch (Run checks when
-	// a journal is used). Result.ID holds the key either way.
+	// database key. Keys must be unique within the batch (Run checks, with
+	// a journal or without). Result.ID holds the key either way, and the
+	// key HTTP derives for a POST comes from it (see [IdempotencyKey]).
 	ID func(i int) string
 
 	// RedoFailed makes a resumed run start again the items the journal
 	// records as failed. By default every finished item is skipped, so
 	// that a restart never repeats a call.
 	RedoFailed bool
+
+	// Idempotent, if non-nil, reports whether items[i] may be done twice
+	// with no harm (the item function reads, or sets a value, or passes
+	// an idempotency key of its own such as [IdempotencyKey]'s). Run asks
+	// it only of items in doubt after an earlier run: those it declares
+	// idempotent are done again. Nil declares none; the requests of [HTTP]
+	// speak for themselves (see Journal).
+	Idempotent func(i int) bool
+
+	// ResendInDoubt makes a resumed run do again every item in doubt, as
+	// if each were idempotent: use it when the upstream was checked and
+	// did not apply them, or tolerates duplicates.
+	ResendInDoubt bool
 }
 
 // withDefaults returns o with zero fields replaced by their defaults, or a

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -59,9 +58,7 @@ func TestRunTransportDeadline(t *testing.T) {
 		if !errors.As(err, &e) || e.Interrupted != 3 || e.First != nil || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Run error = %v, want *Error with 3 interrupted, no failure, matching context.DeadlineExceeded", err)
 		}
-		if b, err := os.ReadFile(path); err != nil || len(b) != 0 {
-			t.Errorf("journal = %q, %v; want empty", b, err)
-		}
+		assertNothingJournaled(t, path)
 
 		open.Store(true)
 		before := sent.Load()

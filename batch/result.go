@@ -24,13 +24,23 @@ const (
 	// it was throttled and waiting for another attempt (a throttle that
 	// ran out of time included), or its attempt met a configuration error
 	// (matching pace.ErrInvalidConfig), which ends the run. It is not
-	// written to the journal, so a resumed run does it again.
+	// written to the journal, so a resumed run does it again (if it was
+	// started, it is then in doubt, unless HTTP had not sent it yet).
 	Interrupted
+	// InDoubt means an earlier run with the same journal started the item
+	// and ended before recording its end, so the upstream may or may not
+	// have applied it, and this run did not send it again: it was not
+	// declared idempotent and carried no idempotency key (see
+	// [Options.Journal]). Its Err matches [ErrInDoubt]. Check it with the
+	// upstream, or run again with [Options.ResendInDoubt]. It is not
+	// written to the journal, so it stays in doubt.
+	InDoubt
 )
 
-var outcomeNames = [...]string{"not started", "succeeded", "failed", "interrupted"}
+var outcomeNames = [...]string{"not started", "succeeded", "failed", "interrupted", "in doubt"}
 
-// String returns "not started", "succeeded", "failed" or "interrupted".
+// String returns "not started", "succeeded", "failed", "interrupted" or
+// "in doubt".
 func (o Outcome) String() string {
 	if o < 0 || int(o) >= len(outcomeNames) {
 		return fmt.Sprintf("Outcome(%d)", int(o))
@@ -64,7 +74,7 @@ type Result struct {
 }
 
 // Summary counts the items of a run. In the summary of a finished run
-// Items == Succeeded + Failed + Interrupted + NotStarted; in a [Progress]
+// Items == Succeeded + Failed + Interrupted + InDoubt + NotStarted; in a [Progress]
 // report, the items started and not yet finished are counted in Running,
 // and NotStarted counts those not yet reached.
 type Summary struct {
@@ -72,9 +82,11 @@ type Summary struct {
 	Succeeded   int // including those restored from the journal
 	Failed      int // including those restored from the journal
 	Interrupted int // started, cut off when the run ended
+	InDoubt     int // started by an earlier run that ended first, not sent again (see InDoubt)
 	NotStarted  int // never started
 	Running     int // in flight or waiting for a retry; 0 once Run returns
-	Resumed     int // restored from the journal, not run again
+	Resumed     int // restored from the journal, not run again (in-doubt items left alone included)
+	Redone      int // in doubt after an earlier run, and done again as safe to repeat
 
 	Throttled int // attempts that came back throttled (HTTP 429 and the like)
 	Retries   int // attempts beyond each item's first
@@ -91,13 +103,16 @@ type Summary struct {
 //
 //	300 items: 300 succeeded, 0 failed, 0 not started; 10 throttled, 10 retries, 1 pause; elapsed 3m6s, ideal 59s
 //
-// Interrupted, running and resumed items, and the ideal time, appear only
-// when there are some.
+// Interrupted, in-doubt, running, resumed and redone items, and the ideal
+// time, appear only when there are some.
 func (s Summary) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d items: %d succeeded, %d failed", s.Items, s.Succeeded, s.Failed)
 	if s.Interrupted > 0 {
 		fmt.Fprintf(&b, ", %d interrupted", s.Interrupted)
+	}
+	if s.InDoubt > 0 {
+		fmt.Fprintf(&b, ", %d in doubt", s.InDoubt)
 	}
 	if s.Running > 0 {
 		fmt.Fprintf(&b, ", %d running", s.Running)
@@ -105,6 +120,9 @@ func (s Summary) String() string {
 	fmt.Fprintf(&b, ", %d not started", s.NotStarted)
 	if s.Resumed > 0 {
 		fmt.Fprintf(&b, " (%d resumed from the journal)", s.Resumed)
+	}
+	if s.Redone > 0 {
+		fmt.Fprintf(&b, " (%d in doubt redone)", s.Redone)
 	}
 	fmt.Fprintf(&b, "; %d throttled, %d %s, %d %s", s.Throttled,
 		s.Retries, plural(s.Retries, "retry", "retries"), s.Pauses, plural(s.Pauses, "pause", "pauses"))
@@ -178,6 +196,7 @@ func (e *ItemError) Unwrap() error { return e.Err }
 type Error struct {
 	Failed      int // items that failed
 	Interrupted int // items started but not finished
+	InDoubt     int // items in doubt, not sent again
 	NotStarted  int // items never started
 
 	// Stop is why the run ended before every item was done: the context's
@@ -192,12 +211,17 @@ type Error struct {
 }
 
 // Error returns "batch: <Failed> failed, <Interrupted> interrupted,
-// <NotStarted> not started", followed by ": stopped: <Stop>" and
+// <NotStarted> not started", with ", <InDoubt> in doubt" before "not
+// started" when there are some, followed by ": stopped: <Stop>" and
 // "; first failure: <First>" when they are set (First only when it is not
 // Stop).
 func (e *Error) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "batch: %d failed, %d interrupted, %d not started", e.Failed, e.Interrupted, e.NotStarted)
+	fmt.Fprintf(&b, "batch: %d failed, %d interrupted", e.Failed, e.Interrupted)
+	if e.InDoubt > 0 {
+		fmt.Fprintf(&b, ", %d in doubt", e.InDoubt)
+	}
+	fmt.Fprintf(&b, ", %d not started", e.NotStarted)
 	if e.Stop != nil {
 		fmt.Fprintf(&b, ": stopped: %v", e.Stop)
 	}

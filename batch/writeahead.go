@@ -1,0 +1,160 @@
+package batch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/pacehttp/pace"
+)
+
+// ErrInDoubt is the Err of an item that is [InDoubt]: an earlier run with
+// the same journal started it and ended (killed, cancelled, or its machine
+// lost) before recording its end, so the upstream may or may not have
+// applied it, and it is not safe to send again. See [Options.Journal] for
+// what is sent again and what is not.
+var ErrInDoubt = errors.New("batch: in doubt: an earlier run started the item and ended before it finished; not sent again")
+
+// run is what the attempts of one Run share about its journal.
+type run struct {
+	journal *journal // nil without Options.Journal
+	path    string   // Options.Journal
+	id      string   // the run ID: the journal's, or a random one per Run without a journal
+	// selfJournaled is set once the item function turned out to be HTTP's,
+	// which records each item's start itself, just before sending: Run
+	// then records no start of its own.
+	selfJournaled atomic.Bool
+}
+
+// item is what the attempts of one item know of its place in the journal.
+// The attempts of an item are never in flight together, and Run hands each
+// one to a new goroutine, so only one goroutine touches an item at a time.
+type item struct {
+	run     *run
+	id      string
+	started bool    // the item's start is recorded; set with no journal too
+	doubt   *record // in doubt: the sending record of the earlier run, which HTTP compares the new request with
+	resend  bool    // in doubt, and sent again anyway (Options.ResendInDoubt or Options.Idempotent)
+	sent    record  // the last sending record written
+}
+
+// begin records the item's start before its function is first called,
+// unless the function records it itself (HTTP) or it is recorded already.
+func (it *item) begin(now time.Time) error {
+	if it.started || it.run.journal == nil || it.run.selfJournaled.Load() {
+		return nil
+	}
+	if err := it.run.journal.write(record{ID: it.id, Outcome: recStarted}, now); err != nil {
+		return &JournalError{Path: it.run.path, Err: err}
+	}
+	it.started = true
+	return nil
+}
+
+// sending prepares req, the item's request, to be sent, and records it: it
+// gives a POST or PATCH without an idempotency key the item's key (see
+// [IdempotencyKey]) unless the header is there with an empty value (the
+// opt-out: the header is then removed), refuses with an error matching
+// ErrInDoubt a request of an item in doubt that is not as safe to send
+// again as the earlier run's, and writes a sending record before the
+// request leaves.
+func (it *item) sending(req *http.Request) error {
+	it.run.selfJournaled.Store(true)
+	key := idempotencyKeyOf(req.Header)
+	if vs, ok := req.Header[pace.DefaultIdempotencyHeader]; ok && key == "" && len(vs) > 0 {
+		delete(req.Header, pace.DefaultIdempotencyHeader) // opted out
+	} else if key == "" && (req.Method == http.MethodPost || req.Method == http.MethodPatch) {
+		if req.Header == nil {
+			req.Header = make(http.Header)
+		}
+		key = derivedKey(it.run.id, it.id)
+		req.Header.Set(pace.DefaultIdempotencyHeader, key)
+	}
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	if d := it.doubt; d != nil && !it.resend {
+		sameSafe := idempotentMethod(method) && method == d.Method
+		sameKey := key != "" && key == d.Key
+		if !sameSafe && !sameKey {
+			return fmt.Errorf("%w (the earlier run sent %s with key %q; this one would send %s with key %q)",
+				ErrInDoubt, d.Method, d.Key, method, key)
+		}
+	}
+	rec := record{ID: it.id, Outcome: recSending, Method: method, Key: key}
+	if it.run.journal == nil || (it.started && it.sent == rec) {
+		return nil
+	}
+	if err := it.run.journal.write(rec, time.Now()); err != nil {
+		return &JournalError{Path: it.run.path, Err: err}
+	}
+	it.started, it.sent = true, rec
+	return nil
+}
+
+// unsent records that the item's last attempt was not applied (it was
+// throttled, or met a configuration error), so that the item is not in
+// doubt if the run ends before it is done. An item in doubt since an
+// earlier run stays so: that run's attempt may have been applied. Only
+// Run's goroutine calls it, between attempts.
+func (it *item) unsent(now time.Time) error {
+	if !it.started || it.run.journal == nil || it.doubt != nil || it.resend {
+		return nil
+	}
+	if err := it.run.journal.write(record{ID: it.id, Outcome: recUnsent}, now); err != nil {
+		return &JournalError{Path: it.run.path, Err: err}
+	}
+	it.started, it.sent = false, record{}
+	return nil
+}
+
+// idempotencyKeyOf returns the value of the Idempotency-Key header, or of
+// X-Idempotency-Key without it, or "".
+func idempotencyKeyOf(h http.Header) string {
+	if k := h.Get(pace.DefaultIdempotencyHeader); k != "" {
+		return k
+	}
+	return h.Get("X-Idempotency-Key")
+}
+
+// idempotentMethod reports whether m is idempotent per RFC 9110 §9.2.2.
+func idempotentMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// derivedKey is the idempotency key of item id in run: see IdempotencyKey.
+func derivedKey(run, id string) string {
+	sum := sha256.Sum256([]byte(run + "\x00" + id))
+	return "pace-" + run + "-" + hex.EncodeToString(sum[:12])
+}
+
+// IdempotencyKey returns the idempotency key of the item whose attempt ctx
+// belongs to, or "" when ctx is not an attempt's context:
+//
+//	"pace-" + run ID + "-" + the first 24 hex digits of SHA-256(run ID + "\x00" + item ID)
+//
+// where the run ID is 16 hex digits of crypto/rand, stored in the journal's
+// header (so every run resumed from that journal has it) or, without a
+// journal, drawn for each Run. It is the same on every attempt of the item
+// and in every run resumed from the journal, and differs between items and
+// between journals. [HTTP] sends it as the Idempotency-Key header of a POST
+// or PATCH that has none; an item function that calls an API in another
+// way may pass it as that API's idempotency key. It is safe for concurrent
+// use.
+func IdempotencyKey(ctx context.Context) string {
+	a := attemptOf(ctx)
+	if a == nil || a.item == nil {
+		return ""
+	}
+	return derivedKey(a.item.run.id, a.item.id)
+}
