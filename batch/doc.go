@@ -3,8 +3,8 @@
 //
 // [Run] calls a function once per item, at most [Options.Concurrency] at a
 // time, and returns a [Report]: one [Result] per item in input order
-// (succeeded, failed with its error and last HTTP status, interrupted, or
-// not started), and a [Summary]. [HTTP] turns a request builder and an
+// (succeeded, failed with its error and last HTTP status, interrupted, in
+// doubt, or not started), and a [Summary]. [HTTP] turns a request builder and an
 // *http.Client into such a function.
 //
 // # Throttling
@@ -59,10 +59,14 @@
 //
 // # Resuming
 //
-// With [Options.Journal] set, Run appends one JSON line per finished item to
-// that file and, on a later run with the same file, skips the items it
-// already holds and restores their results, so a job killed half-way and
-// started again does each item once and ends with the same results. See
+// With [Options.Journal] set, Run appends JSON lines to that file, a
+// write-ahead journal: an item's start (for [HTTP], its request's method
+// and idempotency key) before it can have any effect, and its end. A later
+// run with the same file skips the items it holds as finished and restores
+// their results; an item started and not finished is in doubt, and is done
+// again only when that is safe (an idempotent request, the same
+// idempotency key, or [Options.Idempotent]), otherwise it ends [InDoubt].
+// So a job killed half-way and started again applies no item twice. See
 // [Options.ID] for the choice of key. One run at a time may use a journal:
 // Run locks the file, and a second run fails at once with
 // [ErrJournalLocked] (see [Options.Journal] for the caveats).
