@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -77,6 +78,40 @@ func TestErrorOnGiveUp(t *testing.T) {
 				assert.Contains(t, ae.Error(), "last status")
 				assert.NotContains(t, ae.Error(), "<nil>")
 			})
+		})
+	}
+}
+
+// TestErrorOnGiveUpDeadline: when the wait would outlast the deadline,
+// the error says so (ErrWaitExceedsDeadline) and, with ErrorOnGiveUp,
+// holds the response too; without it, the response is closed.
+func TestErrorOnGiveUpDeadline(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			var body *testhttp.Body
+			srv := &testhttp.Server{Handle: func(int, testhttp.Received) (*http.Response, error) {
+				resp := testhttp.ResponseBody(http.StatusServiceUnavailable, "down", "Retry-After", "30")
+				body = resp.Body.(*testhttp.Body)
+				return resp, nil
+			}}
+			tr := &Transport{Base: srv, ErrorOnGiveUp: on}
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			resp, err := tr.RoundTrip(newRequest(t, ctx, http.MethodGet, "http://api.test/v1", ""))
+			require.Nil(t, resp)
+			require.ErrorIs(t, err, ErrWaitExceedsDeadline)
+			var ae *AttemptsError
+			require.ErrorAs(t, err, &ae)
+			assert.Equal(t, ReasonDeadline, ae.Reason)
+			assert.True(t, body.Closed(), "the original body is closed")
+			if !on {
+				assert.Nil(t, ae.Response)
+				return
+			}
+			require.NotNil(t, ae.Response)
+			assert.Equal(t, http.StatusServiceUnavailable, ae.Response.StatusCode)
+			got, _ := io.ReadAll(ae.Response.Body)
+			assert.Equal(t, "down", string(got))
 		})
 	}
 }

@@ -173,7 +173,8 @@ type Transport struct {
 	// PrepareAttempt, if non-nil, is called before each attempt, the first
 	// included, once the attempt's waits are over, with pace's own copy of
 	// the request for that attempt (a fresh one each time, from the
-	// caller's request, the body rewound) and the attempt's number, from 1.
+	// caller's request, the body rewound) and the attempt's number, from 1
+	// (a number counted for a key probe's throttle, see above, is skipped).
 	// It may change that copy's header and URL: re-sign the request over
 	// a timestamp (AWS SigV4 and many payment APIs reject an old one), set
 	// a bearer token refreshed after a 401 (Decide can refresh it and
