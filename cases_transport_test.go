@@ -582,7 +582,9 @@ func TestCaseC05InvalidRetryAfter(t *testing.T) {
 		wantGap time.Duration
 	}{
 		{"-1", func(time.Time) string { return "-1" }, 2 * time.Second},
-		{"1.5", func(time.Time) string { return "1.5" }, 2 * time.Second},
+		{"1.", func(time.Time) string { return "1." }, 2 * time.Second},
+		// A fraction, as Shopify sends it ("Retry-After: 2.0"), is a delay.
+		{"1.5", func(time.Time) string { return "1.5" }, 1500 * time.Millisecond},
 		{"soon", func(time.Time) string { return "soon" }, 2 * time.Second},
 		// A past date means now, but a throttle still pauses its key for
 		// MinThrottlePause (well within the 0.1 s of openai/openai-java#853).

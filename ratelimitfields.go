@@ -1,6 +1,11 @@
 package pace
 
-import "time"
+import (
+	"math"
+	"net/http"
+	"strings"
+	"time"
+)
 
 // rateLimitItem is one service limit of the IETF RateLimit field
 // (draft-ietf-httpapi-ratelimit-headers §4.1): the policy it belongs to,
@@ -11,6 +16,7 @@ type rateLimitItem struct {
 	remaining int64
 	reset     time.Duration
 	hasReset  bool
+	partition string // pk, the partition key (a Byte Sequence, still base64), or ""
 }
 
 // rateLimitPolicy is one quota policy of the IETF RateLimit-Policy field
@@ -19,8 +25,9 @@ type rateLimitItem struct {
 type rateLimitPolicy struct {
 	name   string
 	quota  int64
-	unit   string
-	window time.Duration
+	unit      string
+	window    time.Duration
+	partition string // pk, as in rateLimitItem
 }
 
 // rateLimitDelay returns the wait implied by the RateLimit items: the
@@ -53,8 +60,9 @@ func rateLimitDelay(items []rateLimitItem, throttled bool) (time.Duration, bool)
 // parseRateLimit parses the RateLimit field lines (draft-ietf-httpapi-
 // ratelimit-headers §4, an RFC 9651 List split over any number of lines,
 // e.g. `"default";r=0;t=30`). Each item names its policy with a String or a
-// Token; r (required) and t (optional) must be non-negative Integers, other
-// parameters are ignored. A malformed field is ignored as a whole (ok ==
+// Token; r (required) and t (optional) must be non-negative Integers, pk
+// (optional, the partition key) a Byte Sequence; other parameters are
+// ignored. A malformed field is ignored as a whole (ok ==
 // false), as draft §7 requires.
 func parseRateLimit(lines []string) ([]rateLimitItem, bool) {
 	members, ok := parseSFList(lines)
@@ -79,6 +87,11 @@ func parseRateLimit(lines []string) ([]rateLimitItem, bool) {
 					return nil, false
 				}
 				it.reset, it.hasReset = secondsDuration(uint64(p.num)), true
+			case "pk":
+				if p.kind != sfBytes {
+					return nil, false
+				}
+				it.partition = p.str
 			}
 		}
 		if it.remaining < 0 { // r is required
@@ -92,9 +105,10 @@ func parseRateLimit(lines []string) ([]rateLimitItem, bool) {
 // parseRateLimitPolicy parses the RateLimit-Policy field lines (draft §3,
 // e.g. `"burst";q=100;w=60,"daily";q=1000;w=86400`): q (required) a
 // non-negative Integer, w (optional) a positive Integer of seconds, qu
-// (optional) a String. A malformed field is ignored as a whole (ok == false).
-// The policies are information (draft §7: "MAY be ignored"); serverDelay
-// does not use them.
+// (optional) a String, pk (optional) a Byte Sequence. A malformed field is ignored as a whole (ok == false).
+// The policies are information (draft §7: "MAY be ignored"): serverDelay
+// does not use them; serverQuota takes q as the limit and qu as the unit of
+// the RateLimit items that name them.
 func parseRateLimitPolicy(lines []string) ([]rateLimitPolicy, bool) {
 	members, ok := parseSFList(lines)
 	if !ok {
@@ -123,6 +137,11 @@ func parseRateLimitPolicy(lines []string) ([]rateLimitPolicy, bool) {
 					return nil, false
 				}
 				p.unit = prm.str
+			case "pk":
+				if prm.kind != sfBytes {
+					return nil, false
+				}
+				p.partition = prm.str
 			}
 		}
 		if p.quota < 0 { // q is required
@@ -131,4 +150,272 @@ func parseRateLimitPolicy(lines []string) ([]rateLimitPolicy, bool) {
 		pols = append(pols, p)
 	}
 	return pols, true
+}
+
+// Names of the quota headers of the vendor families, in canonical form
+// (textproto.CanonicalMIMEHeaderKey), so that lookups do not allocate.
+const (
+	hdrRateLimitLimit      = "Ratelimit-Limit"               // RateLimit-Limit, drafts up to -06
+	hdrXRateLimitLimit     = "X-Ratelimit-Limit"             // X-RateLimit-Limit: GitHub and many others
+	hdrXRateLimitResetAft  = "X-Ratelimit-Reset-After"       // Discord: seconds until the bucket resets, fraction allowed
+	hdrXRateLimitBucket    = "X-Ratelimit-Bucket"            // Discord: the id of the bucket the limit belongs to
+	hdrShopifyCallLimit    = "X-Shopify-Shop-Api-Call-Limit" // Shopify REST Admin API: "fill/capacity" of a leaky bucket
+	hdrOpenAIRemainReqs    = "X-Ratelimit-Remaining-Requests"
+	hdrOpenAIResetReqs     = "X-Ratelimit-Reset-Requests"
+	hdrOpenAILimitReqs     = "X-Ratelimit-Limit-Requests"
+	hdrOpenAIRemainTokens  = "X-Ratelimit-Remaining-Tokens"
+	hdrOpenAIResetTokens   = "X-Ratelimit-Reset-Tokens"
+	hdrOpenAILimitTokens   = "X-Ratelimit-Limit-Tokens"
+	hdrAnthropicReqsPrefix = "Anthropic-Ratelimit-Requests-"
+	hdrAnthropicTokPrefix  = "Anthropic-Ratelimit-Tokens-"
+	hdrAnthropicInPrefix   = "Anthropic-Ratelimit-Input-Tokens-"
+	hdrAnthropicOutPrefix  = "Anthropic-Ratelimit-Output-Tokens-"
+)
+
+// resetForm is how a quota family writes its reset.
+type resetForm uint8
+
+const (
+	resetEpochOrDelta resetForm = iota // parseResetValue: delta or epoch seconds, epoch milliseconds
+	resetDeltaSeconds                  // seconds from now, fraction allowed (Discord's Reset-After)
+	resetGoDuration                    // a Go duration such as "6m0s", "1.5s", "20ms" (OpenAI)
+	resetRFC3339                       // an RFC 3339 instant (Anthropic)
+)
+
+// quotaFamily names the headers of one family of quota headers: the limit,
+// what remains of it and when it resets.
+type quotaFamily struct {
+	limit, remaining, reset string
+	form                    resetForm
+	tokens                  bool // counts tokens (or other units), not requests
+}
+
+// quotaFamilies lists the families of limit/remaining/reset headers pace
+// reads, in the precedence serverDelay gives their resets (after the IETF
+// RateLimit field):
+//
+//   - RateLimit-Limit/-Remaining/-Reset: the IETF drafts up to -06, GitLab.
+//   - X-RateLimit-Limit/-Remaining/-Reset: GitHub (reset in epoch seconds,
+//     also on its 403 for a spent primary limit: GitHub REST API docs,
+//     "Rate limits for the REST API"), X, and many servers with delta
+//     seconds; parseResetValue tells the two apart by size.
+//   - X-RateLimit-Reset-After (with X-RateLimit-Limit/-Remaining): Discord,
+//     seconds with a fraction ("Rate Limits" in the Discord developer docs).
+//   - x-ratelimit-limit/remaining/reset-requests and -tokens: OpenAI, with
+//     the reset as a Go duration ("6m0s", "1.5s", "20ms").
+//   - anthropic-ratelimit-requests-, -tokens-, -input-tokens- and
+//     -output-tokens- limit/remaining/reset: Anthropic, with the reset as an
+//     RFC 3339 instant.
+var quotaFamilies = [...]quotaFamily{
+	{hdrRateLimitLimit, hdrRateLimitRemain, hdrRateLimitReset, resetEpochOrDelta, false},
+	{hdrXRateLimitLimit, hdrXRateLimitRemain, hdrXRateLimitReset, resetEpochOrDelta, false},
+	{hdrXRateLimitLimit, hdrXRateLimitRemain, hdrXRateLimitResetAft, resetDeltaSeconds, false},
+	{hdrOpenAILimitReqs, hdrOpenAIRemainReqs, hdrOpenAIResetReqs, resetGoDuration, false},
+	{hdrOpenAILimitTokens, hdrOpenAIRemainTokens, hdrOpenAIResetTokens, resetGoDuration, true},
+	{hdrAnthropicReqsPrefix + "Limit", hdrAnthropicReqsPrefix + "Remaining", hdrAnthropicReqsPrefix + "Reset", resetRFC3339, false},
+	{hdrAnthropicTokPrefix + "Limit", hdrAnthropicTokPrefix + "Remaining", hdrAnthropicTokPrefix + "Reset", resetRFC3339, true},
+	{hdrAnthropicInPrefix + "Limit", hdrAnthropicInPrefix + "Remaining", hdrAnthropicInPrefix + "Reset", resetRFC3339, true},
+	{hdrAnthropicOutPrefix + "Limit", hdrAnthropicOutPrefix + "Remaining", hdrAnthropicOutPrefix + "Reset", resetRFC3339, true},
+}
+
+// quotaHint is what one family (or one RateLimit item) of a response says
+// about one limit of the client.
+type quotaHint struct {
+	limit     int64         // the quota; 0: not given
+	remaining int64         // units left; -1: not given or malformed
+	reset     time.Duration // until the quota grows again, when hasReset
+	hasReset  bool
+	tokens    bool   // counts tokens or other units, not requests
+	bucket    string // the limit's identity when the server names it (Discord bucket, IETF pk)
+	// consistent: nothing in the family contradicts itself (a remaining
+	// count above the limit). Inconsistent hints may still name a delay,
+	// but are never used for pacing.
+	consistent bool
+}
+
+// pacing reports whether h can pace requests: a consistent remaining count
+// and reset.
+func (h *quotaHint) pacing() bool { return h.consistent && h.remaining >= 0 && h.hasReset }
+
+// familyHint reads family f from h, received at now in a response whose
+// Date is date. ok is false when the family's reset and remaining headers
+// are both absent.
+func familyHint(h http.Header, f *quotaFamily, now, date time.Time) (q quotaHint, ok bool) {
+	rv, remV := headerValue(h, f.reset), headerValue(h, f.remaining)
+	if rv == "" && remV == "" {
+		return q, false
+	}
+	q = quotaHint{remaining: -1, tokens: f.tokens, consistent: true}
+	if n, ok := parseDigits(trimOWS(remV)); ok {
+		q.remaining = int64(min(n, math.MaxInt64))
+	}
+	if lv := headerValue(h, f.limit); lv != "" {
+		n, ok := parseDigits(trimOWS(lv))
+		switch {
+		case !ok:
+			q.consistent = false
+		default:
+			q.limit = int64(min(n, math.MaxInt64))
+			q.consistent = q.remaining <= q.limit
+		}
+	}
+	if rv != "" {
+		q.reset, q.hasReset = parseReset(rv, f.form, now, date)
+	}
+	if f.reset == hdrXRateLimitResetAft {
+		q.bucket = headerValue(h, hdrXRateLimitBucket)
+	}
+	return q, true
+}
+
+// parseReset reads a reset header value of the given form, received at now
+// in a response whose Date is date. The result is never negative: an
+// instant in the past is 0. A negative or malformed value is not ok.
+func parseReset(v string, form resetForm, now, date time.Time) (time.Duration, bool) {
+	v = trimOWS(v)
+	switch form {
+	case resetDeltaSeconds:
+		return parseDecimal(v, time.Second)
+	case resetGoDuration:
+		if v == "" || !isDigit(v[0]) { // no sign: a negative reset is malformed
+			return 0, false
+		}
+		d, err := time.ParseDuration(v)
+		return d, err == nil
+	case resetRFC3339:
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return 0, false
+		}
+		return dateDelay(t, now, date), true
+	}
+	return parseResetValue(v, now, date)
+}
+
+// shopifyLeakRate is the leak rate of Shopify's REST Admin API bucket, two
+// requests a second for standard shops (Shopify's "REST Admin API rate
+// limits"); Shopify Plus leaks twice as fast, so assuming two is never
+// faster than the server.
+const shopifyLeakRate = 2
+
+// shopifyHint reads X-Shopify-Shop-Api-Call-Limit, "fill/capacity" of the
+// leaky bucket that paces the shop's REST calls. What remains is
+// capacity−fill, and the bucket is empty again after fill/leak rate; a full
+// bucket has room again after one leak (half a second).
+func shopifyHint(h http.Header) (quotaHint, bool) {
+	v := trimOWS(headerValue(h, hdrShopifyCallLimit))
+	if v == "" {
+		return quotaHint{}, false
+	}
+	fs, cs, found := strings.Cut(v, "/")
+	fill, ok1 := parseDigits(fs)
+	capacity, ok2 := parseDigits(cs)
+	if !found || !ok1 || !ok2 || capacity == 0 || fill > capacity || capacity > math.MaxInt32 {
+		return quotaHint{remaining: -1}, true // present but malformed or contradictory
+	}
+	q := quotaHint{limit: int64(capacity), remaining: int64(capacity - fill), hasReset: true, consistent: true}
+	leak := time.Second / shopifyLeakRate
+	q.reset = time.Duration(fill) * leak
+	if q.remaining == 0 {
+		q.reset = leak
+	}
+	return q, true
+}
+
+// rateLimitHints returns the IETF RateLimit items of h as hints, each
+// joined with its policy of RateLimit-Policy (draft-ietf-httpapi-ratelimit-
+// headers-11 §3, §4: a RateLimit item names its policy; the policy's q is
+// the limit and qu its unit), nil when the field is absent or malformed. An
+// item whose r exceeds its policy's q contradicts it and is not used for
+// pacing; pk (the partition key) names the limit's identity.
+func rateLimitHints(h http.Header) []quotaHint {
+	vs := h[hdrRateLimit]
+	if len(vs) == 0 {
+		return nil
+	}
+	items, ok := parseRateLimit(vs)
+	if !ok {
+		return nil
+	}
+	pols, _ := parseRateLimitPolicy(h[hdrRateLimitPolicy])
+	hints := make([]quotaHint, len(items))
+	for i, it := range items {
+		q := quotaHint{remaining: it.remaining, reset: it.reset, hasReset: it.hasReset, bucket: it.partition, consistent: true}
+		for _, p := range pols {
+			if p.name == it.policy && p.partition == it.partition {
+				q.limit, q.tokens = p.quota, p.unit != "requests"
+				q.consistent = q.remaining <= q.limit
+				break
+			}
+		}
+		hints[i] = q
+	}
+	return hints
+}
+
+// serverQuota returns what the quota headers of h, received at now, say
+// about the pace of the key: the tightest of every family present (the
+// IETF RateLimit items with their RateLimit-Policy, RateLimit-*,
+// X-RateLimit-* with GitHub's epoch or a delta, Discord's Reset-After and
+// bucket, OpenAI's -requests and -tokens, Anthropic's, Shopify's call
+// limit), as a Quota whose Remaining requests may go before Reset (never
+// zero when ok). The tightest is a spent quota, any unit (Remaining 0, the
+// longest such Reset), else the request quota with the slowest pace
+// Reset/(Remaining+1); a quota in tokens or other units only counts when
+// spent, since its remainder says nothing about requests. A family whose
+// remaining count exceeds its own limit contradicts itself, and is
+// ignored, as are malformed, negative and missing values. ok is false when
+// no family can pace. It never reads the body and is safe for concurrent
+// use.
+func serverQuota(h http.Header, now time.Time) (q Quota, bucket string, ok bool) {
+	var best quotaHint
+	found := false
+	consider := func(c quotaHint) {
+		if !c.pacing() || (c.tokens && c.remaining > 0) {
+			return
+		}
+		if !found || slower(&c, &best) {
+			best, found = c, true
+		}
+	}
+	for _, c := range rateLimitHints(h) {
+		consider(c)
+	}
+	var date time.Time
+	dated := false
+	for i := range quotaFamilies {
+		f := &quotaFamilies[i]
+		if len(h[f.reset]) == 0 {
+			continue
+		}
+		if !dated {
+			date, dated = responseDate(h, now), true
+		}
+		if c, ok := familyHint(h, f, now, date); ok {
+			consider(c)
+		}
+	}
+	if c, ok := shopifyHint(h); ok {
+		consider(c)
+	}
+	if !found {
+		return Quota{}, "", false
+	}
+	return Quota{Limit: int(min(best.limit, math.MaxInt32)), Remaining: int(min(best.remaining, math.MaxInt32)),
+		Reset: best.reset}, best.bucket, true
+}
+
+// slower reports whether hint a paces requests more slowly than b: a spent
+// quota before any other (the longer reset first), else the longer
+// interval reset/(remaining+1), compared without division.
+func slower(a, b *quotaHint) bool {
+	switch {
+	case a.remaining == 0 && b.remaining == 0:
+		return a.reset > b.reset
+	case a.remaining == 0 || b.remaining == 0:
+		return a.remaining == 0
+	}
+	// a.reset/(a.r+1) > b.reset/(b.r+1), in float64: the values are
+	// durations and counts, and a tie either way is harmless.
+	return float64(a.reset)*float64(b.remaining+1) > float64(b.reset)*float64(a.remaining+1)
 }

@@ -23,7 +23,8 @@ const DefaultMaxRetryAfter = 5 * time.Minute
 //
 //  1. retry-after-ms, then x-ms-retry-after-ms: milliseconds (OpenAI, Azure
 //     OpenAI, Azure Cosmos DB), a fraction allowed.
-//  2. Retry-After (RFC 9110 §10.2.3): delay-seconds, or an HTTP-date in any
+//  2. Retry-After (RFC 9110 §10.2.3): delay-seconds (a fraction such as
+//     Shopify's "2.0" accepted), or an HTTP-date in any
 //     of the three forms of RFC 9110 §5.6.7. A date is measured from now
 //     when the response's Date header (§6.6.1, one-second resolution)
 //     agrees with the local clock to within about a second, and from the
@@ -33,9 +34,13 @@ const DefaultMaxRetryAfter = 5 * time.Minute
 //  3. On a 429 or 503 response, or when the matching remaining count is 0:
 //     the IETF RateLimit field's "t" (draft-ietf-httpapi-ratelimit-headers
 //     §4.1), then RateLimit-Reset, then X-RateLimit-Reset, read as delta
-//     seconds, epoch seconds or epoch milliseconds by their size; a reset
-//     value of 1e14 or more (an epoch in microseconds or nanoseconds) is
-//     malformed.
+//     seconds, epoch seconds or epoch milliseconds by their size (a reset
+//     value of 1e14 or more, an epoch in microseconds or nanoseconds, is
+//     malformed), then Discord's X-RateLimit-Reset-After (seconds), OpenAI's
+//     x-ratelimit-reset-requests and -tokens (Go durations such as "6m0s"),
+//     Anthropic's anthropic-ratelimit-*-reset (RFC 3339 instants), and
+//     Shopify's X-Shopify-Shop-Api-Call-Limit (a full bucket has room after
+//     half a second).
 //
 // A malformed header (a sign, a unit, a zone other than GMT) is skipped in
 // favour of the next. The delay is never negative, and one too large for a
@@ -116,7 +121,7 @@ const (
 // servers send it on 429 and other statuses too).
 //
 // Precedence, first usable header wins; an unusable one (missing, malformed,
-// negative, fractional delay-seconds) falls through to the next:
+// negative) falls through to the next:
 //
 //  1. retry-after-ms, then x-ms-retry-after-ms: milliseconds, the finer
 //     form of Retry-After that OpenAI, Azure OpenAI and Azure Cosmos DB
@@ -129,9 +134,11 @@ const (
 //     503, or when their matching remaining count says the quota is spent:
 //     the IETF RateLimit field (its "t" parameter, draft-ietf-httpapi-
 //     ratelimit-headers §4.1.2; the draft says Retry-After takes precedence
-//     over it, §7), then RateLimit-Reset (with RateLimit-Remaining), then
-//     X-RateLimit-Reset (with X-RateLimit-Remaining). Their values are
-//     epoch or delta seconds as parseResetValue explains.
+//     over it, §7), then the families of quotaFamilies in their order
+//     (RateLimit-Reset with RateLimit-Remaining, X-RateLimit-Reset with
+//     X-RateLimit-Remaining, and the vendor families), then Shopify's call
+//     limit (shopifyHint). Each family's reset is read in its own form
+//     (parseReset).
 //
 // serverDelay does not read the body and is safe for concurrent use.
 func serverDelay(resp *http.Response, now time.Time) (d time.Duration, source string, ok bool) {
@@ -157,17 +164,22 @@ func serverDelay(resp *http.Response, now time.Time) (d time.Duration, source st
 			}
 		}
 	}
-	for _, p := range [...]struct{ reset, remaining string }{
-		{hdrRateLimitReset, hdrRateLimitRemain},
-		{hdrXRateLimitReset, hdrXRateLimitRemain},
-	} {
-		v := headerValue(h, p.reset)
-		if v == "" || !(throttled || quotaSpent(headerValue(h, p.remaining))) {
+	var date time.Time
+	dated := false
+	for i := range quotaFamilies {
+		f := &quotaFamilies[i]
+		if len(h[f.reset]) == 0 {
 			continue
 		}
-		if d, ok := parseResetValue(v, now, responseDate(h, now)); ok {
-			return d, p.reset, true
+		if !dated {
+			date, dated = responseDate(h, now), true
 		}
+		if q, _ := familyHint(h, f, now, date); q.hasReset && (throttled || q.remaining == 0) {
+			return q.reset, f.reset, true
+		}
+	}
+	if q, ok := shopifyHint(h); ok && q.hasReset && (throttled || q.remaining == 0) {
+		return q.reset, hdrShopifyCallLimit, true
 	}
 	return 0, "", false
 }
@@ -183,7 +195,9 @@ func isThrottleStatus(code int) bool {
 
 // parseRetryAfterAt interprets a Retry-After field value (RFC 9110 §10.2.3)
 // received at now, in a response whose Date header is serverDate (the zero
-// Time when it is absent or invalid). It accepts delay-seconds (1*DIGIT) and
+// Time when it is absent or invalid). It accepts delay-seconds (1*DIGIT),
+// also with a fraction as Shopify sends it ("2.0"; 1*DIGIT "." 1*DIGIT,
+// rounded up to the nanosecond, never shortened), and
 // an HTTP-date in the three formats RFC 9110 §5.6.7 requires recipients to
 // accept: IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), the obsolete RFC
 // 850 form ("Sunday, 06-Nov-94 08:49:37 GMT") and asctime ("Sun Nov  6
@@ -191,8 +205,8 @@ func isThrottleStatus(code int) bool {
 // ignored, since they are not part of a field value (§5.5); nothing else is
 // trimmed.
 //
-// ok is false for an empty or malformed value: a sign ("-1", "+5"), a
-// fraction ("1.5"), a unit ("5s"), inner spaces, or a date whose zone is not
+// ok is false for an empty or malformed value: a sign ("-1", "+5"), an
+// empty fraction ("1."), a unit ("5s"), inner spaces, or a date whose zone is not
 // GMT. An HTTP-date is measured by dateDelay, so a date in the past yields
 // 0, ok (retry now). A delay too large to represent saturates to the largest
 // time.Duration rather than wrapping, so the caller's cap applies, as RFC
@@ -204,11 +218,7 @@ func parseRetryAfterAt(v string, now, serverDate time.Time) (d time.Duration, ok
 		return 0, false
 	}
 	if isDigit(v[0]) {
-		secs, ok := parseDigits(v)
-		if !ok {
-			return 0, false
-		}
-		return secondsDuration(secs), true
+		return parseDecimal(v, time.Second)
 	}
 	t, ok := parseHTTPDate(v, now)
 	if !ok {
@@ -371,15 +381,6 @@ func parseResetValue(v string, now, serverDate time.Time) (time.Duration, bool) 
 		return d, ok
 	}
 	return dateDelay(time.Unix(0, 0).Add(d), now, serverDate), true
-}
-
-// quotaSpent reports whether a remaining-count header (X-RateLimit-Remaining,
-// RateLimit-Remaining) says no request is left: its value is 1*DIGIT and
-// zero. Anything else, including a negative or missing value, is not taken
-// as a spent quota.
-func quotaSpent(v string) bool {
-	n, ok := parseDigits(trimOWS(v))
-	return ok && n == 0
 }
 
 // secondsDuration converts whole seconds to a Duration, saturating.

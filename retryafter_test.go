@@ -70,7 +70,10 @@ func TestParseRetryAfter(t *testing.T) {
 		{"OWS trimmed", " \t5\t ", 5 * time.Second, true},
 		// C05: delay-seconds is 1*DIGIT, so these fall back to backoff.
 		{"C05 negative", "-1", 0, false},
-		{"C05 fraction", "1.5", 0, false},
+		{"fraction (Shopify)", "2.0", 2 * time.Second, true},
+		{"fraction rounded up", "1.0000000001", time.Second + 1, true},
+		{"empty fraction", "1.", 0, false},
+		{"fraction only", ".5", 0, false},
 		{"C05 garbage", "soon", 0, false},
 		{"plus sign", "+5", 0, false},
 		{"unit", "5s", 0, false},
@@ -261,13 +264,13 @@ func TestParseRateLimit(t *testing.T) {
 		want   []rateLimitItem
 		wantOK bool
 	}{
-		{"draft example", []string{`"default";r=50;t=30`}, []rateLimitItem{{"default", 50, 30 * time.Second, true}}, true},
-		{"no window", []string{`"default";r=999;pk=:dHJpYWwxMjEzMjM=:`}, []rateLimitItem{{"default", 999, 0, false}}, true},
+		{"draft example", []string{`"default";r=50;t=30`}, []rateLimitItem{{"default", 50, 30 * time.Second, true, ""}}, true},
+		{"no window", []string{`"default";r=999;pk=:dHJpYWwxMjEzMjM=:`}, []rateLimitItem{{"default", 999, 0, false, "dHJpYWwxMjEzMjM="}}, true},
 		{"token name, spaces", []string{`day ; r=0 ; t=10`}, nil, false}, // SP before ';' is not allowed
-		{"token name", []string{`day;r=0;t=10`}, []rateLimitItem{{"day", 0, 10 * time.Second, true}}, true},
-		{"two items, two lines", []string{`"a";r=1;t=5`, ` "b";r=0;t=60`}, []rateLimitItem{{"a", 1, 5 * time.Second, true}, {"b", 0, 60 * time.Second, true}}, true},
-		{"vendor parameters ignored", []string{`"a";r=0;t=7;acme-burst=?1;x="y";z=1.5;w=@1659578233`}, []rateLimitItem{{"a", 0, 7 * time.Second, true}}, true},
-		{"later duplicate wins", []string{`"a";r=3;r=0;t=2`}, []rateLimitItem{{"a", 0, 2 * time.Second, true}}, true},
+		{"token name", []string{`day;r=0;t=10`}, []rateLimitItem{{"day", 0, 10 * time.Second, true, ""}}, true},
+		{"two items, two lines", []string{`"a";r=1;t=5`, ` "b";r=0;t=60`}, []rateLimitItem{{"a", 1, 5 * time.Second, true, ""}, {"b", 0, 60 * time.Second, true, ""}}, true},
+		{"vendor parameters ignored", []string{`"a";r=0;t=7;acme-burst=?1;x="y";z=1.5;w=@1659578233`}, []rateLimitItem{{"a", 0, 7 * time.Second, true, ""}}, true},
+		{"later duplicate wins", []string{`"a";r=3;r=0;t=2`}, []rateLimitItem{{"a", 0, 2 * time.Second, true, ""}}, true},
 		{"r missing", []string{`"a";t=30`}, nil, false},
 		{"r negative", []string{`"a";r=-1;t=30`}, nil, false},
 		{"t negative", []string{`"a";r=0;t=-30`}, nil, false},
@@ -280,7 +283,7 @@ func TestParseRateLimit(t *testing.T) {
 		{"inner list", []string{`("a" "b");r=0`}, nil, false},
 		{"empty", []string{""}, nil, false},
 		{"uppercase key", []string{`"a";R=0`}, nil, false},
-		{"escaped quote in name", []string{`"a\"b";r=0;t=3`}, []rateLimitItem{{`a"b`, 0, 3 * time.Second, true}}, true},
+		{"escaped quote in name", []string{`"a\"b";r=0;t=3`}, []rateLimitItem{{`a"b`, 0, 3 * time.Second, true, ""}}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -312,10 +315,10 @@ func TestParseRateLimitPolicy(t *testing.T) {
 		wantOK bool
 	}{
 		{"two policies", []string{`"burst";q=100;w=60,"daily";q=1000;w=86400`},
-			[]rateLimitPolicy{{"burst", 100, "requests", time.Minute}, {"daily", 1000, "requests", 24 * time.Hour}}, true},
+			[]rateLimitPolicy{{"burst", 100, "requests", time.Minute, ""}, {"daily", 1000, "requests", 24 * time.Hour, ""}}, true},
 		{"unit and partition key", []string{`"peruser";q=65535;qu="content-bytes";w=10;pk=:sdfjLJUOUH==:`},
-			[]rateLimitPolicy{{"peruser", 65535, "content-bytes", 10 * time.Second}}, true},
-		{"no window", []string{`"default";q=100`}, []rateLimitPolicy{{"default", 100, "requests", 0}}, true},
+			[]rateLimitPolicy{{"peruser", 65535, "content-bytes", 10 * time.Second, "sdfjLJUOUH=="}}, true},
+		{"no window", []string{`"default";q=100`}, []rateLimitPolicy{{"default", 100, "requests", 0, ""}}, true},
 		{"q missing", []string{`"default";w=10`}, nil, false},
 		{"zero window", []string{`"default";q=1;w=0`}, nil, false},
 		{"qu not a string", []string{`"default";q=1;qu=requests`}, nil, false},
@@ -362,7 +365,8 @@ func TestServerDelay(t *testing.T) {
 		{"C02 503 delay-seconds", response(503, "Retry-After", "7"), 7 * time.Second, "Retry-After", true},
 		{"any status carries it", response(301, "Retry-After", "2"), 2 * time.Second, "Retry-After", true},
 		{"C05 -1 ignored", response(429, "Retry-After", "-1"), 0, "", false},
-		{"C05 1.5 ignored", response(429, "Retry-After", "1.5"), 0, "", false},
+		{"fractional Retry-After (Shopify)", response(429, "Retry-After", "1.5"), 1500 * time.Millisecond, "Retry-After", true},
+		{"Retry-After 1. ignored", response(429, "Retry-After", "1."), 0, "", false},
 		{"C05 soon ignored", response(429, "Retry-After", "soon"), 0, "", false},
 		{"C05 past date", response(429, "Retry-After", httpDate(-60*time.Second)), 0, "Retry-After", true},
 		{"C01 date 30s after Date", response(429, "Date", httpDate(0), "Retry-After", httpDate(30*time.Second)), 30 * time.Second, "Retry-After", true},
