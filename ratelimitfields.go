@@ -23,8 +23,8 @@ type rateLimitItem struct {
 // (draft §3.1): the quota q, its unit (qu, "requests" when absent) and, when
 // window > 0, the window w. It is information for pacing, not a delay.
 type rateLimitPolicy struct {
-	name   string
-	quota  int64
+	name      string
+	quota     int64
 	unit      string
 	window    time.Duration
 	partition string // pk, as in rateLimitItem
