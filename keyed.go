@@ -526,6 +526,7 @@ func (s *shard) sweep(k *Keyed, now int64) int {
 	n := 0
 	for h, st := range s.keys {
 		if st.forgettable(now) {
+			st.broadcast()
 			delete(s.keys, h)
 			k.states.Add(-1)
 			if _, ok := s.cells[h]; !ok {

@@ -26,6 +26,7 @@ type keyState struct {
 // booking is one request's place in its key's queue.
 type booking struct {
 	at       int64 // booked instant, ns since the store's epoch; 0 once given back by a pause
+	floor    int64 // the earliest instant the key's quota pace allowed it (throttle.paceFrom); replan keeps it
 	released bool  // its wait is over; it is on its way to the wire
 	probe    bool  // it holds its key's probe role
 	over     bool  // booked on the shared overflow state
@@ -47,10 +48,13 @@ func (st *keyState) broadcast() {
 	}
 }
 
-// forgettable reports whether st may be dropped at now: nothing is queued,
-// nobody waits, and its throttle may be forgotten.
+// forgettable reports whether st may be dropped at now: nothing is queued
+// and its throttle may be forgotten. A wake channel does not keep it: one
+// whose sleepers woke by their timers (a pause or a pace that simply ended)
+// is never closed otherwise, and the sweep closes it, so that a sleeper
+// still on it looks again and finds the key fresh, as it would be.
 func (st *keyState) forgettable(now int64) bool {
-	return len(st.pending) == 0 && st.wake == nil && st.th.forgettable(now)
+	return len(st.pending) == 0 && st.th.forgettable(now)
 }
 
 // index returns the position of b in the queue, or -1.
@@ -163,8 +167,8 @@ func (e *entry) replan(i int, change func()) {
 	last := st.pending[i].at
 	for _, b := range st.pending[i+1:] {
 		at := b.at
-		if !b.released { // still waiting: its earliest slot now
-			if t, err := alg.earliest(e.c, e.now, 1); err == nil {
+		if !b.released { // still waiting: its earliest slot now, not before its pace allowed
+			if t, err := alg.earliest(e.c, max(e.now, b.floor), 1); err == nil {
 				at = t
 			}
 		}
@@ -294,11 +298,24 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 			}
 			p.Strikes, p.Gen = int(st.th.strikes), uint64(st.th.gen)
 		}
-		if e.c == nil {
+		// The key's quota pace (throttle.paceFrom), then its limit: the
+		// request books the later of the two slots.
+		slot := e.now
+		if e.st != nil {
+			slot = e.st.th.paceFrom(e.now)
+		}
+		var r Reservation
+		var err error
+		switch {
+		case e.c != nil:
+			r, err = decideCell(k.alg, e.c, slot, e.now, 1, left, deadline, true)
+		case slot == e.now:
 			e.close(false)
 			return p, nil
+		default: // no limit, only the pace
+			r = Reservation{Delay: time.Duration(slot - e.now), at: slot, n: 1}
+			err = refuseWait(key, r.Delay, left, slot, deadline)
 		}
-		r, err := decideCell(k.alg, e.c, 0, e.now, 1, left, deadline, true)
 		if err != nil {
 			if p.Probe {
 				e.st.th.released(true)
@@ -306,21 +323,27 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 				p.Probe = false
 			}
 			e.close(false)
+			if _, ok := err.(*WaitError); ok {
+				return p, err
+			}
 			return p, &WaitError{Key: key, Delay: r.Delay, Err: err}
 		}
+		if e.st != nil {
+			e.st.th.paced(r.at)
+		}
 		p.Delay = r.Delay
-		if r.Delay == 0 && !k.alg.binds(e.c, r.at) {
+		if e.c != nil && r.Delay == 0 && !k.alg.binds(e.c, r.at) {
 			e.close(true)
 			return p, nil
 		}
-		// The limit binds (algorithm.binds): the request joins the key's
-		// queue, so that its departure, or its giving up, can move the later
-		// bookings.
+		// The limit binds (algorithm.binds), or the pace holds the request:
+		// it joins the key's queue, so that its departure, or its giving up,
+		// can move the later bookings, and a pause can give its slot back.
 		st := e.state()
-		b = &booking{at: r.at, released: r.Delay == 0, probe: p.Probe, over: e.over()}
+		b = &booking{at: r.at, floor: slot, released: r.Delay == 0, probe: p.Probe, over: e.over()}
 		st.pending = append(st.pending, b)
-		e.close(true)
-		p.Track, p.b = true, b
+		e.close(e.c != nil)
+		p.Track, p.b = e.c != nil, b // a pace alone does not need the departure
 		if r.Delay == 0 {
 			return p, nil
 		}
@@ -445,7 +468,15 @@ func (k *Keyed) Depart(p Permit, at time.Time) {
 // Settle records how the request of p ended (see [Outcome]) and implements
 // [Limiter]: a throttle pauses the key for o.Pause, an answer closes a
 // half-open key when p is its probe, and a probe that ends without an
-// answer hands the role to the next request. The booking of a request that
+// answer hands the role to the next request. A server quota (o.Quota with a
+// positive Reset) paces the key: its Remaining requests are spread over
+// the Reset, each Reset/(Remaining+1) after the one before, so that the key
+// never runs dry before the reset; none remaining pauses the key until the
+// reset, without a probe. The key's limit still applies, so a quota never
+// makes requests go faster than it; an answer that contradicts the quota
+// already known for the same window (its reset moved more than a second
+// earlier, or more remains than an earlier answer said) is ignored, and
+// the pace ends with its window. The booking of a request that
 // was never sent is given back if its instant has not come. A plain
 // outcome (no throttle, a Permit without Track, o.At zero) of a key without
 // a pause, probe or queue reads no clock: it costs a lock at most, and
@@ -458,7 +489,7 @@ func (k *Keyed) settle(p *Permit, o Outcome) {
 	if !o.At.IsZero() {
 		t = sinceEpoch(k.epoch, o.At)
 	}
-	if p.b == nil && o.Pause <= 0 && ((t == 0 && k.states.Load() == 0) || k.settleFast(t, p.Key)) {
+	if p.b == nil && o.Pause <= 0 && o.Quota.Reset <= 0 && ((t == 0 && k.states.Load() == 0) || k.settleFast(t, p.Key)) {
 		return // no keyState anywhere: nothing to record (see settleFast)
 	}
 	if t == 0 {
@@ -486,7 +517,26 @@ func (k *Keyed) settle(p *Permit, o Outcome) {
 		st.th.released(true)
 		st.broadcast()
 	}
+	if o.Quota.Reset > 0 { // after the throttle, so that a 429 still makes the key half-open
+		e.learn(o.Quota)
+	}
 	e.close(e.c != nil && (e.tracked || o.Pause > 0))
+}
+
+// learn applies the server's quota q, stated at e.now, to the key (see
+// throttle.learn): a spent quota pauses the key until its reset, as
+// [Keyed.PauseUntil] does; one with requests left spaces them over the time
+// to the reset. A quota whose pace would be no slower than the key's limit
+// is not recorded: the limit holds the key to it already.
+func (e *entry) learn(q Quota) {
+	reset, left := int64(q.Reset), int64(max(q.Remaining, 0))
+	if left > 0 && e.c != nil && reset/(left+1) <= e.k.alg.interval() && (e.st == nil || e.st.th.pace.interval == 0) {
+		return
+	}
+	st := e.state()
+	if st.th.learn(e.now, left, reset, q.bucket) {
+		e.throttle(reset, st.th.gen, false, false)
+	}
 }
 
 // settleFast is Settle at now of a Permit with no booking and an outcome

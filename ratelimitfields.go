@@ -361,13 +361,14 @@ func rateLimitHints(h http.Header) []quotaHint {
 // limit), as a Quota whose Remaining requests may go before Reset (never
 // zero when ok). The tightest is a spent quota, any unit (Remaining 0, the
 // longest such Reset), else the request quota with the slowest pace
-// Reset/(Remaining+1); a quota in tokens or other units only counts when
+// Reset/(Remaining+1), with the server's name for that quota (Discord's
+// bucket, the IETF pk) kept with it; a quota in tokens or other units only counts when
 // spent, since its remainder says nothing about requests. A family whose
 // remaining count exceeds its own limit contradicts itself, and is
 // ignored, as are malformed, negative and missing values. ok is false when
 // no family can pace. It never reads the body and is safe for concurrent
 // use.
-func serverQuota(h http.Header, now time.Time) (q Quota, bucket string, ok bool) {
+func serverQuota(h http.Header, now time.Time) (q Quota, ok bool) {
 	var best quotaHint
 	found := false
 	consider := func(c quotaHint) {
@@ -399,10 +400,27 @@ func serverQuota(h http.Header, now time.Time) (q Quota, bucket string, ok bool)
 		consider(c)
 	}
 	if !found {
-		return Quota{}, "", false
+		return Quota{}, false
 	}
 	return Quota{Limit: int(min(best.limit, math.MaxInt32)), Remaining: int(min(best.remaining, math.MaxInt32)),
-		Reset: best.reset}, best.bucket, true
+		Reset: best.reset, bucket: best.bucket}, true
+}
+
+// quotaPresent reports whether h has any header serverQuota reads a reset
+// from, so that the caller reads the clock only then: a few map lookups.
+func quotaPresent(h http.Header) bool {
+	if len(h) == 0 {
+		return false
+	}
+	if len(h[hdrRateLimit]) > 0 || len(h[hdrShopifyCallLimit]) > 0 {
+		return true
+	}
+	for i := range quotaFamilies {
+		if len(h[quotaFamilies[i].reset]) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // slower reports whether hint a paces requests more slowly than b: a spent

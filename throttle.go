@@ -52,6 +52,86 @@ type throttle struct {
 	probes   uint32 // throttled probe answers so far
 	halfOpen bool   // a probe's answer is needed before others may leave
 	probing  bool   // the probe is in flight
+
+	pace quotaPace // the spacing the server's quota headers ask for
+}
+
+// quotaPace is the pace a key keeps after the server's quota headers said
+// how many requests remain before the quota resets (see throttle.learn): the
+// remainder spread over the time to the reset, so that the key never runs
+// dry before it. It is the throttle engine's, so that the Transport, [Keyed]
+// and every other owner apply it the same way; a key's configured limit
+// applies as well, so a pace never lets requests go faster than the limit.
+type quotaPace struct {
+	interval int64  // spacing between requests; 0: no pace
+	until    int64  // end of the quota's window: past it the pace is over
+	last     int64  // latest instant a request left (was booked) under the pace
+	left     int64  // the remaining count the pace was learnt from
+	bucket   string // the server's name for the quota (Discord bucket, IETF pk)
+}
+
+// quotaTolerance is how far a quota's reset may move, between two answers,
+// and still name the same window: reset headers have a resolution of one
+// second.
+const quotaTolerance = int64(time.Second)
+
+// paceFrom returns the earliest instant at or after now at which the pace
+// lets a request of the key leave: now when the key has no pace or its
+// window has ended (the quota is whole again then, and the next answer
+// tells the new pace).
+func (t *throttle) paceFrom(now int64) int64 {
+	p := &t.pace
+	if p.interval == 0 || p.until <= now {
+		return now
+	}
+	return max(now, satAdd(p.last, p.interval))
+}
+
+// paced records that a request of the key was booked to leave at at.
+func (t *throttle) paced(at int64) {
+	if t.pace.interval > 0 {
+		t.pace.last = max(t.pace.last, at)
+	}
+}
+
+// learn records, at now, the server's word that remaining requests may go
+// in the next reset nanoseconds (reset > 0) of the quota named bucket. It
+// returns pause: the quota is spent (remaining 0) and the key must pause
+// for reset, after which the quota is whole again and the pace is over.
+// Otherwise the key's requests are spaced reset/(remaining+1) apart, so
+// that the last of them leaves before the reset, never at it.
+//
+// An answer is old news, and ignored, when it contradicts the pace learnt
+// for the same quota (same bucket) in a window that has not ended: a reset
+// that jumps backwards (more than quotaTolerance before the known one), or
+// a remaining count that grows within the same window (an answer to an
+// earlier request, overtaken). An answer for another bucket replaces the
+// pace only when it is slower, since both quotas hold.
+func (t *throttle) learn(now, remaining, reset int64, bucket string) (pause bool) {
+	p := &t.pace
+	until := satAdd(now, reset)
+	interval := max(reset/(remaining+1), 1)
+	if p.interval > 0 && p.until > now {
+		switch {
+		case bucket != p.bucket:
+			if remaining > 0 && interval <= p.interval {
+				return false
+			}
+		case until < p.until-quotaTolerance:
+			return false // the reset jumped backwards
+		case until <= p.until+quotaTolerance && remaining > p.left:
+			return false // the same window, more left: an overtaken answer
+		}
+	}
+	if remaining == 0 {
+		*p = quotaPace{}
+		return true
+	}
+	// The answered request left before now: counting it at now is slower
+	// by its round trip, never faster.
+	p.interval, p.until, p.left, p.bucket = interval, until, remaining, bucket
+	p.last = max(p.last, now)
+	return false
 }
 
 // admission is what a request of a key may do now.
@@ -137,12 +217,12 @@ func (t *throttle) released(probe bool) {
 }
 
 // forgettable reports whether t may be dropped at now, even though it may
-// be half-open (a waiter would have taken the probe): a plain pause once it
-// has ended, a throttle once its pause ended staleAfter ago, so that an
+// be half-open (a waiter would have taken the probe), once its pace's window
+// has ended: a plain pause once it has ended, a throttle once its pause ended staleAfter ago, so that an
 // answer to a request sent before the pause, arriving late, is still known
 // as old news.
 func (t *throttle) forgettable(now int64) bool {
-	if t.probing {
+	if t.probing || (t.pace.interval > 0 && t.pace.until > now) {
 		return false
 	}
 	if t.length == 0 {

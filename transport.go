@@ -53,6 +53,19 @@ const DefaultMaxWait = 5 * time.Minute
 // Limiter's (see [Limiter]; by default a [Keyed] per entry of Limits, and
 // one without a limit for the keys no limit paces).
 //
+// # Quota headers
+//
+// Every response's quota headers are read (the IETF RateLimit and
+// RateLimit-Policy fields, RateLimit-* and X-RateLimit-* with GitHub's epoch
+// or a delta reset, Discord's X-RateLimit-Reset-After and bucket, OpenAI's
+// x-ratelimit-*-requests and -tokens, Anthropic's anthropic-ratelimit-*,
+// Shopify's X-Shopify-Shop-Api-Call-Limit; the tightest wins) and passed
+// to the Limiter as [Outcome].Quota, its reset capped at MaxRetryAfter: a
+// [Keyed] spreads the requests that remain over the time to the reset, so
+// that the key never runs dry, also for keys no limit paces, and pauses the
+// key until the reset when none remain (GitHub answers that 403 too). The
+// configured limit still holds: a quota only ever slows a key down.
+//
 // # Spacing
 //
 // When a key's limit binds (a token bucket has no unit left, or the limit
@@ -417,8 +430,12 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 			err = fmt.Errorf("pace: %T returned no response and no error", s.base)
 		}
 		var v verdict
-		now := c.decide(attempt, p.Strikes, out, resp, err, &v)
-		c.settle(&p, Outcome{At: now, Sent: true, Response: resp != nil, Pause: v.pause})
+		o := Outcome{At: c.decide(attempt, p.Strikes, out, resp, err, &v), Sent: true, Response: resp != nil, Pause: v.pause}
+		if resp != nil {
+			c.quota(resp, &o)
+		}
+		now := o.At
+		c.settle(&p, o)
 		if v.pause > 0 && s.obs != nil {
 			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.pause, Until: now.Add(v.pause), StatusCode: statusOf(resp)})
 		}
@@ -468,6 +485,26 @@ func (c *call) settle(p *Permit, o Outcome) {
 		return
 	}
 	c.lim.Settle(*p, o)
+}
+
+// quota reads the server's quota from resp's headers into o.Quota (see
+// serverQuota), its Reset capped at MaxRetryAfter so that no answer can
+// pause or slow a key for longer, reading the clock into o.At if it has
+// not been read. A response without quota headers costs a few map lookups.
+func (c *call) quota(resp *http.Response, o *Outcome) {
+	if !quotaPresent(resp.Header) {
+		return
+	}
+	now := o.At
+	if now.IsZero() {
+		now = time.Now()
+	}
+	q, ok := serverQuota(resp.Header, now)
+	if !ok || q.Reset <= 0 {
+		return
+	}
+	q.Reset = min(q.Reset, c.s.maxRetryAfter)
+	o.At, o.Quota = now, q
 }
 
 // giveUpReason is the Reason an AttemptsError records for a verdict's why:
