@@ -526,12 +526,21 @@ func (k *Keyed) settle(p *Permit, o Outcome) {
 // learn applies the server's quota q, stated at e.now, to the key (see
 // throttle.learn): a spent quota pauses the key until its reset, as
 // [Keyed.PauseUntil] does; one with requests left spaces them over the time
-// to the reset. A quota whose pace would be no slower than the key's limit
-// is not recorded: the limit holds the key to it already.
+// to the reset. A quota with requests left is not recorded when the key's
+// limit holds the key to it already: its pace would be no slower than the
+// limit, or the limit is no faster than the quota's own rate (Limit per
+// Window, when the server states both), as when the client is configured
+// with the server's published limit. A window limit that slides or leaks
+// refills all along, while its reset (whole seconds, rounded up) names when
+// it is whole again, so spreading its remainder would only slow such a
+// client down.
 func (e *entry) learn(q Quota) {
 	reset, left := int64(q.Reset), int64(max(q.Remaining, 0))
-	if left > 0 && e.c != nil && reset/(left+1) <= e.k.alg.interval() && (e.st == nil || e.st.th.pace.interval == 0) {
-		return
+	if left > 0 && e.c != nil && (e.st == nil || e.st.th.pace.interval == 0) {
+		i := e.k.alg.interval()
+		if reset/(left+1) <= i || (q.Limit > 0 && q.Window > 0 && int64(q.Window)/int64(q.Limit) <= i) {
+			return
+		}
 	}
 	st := e.state()
 	if st.th.learn(e.now, left, reset, q.bucket) {

@@ -222,6 +222,7 @@ var quotaFamilies = [...]quotaFamily{
 // about one limit of the client.
 type quotaHint struct {
 	limit     int64         // the quota; 0: not given
+	window    time.Duration // the quota's window (IETF w; Shopify capacity/leak); 0: not given
 	remaining int64         // units left; -1: not given or malformed
 	reset     time.Duration // until the quota grows again, when hasReset
 	hasReset  bool
@@ -313,8 +314,9 @@ func shopifyHint(h http.Header) (quotaHint, bool) {
 	if !found || !ok1 || !ok2 || capacity == 0 || fill > capacity || capacity > math.MaxInt32 {
 		return quotaHint{remaining: -1}, true // present but malformed or contradictory
 	}
-	q := quotaHint{limit: int64(capacity), remaining: int64(capacity - fill), hasReset: true, consistent: true}
 	leak := time.Second / shopifyLeakRate
+	q := quotaHint{limit: int64(capacity), window: time.Duration(capacity) * leak,
+		remaining: int64(capacity - fill), hasReset: true, consistent: true}
 	q.reset = time.Duration(fill) * leak
 	if q.remaining == 0 {
 		q.reset = leak
@@ -343,7 +345,7 @@ func rateLimitHints(h http.Header) []quotaHint {
 		q := quotaHint{remaining: it.remaining, reset: it.reset, hasReset: it.hasReset, bucket: it.partition, consistent: true}
 		for _, p := range pols {
 			if p.name == it.policy && p.partition == it.partition {
-				q.limit, q.tokens = p.quota, p.unit != "requests"
+				q.limit, q.window, q.tokens = p.quota, p.window, p.unit != "requests"
 				q.consistent = q.remaining <= q.limit
 				break
 			}
@@ -403,7 +405,7 @@ func serverQuota(h http.Header, now time.Time) (q Quota, ok bool) {
 		return Quota{}, false
 	}
 	return Quota{Limit: int(min(best.limit, math.MaxInt32)), Remaining: int(min(best.remaining, math.MaxInt32)),
-		Reset: best.reset, bucket: best.bucket}, true
+		Window: best.window, Reset: best.reset, bucket: best.bucket}, true
 }
 
 // quotaPresent reports whether h has any header serverQuota reads a reset

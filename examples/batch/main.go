@@ -2,13 +2,15 @@
 // a strict rate-limited API, with nothing rejected for good and nothing lost.
 //
 //	go run ./examples/batch              # 300 calls, about 4 seconds
-//	go run ./examples/batch -mismatch    # a client set 1.5× too fast: 429s, pauses, still nothing lost
+//	go run ./examples/batch -mismatch    # a client set 1.5× too fast, an API without RateLimit fields: 429s, pauses, still nothing lost
 //	go run ./examples/batch -h           # the flags
 //
 // It starts, on loopback (127.0.0.1, a free port), an API that allows at most
 // -rate requests in any 1-second window: package middleware with an exact
 // sliding-window log, pace.SlidingLog(pace.PerSecond(rate)), answering excess
-// with 429 and Retry-After. It then sends -n GET requests, one per item,
+// with 429 and Retry-After, and stating its limit in the IETF RateLimit
+// fields (but with -mismatch, so that the client meets 429s rather than
+// pacing itself from them). It then sends -n GET requests, one per item,
 // through batch.Run and batch.HTTP, with an http.Client whose pace.Transport
 // paces the API's host with a leaky bucket (pace.Leaky): calls leave evenly
 // spaced, at most -concurrency in flight, each call given up after -timeout

@@ -61,7 +61,7 @@ func errorLine(err error) string {
 func execute(ctx context.Context, cfg config, stdout io.Writer) (t tally, err error) {
 	tmpl := cfg.url
 	if tmpl == "" {
-		a, err := startAPI(cfg.rate)
+		a, err := startAPI(cfg.rate, cfg.mismatch) // -mismatch: no RateLimit fields to pace from
 		if err != nil {
 			return t, err
 		}
@@ -139,7 +139,11 @@ func ideal(calls, rate int) time.Duration {
 // printHeader says what the run is about to do.
 func printHeader(w io.Writer, cfg config, tmpl string, local bool, interval time.Duration) {
 	if local {
-		fmt.Fprintf(w, "API     %s (local): at most %d requests in any 1s, sliding-window log (package middleware)\n", tmpl, cfg.rate)
+		headers := "RateLimit fields on every answer"
+		if cfg.mismatch {
+			headers = "no RateLimit fields (-mismatch), only Retry-After on a 429"
+		}
+		fmt.Fprintf(w, "API     %s (local): at most %d requests in any 1s, sliding-window log (package middleware), %s\n", tmpl, cfg.rate, headers)
 	} else {
 		fmt.Fprintf(w, "API     %s: taken to allow %d requests per second\n", tmpl, cfg.rate)
 	}

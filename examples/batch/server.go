@@ -17,7 +17,10 @@ import (
 // small JSON body, behind package middleware allowing at most a fixed number
 // of requests in any 1-second window (an exact sliding-window log). Excess
 // requests get 429 with Retry-After (whole seconds, rounded up) and the
-// IETF RateLimit fields, as the middleware writes them.
+// IETF RateLimit fields, as the middleware writes them; with omitHeaders
+// the RateLimit fields are left out (a server that does not disclose its
+// limit), so that a client that is too fast meets 429s instead of pacing
+// itself from them.
 type api struct {
 	url      string // base URL, http://127.0.0.1:port
 	srv      *http.Server
@@ -27,11 +30,12 @@ type api struct {
 }
 
 // startAPI starts the API on a free loopback port, limited to limit
-// requests in any second.
-func startAPI(limit int) (*api, error) {
+// requests in any second, its RateLimit fields left out if omitHeaders.
+func startAPI(limit int, omitHeaders bool) (*api, error) {
 	a := &api{served: make(chan error, 1)}
 	m, err := middleware.New(middleware.Options{
-		Limit: pace.SlidingLog(pace.PerSecond(limit)),
+		Limit:       pace.SlidingLog(pace.PerSecond(limit)),
+		OmitHeaders: omitHeaders,
 		OnLimited: func(w http.ResponseWriter, _ *http.Request, _ middleware.Refusal) {
 			a.refused.Add(1)
 			http.Error(w, "too many requests", http.StatusTooManyRequests)
