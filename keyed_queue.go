@@ -468,8 +468,8 @@ func (k *Keyed) Depart(p Permit, at time.Time) {
 // Settle records how the request of p ended (see [Outcome]) and implements
 // [Limiter]: a throttle pauses the key for o.Pause, an answer closes a
 // half-open key when p is its probe, and a probe that ends without an
-// answer hands the role to the next request. A server quota (o.Quota with a
-// positive Reset) paces the key: its Remaining requests are spread over
+// answer hands the role to the next request. A server quota (read by the
+// [Transport] from the answer's quota headers) paces the key: its Remaining requests are spread over
 // the Reset, each Reset/(Remaining+1) after the one before, so that the key
 // never runs dry before the reset; none remaining pauses the key until the
 // reset, without a probe. The key's limit still applies, so a quota never
@@ -489,7 +489,7 @@ func (k *Keyed) settle(p *Permit, o Outcome) {
 	if !o.At.IsZero() {
 		t = sinceEpoch(k.epoch, o.At)
 	}
-	if p.b == nil && o.Pause <= 0 && o.Quota.Reset <= 0 && ((t == 0 && k.states.Load() == 0) || k.settleFast(t, p.Key)) {
+	if p.b == nil && o.Pause <= 0 && o.quota.Reset <= 0 && ((t == 0 && k.states.Load() == 0) || k.settleFast(t, p.Key)) {
 		return // no keyState anywhere: nothing to record (see settleFast)
 	}
 	if t == 0 {
@@ -517,8 +517,8 @@ func (k *Keyed) settle(p *Permit, o Outcome) {
 		st.th.released(true)
 		st.broadcast()
 	}
-	if o.Quota.Reset > 0 { // after the throttle, so that a 429 still makes the key half-open
-		e.learn(o.Quota)
+	if o.quota.Reset > 0 { // after the throttle, so that a 429 still makes the key half-open
+		e.learn(o.quota)
 	}
 	e.close(e.c != nil && (e.tracked || o.Pause > 0))
 }

@@ -87,14 +87,13 @@ type Outcome struct {
 	// At (the caller has applied its floor and cap). Zero means the answer
 	// was not a throttle (or there was none, when Sent is false).
 	Pause time.Duration
-	// Quota, when its Reset is positive, is the server's quota as the
-	// answer's headers state it (the [Transport] reads every common family:
-	// the IETF RateLimit fields, X-RateLimit-*, OpenAI's, Anthropic's,
-	// Discord's, Shopify's): Remaining requests may go before Reset, from
-	// At (the caller has capped Reset). [Keyed] spreads them over Reset,
-	// and pauses the key until Reset when none remain, never faster than
-	// its configured limit. The zero Quota says nothing.
-	Quota Quota
+
+	// quota, when its Reset is positive, is the server's quota as the
+	// answer's headers state it (serverQuota): Remaining requests may go
+	// before Reset, from At (the Transport has capped Reset). Keyed spreads
+	// them over Reset (see Keyed.Settle). Unexported, so that the root's
+	// API stays small; the Transport fills it for its own Keyed stores.
+	quota Quota
 }
 
 // Reservation is n units booked by ReserveAt. Delay is how long after the

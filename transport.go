@@ -59,12 +59,14 @@ const DefaultMaxWait = 5 * time.Minute
 // RateLimit-Policy fields, RateLimit-* and X-RateLimit-* with GitHub's epoch
 // or a delta reset, Discord's X-RateLimit-Reset-After and bucket, OpenAI's
 // x-ratelimit-*-requests and -tokens, Anthropic's anthropic-ratelimit-*,
-// Shopify's X-Shopify-Shop-Api-Call-Limit; the tightest wins) and passed
-// to the Limiter as [Outcome].Quota, its reset capped at MaxRetryAfter: a
-// [Keyed] spreads the requests that remain over the time to the reset, so
-// that the key never runs dry, also for keys no limit paces, and pauses the
-// key until the reset when none remain (GitHub answers that 403 too). The
-// configured limit still holds: a quota only ever slows a key down.
+// Shopify's X-Shopify-Shop-Api-Call-Limit; the tightest wins), and the
+// key's requests are paced by them, also for keys no limit paces: what
+// remains is spread over the time to the reset (capped at MaxRetryAfter),
+// so that the key never runs dry, and a spent quota pauses the key until
+// the reset (GitHub answers that with a 403). The configured limit still
+// holds: a quota only ever slows a key down. This pacing lives in the
+// Transport's own [Keyed] stores (Limits, or none); a Limiter of your own
+// is not told of quotas.
 //
 // # Spacing
 //
@@ -487,7 +489,7 @@ func (c *call) settle(p *Permit, o Outcome) {
 	c.lim.Settle(*p, o)
 }
 
-// quota reads the server's quota from resp's headers into o.Quota (see
+// quota reads the server's quota from resp's headers into o.quota (see
 // serverQuota), its Reset capped at MaxRetryAfter so that no answer can
 // pause or slow a key for longer, reading the clock into o.At if it has
 // not been read. A response without quota headers costs a few map lookups.
@@ -504,7 +506,7 @@ func (c *call) quota(resp *http.Response, o *Outcome) {
 		return
 	}
 	q.Reset = min(q.Reset, c.s.maxRetryAfter)
-	o.At, o.Quota = now, q
+	o.At, o.quota = now, q
 }
 
 // giveUpReason is the Reason an AttemptsError records for a verdict's why:

@@ -135,7 +135,7 @@ func TestTransportQuotaNeverFasterThanLimit(t *testing.T) {
 				srv := &testhttp.Server{Handle: func(int, testhttp.Received) (*http.Response, error) {
 					return testhttp.Response(http.StatusOK, "X-RateLimit-Remaining", tt.left, "X-RateLimit-Reset", tt.reset), nil
 				}}
-				tr := &Transport{Base: srv, Limits: Hosts{"*": Leaky(PerSecond(1), 10)}}
+				tr := &Transport{Base: srv, Limits: Hosts{"*": LeakyBucket(PerSecond(1), LeakyOptions{Queue: 10})}}
 				for range 5 {
 					req, _ := http.NewRequest("GET", "http://api.test/", nil)
 					resp, err := tr.RoundTrip(req)
@@ -161,7 +161,7 @@ func TestKeyedQuotaRules(t *testing.T) {
 		require.NoError(t, err)
 		ctx := context.Background()
 		settle := func(left int, reset time.Duration, bucket string) {
-			k.Settle(Permit{Key: "a"}, Outcome{Sent: true, Response: true, Quota: Quota{Remaining: left, Reset: reset, bucket: bucket}})
+			k.Settle(Permit{Key: "a"}, Outcome{Sent: true, Response: true, quota: Quota{Remaining: left, Reset: reset, bucket: bucket}})
 		}
 		pace := func() quotaPace {
 			e := k.open(0, "a", false)
