@@ -10,15 +10,16 @@ import (
 )
 
 // TestCompositeLeakyQueue: a pacer's queue bounds the whole wait of a
-// composite. With a pacer that lets nobody wait and a window that is full
-// until the next minute, the call is refused with ErrQueueFull and nothing
-// is booked; with room for 100s of queue it waits the 59s.
+// composite. With a pacer that lets one caller wait (about 100ms) and a
+// window that is full until the next minute, the call is refused with
+// ErrQueueFull and nothing is booked; with room for 100s of queue it waits
+// the 59s.
 func TestCompositeLeakyQueue(t *testing.T) {
-	strict := mustComposite(t, LeakyBucket(PerSecond(10), LeakyOptions{Queue: 0}), FixedWindow(PerMinute(1)))
+	strict := mustComposite(t, LeakyBucket(PerSecond(10), LeakyOptions{Queue: 1}), FixedWindow(PerMinute(1)))
 	runWinAllow(t, strict, []winAllow{{0, 1, true}})
 	before := compositeSnapshot(strict)
 	if r, err := strict.ReserveAt(winAt(time.Second), 1); !errors.Is(err, ErrQueueFull) {
-		t.Errorf("ReserveAt behind a full minute with a pacer that queues nobody = %v, %v; want ErrQueueFull", r.Delay, err)
+		t.Errorf("ReserveAt behind a full minute with a pacer that queues one = %v, %v; want ErrQueueFull", r.Delay, err)
 	}
 	if after := compositeSnapshot(strict); !reflect.DeepEqual(before, after) {
 		t.Errorf("a refused ReserveAt changed the parts: %+v → %+v", before, after)

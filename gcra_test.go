@@ -387,7 +387,7 @@ func TestGCRABadConfig(t *testing.T) {
 		{"leaky slack overflows", LeakyBucket(PerSecond(10), LeakyOptions{Slack: math.MaxInt}), newLB(PerSecond(10), LeakyOptions{Slack: math.MaxInt}), "Slack"},
 		{"leaky slack·interval over 146 years", LeakyBucket(PerHour(1), LeakyOptions{Slack: 2_000_000}), newLB(PerHour(1), LeakyOptions{Slack: 2_000_000}), "Slack"},
 		{"leaky queue·interval overflows", LeakyBucket(PerSecond(1), LeakyOptions{Queue: math.MaxInt}), newLB(PerSecond(1), LeakyOptions{Queue: math.MaxInt}), "Queue"},
-		{"leaky interval over 146 years", LeakyBucket(huge, LeakyOptions{Queue: 0}), newLB(huge, LeakyOptions{}), "Rate.Per"},
+		{"leaky interval over 146 years", LeakyBucket(huge, LeakyOptions{}), newLB(huge, LeakyOptions{}), "Rate.Per"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -421,7 +421,7 @@ func TestGCRAGoodConfig(t *testing.T) {
 		{TokenBucket(PerSecond(10), 20), "token bucket 10/1s burst 20"},
 		{TokenBucket(Rate{N: math.MaxInt, Per: time.Nanosecond}, 1), "token bucket 9223372036854775807/1ns burst 1"},
 		{LeakyBucket(PerSecond(10), LeakyOptions{Queue: 100}), "leaky bucket 10/1s queue 100"},
-		{LeakyBucket(PerMinute(1), LeakyOptions{MaxDelay: time.Hour, Slack: 2}), "leaky bucket 1/1m0s queue 0 max delay 1h0m0s slack 2"},
+		{LeakyBucket(PerMinute(1), LeakyOptions{MaxDelay: time.Hour, Slack: 2}), "leaky bucket 1/1m0s max delay 1h0m0s slack 2"},
 	}
 	for _, tt := range tests {
 		if err := tt.limit.Err(); err != nil {

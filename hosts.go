@@ -4,17 +4,22 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/pacehttp/pace/internal/hostkey"
 )
 
 // Hosts maps a host to the [Limit] that paces requests to it, for
-// [Transport.Limits]. A key is matched exactly against the request's
-// URL.Host, compared in lower case, port included when the URL has one:
-// "api.example" matches https://api.example/v1 but not
-// https://api.example:8443/v1. Upper-case letters in a key are accepted and
-// lower-cased, so "API.example" is the same key as "api.example" (listing
-// both is an error). The key "*" is the default for every host not
-// listed; without it unlisted hosts are not paced. The zero Limit paces
+// [Transport.Limits]. A key is matched against the request's URL.Host as a
+// URL compares hosts (RFC 3986 §6.2.2–6.2.3): in lower case, without a
+// trailing dot, and without the scheme's default port (80 for http, 443 for
+// https), so "api.example" matches https://api.example/v1,
+// https://api.example:443/, http://api.example:80/ and
+// https://API.example./, but not https://api.example:8443/v1, which
+// "api.example:8443" matches. A key's own port 80 or 443 is dropped the same
+// way ("api.example:443" is "api.example"). Two keys that name the same host
+// so ("API.example", "api.example.") are an error. The key "*" is the
+// default for every host not listed; without it unlisted hosts are not
+// paced. The zero Limit paces
 // nothing, so {"*": lim, "internal.example": {}} exempts one host.
 //
 // A key that no URL.Host can ever equal is rejected, by
@@ -53,7 +58,7 @@ func compileHosts(h Hosts) (*hostLimiters, error) {
 	}
 	hl := &hostLimiters{byHost: make(map[string]Limiter, len(h))}
 	for host, l := range h {
-		lh := strings.ToLower(host)
+		lh := hostkey.Of(host, "")
 		var lim Limiter
 		if !l.IsZero() {
 			k, err := NewKeyed(l, KeyedOptions{})
@@ -71,8 +76,8 @@ func compileHosts(h Hosts) (*hostLimiters, error) {
 	return hl, nil
 }
 
-// forHost returns the store for host (already lower-case), or nil when the
-// host is not paced.
+// forHost returns the store for host (in the form requestHost returns), or
+// nil when the host is not paced.
 func (hl *hostLimiters) forHost(host string) Limiter {
 	if hl == nil {
 		return nil
@@ -83,26 +88,16 @@ func (hl *hostLimiters) forHost(host string) Limiter {
 	return hl.def
 }
 
-// requestHost returns req's host in lower case, port kept: URL.Host, or
-// req.Host when the URL has none. It allocates only when the host has
-// upper-case letters.
-func requestHost(req *http.Request) string {
-	h := req.Host
-	if req.URL != nil && req.URL.Host != "" {
-		h = req.URL.Host
-	}
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
-			return strings.ToLower(h)
-		}
-	}
-	return h // already lower case: what strings.ToLower would return
-}
+// requestHost returns req's host in the form Hosts keys are matched in
+// (see [Hosts]): URL.Host, or req.Host when the URL has none. It allocates
+// only when the host has upper-case letters or a trailing dot before a
+// port that stays.
+func requestHost(req *http.Request) string { return hostkey.Request(req) }
 
 // validateHosts reports the first invalid entry of h as a *ConfigError
 // naming it.
 func validateHosts(h Hosts) error {
-	seen := make(map[string]bool, len(h))
+	seen := make(map[string]string, len(h))
 	for host, l := range h {
 		field := hostField(host)
 		if reason := hostKeyProblem(host); reason != "" {
@@ -114,11 +109,11 @@ func validateHosts(h Hosts) error {
 			}
 			return configErr(field, l, err.Error())
 		}
-		lh := strings.ToLower(host)
-		if seen[lh] {
-			return configErr(field, host, "listed twice, ignoring case")
+		lh := hostkey.Of(host, "")
+		if other, dup := seen[lh]; dup {
+			return configErr(field, host, "the same host as "+strconv.Quote(other)+" (hosts compare as in a URL: case, a trailing dot and ports 80 and 443 do not count)")
 		}
-		seen[lh] = true
+		seen[lh] = host
 	}
 	return nil
 }

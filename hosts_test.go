@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -13,8 +14,9 @@ import (
 	"github.com/pacehttp/pace/internal/testhttp"
 )
 
-// TestHostsChooseTheLimit: each host gets its listed Limit, matched in
-// lower case with the port kept; "*" covers the rest; the zero Limit
+// TestHostsChooseTheLimit: each host gets its listed Limit, matched as a
+// URL compares hosts (case, a trailing dot and the scheme's default port do
+// not count; another port does); "*" covers the rest; the zero Limit
 // exempts a host.
 func TestHostsChooseTheLimit(t *testing.T) {
 	tests := []struct {
@@ -23,7 +25,11 @@ func TestHostsChooseTheLimit(t *testing.T) {
 	}{
 		{"http://api.test/", 100 * time.Millisecond},
 		{"http://API.Test/", 100 * time.Millisecond},
-		{"http://api.test:8443/", time.Second}, // port kept: not "api.test"
+		{"http://api.test:80/", 100 * time.Millisecond},   // http's default port
+		{"https://api.test:443/", 100 * time.Millisecond}, // https's default port
+		{"http://api.test./", 100 * time.Millisecond},     // a fully qualified name
+		{"https://api.test:80/", time.Second},             // not https's default: not "api.test"
+		{"http://api.test:8443/", time.Second},            // port kept: not "api.test"
 		{"http://other.test/", time.Second},
 		{"http://free.test/", 0},
 	}
@@ -189,5 +195,26 @@ func TestHostsRejectKeysThatCannotMatch(t *testing.T) {
 				t.Errorf("RoundTrip = %v, want ErrInvalidConfig", rerr)
 			}
 		})
+	}
+}
+
+// TestHostsSameHostTwice: two keys that a URL would take for the same host
+// are refused, naming both.
+func TestHostsSameHostTwice(t *testing.T) {
+	for _, pair := range [][2]string{
+		{"api.test", "API.test"}, {"api.test", "api.test."}, {"api.test", "api.test:443"}, {"api.test:80", "api.test."},
+	} {
+		tr := &Transport{Limits: Hosts{pair[0]: TokenBucket(PerSecond(1), 1), pair[1]: TokenBucket(PerSecond(2), 1)}}
+		err := tr.Validate()
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) {
+			t.Fatalf("Hosts %q: Validate() = %v, want a *ConfigError", pair, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "the same host as") {
+			t.Errorf("Hosts %q: %q does not say the hosts are the same", pair, msg)
+		}
+	}
+	if err := (&Transport{Limits: Hosts{"api.test": TokenBucket(PerSecond(1), 1), "api.test:8443": TokenBucket(PerSecond(1), 1)}}).Validate(); err != nil {
+		t.Errorf("another port is another host: Validate() = %v", err)
 	}
 }

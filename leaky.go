@@ -2,26 +2,31 @@ package pace
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
 // LeakyOptions configures a leaky-bucket pacer (see [LeakyBucket]). The zero
-// value is a strict pacer that lets nobody wait: a request passes only when
-// it comes at least one interval after the last one admitted, like nginx
-// limit_req without a burst.
+// value is a strict pacer (no slack: releases at least one interval apart)
+// whose callers wait for their slot as long as they are willing to, like a
+// token bucket's: the [Transport]'s MaxWait and the context bound the wait.
 type LeakyOptions struct {
-	// Queue is how many callers may wait for their slot. A caller whose wait
-	// would exceed Queue intervals is refused at once with [ErrQueueFull]
-	// and books nothing; each interval counts with the departure margin and
-	// a millisecond more, since a request that leaves late pushes the slots
-	// behind it back (see [Transport]), so that Queue waiters always fit. Zero means nobody waits, unless MaxDelay is set, in
-	// which case zero means the number of waiters is not limited and only
-	// MaxDelay bounds the queue. Must not be negative.
+	// Queue, if positive, is how many callers may wait for their slot. A
+	// caller whose wait would exceed Queue intervals is refused at once
+	// with [ErrQueueFull] and books nothing; each interval counts with the
+	// departure margin and a millisecond more, since a request that leaves
+	// late pushes the slots behind it back (see [Transport]), so that Queue
+	// waiters always fit. Zero means the number of waiters is not limited:
+	// only MaxDelay, if set, and the caller (the Transport's MaxWait, the
+	// context's deadline) bound the wait. A pacer that refuses instead of
+	// queueing, as nginx limit_req without burst does, is any pacer asked
+	// with AllowAt ([Shaper.AllowAt], [Keyed.AdmitAt], package middleware),
+	// which never queues. Must not be negative.
 	Queue int
 
-	// MaxDelay, if positive, also refuses with [ErrQueueFull] a caller whose
-	// wait would exceed it. Zero means no bound beyond Queue. Must not be
-	// negative.
+	// MaxDelay, if positive, refuses with [ErrQueueFull] a caller whose
+	// wait would exceed it (with Queue set, the tighter bound applies).
+	// Zero means no bound beyond Queue. Must not be negative.
 	MaxDelay time.Duration
 
 	// Slack is how many extra requests may go back to back after an idle
@@ -47,6 +52,10 @@ type LeakyOptions struct {
 //   - limit_req burst=B:             LeakyOptions{Queue: B}
 //   - limit_req burst=B nodelay:     LeakyOptions{Slack: B}
 //   - limit_req burst=B delay=D:     LeakyOptions{Slack: D, Queue: B − D}
+//
+// where nginx refuses what it would not queue: ask with AllowAt (or through
+// package middleware) for nginx's refusals, since a zero Queue lets callers
+// of ReserveAt and Wait queue without a count bound (see [LeakyOptions]).
 //
 // and uber-go/ratelimit's Take with WithSlack(S) as LeakyOptions{Slack: S,
 // MaxDelay: a long bound}. nginx counts on a millisecond clock; this pacer
@@ -100,7 +109,10 @@ func newLeakyAlg(r Rate, o LeakyOptions) (*leakyAlg, error) {
 	if !ok || wait > maxSpan {
 		return nil, configErr("Queue", o.Queue, "with the interval "+time.Duration(g.i).String()+" spans over 146 years")
 	}
-	if d := int64(o.MaxDelay); d > 0 && (o.Queue == 0 || d < wait) {
+	if o.Queue == 0 {
+		wait = maxSpan // no bound by count: the caller bounds the wait
+	}
+	if d := int64(o.MaxDelay); d > 0 && d < wait {
 		wait = d
 	}
 	return &leakyAlg{gcra: g, rate: r, o: o, wait: wait}, nil
@@ -121,13 +133,24 @@ func (a *leakyAlg) earliest(c *cell, now int64, n int) (int64, error) {
 }
 
 // span is how long after its last booking, at most, a cell takes to drain:
-// the queue bound plus the slack.
-func (a *leakyAlg) span() int64 { return min(satAdd(a.tau, a.wait), maxSpan) }
+// the queue bound plus the slack. With no bound (a zero Queue and MaxDelay)
+// it is the slack alone, as for a token bucket, whose callers may also book
+// far ahead: the keyed store then sweeps as often as for a bucket of that
+// size, and finds such a cell idle once its bookings are past.
+func (a *leakyAlg) span() int64 {
+	if a.wait >= maxSpan {
+		return a.tau
+	}
+	return min(satAdd(a.tau, a.wait), maxSpan)
+}
 
 func (a *leakyAlg) maxN() int { return int(a.c) }
 
 func (a *leakyAlg) String() string {
-	s := fmt.Sprintf("leaky bucket %v queue %d", a.rate, a.o.Queue)
+	s := fmt.Sprintf("leaky bucket %v", a.rate)
+	if a.o.Queue > 0 {
+		s += fmt.Sprintf(" queue %d", a.o.Queue)
+	}
 	if a.o.MaxDelay > 0 {
 		s += fmt.Sprintf(" max delay %v", a.o.MaxDelay)
 	}
@@ -138,7 +161,12 @@ func (a *leakyAlg) String() string {
 }
 
 // waitBound is the pacer's queue bound in nanoseconds (see [LeakyOptions]).
-func (a *leakyAlg) waitBound() int64 { return a.wait }
+func (a *leakyAlg) waitBound() int64 {
+	if a.wait >= maxSpan {
+		return math.MaxInt64
+	}
+	return a.wait
+}
 
 func (a *leakyAlg) quota(c *cell, now, from int64) Quota {
 	return finishQuota(a, c, a.standing(c, now), now, from)

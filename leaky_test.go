@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // leakyDelays reserves one slot k times at now and returns the delays, or
@@ -60,6 +64,37 @@ func TestLeakyBucketSpacing(t *testing.T) {
 	}
 }
 
+// TestLeakyBucketZeroQueue: the zero LeakyOptions is the documented
+// default, not "nobody may wait": 4 callers at one instant (and 100) all get
+// a slot, one interval apart, as they would from a token bucket; AllowAt,
+// which never queues, still refuses a request one interval too early, as
+// nginx limit_req without burst does.
+func TestLeakyBucketZeroQueue(t *testing.T) {
+	const I = 100 * time.Millisecond
+	l := gcraLeaky(t, PerSecond(10), LeakyOptions{})
+	ds, err := leakyDelays(l, gcraT0, 100)
+	require.NoError(t, err)
+	assert.Equal(t, spaced(100, 0, I), ds)
+	strict := gcraLeaky(t, PerSecond(10), LeakyOptions{})
+	assert.True(t, strict.AllowAt(gcraT0, 1))
+	assert.False(t, strict.AllowAt(gcraAt(99*time.Millisecond), 1))
+
+	synctest.Test(t, func(t *testing.T) { // 4 concurrent Wait calls: none refused
+		w := gcraLeaky(t, PerSecond(10), LeakyOptions{})
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() { errs[i] = w.Wait(t.Context(), 1) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			assert.NoError(t, err, "caller %d", i+1)
+		}
+		assert.Equal(t, 3*I, time.Since(start), "the last of 4 leaves 3 intervals later")
+	})
+}
+
 // TestLeakyBucketQueueBounds: the queue is bounded by a count of waiters, a
 // longest delay, or both (the tighter one).
 func TestLeakyBucketQueueBounds(t *testing.T) {
@@ -69,7 +104,6 @@ func TestLeakyBucketQueueBounds(t *testing.T) {
 		o       LeakyOptions
 		granted int // delays 0, I, 2I, … before ErrQueueFull
 	}{
-		{"no queue", LeakyOptions{}, 1},
 		{"queue 3", LeakyOptions{Queue: 3}, 4},
 		{"max delay 250ms", LeakyOptions{MaxDelay: 250 * time.Millisecond}, 3},
 		{"max delay exactly 200ms", LeakyOptions{MaxDelay: 200 * time.Millisecond}, 3},
@@ -103,12 +137,17 @@ func TestLeakyBucketNginx(t *testing.T) {
 			t.Errorf("limit_req: AllowAt(%v) = %v, want %v", s.at, got, s.want)
 		}
 	}
+	nodelay := gcraLeaky(t, PerSecond(10), LeakyOptions{Slack: 5}) // burst=5 nodelay: 6 at once, then refused
+	for i := range 7 {
+		if got, want := nodelay.AllowAt(gcraT0, 1), i < 6; got != want {
+			t.Errorf("burst=5 nodelay: request %d AllowAt = %v, want %v", i+1, got, want)
+		}
+	}
 	tests := []struct {
 		name string
 		o    LeakyOptions
 		want []time.Duration // delays of 7 requests at one instant until refused
 	}{
-		{"burst=5 nodelay", LeakyOptions{Slack: 5}, []time.Duration{0, 0, 0, 0, 0, 0}},
 		{"burst=5", LeakyOptions{Queue: 5}, spaced(6, 0, I)},
 		{"burst=5 delay=2", LeakyOptions{Slack: 2, Queue: 3}, []time.Duration{0, 0, 0, I, 2 * I, 3 * I}},
 	}
@@ -334,10 +373,14 @@ func TestLeakyBucketPromise(t *testing.T) {
 }
 
 // leakyWait is the documented queue bound: Queue intervals, or MaxDelay
-// when it is set and tighter or Queue is 0.
+// when it is set and tighter, or no bound (the largest int64) when both are
+// zero.
 func leakyWait(o LeakyOptions, interval int64) int64 {
-	wait := int64(o.Queue) * (interval + departMargin(interval) + int64(time.Millisecond)) // a queued slot may stretch
-	if md := int64(o.MaxDelay); md > 0 && (o.Queue == 0 || md < wait) {
+	wait := int64(math.MaxInt64)
+	if o.Queue > 0 {
+		wait = int64(o.Queue) * (interval + departMargin(interval) + int64(time.Millisecond)) // a queued slot may stretch
+	}
+	if md := int64(o.MaxDelay); md > 0 && md < wait {
 		wait = md
 	}
 	return wait

@@ -115,7 +115,8 @@ type Transport struct {
 	// Key returns the key a request's pacing state, cooldown and retry
 	// budget are kept under, for example the value of an API-key header,
 	// so that each credential has its own bucket. If nil, or if it returns
-	// "", the key is the request's URL.Host in lower case, port kept. The
+	// "", the key is the request's host as [Hosts] matches it (URL.Host in
+	// lower case, without a trailing dot or the scheme's default port). The
 	// Limit applied is still chosen by host from Limits.
 	Key func(*http.Request) string
 

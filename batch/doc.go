@@ -15,7 +15,7 @@
 // client's own limit sent nothing) never fails its item: the item goes back
 // in line, and the throttle pauses its key. Run uses pace's throttle engine,
 // the one pace.Transport uses ([pace.Keyed]), with one key per host for the
-// attempts of [HTTP] (the request's URL host, lower case, port kept) and one
+// attempts of [HTTP] (the request's host as pace.Hosts matches it) and one
 // key for the whole run for any other item function. While a key is paused
 // none of its attempts is sent; when the pause ends one attempt goes first
 // as a probe and the key's others wait for its answer: another throttle

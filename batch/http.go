@@ -5,10 +5,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/hostkey"
 )
 
 // HTTP returns an item function for [Run] that sends one request per item
@@ -41,7 +41,7 @@ import (
 // Pacing, per-host limits and transport-level retries belong to the
 // client's Transport (pace.Transport, for one); the batch sees only the
 // final response of each attempt. A final 429 is a throttle: Run pauses the
-// request's host (the URL's host, lower case, port kept) and probes it, as
+// request's host (as pace.Hosts matches it) and probes it, as
 // the package documentation describes; each attempt waits for its host
 // before it is sent. An error
 // from client.Do comes as a *url.Error, which Run sees through: with
@@ -125,15 +125,9 @@ func CheckResponse(resp *http.Response) error {
 	return &StatusError{Code: code}
 }
 
-// hostKey is the key a request's throttles pause in a run: its URL's host
-// in lower case, port kept, as pace.Transport keys hosts.
-func hostKey(req *http.Request) string {
-	h := req.Host
-	if req.URL != nil && req.URL.Host != "" {
-		h = req.URL.Host
-	}
-	return strings.ToLower(h)
-}
+// hostKey is the key a request's throttles pause in a run: its host as
+// pace.Transport keys hosts (see pace.Hosts).
+func hostKey(req *http.Request) string { return hostkey.Request(req) }
 
 // RecordStatus records code as the HTTP status of the attempt that ctx
 // belongs to, so that it shows in [Result.Status]; the last code recorded

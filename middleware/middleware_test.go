@@ -72,7 +72,7 @@ func TestHeaders(t *testing.T) {
 			{250 * time.Millisecond, 200, `"default";r=1;t=1`, ""},
 			{10 * s, 200, `"default";r=4;t=1`, ""},
 		}},
-		{"leaky 2/s, nginx rate=2r/s", pace.LeakyBucket(pace.PerSecond(2), pace.LeakyOptions{Queue: 0}), `"default";q=2;w=1`, []headerStep{
+		{"leaky 2/s, nginx rate=2r/s", pace.LeakyBucket(pace.PerSecond(2), pace.LeakyOptions{}), `"default";q=2;w=1`, []headerStep{
 			{0, 200, `"default";r=0;t=1`, ""},
 			{0, 429, `"default";r=0;t=1`, "1"},
 			{499 * time.Millisecond, 429, `"default";r=0;t=1`, "1"},
