@@ -27,7 +27,7 @@ func All(limits ...Limit) Limit {
 	for i, l := range limits {
 		switch {
 		case l.err != nil:
-			return newLimit(nil, fmt.Errorf("pace: part %d of All: %w", i+1, l.err))
+			return newLimit(nil, &partError{part: i + 1, err: l.err})
 		case l.alg == nil:
 			continue
 		}
@@ -38,6 +38,25 @@ func All(limits ...Limit) Limit {
 	}
 	return newLimit(newComposite(parts), nil)
 }
+
+// partError is the error of a Limit built by All from a part that carries
+// one: "pace: part 2 of All: invalid Rate.N 0: must be positive", the part
+// numbered from 1 in the order the caller wrote the parts (zero Limits
+// counted), the part's own error once. It wraps the part's error, so
+// errors.As finds its *ConfigError.
+type partError struct {
+	part int
+	err  error
+}
+
+func (e *partError) Error() string { return "pace: " + e.detail() }
+
+// detail is Error without the leading "pace: ", for an error that quotes it.
+func (e *partError) detail() string {
+	return fmt.Sprintf("part %d of All: %s", e.part, strings.TrimPrefix(e.err.Error(), "pace: "))
+}
+
+func (e *partError) Unwrap() error { return e.err }
 
 // composite is the algorithm. cell.x.parts holds one cell per part,
 // allocated on the first booking; until then every part is fresh.

@@ -83,6 +83,10 @@ func (e *ConfigError) Error() string {
 // Is reports whether target is ErrInvalidConfig.
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
+// errNilURL is RoundTrip's error for a request with no URL: nothing was
+// sent, so it is no [*AttemptsError].
+var errNilURL = errors.New("pace: nil Request.URL: nothing sent")
+
 func configErr(field string, value any, reason string) error {
 	return &ConfigError{Field: field, Value: value, Reason: reason}
 }

@@ -40,6 +40,6 @@ func ExampleAll() {
 	fmt.Println(pace.All().Err())
 	// Output:
 	// Rate.Per true
-	// pace: part 2 of All: pace: invalid Rate.Per 0s: must be positive
+	// pace: part 2 of All: invalid Rate.Per 0s: must be positive
 	// pace: invalid limits: All needs at least one non-zero limit
 }

@@ -63,7 +63,7 @@ func compileHosts(h Hosts) (*hostLimiters, error) {
 		if !l.IsZero() {
 			k, err := NewKeyed(l, KeyedOptions{})
 			if err != nil {
-				return nil, configErr(hostField(host), l, err.Error())
+				return nil, limitErr(hostField(host), err)
 			}
 			lim = k
 		}
@@ -104,10 +104,7 @@ func validateHosts(h Hosts) error {
 			return configErr(field, host, reason)
 		}
 		if err := l.Err(); err != nil {
-			if ce, ok := err.(*ConfigError); ok {
-				return configErr(field+"."+ce.Field, ce.Value, ce.Reason)
-			}
-			return configErr(field, l, err.Error())
+			return limitErr(field, err)
 		}
 		lh := hostkey.Of(host, "")
 		if other, dup := seen[lh]; dup {
@@ -116,6 +113,20 @@ func validateHosts(h Hosts) error {
 		seen[lh] = host
 	}
 	return nil
+}
+
+// limitErr returns a Limit's error err as a *ConfigError for the setting
+// field that holds the Limit: the Limit's own *ConfigError with field before
+// its Field, or for a part of All, field and the part, the inner error
+// quoted once.
+func limitErr(field string, err error) error {
+	if ce, ok := err.(*ConfigError); ok {
+		return configErr(field+"."+ce.Field, ce.Value, ce.Reason)
+	}
+	if pe, ok := err.(*partError); ok {
+		return configErr(field, nil, pe.detail())
+	}
+	return configErr(field, nil, strings.TrimPrefix(err.Error(), "pace: "))
 }
 
 // hostKeyProblem says why host can never equal a request's URL.Host, or

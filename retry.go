@@ -79,7 +79,9 @@ func DefaultRetryStatuses() []int {
 type RetryPolicy struct {
 	// Statuses lists the response status codes to retry. Nil means
 	// DefaultRetryStatuses(); a non-nil empty slice retries no status.
-	// Codes must be in 100..599.
+	// Codes must be error statuses, 400..599: a list holding a 2xx or 3xx
+	// is refused with a [*ConfigError], since a success or a redirect is
+	// never retried.
 	Statuses []int
 
 	// IdempotencyHeader names the request header whose presence makes a
@@ -203,19 +205,30 @@ const (
 // request should be retried, overriding status-based rules).
 const hdrStripeShouldRetry = "Stripe-Should-Retry"
 
-// validate reports a *ConfigError for a status outside 100..599 or an
-// idempotency header name that is not an HTTP token.
+// validate reports a *ConfigError for a status that is not an error status
+// (4xx or 5xx: a success or a redirect is never retried, so listing one is a
+// mistake) or an idempotency header name that is not an HTTP token.
 func (p *RetryPolicy) validate() error {
 	for _, code := range p.Statuses {
-		if code < 100 || code > 599 {
-			return configErr("Statuses", code, "not an HTTP status code (100..599)")
+		if code < 400 || code > 599 {
+			return configErr("Statuses", code, "not an HTTP error status (400..599); only error responses are retried")
 		}
 	}
 	if h := p.IdempotencyHeader; h != "" {
-		for i := 0; i < len(h); i++ {
-			if !isTokenChar(h[i]) {
-				return configErr("IdempotencyHeader", h, "not a valid header name")
-			}
+		return headerNameErr("IdempotencyHeader", h)
+	}
+	return nil
+}
+
+// headerNameErr returns a *ConfigError naming field when name is not a
+// header field name, a token of RFC 9110 §5.6.2 (§5.1), or nil.
+func headerNameErr(field, name string) error {
+	if name == "" {
+		return configErr(field, name, "empty header name")
+	}
+	for i := 0; i < len(name); i++ {
+		if !isTokenChar(name[i]) {
+			return configErr(field, name, "not a header name: a token of RFC 9110 §5.6.2 (letters, digits and !#$%&'*+-.^_`|~), no space, colon or control character")
 		}
 	}
 	return nil

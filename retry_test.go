@@ -504,6 +504,9 @@ func TestRetryPolicyDecide(t *testing.T) {
 	}
 }
 
+// TestRetryPolicyValidate: statuses must be error statuses (a 2xx or 3xx is
+// never retried, so listing one is a mistake) and the idempotency header an
+// RFC 9110 §5.6.2 token.
 func TestRetryPolicyValidate(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -514,6 +517,11 @@ func TestRetryPolicyValidate(t *testing.T) {
 		{"custom", RetryPolicy{Statuses: []int{425, 599}, IdempotencyHeader: "X-Key"}, ""},
 		{"status too low", RetryPolicy{Statuses: []int{99}}, "Statuses"},
 		{"status too high", RetryPolicy{Statuses: []int{600}}, "Statuses"},
+		{"informational status", RetryPolicy{Statuses: []int{100}}, "Statuses"},
+		{"success status", RetryPolicy{Statuses: []int{503, 200}}, "Statuses"},
+		{"redirect status", RetryPolicy{Statuses: []int{301}}, "Statuses"},
+		{"lowest error status", RetryPolicy{Statuses: []int{400}}, ""},
+		{"header with newline", RetryPolicy{IdempotencyHeader: "Idempotency-Key\n"}, "IdempotencyHeader"},
 		{"header with space", RetryPolicy{IdempotencyHeader: "Idempotency Key"}, "IdempotencyHeader"},
 		{"header with colon", RetryPolicy{IdempotencyHeader: "Key:"}, "IdempotencyHeader"},
 	}

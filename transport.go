@@ -228,7 +228,9 @@ type Transport struct {
 	Logger *slog.Logger
 
 	// SecretHeaders names more request headers whose values must never be
-	// logged. Names are case-insensitive.
+	// logged. Names are case-insensitive; a name that is not a header name
+	// (an RFC 9110 §5.6.2 token, such as "a b" or one holding a newline) is
+	// refused with a [*ConfigError].
 	SecretHeaders []string
 
 	once sync.Once
@@ -291,6 +293,11 @@ func (t *Transport) compile(build bool) (*state, error) {
 	}
 	if err := t.Jitter.validate("Jitter"); err != nil {
 		return nil, err
+	}
+	for i, h := range t.SecretHeaders {
+		if err := headerNameErr(fmt.Sprintf("SecretHeaders[%d]", i), h); err != nil {
+			return nil, err
+		}
 	}
 	if !build {
 		return nil, validateHosts(t.Limits)
@@ -389,6 +396,10 @@ type backoffState struct {
 }
 
 func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil { // as net/http's Transport refuses it, before anything is sent
+		closeRequestBody(req)
+		return nil, errNilURL
+	}
 	c := call{s: s, req: req, ctx: req.Context()}
 	host := requestHost(req)
 	c.key = c.keyWith(host)

@@ -276,7 +276,12 @@ func TestTransportValidate(t *testing.T) {
 		{"negative MaxAttempts", &Transport{MaxAttempts: -2}, "MaxAttempts"},
 		{"negative MaxRetryAfter", &Transport{MaxRetryAfter: -time.Second}, "MaxRetryAfter"},
 		{"bad status", &Transport{RetryPolicy: RetryPolicy{Statuses: []int{99}}}, "Statuses"},
+		{"success status", &Transport{RetryPolicy: RetryPolicy{Statuses: []int{429, 204}}}, "Statuses"},
 		{"bad jitter", &Transport{Jitter: Jitter(9)}, "Jitter"},
+		{"secret header with space", &Transport{SecretHeaders: []string{"X-Token", "a b"}}, "SecretHeaders[1]"},
+		{"secret header with newline", &Transport{SecretHeaders: []string{"X-Token\r\nX-Evil"}}, "SecretHeaders[0]"},
+		{"empty secret header", &Transport{SecretHeaders: []string{""}}, "SecretHeaders[0]"},
+		{"secret headers", &Transport{SecretHeaders: []string{"X-Api-Token", "x-session"}}, ""},
 		{"Limits and Limiter", &Transport{Limiter: nop, Limits: Hosts{"*": {}}}, "Limiter"},
 		{"bad limit", &Transport{Limits: Hosts{"api.test": {err: configErr("Rate.N", 0, "must be positive")}}}, `Limits["api.test"].Rate.N`},
 		{"empty host", &Transport{Limits: Hosts{"": {}}}, `Limits[""]`},
@@ -767,4 +772,34 @@ func TestTransportRetryAfterDateRetryablehttp144(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestTransportAllErrorOnce: a bad part inside All(...) in Hosts is
+// reported once, as a *ConfigError naming the entry, the part numbered as
+// written (from 1).
+func TestTransportAllErrorOnce(t *testing.T) {
+	tr := &Transport{Limits: Hosts{"api.test": All(TokenBucket(PerSecond(1), 1), FixedWindow(Rate{N: 0, Per: time.Second}))}}
+	err := tr.Validate()
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	assert.Equal(t, `Limits["api.test"]`, ce.Field)
+	assert.Equal(t, `pace: invalid Limits["api.test"]: part 2 of All: invalid Rate.N 0: must be positive`, err.Error())
+	assert.Equal(t, 1, strings.Count(err.Error(), "Rate.N"), "the inner error once")
+}
+
+// TestTransportNilURL: a request with no URL fails at once with an error
+// that says so, sends nothing, and closes the body (net/http's Transport
+// refuses it the same way); it is no *AttemptsError.
+func TestTransportNilURL(t *testing.T) {
+	srv := &testhttp.Server{}
+	body := newOneShotBody("x")
+	resp, err := (&Transport{Base: srv}).RoundTrip(&http.Request{Method: "POST", Header: http.Header{}, Body: body})
+	assert.Nil(t, resp)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nil Request.URL")
+	var ae *AttemptsError
+	assert.False(t, errors.As(err, &ae), "nothing was attempted")
+	assert.Empty(t, srv.Requests())
+	assert.Equal(t, int32(1), body.closed.Load(), "the body is closed once")
 }
