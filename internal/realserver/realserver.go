@@ -138,9 +138,14 @@ func tail(path string, lines int) string {
 	if err != nil {
 		return ""
 	}
-	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(ls) > lines {
-		ls = ls[len(ls)-lines:]
+	return lastLines(string(b), lines)
+}
+
+// lastLines returns the last n lines of s, joined by " | ".
+func lastLines(s string, n int) string {
+	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
 	}
 	return strings.Join(ls, " | ")
 }

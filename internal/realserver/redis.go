@@ -15,12 +15,16 @@ import (
 
 // Redis is a running redis-server started by [StartRedis].
 type Redis struct {
-	addr     string // 127.0.0.1:port
-	dir      string
-	log      string
-	p        *proc
-	stopOnce sync.Once
-	stopErr  error
+	addr string // 127.0.0.1:port
+	dir  string
+	log  string
+	bin  string
+	args []string
+
+	mu      sync.Mutex
+	p       *proc // the running process, replaced by Restart
+	stopped bool
+	stopErr error
 }
 
 // StartRedis starts redis-server on a free port of 127.0.0.1 with no
@@ -64,18 +68,28 @@ func startRedis(t testing.TB, bin string, extra []string) (*Redis, error) {
 		addr: fmt.Sprintf("127.0.0.1:%d", port),
 		dir:  dir,
 		log:  filepath.Join(dir, "redis.log"),
+		bin:  bin,
 	}
-	args := append([]string{
+	r.args = append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no",
 		"--daemonize", "no", "--dir", dir, "--logfile", r.log,
 		"--pidfile", filepath.Join(dir, "redis.pid"),
 	}, extra...)
-	p, err := startProc(exec.Command(bin, args...))
+	p, err := r.start()
 	if err != nil {
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
+		return nil, err
 	}
 	r.p = p
+	return r, nil
+}
+
+// start starts redis-server with r's arguments and waits until it answers.
+func (r *Redis) start() (*proc, error) {
+	p, err := startProc(exec.Command(r.bin, r.args...))
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", r.bin, err)
+	}
 	err = p.waitReady(r.addr)
 	if err == nil {
 		err = ping(r.addr)
@@ -84,7 +98,7 @@ func startRedis(t testing.TB, bin string, extra []string) (*Redis, error) {
 		_ = p.stop()
 		return nil, fmt.Errorf("%v; redis.log: %s", err, tail(r.log, 3))
 	}
-	return r, nil
+	return p, nil
 }
 
 // ping sends PING until redis answers +PONG (it answers -LOADING while it
@@ -129,6 +143,52 @@ func (r *Redis) Dir() string { return r.dir }
 // waits for it; later calls, and the cleanup, return the first call's
 // result.
 func (r *Redis) Stop() error {
-	r.stopOnce.Do(func() { r.stopErr = r.p.stop() })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.stopped {
+		r.stopped = true
+		r.stopErr = r.p.stop()
+	}
 	return r.stopErr
+}
+
+// Kill kills redis-server at once (SIGKILL by PID), as a crash would, and
+// waits for it to exit. Restart starts it again.
+func (r *Redis) Kill() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return fmt.Errorf("redis-server on %s was stopped", r.addr)
+	}
+	if err := r.p.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	select {
+	case <-r.p.exited:
+		return nil
+	case <-time.After(stopTimeout):
+		return fmt.Errorf("pid %d survived SIGKILL for %v", r.p.cmd.Process.Pid, stopTimeout)
+	}
+}
+
+// Restart starts redis-server again on the same port, with the same
+// arguments (and, without persistence, no data), after Kill, and waits
+// until it answers PING.
+func (r *Redis) Restart() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case <-r.p.exited:
+	default:
+		return fmt.Errorf("redis-server on %s is still running", r.addr)
+	}
+	if r.stopped {
+		return fmt.Errorf("redis-server on %s was stopped", r.addr)
+	}
+	p, err := r.start()
+	if err != nil {
+		return err
+	}
+	r.p = p
+	return nil
 }

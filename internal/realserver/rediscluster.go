@@ -1,0 +1,119 @@
+package realserver
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// RedisCluster is a running Redis Cluster of masters without replicas,
+// started by [StartRedisCluster].
+type RedisCluster struct {
+	nodes    []*proc
+	addrs    []string
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// StartRedisCluster starts a Redis Cluster of masters (at least 3) on
+// free ports of 127.0.0.1, each redis-server with --cluster-enabled yes and
+// no persistence, its files in a new t.TempDir(), joins them with
+// `redis-cli --cluster create … --cluster-replicas 0 --cluster-yes`, and
+// waits up to 10 s until every node reports cluster_state:ok. t.Cleanup
+// stops every node by PID.
+//
+// When redis-server or redis-cli is not installed or the cluster does not
+// form, t is skipped, or failed when CI=true.
+func StartRedisCluster(t testing.TB, masters int) *RedisCluster {
+	t.Helper()
+	bin, err := lookBinary("redis-server")
+	if err != nil {
+		unavailable(t, "redis-server not installed (apt-get install redis-server): %v", err)
+	}
+	cli, err := lookBinary("redis-cli")
+	if err != nil {
+		unavailable(t, "redis-cli not installed (apt-get install redis-tools): %v", err)
+	}
+	var lastErr error
+	for range startTries {
+		c, err := startCluster(t, bin, cli, max(masters, 3))
+		if err == nil {
+			t.Cleanup(func() {
+				if err := c.Stop(); err != nil {
+					t.Errorf("stopping the Redis Cluster: %v", err)
+				}
+			})
+			return c
+		}
+		lastErr = err
+	}
+	unavailable(t, "Redis Cluster did not start: %v", lastErr)
+	return nil
+}
+
+func startCluster(t testing.TB, bin, cli string, masters int) (*RedisCluster, error) {
+	dir := t.TempDir()
+	c := &RedisCluster{}
+	for range masters {
+		port := FreePort(t)
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		p, err := startProc(exec.Command(bin,
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", port)),
+			"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", dir,
+			"--logfile", filepath.Join(dir, fmt.Sprintf("redis-%d.log", port))))
+		if err != nil {
+			_ = c.Stop()
+			return nil, fmt.Errorf("starting %s: %w", bin, err)
+		}
+		c.nodes, c.addrs = append(c.nodes, p), append(c.addrs, addr)
+		if err := p.waitReady(addr); err != nil {
+			_ = c.Stop()
+			return nil, fmt.Errorf("node %s: %v", addr, err)
+		}
+	}
+	args := append([]string{"--cluster", "create"}, c.addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		_ = c.Stop()
+		return nil, fmt.Errorf("redis-cli --cluster create: %v: %s", err, lastLines(string(out), 3))
+	}
+	deadline := time.Now().Add(2 * startTimeout)
+	for _, addr := range c.addrs {
+		host, port, _ := strings.Cut(addr, ":")
+		for {
+			out, err := exec.Command(cli, "-h", host, "-p", port, "cluster", "info").Output()
+			if err == nil && strings.Contains(string(out), "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				_ = c.Stop()
+				return nil, fmt.Errorf("node %s: no cluster_state:ok after %v: %v %s", addr, 2*startTimeout, err, lastLines(string(out), 2))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return c, nil
+}
+
+// Addrs returns the masters' addresses, "127.0.0.1:port" each.
+func (c *RedisCluster) Addrs() []string { return c.addrs }
+
+// Stop stops every node (SIGTERM by PID, then SIGKILL after 5 s) and waits
+// for them; later calls return the first call's result.
+func (c *RedisCluster) Stop() error {
+	c.stopOnce.Do(func() {
+		for _, p := range c.nodes {
+			if err := p.stop(); err != nil && c.stopErr == nil {
+				c.stopErr = err
+			}
+		}
+	})
+	return c.stopErr
+}

@@ -1,0 +1,546 @@
+package redislimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pacehttp/pace"
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults of [Options].
+const (
+	// DefaultTimeout bounds one decision's round trip to Redis. A limiter
+	// adds at most this to a request when Redis is slow or gone (Envoy's
+	// rate-limit service, which waits up to its 10 s Redis timeout, adds
+	// that to every request when Redis is down:
+	// envoyproxy/ratelimit#295).
+	DefaultTimeout = 50 * time.Millisecond
+	// DefaultPrefix starts the name of every key the Limiter writes.
+	DefaultPrefix = "pace:"
+	// DefaultMargin is the default [Options].Margin.
+	DefaultMargin = 2 * time.Millisecond
+	// DefaultProbeLease is the default [Options].ProbeLease.
+	DefaultProbeLease = 10 * time.Second
+)
+
+// probePoll is how often a request waiting behind a key's probe asks
+// Redis again, in case the message that the probe was answered was lost.
+const probePoll = 100 * time.Millisecond
+
+// fallbackBit marks the Permits of the Fallback limiter (Permit.Gen is the
+// limiter's own): package pace's Keyed keeps Gen below 2^32.
+const fallbackBit = 1 << 63
+
+// Options configures a [Limiter]. The zero value is usable: prefix "pace:",
+// a 50 ms timeout, failing closed.
+type Options struct {
+	// Prefix starts the name of every key the Limiter writes; "" means
+	// DefaultPrefix. Limiters that share a limit use the same Prefix and
+	// the same Limit; different limits need different prefixes. It must not
+	// contain '{' or '}', which would move Redis Cluster's hash tag.
+	Prefix string
+
+	// Timeout bounds each round trip to Redis (one per decision). Zero
+	// means DefaultTimeout; it must not be negative. It holds on the
+	// network only with a client that honours contexts (go-redis's
+	// ContextTimeoutEnabled, which [New] requires).
+	Timeout time.Duration
+
+	// Fallback, if not the zero Limit, is the policy when Redis cannot
+	// decide in time: fail open, to a local in-memory pace.Keyed holding
+	// Fallback, one per Limiter. Give it this process's share of the
+	// limit, for example pace.Bucket(pace.PerSecond(50/4), 12) for one of
+	// four processes sharing 50/s: the processes then stay within the
+	// shared limit together while Redis is gone. The zero Limit fails
+	// closed: Wait returns a *pace.WaitError wrapping [ErrUnavailable].
+	Fallback pace.Limit
+
+	// Margin is how much later than its slot a request may reach the
+	// server and still keep within the server's count: every part's period
+	// counts min(Margin, Per/20) longer (a leaky bucket's interval, which a
+	// pacing server counts one by one, counts min(Margin, interval/20)
+	// longer), and a fixed window books nothing in its last min(Margin,
+	// Per/20). Package pace's Keyed learns each request's actual departure
+	// instead (Limiter.Depart), which would cost a second round trip here.
+	// Zero means DefaultMargin (2 ms: 0.2 % of a 1 s period); negative
+	// means none.
+	Margin time.Duration
+
+	// ProbeLease is how long a key's probe holds its role: if its process
+	// never reports the probe's answer (it died), the next request probes
+	// after this long. Zero means DefaultProbeLease; it must not be
+	// negative.
+	ProbeLease time.Duration
+}
+
+// Limiter is a [pace.Limiter] whose state lives in Redis, so that every
+// process using the same Redis, prefix and Limit shares one limit and one
+// pause per key. Create it with [New]; call Close when done. It is safe
+// for concurrent use by multiple goroutines.
+type Limiter struct {
+	rdb      redis.UniversalClient
+	parts    []part
+	args     []any // decideScript's per-part arguments
+	cancelKX []any // cancelScript's kind and x per part
+	prefix   string
+	channel  string
+	timeout  time.Duration
+	lease    int64 // µs
+	stale    int64 // µs
+	fallback *pace.Keyed
+
+	ws        watches
+	ps        *redis.PubSub
+	listened  chan struct{}
+	closeOnce sync.Once
+}
+
+var _ pace.Limiter = (*Limiter)(nil)
+
+// New returns a Limiter holding l in Redis through rdb (a *redis.Client,
+// *redis.ClusterClient, *redis.Ring, or a Sentinel failover client). It
+// subscribes to the Limiter's channel (prefix + "throttle") at once, in the
+// background, to hear of other processes' pauses; Close ends that.
+//
+// It returns a *pace.ConfigError (matching pace.ErrInvalidConfig) for a
+// nil rdb, a client without ContextTimeoutEnabled (Timeout could not bound
+// a decision), an invalid Options field, a Limit that carries an error or
+// is zero, a sliding counter (pace.SlidingApprox; not held in Redis), and
+// numbers the scripts cannot compute exactly: a rate faster than one per
+// microsecond, spans beyond 2^50 µs (about 35 years), or a sliding log of
+// more than 2^20 requests per window. Durations are rounded up to whole
+// microseconds, the resolution of Redis's TIME.
+func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
+	if rdb == nil {
+		return nil, cfgErr("rdb", nil, "a Redis client is required")
+	}
+	if !honoursContext(rdb) {
+		return nil, cfgErr("rdb", fmt.Sprintf("%T", rdb), "set ContextTimeoutEnabled in its options, so that Options.Timeout bounds each decision")
+	}
+	prefix := o.Prefix
+	switch {
+	case prefix == "":
+		prefix = DefaultPrefix
+	case strings.ContainsAny(prefix, "{}"):
+		return nil, cfgErr("Prefix", prefix, "must not contain '{' or '}' (Redis Cluster's hash tag)")
+	}
+	timeout := o.Timeout
+	switch {
+	case timeout < 0:
+		return nil, cfgErr("Timeout", timeout, "must not be negative")
+	case timeout == 0:
+		timeout = DefaultTimeout
+	}
+	lease := o.ProbeLease
+	switch {
+	case lease < 0:
+		return nil, cfgErr("ProbeLease", lease, "must not be negative")
+	case lease == 0:
+		lease = DefaultProbeLease
+	case micros(lease) > maxMicros:
+		return nil, cfgErr("ProbeLease", lease, "exceeds 2^50 µs, the range Redis's scripts compute exactly")
+	}
+	margin := o.Margin
+	switch {
+	case margin == 0:
+		margin = DefaultMargin
+	case margin < 0:
+		margin = 0
+	}
+	parts, err := convert(l, margin)
+	if err != nil {
+		return nil, err
+	}
+	lim := &Limiter{
+		rdb: rdb, parts: parts, prefix: prefix, channel: prefix + "throttle",
+		timeout: timeout, lease: micros(lease), stale: micros(pace.DefaultMaxRetryAfter),
+	}
+	if !o.Fallback.IsZero() {
+		if lim.fallback, err = pace.NewKeyed(o.Fallback, pace.KeyedOptions{}); err != nil {
+			return nil, fmt.Errorf("redislimit: Fallback: %w", err)
+		}
+	}
+	for _, p := range parts {
+		lim.args = append(lim.args, p.kind, p.x, p.y, p.z)
+		lim.cancelKX = append(lim.cancelKX, p.kind, p.x)
+	}
+	lim.ps = rdb.Subscribe(context.Background(), lim.channel)
+	lim.listened = make(chan struct{})
+	go lim.ws.listen(lim.ps, lim.listened)
+	return lim, nil
+}
+
+// honoursContext reports whether rdb lets a context's deadline bound its
+// network I/O, as far as its type tells.
+func honoursContext(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return true // another implementation: its documentation says
+}
+
+// Close stops listening for other processes' pauses. It does not close the
+// Redis client. Waits still running may miss a pause set afterwards.
+func (l *Limiter) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		err = l.ps.Close()
+		<-l.listened
+	})
+	return err
+}
+
+// keys returns the Redis keys of one decision for key: its throttle, then
+// one per part, all with the hash tag {key} so that they share a slot.
+func (l *Limiter) keys(key string) []string {
+	base := l.prefix + "{" + key + "}:"
+	ks := make([]string, 1+len(l.parts))
+	ks[0] = base + "t"
+	for i := range l.parts {
+		ks[1+i] = base + strconv.Itoa(i)
+	}
+	return ks
+}
+
+// decision is decideScript's reply.
+type decision struct {
+	status, a, gen, b int64 // see decideScript: a the delay or wait, gen the refusal's reason, b strikes or probes
+	probe             bool
+	lease, at         int64
+	members           []string
+}
+
+// decide runs decideScript: one round trip.
+func (l *Limiter) decide(ctx context.Context, keys []string, maxWait, dlLeft, probes int64) (decision, error) {
+	args := make([]any, 0, 6+len(l.args))
+	args = append(args, maxWait, dlLeft, l.lease, l.stale, probes, len(l.parts))
+	args = append(args, l.args...)
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	v, err := decideScript.Run(ctx, l.rdb, keys, args...).Result()
+	if err != nil {
+		return decision{}, err
+	}
+	return parseDecision(v, len(l.parts))
+}
+
+// parseDecision checks and reads decideScript's reply v.
+func parseDecision(v any, parts int) (decision, error) {
+	xs, ok := v.([]any)
+	if !ok || len(xs) < 4 {
+		return decision{}, fmt.Errorf("%w: %T %v", ErrUnexpectedReply, v, v)
+	}
+	n := make([]int64, 0, 7)
+	for i := 0; i < len(xs) && i < 7; i++ {
+		x, ok := xs[i].(int64)
+		if !ok {
+			return decision{}, fmt.Errorf("%w: element %d is %T", ErrUnexpectedReply, i, xs[i])
+		}
+		n = append(n, x)
+	}
+	d := decision{status: n[0], a: n[1], gen: n[2], b: n[3]}
+	switch {
+	case d.status < 0 || d.status > 4 || d.a < 0:
+		return decision{}, fmt.Errorf("%w: %v", ErrUnexpectedReply, xs)
+	case d.status != 0:
+		return d, nil
+	case len(xs) != 7+parts:
+		return decision{}, fmt.Errorf("%w: %d elements for %d parts", ErrUnexpectedReply, len(xs), parts)
+	}
+	d.probe, d.lease, d.at = n[4] == 1, n[5], n[6]
+	for _, m := range xs[7:] {
+		s, ok := m.(string)
+		if !ok {
+			return decision{}, fmt.Errorf("%w: member is %T", ErrUnexpectedReply, m)
+		}
+		d.members = append(d.members, s)
+	}
+	return d, nil
+}
+
+// packGen returns the Permit.Gen of a decision: the key's generation in
+// the low 32 bits, the probe's lease number in the next 31 (both wrap; a
+// wrapped one only makes a probe's report unknown, and its lease expire).
+func packGen(gen, lease int64) uint64 {
+	return uint64(gen)&0xffffffff | (uint64(lease)&0x7fffffff)<<32
+}
+
+func unpackGen(g uint64) (gen, lease int64) {
+	return int64(g & 0xffffffff), int64(g >> 32 & 0x7fffffff)
+}
+
+// validKey reports whether key can be a hash tag.
+func validKey(key string) bool { return key != "" && key[0] != '}' }
+
+// Wait blocks until one request for key may leave, books it in Redis, and
+// returns its Permit; see [pace.Limiter]. Each decision is one round trip:
+// the script reads the key's throttle and limit on Redis's clock and books
+// the earliest common slot of all the limit's parts, or refuses, booking
+// nothing. While the key is paused the request sleeps until the pause ends
+// (or a message says it was extended); when it ends one request of all the
+// processes becomes the probe (Permit.Probe) and the others hold, asking
+// again when its answer is published or every 100 ms, until Settle reports
+// it. A request whose slot lies ahead sleeps until it; if the key is paused
+// meanwhile it gives its slot back and waits behind the probe.
+//
+// It fails at once, booking nothing, with a *pace.WaitError wrapping
+// pace.ErrWaitTooLong (maxWait > 0 exceeded), pace.ErrQueueFull (a leaky
+// bucket's queue), the deadline error (matching pace.ErrWaitExceedsDeadline
+// and context.DeadlineExceeded) when the wait would outlast ctx's
+// deadline, pace.ErrThrottled when the probe it waited behind was
+// throttled again, or [ErrBadKey]. If ctx ends while waiting, the booking
+// is given back (exactly, when nothing was booked after it) and the error
+// wraps ctx.Err(). When Redis fails to answer within Options.Timeout, the
+// failure policy decides: the Fallback limiter's answer, or a *WaitError
+// wrapping [ErrUnavailable]. Safe for concurrent use.
+func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (pace.Permit, error) {
+	p := pace.Permit{Key: key}
+	if err := ctx.Err(); err != nil {
+		return p, &pace.WaitError{Key: key, Err: err}
+	}
+	if !validKey(key) {
+		return p, &pace.WaitError{Key: key, Err: ErrBadKey}
+	}
+	start := time.Now()
+	w := l.ws.add(key)
+	defer l.ws.done(key, w)
+	keys := l.keys(key)
+	probes := int64(-1)
+	for {
+		left := int64(0) // µs; 0: no bound
+		if maxWait > 0 {
+			left = max(int64((maxWait-time.Since(start))/time.Microsecond), 1)
+		}
+		dlLeft := int64(-1)
+		deadline, hasDeadline := ctx.Deadline()
+		if hasDeadline {
+			dlLeft = max(int64(time.Until(deadline)/time.Microsecond), 0)
+		}
+		wake, _ := l.ws.state(w)
+		d, err := l.decide(ctx, keys, left, dlLeft, probes)
+		if err != nil {
+			return l.failed(ctx, p, maxWait, start, err)
+		}
+		wait := time.Duration(d.a) * time.Microsecond
+		switch d.status {
+		case 4:
+			return p, &pace.WaitError{Key: key, Err: pace.ErrThrottled}
+		case 3:
+			return p, &pace.WaitError{Key: key, Delay: wait, Err: refusal(d.gen)}
+		case 1, 2:
+			if probes < 0 {
+				probes = d.b
+			}
+			if d.status == 1 {
+				err = refusePause(key, wait, left, dlLeft)
+			} else { // the probe is in flight: ask again after a while, within the bounds
+				wait, err = holdProbe(key, wait, maxWait, start, deadline, hasDeadline)
+			}
+			if err != nil {
+				return p, err
+			}
+			t0 := time.Now()
+			err := sleepWake(ctx, key, wait, wake)
+			p.Held += time.Since(t0)
+			if err != nil {
+				return p, err
+			}
+			continue
+		}
+		p.Probe, p.Strikes, p.Gen, p.Delay = d.probe, int(d.b), packGen(d.gen, d.lease), wait
+		if wait == 0 {
+			return p, nil
+		}
+		again, err := l.sleepBooked(ctx, p, keys, d, w)
+		if !again {
+			return p, err
+		}
+		p.Probe, p.Strikes, p.Gen, p.Delay = false, 0, 0, 0
+	}
+}
+
+// refusePause returns the error for a pause whose rest is d when it
+// exceeds left (µs, > 0) or does not end before the deadline (dlLeft µs,
+// >= 0), or nil.
+func refusePause(key string, d time.Duration, left, dlLeft int64) error {
+	us := int64(d / time.Microsecond)
+	switch {
+	case left > 0 && us > left:
+		return &pace.WaitError{Key: key, Delay: d, Err: pace.ErrWaitTooLong}
+	case dlLeft >= 0 && us >= dlLeft:
+		return &pace.WaitError{Key: key, Delay: d, Err: errDeadline}
+	}
+	return nil
+}
+
+// holdProbe returns how long to wait behind a probe whose lease has lease
+// left before asking Redis again: at most probePoll, and within maxWait
+// (> 0) from start and the deadline. Once either has run out it returns a
+// *pace.WaitError wrapping pace.ErrWaitTooLong or the deadline error, with
+// no Delay: the probe's end is not known in advance.
+func holdProbe(key string, lease, maxWait time.Duration, start, deadline time.Time, hasDeadline bool) (time.Duration, error) {
+	d := min(lease, probePoll)
+	if maxWait > 0 {
+		rest := maxWait - time.Since(start)
+		if rest <= 0 {
+			return 0, &pace.WaitError{Key: key, Err: pace.ErrWaitTooLong}
+		}
+		d = min(d, rest)
+	}
+	if hasDeadline {
+		rest := time.Until(deadline)
+		if rest <= 0 {
+			return 0, &pace.WaitError{Key: key, Err: errDeadline}
+		}
+		d = min(d, rest)
+	}
+	return max(d, time.Microsecond), nil
+}
+
+// sleepWake waits d, or until wake is closed. If ctx ends first it returns
+// a *pace.WaitError wrapping ctx.Err() (the deadline error for a deadline).
+func sleepWake(ctx context.Context, key string, d time.Duration, wake <-chan struct{}) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-wake:
+		return nil
+	case <-ctx.Done():
+		return &pace.WaitError{Key: key, Delay: d, Err: ctxErr(ctx)}
+	}
+}
+
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != context.DeadlineExceeded {
+		return err
+	}
+	return errDeadline
+}
+
+// sleepBooked waits for the slot of decision d. It returns again when a
+// pause announced after the booking made it give the slot back, and a
+// *pace.WaitError when ctx ended (the slot given back).
+func (l *Limiter) sleepBooked(ctx context.Context, p pace.Permit, keys []string, d decision, w *watch) (again bool, err error) {
+	until := time.Now().Add(p.Delay)
+	for {
+		wake, gen := l.ws.state(w)
+		if gen > uint64(d.gen) { // the key was paused after this booking
+			l.cancel(ctx, p.Key, keys, d)
+			return true, nil
+		}
+		left := time.Until(until)
+		if left <= 0 {
+			return false, nil
+		}
+		if err := sleepWake(ctx, p.Key, left, wake); err != nil {
+			l.cancel(context.WithoutCancel(ctx), p.Key, keys, d)
+			return false, err
+		}
+	}
+}
+
+// cancel gives back the booking of d and its probe role (cancelScript).
+// If Redis fails, the booking stays: stricter, never looser.
+func (l *Limiter) cancel(ctx context.Context, key string, keys []string, d decision) {
+	args := make([]any, 0, 6+3*len(l.parts))
+	probe := 0
+	if d.probe {
+		probe = 1
+	}
+	args = append(args, d.at, probe, d.lease, l.channel, key, len(l.parts))
+	for i := range l.parts {
+		args = append(args, l.cancelKX[2*i], l.cancelKX[2*i+1], d.members[i])
+	}
+	ctx, stop := context.WithTimeout(ctx, l.timeout)
+	defer stop()
+	_ = cancelScript.Run(ctx, l.rdb, keys, args...).Err()
+}
+
+// failed answers a Wait whose decision failed with err, under the failure
+// policy.
+func (l *Limiter) failed(ctx context.Context, p pace.Permit, maxWait time.Duration, start time.Time, err error) (pace.Permit, error) {
+	if ctx.Err() != nil {
+		return p, &pace.WaitError{Key: p.Key, Err: ctx.Err()}
+	}
+	if l.fallback != nil {
+		rest := maxWait
+		if maxWait > 0 {
+			rest = max(maxWait-time.Since(start), 1)
+		}
+		fp, ferr := l.fallback.Wait(ctx, p.Key, rest)
+		fp.Gen |= fallbackBit
+		fp.Held += p.Held
+		return fp, ferr
+	}
+	if !errors.Is(err, ErrUnavailable) {
+		err = fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return p, &pace.WaitError{Key: p.Key, Err: err}
+}
+
+// Depart implements [pace.Limiter]. The Limiter never sets Permit.Track
+// (the booking in Redis is the request's instant; Options.Margin covers a
+// late departure), so a pace.Transport calls Depart only for the Permits
+// of the Fallback limiter, which it passes on.
+func (l *Limiter) Depart(p pace.Permit, at time.Time) {
+	if p.Gen&fallbackBit != 0 && l.fallback != nil {
+		p.Gen &^= fallbackBit
+		l.fallback.Depart(p, at)
+	}
+}
+
+// Settle records how the request of p ended; see [pace.Limiter]. A
+// throttle (o.Pause > 0) pauses the key in Redis for o.Pause from Redis's
+// clock, for every process, and wakes their waiters; an answer ends the
+// probe's role, closing the key; a probe that ends without one hands its
+// role on. It is one round trip, skipped for a plain answer to a request
+// that was no probe and was admitted while its key had no strikes: then it
+// could only reset strikes that another process counted meanwhile, which
+// the next answer to a request admitted with strikes resets. A request
+// whose slot passed (Wait returns only then) has nothing to give back, so
+// o.Sent changes nothing else. When Redis fails, a throttle pauses the key
+// in the Fallback limiter, if there is one. Safe for concurrent use.
+func (l *Limiter) Settle(p pace.Permit, o pace.Outcome) {
+	if p.Gen&fallbackBit != 0 {
+		if l.fallback != nil {
+			p.Gen &^= fallbackBit
+			l.fallback.Settle(p, o)
+		}
+		return
+	}
+	if (o.Pause <= 0 && !p.Probe && p.Strikes == 0) || !validKey(p.Key) {
+		return
+	}
+	gen, lease := unpackGen(p.Gen)
+	probe, resp := 0, 0
+	if p.Probe {
+		probe = 1
+	}
+	if o.Response {
+		resp = 1
+	}
+	pause := int64(0)
+	if o.Pause > 0 {
+		pause = min(micros(o.Pause), maxMicros)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	defer cancel()
+	keys := []string{l.prefix + "{" + p.Key + "}:t"}
+	err := settleScript.Run(ctx, l.rdb, keys, gen, lease, probe, pause, resp, l.stale, l.channel, p.Key).Err()
+	if err != nil && o.Pause > 0 && l.fallback != nil {
+		l.fallback.Settle(pace.Permit{Key: p.Key}, o)
+	}
+}

@@ -1,0 +1,178 @@
+package redislimit
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pacehttp/pace"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestEveryKeyHasTTL runs each algorithm, alone and composed, and a
+// throttle, and finds no key without a TTL: a key that never expires is a
+// leak (an attacker-chosen key would stay forever).
+func TestEveryKeyHasTTL(t *testing.T) {
+	_, rdb := startRedis(t)
+	ctx := waitCtx(t, 20*time.Second)
+	limits := map[string]pace.Limit{
+		"bucket":  pace.Bucket(pace.PerSecond(100), 3),
+		"leaky":   pace.LeakyWith(pace.PerSecond(100), pace.LeakyOptions{Queue: 5, Slack: 1}),
+		"fixed":   pace.Fixed(pace.PerSecond(100)),
+		"sliding": pace.Sliding(pace.PerSecond(100)),
+		"all":     pace.All(pace.Bucket(pace.PerSecond(100), 2), pace.Sliding(pace.PerMinute(1000)), pace.Fixed(pace.PerHour(5000))),
+	}
+	for name, l := range limits {
+		lim := newLimiter(t, rdb, l, Options{Prefix: name + ":"})
+		for range 5 {
+			p, err := lim.Wait(ctx, "api.example", 0)
+			require.NoError(t, err, name)
+			lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+		}
+		p, err := lim.Wait(ctx, "throttled.example", 0)
+		require.NoError(t, err, name)
+		lim.Settle(p, pace.Outcome{Sent: true, Response: true, Pause: 50 * time.Millisecond})
+		keys, err := rdb.Keys(ctx, name+":*").Result()
+		require.NoError(t, err)
+		require.NotEmpty(t, keys, name)
+		for _, k := range keys {
+			ttl, err := rdb.PTTL(ctx, k).Result()
+			require.NoError(t, err)
+			assert.Greater(t, ttl, time.Duration(0), "%s: key %q has no TTL (%v)", name, k, ttl)
+		}
+		if name == "all" {
+			assert.Len(t, keys, 1+2*3, "three parts per key, two keys, and one throttle: api.example's was never written")
+		}
+	}
+}
+
+// TestRoundTripsPerDecision counts, from Redis's own INFO commandstats,
+// the round trips of decisions after warm-up: exactly one EVALSHA each,
+// and no EVAL (the script stays loaded).
+func TestRoundTripsPerDecision(t *testing.T) {
+	_, rdb := startRedis(t)
+	ctx := waitCtx(t, 20*time.Second)
+	lim := newLimiter(t, rdb, pace.All(pace.Bucket(pace.PerSecond(1e5), 1e5), pace.Sliding(pace.PerMinute(1e5))), Options{})
+	_, err := lim.Wait(ctx, "warm", 0) // loads the script (NOSCRIPT, then EVAL)
+	require.NoError(t, err)
+	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+	const n = 200
+	for i := range n {
+		p, err := lim.Wait(ctx, fmt.Sprintf("key-%d", i%7), 0)
+		require.NoError(t, err)
+		require.Zero(t, p.Delay)
+		lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+	}
+	stats := commandStats(t, rdb)
+	assert.Equal(t, int64(n), stats["evalsha"], "EVALSHA per %d decisions", n)
+	assert.Zero(t, stats["eval"], "EVAL after warm-up")
+	t.Logf("commandstats after %d decisions: evalsha=%d eval=%d", n, stats["evalsha"], stats["eval"])
+}
+
+// commandStats returns the calls per command from INFO commandstats.
+func commandStats(t testing.TB, rdb redis.UniversalClient) map[string]int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	stats := map[string]int64{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok {
+			continue
+		}
+		var calls int64
+		_, err := fmt.Sscanf(rest, "%d", &calls)
+		require.NoError(t, err, line)
+		stats[strings.TrimPrefix(name, "cmdstat_")] = calls
+	}
+	return stats
+}
+
+// TestWaitSemantics checks the contract shared with pace.Keyed on one
+// process: refusals book nothing, a cancelled wait gives its slot back, a
+// throttle pauses the key and elects one probe.
+func TestWaitSemantics(t *testing.T) {
+	_, rdb := startRedis(t)
+	ctx := waitCtx(t, 20*time.Second)
+	lim := newLimiter(t, rdb, pace.Bucket(pace.Every(100*time.Millisecond), 1), Options{Margin: -1})
+
+	p, err := lim.Wait(ctx, "k", 0)
+	require.NoError(t, err)
+	assert.Zero(t, p.Delay)
+	assert.False(t, p.Track, "the booking is the instant: Depart is not needed")
+
+	_, err = lim.Wait(ctx, "k", 10*time.Millisecond)
+	var we *pace.WaitError
+	require.ErrorAs(t, err, &we)
+	assert.ErrorIs(t, err, pace.ErrWaitTooLong)
+	assert.InDelta(t, 100*time.Millisecond, we.Delay, float64(20*time.Millisecond))
+
+	dctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	_, err = lim.Wait(dctx, "k", 0)
+	cancel()
+	assert.ErrorIs(t, err, pace.ErrWaitExceedsDeadline)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+
+	// A wait cancelled gives its slot back: the next caller gets the same one.
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	_, err = lim.Wait(cctx, "k", 0)
+	assert.ErrorIs(t, err, context.Canceled)
+	start := time.Now()
+	p, err = lim.Wait(ctx, "k", 0)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 95*time.Millisecond, "the cancelled slot was given back")
+
+	// A throttle pauses the key; afterwards one probe goes first.
+	lim.Settle(p, pace.Outcome{Sent: true, Response: true, Pause: 200 * time.Millisecond})
+	_, err = lim.Wait(ctx, "k", 50*time.Millisecond)
+	require.ErrorAs(t, err, &we)
+	assert.ErrorIs(t, err, pace.ErrWaitTooLong)
+	assert.Greater(t, we.Delay, 100*time.Millisecond, "the pause's rest")
+	probe, err := lim.Wait(ctx, "k", 0)
+	require.NoError(t, err)
+	assert.True(t, probe.Probe)
+	assert.Equal(t, 1, probe.Strikes)
+	_, err = lim.Wait(ctx, "k", 150*time.Millisecond)
+	assert.ErrorIs(t, err, pace.ErrWaitTooLong, "others hold behind the probe")
+	done := make(chan pace.Permit)
+	go func() {
+		p, err := lim.Wait(ctx, "k", 0)
+		assert.NoError(t, err)
+		done <- p
+	}()
+	time.Sleep(50 * time.Millisecond)
+	lim.Settle(probe, pace.Outcome{Sent: true, Response: true})
+	select {
+	case p := <-done:
+		assert.False(t, p.Probe)
+		assert.Zero(t, p.Strikes, "the probe's answer ended the strikes")
+	case <-time.After(2 * time.Second):
+		t.Fatal("the waiter behind the probe was not released by its answer")
+	}
+
+	// A probe throttled again: the waiter behind it gets ErrThrottled.
+	p, err = lim.Wait(ctx, "k", 0)
+	require.NoError(t, err)
+	lim.Settle(p, pace.Outcome{Sent: true, Response: true, Pause: 50 * time.Millisecond})
+	_, err = lim.Wait(ctx, "k", 10*time.Millisecond)
+	assert.ErrorIs(t, err, pace.ErrWaitTooLong, "paused")
+	time.Sleep(60 * time.Millisecond)
+	probe, err = lim.Wait(ctx, "k", 0)
+	require.NoError(t, err)
+	require.True(t, probe.Probe)
+	errc := make(chan error)
+	go func() { _, err := lim.Wait(ctx, "k", 0); errc <- err }()
+	time.Sleep(50 * time.Millisecond)
+	lim.Settle(probe, pace.Outcome{Sent: true, Response: true, Pause: 50 * time.Millisecond})
+	select {
+	case err := <-errc:
+		assert.ErrorIs(t, err, pace.ErrThrottled)
+	case <-time.After(2 * time.Second):
+		t.Fatal("the waiter behind the throttled probe was not answered")
+	}
+}

@@ -1,0 +1,140 @@
+package redislimit
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pacehttp/pace"
+)
+
+// Script kinds of a part (see decideScript).
+const (
+	kindGCRA    = 1 // token bucket, leaky bucket
+	kindFixed   = 2 // fixed window
+	kindSliding = 3 // sliding log
+)
+
+// maxMicros bounds every duration and instant the scripts compute with:
+// 2^50 µs, about 35.7 years. Redis's clock (about 2^50.6 µs since 1970
+// today) plus two such spans stays below 2^53, where Lua's doubles, and
+// the scores of Redis's sorted sets, are exact integers.
+const maxMicros = 1 << 50
+
+// maxSlidingN is the largest count of a sliding-log part: the log holds one
+// sorted-set entry (about 70 bytes) per request in the window, so a key
+// holds at most about 70 MiB.
+const maxSlidingN = 1 << 20
+
+// part is one part of the limit as the scripts take it.
+type part struct {
+	kind    int
+	x, y, z int64 // see decideScript
+}
+
+// micros returns d in whole microseconds, rounded up: a limit is never
+// loosened by the conversion.
+func micros(d time.Duration) int64 {
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond != 0 {
+		us++
+	}
+	return us
+}
+
+// convert returns the parts of l for the scripts, with margin (see
+// [Options].Margin), or a *pace.ConfigError naming the setting whose
+// numbers do not fit the scripts' arithmetic, or an algorithm the scripts
+// do not hold.
+func convert(l pace.Limit, margin time.Duration) ([]part, error) {
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
+	ps := l.Parts()
+	if len(ps) == 0 {
+		return nil, cfgErr("Limit", l.String(), "the zero Limit sets no limit; a Limiter needs one")
+	}
+	out := make([]part, 0, len(ps))
+	for _, p := range ps {
+		q, err := convertPart(p, margin)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}
+
+func convertPart(p pace.Part, margin time.Duration) (part, error) {
+	r := p.Rate
+	per := micros(r.Per)
+	if per > maxMicros {
+		return part{}, cfgErr("Rate.Per", r.Per, fmt.Sprintf("exceeds 2^50 µs (%v), the range Redis's scripts compute exactly", time.Duration(maxMicros)*time.Microsecond))
+	}
+	if r.Interval() < time.Microsecond && p.Algorithm != "fixed window" && p.Algorithm != "sliding log" {
+		return part{}, cfgErr("Rate", r.String(), "faster than one per microsecond, the resolution of Redis's clock")
+	}
+	switch p.Algorithm {
+	case "token bucket", "leaky bucket":
+		capacity := int64(p.Burst)
+		queue := int64(-1)
+		// A token bucket's period stretches by the margin; a pacer's
+		// interval does (a pacer's server spaces requests one by one).
+		i := micros(time.Duration(ceilDiv(int64(r.Per)+int64(min(margin, r.Per/20)), int64(r.N))))
+		if p.Algorithm == "leaky bucket" {
+			iv := r.Interval()
+			i = micros(iv + min(margin, iv/20))
+			capacity = int64(p.Leaky.Slack) + 1
+			// The queue bound as package pace computes it: Queue intervals
+			// (each with the margin), or MaxDelay when that is shorter.
+			switch {
+			case p.Leaky.Queue > 0 && p.Leaky.MaxDelay > 0:
+				queue = min(int64(p.Leaky.Queue)*i, micros(p.Leaky.MaxDelay))
+			case p.Leaky.Queue > 0:
+				queue = int64(p.Leaky.Queue) * i
+			case p.Leaky.MaxDelay > 0:
+				queue = micros(p.Leaky.MaxDelay)
+			default:
+				queue = 0
+			}
+			if int64(p.Leaky.Queue) > maxMicros/max(i, 1) || queue > maxMicros {
+				return part{}, cfgErr("Queue", p.Leaky.Queue, "the queue's wait exceeds 2^50 µs, the range Redis's scripts compute exactly")
+			}
+		}
+		if i > maxMicros || capacity > maxMicros/i {
+			field := "Burst"
+			if p.Algorithm == "leaky bucket" {
+				field = "Slack"
+			}
+			return part{}, cfgErr(field, capacity, "capacity × interval exceeds 2^50 µs, the range Redis's scripts compute exactly")
+		}
+		return part{kind: kindGCRA, x: i, y: capacity * i, z: queue}, nil
+	case "fixed window":
+		if int64(r.N) > maxMicros {
+			return part{}, cfgErr("Rate.N", r.N, "exceeds 2^50, the range Redis's scripts count exactly")
+		}
+		return part{kind: kindFixed, x: per, y: int64(r.N), z: micros(min(margin, r.Per/20))}, nil
+	case "sliding log":
+		if r.N > maxSlidingN {
+			return part{}, cfgErr("Rate.N", r.N, fmt.Sprintf("exceeds %d, the most entries a sliding log keeps in Redis per key", maxSlidingN))
+		}
+		w := micros(r.Per + min(margin, r.Per/20))
+		if w > maxMicros {
+			return part{}, cfgErr("Rate.Per", r.Per, "exceeds 2^50 µs, the range Redis's scripts compute exactly")
+		}
+		return part{kind: kindSliding, x: w, y: int64(r.N)}, nil
+	}
+	return part{}, cfgErr("Limit", p.Algorithm, "not held in Redis: use a token bucket, leaky bucket, fixed window or sliding log")
+}
+
+// ceilDiv returns ⌈a/b⌉ for a >= 0, b > 0.
+func ceilDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 {
+		q++
+	}
+	return q
+}
+
+func cfgErr(field string, value any, reason string) error {
+	return &pace.ConfigError{Field: field, Value: value, Reason: reason}
+}

@@ -1,0 +1,221 @@
+package redislimit
+
+import "github.com/redis/go-redis/v9"
+
+// The scripts share their conventions. Instants and durations are whole
+// microseconds, read from Redis's own clock (TIME), so that the clocks of
+// the machines that share a limit play no part. Every number stays below
+// 2^53, where Lua's doubles are exact (see maxMicros). Numbers written to
+// Redis are formatted by S ("%.0f"), never left to Lua's number-to-string
+// conversion, which prints large integers in exponent form.
+//
+// KEYS[1] is the key's throttle, a hash: u the end of its pause, l the
+// pause's length, g its count of pauses (the generation), s its strikes, p
+// its throttled probe answers, h 1 while half-open, q the end of the probe's
+// lease (0: no probe in flight), i the lease's number. KEYS[2..] hold the
+// limit's parts, one key per part, all in the slot of one hash tag.
+
+// scriptHead is the preamble of every script.
+const scriptHead = `
+local function S(x) return string.format('%.0f', x) end
+local tm = redis.call('TIME')
+local now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+local function expireIn(key, us)
+  if us <= 0 then redis.call('DEL', key) return end
+  redis.call('PEXPIRE', key, S(math.ceil(us / 1000) + 1))
+end
+local function thKeep(u, l, q, stale)
+  return math.max(u - now + math.max(l, stale), q - now)
+end
+`
+
+// decideScript is one Wait decision: the throttle first (paused, waiting
+// for the probe, or electing this request as the probe), then every part's
+// earliest common instant, all booked or none.
+//
+// ARGV: maxWait (0: none), deadline left (-1: none), probe lease, stale,
+// expected probes (-1: none), parts, then 4 numbers per part: kind (1 GCRA:
+// interval, tau, queue bound or -1; 2 fixed window: period, count, margin;
+// 3 sliding log: period, count, 0).
+//
+// Replies: {0, delay, gen, strikes, probe, lease, instant, member per part}
+// booked; {1, pause left, gen, probes} paused; {2, lease left, gen, probes}
+// a probe is in flight; {3, delay, reason (1 too long, 2 queue full, 3
+// deadline), probes} refused; {4, 0, gen, probes} the probe was throttled since
+// the caller's first look.
+var decideScript = redis.NewScript(scriptHead + `
+local maxWait, dlLeft, lease, stale, want, np =
+  tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local th = redis.call('HMGET', KEYS[1], 'u', 'l', 'g', 's', 'p', 'h', 'q', 'i')
+local u, l, g, s = tonumber(th[1]) or 0, tonumber(th[2]) or 0, tonumber(th[3]) or 0, tonumber(th[4]) or 0
+local pr, h, q, pid = tonumber(th[5]) or 0, tonumber(th[6]) or 0, tonumber(th[7]) or 0, tonumber(th[8]) or 0
+if want >= 0 and pr ~= want then return {4, 0, g, pr} end
+if u > now then return {1, u - now, g, pr} end
+local probe = 0
+if h == 1 then
+  if q > now then return {2, q - now, g, pr} end
+  probe = 1
+end
+local st = {}
+for j = 1, np do
+  local b = 6 + (j - 1) * 4
+  local c = {kind = tonumber(ARGV[b + 1]), x = tonumber(ARGV[b + 2]), y = tonumber(ARGV[b + 3]), z = tonumber(ARGV[b + 4]), key = KEYS[1 + j]}
+  if c.kind == 1 then
+    local v = redis.call('HMGET', c.key, 'a', 'b')
+    c.a, c.b = tonumber(v[1]) or 0, tonumber(v[2]) or 0
+  elseif c.kind == 2 then
+    local v = redis.call('HMGET', c.key, 'w', 'c')
+    c.w, c.c = tonumber(v[1]) or -1, tonumber(v[2]) or 0
+  else
+    redis.call('ZREMRANGEBYSCORE', c.key, '-inf', S(now - c.x))
+    c.m = redis.call('ZCARD', c.key)
+    c.last = 0
+    if c.m > 0 then c.last = tonumber(redis.call('ZRANGE', c.key, -1, -1, 'WITHSCORES')[2]) end
+    if c.m >= c.y then c.e = tonumber(redis.call('ZRANGE', c.key, c.m - c.y, c.m - c.y, 'WITHSCORES')[2]) end
+  end
+  st[j] = c
+end
+local function earliest(c, t)
+  if c.kind == 1 then
+    return math.max(t, math.max(c.a, t) + c.x - c.y)
+  elseif c.kind == 2 then
+    local per = c.x
+    local w = math.floor(t / per)
+    local r
+    if w > c.w or (w == c.w and c.c < c.y) then r = t
+    elseif w < c.w and c.c < c.y then r = c.w * per
+    else r = (math.max(w, c.w) + 1) * per end
+    if c.z > 0 and r - math.floor(r / per) * per >= per - c.z then r = (math.floor(r / per) + 1) * per end
+    return r
+  end
+  local r = math.max(t, c.last)
+  if c.m >= c.y then r = math.max(r, c.e + c.x) end
+  return r
+end
+local t, settled = now, false
+for _ = 1, 16 do
+  local moved = false
+  for j = 1, np do
+    local r = earliest(st[j], t)
+    if r > t then t, moved = r, true end
+  end
+  if not moved then settled = true break end
+end
+if not settled then return {3, 0, 1, pr} end
+local d = t - now
+for j = 1, np do
+  if st[j].kind == 1 and st[j].z >= 0 and d > st[j].z then return {3, d, 2, pr} end
+end
+if maxWait > 0 and d > maxWait then return {3, d, 1, pr} end
+if dlLeft >= 0 and d > 0 and d >= dlLeft then return {3, d, 3, pr} end
+local res = {0, d, g, s, probe, 0, t}
+for j = 1, np do
+  local c = st[j]
+  local mem = ''
+  if c.kind == 1 then
+    local a = math.max(c.a, t) + c.x
+    redis.call('HSET', c.key, 'a', S(a), 'b', S(math.max(c.b, t)))
+    expireIn(c.key, a - now)
+  elseif c.kind == 2 then
+    local w, n = math.floor(t / c.x), 1
+    if w <= c.w then w, n = c.w, c.c + 1 end
+    redis.call('HSET', c.key, 'w', S(w), 'c', S(n))
+    expireIn(c.key, (w + 1) * c.x - now)
+  else
+    mem = S(t) .. '-' .. S(redis.call('ZCOUNT', c.key, S(t), S(t)))
+    redis.call('ZADD', c.key, S(t), mem)
+    expireIn(c.key, math.max(t, c.last) + c.x - now)
+  end
+  res[#res + 1] = mem
+end
+if probe == 1 then
+  pid = pid + 1
+  q = now + lease
+  redis.call('HSET', KEYS[1], 'q', S(q), 'i', S(pid))
+  expireIn(KEYS[1], thKeep(u, l, q, stale))
+  res[6] = pid
+end
+return res
+`)
+
+// cancelScript gives back a booking that decideScript made at instant t
+// (ARGV[1]) whose request will not leave, and the probe role if it held it
+// (ARGV[2] 1, ARGV[3] its lease), telling the key's waiters through channel
+// ARGV[4] (message "a 0 " .. ARGV[5]). A booking whose instant has passed
+// counts as used. ARGV[6] is the number of parts, then 3 per part: kind,
+// x (as in decideScript), member.
+//
+// A token bucket or pacer gives back only the part of its interval that no
+// later booking overlaps (golang.org/x/time/rate's Reservation.CancelAt):
+// exact when nothing was booked after it, never looser.
+var cancelScript = redis.NewScript(scriptHead + `
+local t, probe, lease, np = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[6])
+if t > now then
+  for j = 1, np do
+    local b = 6 + (j - 1) * 3
+    local kind, x, mem, key = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), ARGV[b + 3], KEYS[1 + j]
+    if kind == 1 then
+      local v = redis.call('HMGET', key, 'a', 'b')
+      local a, bb = tonumber(v[1]) or 0, tonumber(v[2]) or 0
+      local give = x - math.max(0, bb - t)
+      if give > 0 then a = math.max(a - give, 0) end
+      if a > now then
+        redis.call('HSET', key, 'a', S(a), 'b', S(math.min(bb, a - x)))
+        expireIn(key, a - now)
+      else
+        redis.call('DEL', key)
+      end
+    elseif kind == 2 then
+      local v = redis.call('HMGET', key, 'w', 'c')
+      local w, c = tonumber(v[1]) or -1, tonumber(v[2]) or 0
+      if math.floor(t / x) == w and c > 0 then redis.call('HSET', key, 'c', S(c - 1)) end
+    else
+      redis.call('ZREM', key, mem)
+    end
+  end
+end
+if probe == 1 then
+  local v = redis.call('HMGET', KEYS[1], 'q', 'i')
+  if (tonumber(v[2]) or 0) == lease and (tonumber(v[1]) or 0) > now then
+    redis.call('HSET', KEYS[1], 'q', '0')
+    redis.call('PUBLISH', ARGV[4], 'a 0 ' .. ARGV[5])
+  end
+end
+return 0
+`)
+
+// settleScript records how a request ended, as the in-memory throttle
+// engine of package pace does (a 429's pause, strikes, the probe's answer).
+// ARGV: gen and lease of the Permit, probe (1/0), pause (0: none),
+// response (1/0), stale, channel, key. It writes nothing for a key that has
+// no throttle and met none. It publishes "p <gen> <key>" when it set or
+// extended the pause, "a <probes> <key>" when it ended the probe's role.
+var settleScript = redis.NewScript(scriptHead + `
+local pgen, plea, probe, pause, resp, stale =
+  tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local ch, key = ARGV[7], ARGV[8]
+if pause <= 0 and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local th = redis.call('HMGET', KEYS[1], 'u', 'l', 'g', 's', 'p', 'h', 'q', 'i')
+local u, l, g, s = tonumber(th[1]) or 0, tonumber(th[2]) or 0, tonumber(th[3]) or 0, tonumber(th[4]) or 0
+local pr, h, q, pid = tonumber(th[5]) or 0, tonumber(th[6]) or 0, tonumber(th[7]) or 0, tonumber(th[8]) or 0
+local mine = probe == 1 and q > now and pid == plea
+local msg = nil
+if pause > 0 then
+  if pgen == g then s = s + 1 end
+  if mine then q, pr, msg = 0, pr + 1, 'a ' end
+  if not (pgen ~= g and u <= now and h == 0) and now + pause > u then
+    u, l, g, h, msg = now + pause, pause, g + 1, 1, 'p '
+  end
+elseif resp == 1 then
+  if mine then q, msg = 0, 'a ' end
+  s = 0
+  if u <= now and q <= now then h = 0 end
+elseif mine then
+  q, msg = 0, 'a '
+end
+redis.call('HSET', KEYS[1], 'u', S(u), 'l', S(l), 'g', S(g), 's', S(s), 'p', S(pr), 'h', S(h), 'q', S(q), 'i', S(pid))
+expireIn(KEYS[1], thKeep(u, l, q, stale))
+if msg == 'p ' then redis.call('PUBLISH', ch, msg .. S(g) .. ' ' .. key)
+elseif msg then redis.call('PUBLISH', ch, msg .. S(pr) .. ' ' .. key) end
+return 0
+`)
