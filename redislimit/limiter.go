@@ -19,7 +19,7 @@ const (
 	// adds at most this to a request when Redis is slow or gone (Envoy's
 	// rate-limit service, which waits up to its 10 s Redis timeout, adds
 	// that to every request when Redis is down:
-	// envoyproxy/ratelimit#295).
+	// envoyproxy/ratelimit#462).
 	DefaultTimeout = 50 * time.Millisecond
 	// DefaultPrefix starts the name of every key the Limiter writes.
 	DefaultPrefix = "pace:"

@@ -12,7 +12,15 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{}) // the client logs every failed dial of TestRedisKilled
+	goleak.VerifyTestMain(m)
+}
+
+// quiet is a go-redis logger that logs nothing.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // newClient returns a client of the redis-server at addr, closed by
 // t.Cleanup.

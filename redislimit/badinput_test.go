@@ -1,0 +1,202 @@
+package redislimit
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pacehttp/pace"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestNewRejects: settings the scripts cannot hold exactly are refused
+// with a *pace.ConfigError naming them, before anything reaches Redis.
+func TestNewRejects(t *testing.T) {
+	srv, rdb := startRedis(t)
+	noCtx := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer noCtx.Close()
+	tests := []struct {
+		name  string
+		rdb   redis.UniversalClient
+		l     pace.Limit
+		o     Options
+		field string
+	}{
+		{"nil client", nil, pace.Bucket(pace.PerSecond(1), 1), Options{}, "rdb"},
+		{"client ignoring contexts", noCtx, pace.Bucket(pace.PerSecond(1), 1), Options{}, "rdb"},
+		{"prefix with {", rdb, pace.Bucket(pace.PerSecond(1), 1), Options{Prefix: "a{b"}, "Prefix"},
+		{"prefix with }", rdb, pace.Bucket(pace.PerSecond(1), 1), Options{Prefix: "a}"}, "Prefix"},
+		{"negative timeout", rdb, pace.Bucket(pace.PerSecond(1), 1), Options{Timeout: -1}, "Timeout"},
+		{"negative probe lease", rdb, pace.Bucket(pace.PerSecond(1), 1), Options{ProbeLease: -1}, "ProbeLease"},
+		{"zero limit", rdb, pace.Limit{}, Options{}, "Limit"},
+		{"invalid limit", rdb, pace.Bucket(pace.PerSecond(0), 1), Options{}, "Rate.N"},
+		{"sliding counter", rdb, pace.SlidingApprox(pace.PerSecond(1)), Options{}, "Limit"},
+		{"faster than 1/µs", rdb, pace.Bucket(pace.PerSecond(2_000_000), 1), Options{}, "Rate"},
+		{"bucket span beyond 2^50 µs", rdb, pace.Bucket(pace.PerHour(1), 400_000), Options{}, "Burst"},
+		{"period beyond 2^50 µs", rdb, pace.Fixed(pace.Rate{N: 1, Per: 40 * 365 * 24 * time.Hour}), Options{}, "Rate.Per"},
+		{"leaky queue beyond 2^50 µs", rdb, pace.Leaky(pace.PerHour(1), 400_000), Options{}, "Queue"},
+		{"sliding log too long", rdb, pace.Sliding(pace.PerSecond(maxSlidingN + 1)), Options{}, "Rate.N"},
+		{"bad part of All", rdb, pace.All(pace.Bucket(pace.PerSecond(1), 1), pace.SlidingApprox(pace.PerSecond(1))), Options{}, "Limit"},
+		{"invalid fallback", rdb, pace.Bucket(pace.PerSecond(1), 1), Options{Fallback: pace.Bucket(pace.PerSecond(1), 0)}, "Burst"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lim, err := New(tt.rdb, tt.l, tt.o)
+			require.Error(t, err)
+			assert.Nil(t, lim)
+			assert.ErrorIs(t, err, pace.ErrInvalidConfig)
+			var ce *pace.ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, tt.field, ce.Field, "%v", err)
+		})
+	}
+	n, err := rdb.DBSize(context.Background()).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing was written")
+}
+
+// TestBadKeys: an empty key, or one that would leave the hash tag empty, is
+// refused with ErrBadKey and books nothing.
+func TestBadKeys(t *testing.T) {
+	_, rdb := startRedis(t)
+	lim := newLimiter(t, rdb, pace.Bucket(pace.PerSecond(1), 1), Options{})
+	for _, key := range []string{"", "}", "}x"} {
+		p, err := lim.Wait(context.Background(), key, 0)
+		assert.ErrorIs(t, err, ErrBadKey, "%q", key)
+		assert.NotErrorIs(t, err, pace.ErrRateLimited, "a caller's bug is no throttle")
+		lim.Settle(p, pace.Outcome{Sent: true, Pause: time.Second})
+	}
+	p, err := lim.Wait(context.Background(), "x}", 0) // the tag is "x": fine
+	require.NoError(t, err)
+	lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+	keys, err := rdb.Keys(context.Background(), "*").Result()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"pace:{x}}:0"}, keys, "only the good key's booking")
+}
+
+// TestUnexpectedReply: a "Redis" that answers a script with a reply of
+// another shape gets ErrUnexpectedReply (which matches ErrUnavailable,
+// failing closed), never a panic.
+func TestUnexpectedReply(t *testing.T) {
+	replies := map[string]string{
+		"integer":        ":1\r\n",
+		"status":         "+OK\r\n",
+		"short array":    "*2\r\n:0\r\n:0\r\n",
+		"string element": "*4\r\n$1\r\nx\r\n:0\r\n:0\r\n:0\r\n",
+		"bad status":     "*4\r\n:9\r\n:0\r\n:0\r\n:0\r\n",
+		"missing member": "*7\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n",
+		"member integer": "*8\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:5\r\n",
+		"negative delay": "*4\r\n:1\r\n:-5\r\n:0\r\n:0\r\n",
+	}
+	for name, reply := range replies {
+		t.Run(name, func(t *testing.T) {
+			addr := fakeRedis(t, reply)
+			rdb := newClient(t, addr)
+			lim := newLimiter(t, rdb, pace.Bucket(pace.PerSecond(1), 1), Options{Timeout: time.Second})
+			_, err := lim.Wait(context.Background(), "k", 0)
+			assert.ErrorIs(t, err, ErrUnexpectedReply)
+			assert.ErrorIs(t, err, ErrUnavailable)
+			var we *pace.WaitError
+			assert.ErrorAs(t, err, &we)
+		})
+	}
+}
+
+// fakeRedis serves RESP on a loopback port: every EVALSHA or EVAL gets
+// reply, SUBSCRIBE its confirmation, anything else (HELLO, CLIENT) an
+// error, as an old server would answer them.
+func fakeRedis(t *testing.T, reply string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() { serveFake(c, reply) })
+		}
+	})
+	return ln.Addr().String()
+}
+
+func serveFake(c net.Conn, reply string) {
+	defer c.Close()
+	r := bufio.NewReader(c)
+	for {
+		args, err := readCommand(r)
+		if err != nil {
+			return
+		}
+		var out string
+		switch strings.ToUpper(args[0]) {
+		case "EVALSHA", "EVAL":
+			out = reply
+		case "SUBSCRIBE":
+			out = fmt.Sprintf("*3\r\n$9\r\nsubscribe\r\n$%d\r\n%s\r\n:1\r\n", len(args[1]), args[1])
+		case "PING":
+			out = "+PONG\r\n"
+		default:
+			out = "-ERR unknown command\r\n"
+		}
+		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+		if _, err := io.WriteString(c, out); err != nil {
+			return
+		}
+	}
+}
+
+// readCommand reads one RESP array of bulk strings.
+func readCommand(r *bufio.Reader) ([]string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(line, "*") {
+		return nil, fmt.Errorf("not an array: %q", line)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
+	if err != nil || n < 1 {
+		return nil, fmt.Errorf("bad array: %q", line)
+	}
+	args := make([]string, n)
+	for i := range args {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "$")))
+		if err != nil || size < 0 {
+			return nil, fmt.Errorf("bad bulk: %q", line)
+		}
+		buf := make([]byte, size+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, err
+		}
+		args[i] = string(buf[:size])
+	}
+	return args, nil
+}

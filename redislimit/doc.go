@@ -1,0 +1,54 @@
+// Package redislimit holds pace limits in Redis, so that every process
+// sharing a Redis shares each key's limit and its pause: six processes
+// each allowed 100/min no longer hand a key 600/min, and a 429 seen by one
+// pauses the key in all of them. [New] returns a [*Limiter], a
+// pace.Limiter: set it as pace.Transport's Limiter (or use it directly).
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+//	lim, err := redislimit.New(rdb, pace.Bucket(pace.PerSecond(50), 50), redislimit.Options{})
+//	if err != nil { ... }
+//	defer lim.Close()
+//	client := &http.Client{Transport: &pace.Transport{Limiter: lim}}
+//
+// It talks to Redis through go-redis's redis.UniversalClient: a single
+// node, Sentinel, or Redis Cluster.
+//
+// # One script per decision
+//
+// Each decision is one Lua script (redis.NewScript: EVALSHA, loaded on
+// NOSCRIPT), so one round trip: it reads Redis's own clock (TIME, so that
+// clock skew between machines cannot loosen a limit), the key's pause and
+// probe, and the state of every part of the limit (token bucket and leaky
+// bucket as GCRA, fixed window, sliding log as a sorted set, or several of
+// them at once, pace.All), and books the earliest instant all parts allow,
+// or refuses and books nothing. Every key it writes gets a TTL in the same
+// script (PEXPIRE), so that nothing outlives its use. The keys of one
+// decision are prefix + "{" + key + "}:t" (the pause) and
+// prefix + "{" + key + "}:N" (part N): the hash tag puts them in one
+// Cluster slot. The scripts rely on Redis 5's default of replicating a
+// script's effects, not the script.
+//
+// # The shared pause
+//
+// Settle with a throttle (a 429, or a 503 with a delay, as pace.Transport
+// reports it) writes the key's pause to Redis and publishes it on the
+// channel prefix + "throttle", so that requests waiting in any process
+// wake, give back their booked slots and wait. When the pause ends, the
+// first request to ask, in any process, becomes the probe (a lease in the
+// key's pause record, Options.ProbeLease long); every other waits until
+// the probe's answer is published, or asks again every 100 ms.
+//
+// # When Redis is slow or gone
+//
+// A decision that Redis does not answer within Options.Timeout (50 ms by
+// default) goes to the failure policy: fail closed (the default; Wait
+// returns a *pace.WaitError wrapping [ErrUnavailable], which package batch
+// retries after its backoff, never failing the item), or fail open to a
+// local pace.Keyed holding Options.Fallback, this process's share of the
+// limit. Each decision tries Redis first, so decisions are back on Redis
+// as soon as it answers again. go-redis retries a command whose connection
+// broke (EOF); if Redis ran the script and the reply was lost, the retry
+// books a second slot for one request: stricter, never looser. A restarted
+// Redis without persistence has forgotten every booking: the limit starts
+// afresh, as after its keys expire.
+package redislimit

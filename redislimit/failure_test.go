@@ -1,0 +1,123 @@
+package redislimit
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pacehttp/pace"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRedisKilled kills redis-server (by PID) in the middle of a run and
+// starts it again on the same port: no panic; while it is gone every call
+// is answered under its policy (fail closed: ErrUnavailable; fail open: the
+// Fallback limiter) with at most the timeout added; decisions are back on
+// Redis within a second of its return; and after the restart Redis holds
+// exactly the bookings of the decisions it answered, none counted twice.
+func TestRedisKilled(t *testing.T) {
+	srv, rdb := startRedis(t)
+	// A sliding log of a minute holds one entry per booking: its size is
+	// the count of decisions Redis answered since the restart.
+	limit := pace.Sliding(pace.Rate{N: 1 << 20, Per: time.Minute})
+	closed := newLimiter(t, rdb, limit, Options{Prefix: "closed:"})
+	open := newLimiter(t, rdb, limit, Options{Prefix: "open:", Fallback: pace.Bucket(pace.PerSecond(1000), 10)})
+
+	type phase int
+	const (
+		before phase = iota
+		down
+		back
+	)
+	var (
+		mu       sync.Mutex
+		cur      = before
+		restart  time.Time
+		slowest  [3]time.Duration
+		answered [3]map[string]int // per phase: "closed ok", "closed unavailable", "open redis", "open fallback"
+		recovery = map[string]time.Duration{}
+		onRedis  = map[string]int{} // decisions Redis answered since the restart, per limiter
+		other    []error
+	)
+	for i := range answered {
+		answered[i] = map[string]int{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	run := func(name string, lim *Limiter) {
+		for ctx.Err() == nil {
+			t0 := time.Now()
+			p, err := lim.Wait(ctx, "k", 0)
+			took := time.Since(t0)
+			fromRedis := err == nil && p.Gen&fallbackBit == 0
+			if err == nil {
+				lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+			}
+			mu.Lock()
+			ph := cur
+			slowest[ph] = max(slowest[ph], took)
+			switch {
+			case err == nil && fromRedis:
+				answered[ph][name+" redis"]++
+				if ph == back { // the old process is gone: the new one answered
+					onRedis[name]++
+					if _, ok := recovery[name]; !ok {
+						recovery[name] = time.Since(restart)
+					}
+				}
+			case err == nil:
+				answered[ph][name+" fallback"]++
+			case errors.Is(err, ErrUnavailable):
+				answered[ph][name+" unavailable"]++
+			case ctx.Err() == nil:
+				other = append(other, err)
+			}
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	for range 2 {
+		wg.Go(func() { run("closed", closed) })
+		wg.Go(func() { run("open", open) })
+	}
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	cur = down
+	mu.Unlock()
+	require.NoError(t, srv.Kill())
+	time.Sleep(500 * time.Millisecond)
+	mu.Lock()
+	cur, restart = back, time.Now()
+	mu.Unlock()
+	require.NoError(t, srv.Restart())
+	time.Sleep(1500 * time.Millisecond)
+	cancel()
+	wg.Wait()
+
+	t.Logf("before the kill: %v, slowest call %v", answered[before], slowest[before])
+	t.Logf("while down: %v, slowest call %v (timeout %v)", answered[down], slowest[down], DefaultTimeout)
+	t.Logf("after the restart: %v, slowest call %v; first decision on Redis after %v", answered[back], slowest[back], recovery)
+	assert.Empty(t, other, "errors outside the policy")
+	assert.Positive(t, answered[down]["closed unavailable"], "fail closed answers ErrUnavailable")
+	assert.Zero(t, answered[down]["open unavailable"], "fail open never fails")
+	assert.Positive(t, answered[down]["open fallback"], "fail open answers from the fallback")
+	assert.LessOrEqual(t, slowest[down], DefaultTimeout+100*time.Millisecond, "a call while Redis is gone")
+	for _, name := range []string{"closed", "open"} {
+		require.Contains(t, recovery, name, "%s never got back on Redis", name)
+		assert.Less(t, recovery[name], time.Second, "%s: back on Redis", name)
+	}
+
+	// Redis lost everything with its process (no persistence): what it
+	// holds now is what it booked since the restart.
+	cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer ccancel()
+	for _, name := range []string{"closed", "open"} {
+		n, err := rdb.ZCard(cctx, name+":{k}:0").Result()
+		require.NoError(t, err)
+		t.Logf("%s: %d decisions answered by Redis since the restart, %d bookings in it", name, onRedis[name], n)
+		assert.Equal(t, int64(onRedis[name]), n, "%s: a decision counted twice, or lost", name)
+	}
+}

@@ -1,0 +1,115 @@
+package redislimit
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/realserver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// pauseServer throttles its 20th request with Retry-After: 2, once, and
+// answers every other at once, but the first after the throttle (the
+// probe) only after probeHold; it logs every arrival.
+type pauseServer struct {
+	mu        sync.Mutex
+	arrivals  []time.Time
+	throttled time.Time // when the 429 was written
+	probeEnd  time.Time // when the probe's answer was written
+	n         int
+}
+
+const probeHold = 300 * time.Millisecond
+
+func (s *pauseServer) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	now := time.Now()
+	s.arrivals = append(s.arrivals, now)
+	s.n++
+	switch {
+	case s.n == 20:
+		s.throttled = time.Now()
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", "2")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	case !s.throttled.IsZero() && s.probeEnd.IsZero() && now.Sub(s.throttled) > time.Second:
+		s.mu.Unlock()
+		time.Sleep(probeHold)
+		s.mu.Lock()
+		s.probeEnd = time.Now()
+	}
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// TestSharedPause: four processes' clients (each its own redis.Client,
+// Limiter and pace.Transport) send to one host; the server throttles one
+// request with Retry-After: 2. No request of any of them reaches it during
+// the pause (but those already on their way when the 429 was written),
+// and afterwards exactly one probe goes first: nothing else arrives until
+// its answer.
+func TestSharedPause(t *testing.T) {
+	srv := realserver.StartRedis(t)
+	api := &pauseServer{}
+	hs := httptest.NewServer(api)
+	defer hs.Close()
+	limit := pace.Bucket(pace.PerSecond(40), 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 4500*time.Millisecond)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 4 {
+		lim := newLimiter(t, newClient(t, srv.Addr()), limit, Options{})
+		base := &http.Transport{}
+		defer base.CloseIdleConnections()
+		client := &http.Client{Transport: &pace.Transport{Base: base, Limiter: lim}}
+		for range 3 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, hs.URL, nil)
+					resp, err := client.Do(req)
+					if err == nil {
+						resp.Body.Close()
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	hs.CloseClientConnections()
+
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	require.False(t, api.throttled.IsZero(), "the server never throttled")
+	require.False(t, api.probeEnd.IsZero(), "no probe came after the pause")
+	const inFlight = 50 * time.Millisecond // sent before the 429 was read
+	var late, during, probes, beforeAnswer int
+	for _, at := range api.arrivals {
+		d := at.Sub(api.throttled)
+		switch {
+		case d <= 0:
+		case d <= inFlight:
+			late++
+		case d < 2*time.Second:
+			during++
+		case at.Before(api.probeEnd):
+			if probes == 0 {
+				probes++
+			} else {
+				beforeAnswer++
+			}
+		}
+	}
+	t.Logf("%d arrivals; after the 429: %d within %v (already on their way), %d during the pause, %d probe, %d before its answer",
+		len(api.arrivals), late, inFlight, during, probes, beforeAnswer)
+	assert.Zero(t, during, "requests reached the server during the pause")
+	assert.Equal(t, 1, probes, "one probe after the pause")
+	assert.Zero(t, beforeAnswer, "requests reached the server before the probe's answer")
+	assert.Greater(t, len(api.arrivals)-20, 20, "traffic resumed after the probe")
+}
