@@ -257,3 +257,6 @@ func (m *composite) waitBound() int64 { return m.bound }
 func (*composite) core() *gcra { return nil }
 
 func (m *composite) parts() []algorithm { return m.list }
+
+// params is never asked of a composite (Limit.Params checks parts).
+func (m *composite) params() (string, Rate, int, LeakyOptions) { return "", Rate{}, 0, LeakyOptions{} }

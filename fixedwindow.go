@@ -155,3 +155,7 @@ func (*fixedWindow) waitBound() int64 { return math.MaxInt64 }
 func (*fixedWindow) core() *gcra { return nil }
 
 func (f *fixedWindow) parts() []algorithm { return []algorithm{f} }
+
+func (f *fixedWindow) params() (string, Rate, int, LeakyOptions) {
+	return "fixed window", f.r, 0, LeakyOptions{}
+}

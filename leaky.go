@@ -173,3 +173,5 @@ func (a *leakyAlg) quota(c *cell, now, from int64) Quota {
 }
 
 func (a *leakyAlg) parts() []algorithm { return []algorithm{a} }
+
+func (a *leakyAlg) params() (string, Rate, int, LeakyOptions) { return "leaky bucket", a.rate, 0, a.o }

@@ -205,6 +205,8 @@ type algorithm interface {
 	// parts returns the limit's parts as [All] flattens them: the parts of
 	// a composite, or the limit itself.
 	parts() []algorithm
+	// params describes the limit (not a composite) for [Limit.Params].
+	params() (algorithm string, r Rate, burst int, leaky LeakyOptions)
 	// String describes the limit, e.g. "token bucket 10/1s burst 20".
 	String() string
 }

@@ -7,37 +7,58 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
+// part is what Params returns, as one value.
+type part struct {
+	alg   string
+	r     Rate
+	burst int
+	o     LeakyOptions
+}
+
+func paramsOf(l Limit) part {
+	alg, r, burst, o := l.Params()
+	return part{alg, r, burst, o}
+}
+
 func TestLimitParts(t *testing.T) {
 	tests := []struct {
 		name string
 		l    Limit
-		want []Part
+		want []part
 	}{
 		{"zero", Limit{}, nil},
-		{"invalid", Bucket(PerSecond(0), 1), nil},
-		{"token bucket", Bucket(PerSecond(10), 20), []Part{{Algorithm: "token bucket", Rate: PerSecond(10), Burst: 20}}},
-		{"leaky bucket", LeakyWith(PerMinute(6), LeakyOptions{Queue: 3, MaxDelay: time.Second, Slack: 1}),
-			[]Part{{Algorithm: "leaky bucket", Rate: PerMinute(6), Leaky: LeakyOptions{Queue: 3, MaxDelay: time.Second, Slack: 1}}}},
-		{"fixed window", Fixed(PerHour(100)), []Part{{Algorithm: "fixed window", Rate: PerHour(100)}}},
-		{"sliding log", Sliding(PerSecond(5)), []Part{{Algorithm: "sliding log", Rate: PerSecond(5)}}},
-		{"sliding counter", SlidingApprox(PerSecond(5)), []Part{{Algorithm: "sliding counter", Rate: PerSecond(5)}}},
-		{"All flattened", All(Bucket(PerSecond(10), 10), Limit{}, All(Sliding(PerHour(1000)), Fixed(PerMinute(60)))),
-			[]Part{
-				{Algorithm: "token bucket", Rate: PerSecond(10), Burst: 10},
-				{Algorithm: "sliding log", Rate: PerHour(1000)},
-				{Algorithm: "fixed window", Rate: PerMinute(60)},
+		{"invalid", TokenBucket(PerSecond(0), 1), nil},
+		{"token bucket", TokenBucket(PerSecond(10), 20), []part{{"token bucket", PerSecond(10), 20, LeakyOptions{}}}},
+		{"leaky bucket", LeakyBucket(PerMinute(6), LeakyOptions{Queue: 3, MaxDelay: time.Second, Slack: 1}),
+			[]part{{"leaky bucket", PerMinute(6), 0, LeakyOptions{Queue: 3, MaxDelay: time.Second, Slack: 1}}}},
+		{"fixed window", FixedWindow(PerHour(100)), []part{{"fixed window", PerHour(100), 0, LeakyOptions{}}}},
+		{"sliding log", SlidingLog(PerSecond(5)), []part{{"sliding log", PerSecond(5), 0, LeakyOptions{}}}},
+		{"sliding counter", SlidingCounter(PerSecond(5)), []part{{"sliding counter", PerSecond(5), 0, LeakyOptions{}}}},
+		{"All flattened", All(TokenBucket(PerSecond(10), 10), Limit{}, All(SlidingLog(PerHour(1000)), FixedWindow(PerMinute(60)))),
+			[]part{
+				{"token bucket", PerSecond(10), 10, LeakyOptions{}},
+				{"sliding log", PerHour(1000), 0, LeakyOptions{}},
+				{"fixed window", PerMinute(60), 0, LeakyOptions{}},
 			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, tt.l.Parts())
+			var got []part
+			for _, p := range tt.l.Parts() {
+				got = append(got, paramsOf(p))
+			}
+			assert.Equal(t, tt.want, got)
+			if len(tt.want) == 1 {
+				assert.Equal(t, tt.want[0], paramsOf(tt.l), "Params of a Limit of one algorithm")
+			}
 		})
 	}
 }
 
-func TestLimitPartsIsACopy(t *testing.T) {
-	l := All(Bucket(PerSecond(10), 10), Fixed(PerMinute(60)))
-	ps := l.Parts()
-	ps[0].Burst = 1
-	assert.Equal(t, 10, l.Parts()[0].Burst)
+// TestLimitParamsOfSeveral: a Limit of several parts, the zero Limit and an
+// invalid one have no algorithm of their own.
+func TestLimitParamsOfSeveral(t *testing.T) {
+	for _, l := range []Limit{{}, TokenBucket(PerSecond(0), 1), All(TokenBucket(PerSecond(1), 1), FixedWindow(PerSecond(2)))} {
+		assert.Equal(t, part{}, paramsOf(l), "%v", l)
+	}
 }

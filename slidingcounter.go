@@ -273,3 +273,7 @@ func (*slidingCounter) waitBound() int64 { return math.MaxInt64 }
 func (*slidingCounter) core() *gcra { return nil }
 
 func (s *slidingCounter) parts() []algorithm { return []algorithm{s} }
+
+func (s *slidingCounter) params() (string, Rate, int, LeakyOptions) {
+	return "sliding counter", s.r, 0, LeakyOptions{}
+}

@@ -216,3 +216,7 @@ func (*slidingLog) waitBound() int64 { return math.MaxInt64 }
 func (*slidingLog) core() *gcra { return nil }
 
 func (s *slidingLog) parts() []algorithm { return []algorithm{s} }
+
+func (s *slidingLog) params() (string, Rate, int, LeakyOptions) {
+	return "sliding log", s.r, 0, LeakyOptions{}
+}

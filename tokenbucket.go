@@ -64,3 +64,7 @@ func (a *bucketAlg) quota(c *cell, now, from int64) Quota {
 func (*bucketAlg) waitBound() int64 { return math.MaxInt64 }
 
 func (a *bucketAlg) parts() []algorithm { return []algorithm{a} }
+
+func (a *bucketAlg) params() (string, Rate, int, LeakyOptions) {
+	return "token bucket", a.rate, a.burst, LeakyOptions{}
+}

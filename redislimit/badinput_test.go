@@ -31,22 +31,22 @@ func TestNewRejects(t *testing.T) {
 		o     Options
 		field string
 	}{
-		{"nil client", nil, pace.Bucket(pace.PerSecond(1), 1), Options{}, "rdb"},
-		{"client ignoring contexts", noCtx, pace.Bucket(pace.PerSecond(1), 1), Options{}, "rdb"},
-		{"prefix with {", rdb, pace.Bucket(pace.PerSecond(1), 1), Options{Prefix: "a{b"}, "Prefix"},
-		{"prefix with }", rdb, pace.Bucket(pace.PerSecond(1), 1), Options{Prefix: "a}"}, "Prefix"},
-		{"negative timeout", rdb, pace.Bucket(pace.PerSecond(1), 1), Options{Timeout: -1}, "Timeout"},
-		{"negative probe lease", rdb, pace.Bucket(pace.PerSecond(1), 1), Options{ProbeLease: -1}, "ProbeLease"},
+		{"nil client", nil, pace.TokenBucket(pace.PerSecond(1), 1), Options{}, "rdb"},
+		{"client ignoring contexts", noCtx, pace.TokenBucket(pace.PerSecond(1), 1), Options{}, "rdb"},
+		{"prefix with {", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Prefix: "a{b"}, "Prefix"},
+		{"prefix with }", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Prefix: "a}"}, "Prefix"},
+		{"negative timeout", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Timeout: -1}, "Timeout"},
+		{"negative probe lease", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{ProbeLease: -1}, "ProbeLease"},
 		{"zero limit", rdb, pace.Limit{}, Options{}, "Limit"},
-		{"invalid limit", rdb, pace.Bucket(pace.PerSecond(0), 1), Options{}, "Rate.N"},
-		{"sliding counter", rdb, pace.SlidingApprox(pace.PerSecond(1)), Options{}, "Limit"},
-		{"faster than 1/µs", rdb, pace.Bucket(pace.PerSecond(2_000_000), 1), Options{}, "Rate"},
-		{"bucket span beyond 2^50 µs", rdb, pace.Bucket(pace.PerHour(1), 400_000), Options{}, "Burst"},
-		{"period beyond 2^50 µs", rdb, pace.Fixed(pace.Rate{N: 1, Per: 40 * 365 * 24 * time.Hour}), Options{}, "Rate.Per"},
-		{"leaky queue beyond 2^50 µs", rdb, pace.Leaky(pace.PerHour(1), 400_000), Options{}, "Queue"},
-		{"sliding log too long", rdb, pace.Sliding(pace.PerSecond(maxSlidingN + 1)), Options{}, "Rate.N"},
-		{"bad part of All", rdb, pace.All(pace.Bucket(pace.PerSecond(1), 1), pace.SlidingApprox(pace.PerSecond(1))), Options{}, "Limit"},
-		{"invalid fallback", rdb, pace.Bucket(pace.PerSecond(1), 1), Options{Fallback: pace.Bucket(pace.PerSecond(1), 0)}, "Burst"},
+		{"invalid limit", rdb, pace.TokenBucket(pace.PerSecond(0), 1), Options{}, "Rate.N"},
+		{"sliding counter", rdb, pace.SlidingCounter(pace.PerSecond(1)), Options{}, "Limit"},
+		{"faster than 1/µs", rdb, pace.TokenBucket(pace.PerSecond(2_000_000), 1), Options{}, "Rate"},
+		{"bucket span beyond 2^50 µs", rdb, pace.TokenBucket(pace.PerHour(1), 400_000), Options{}, "Burst"},
+		{"period beyond 2^50 µs", rdb, pace.FixedWindow(pace.Rate{N: 1, Per: 40 * 365 * 24 * time.Hour}), Options{}, "Rate.Per"},
+		{"leaky queue beyond 2^50 µs", rdb, pace.LeakyBucket(pace.PerHour(1), pace.LeakyOptions{Queue: 400_000}), Options{}, "Queue"},
+		{"sliding log too long", rdb, pace.SlidingLog(pace.PerSecond(maxSlidingN + 1)), Options{}, "Rate.N"},
+		{"bad part of All", rdb, pace.All(pace.TokenBucket(pace.PerSecond(1), 1), pace.SlidingCounter(pace.PerSecond(1))), Options{}, "Limit"},
+		{"invalid fallback", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Fallback: pace.TokenBucket(pace.PerSecond(1), 0)}, "Burst"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,7 +68,7 @@ func TestNewRejects(t *testing.T) {
 // refused with ErrBadKey and books nothing.
 func TestBadKeys(t *testing.T) {
 	_, rdb := startRedis(t)
-	lim := newLimiter(t, rdb, pace.Bucket(pace.PerSecond(1), 1), Options{})
+	lim := newLimiter(t, rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{})
 	for _, key := range []string{"", "}", "}x"} {
 		p, err := lim.Wait(context.Background(), key, 0)
 		assert.ErrorIs(t, err, ErrBadKey, "%q", key)
@@ -101,7 +101,7 @@ func TestUnexpectedReply(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			addr := fakeRedis(t, reply)
 			rdb := newClient(t, addr)
-			lim := newLimiter(t, rdb, pace.Bucket(pace.PerSecond(1), 1), Options{Timeout: time.Second})
+			lim := newLimiter(t, rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Timeout: time.Second})
 			_, err := lim.Wait(context.Background(), "k", 0)
 			assert.ErrorIs(t, err, ErrUnexpectedReply)
 			assert.ErrorIs(t, err, ErrUnavailable)

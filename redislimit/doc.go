@@ -5,7 +5,7 @@
 // pace.Limiter: set it as pace.Transport's Limiter (or use it directly).
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
-//	lim, err := redislimit.New(rdb, pace.Bucket(pace.PerSecond(50), 50), redislimit.Options{})
+//	lim, err := redislimit.New(rdb, pace.TokenBucket(pace.PerSecond(50), 50), redislimit.Options{})
 //	if err != nil { ... }
 //	defer lim.Close()
 //	client := &http.Client{Transport: &pace.Transport{Limiter: lim}}

@@ -22,9 +22,9 @@ func TestRedisKilled(t *testing.T) {
 	srv, rdb := startRedis(t)
 	// A sliding log of a minute holds one entry per booking: its size is
 	// the count of decisions Redis answered since the restart.
-	limit := pace.Sliding(pace.Rate{N: 1 << 20, Per: time.Minute})
+	limit := pace.SlidingLog(pace.Rate{N: 1 << 20, Per: time.Minute})
 	closed := newLimiter(t, rdb, limit, Options{Prefix: "closed:"})
-	open := newLimiter(t, rdb, limit, Options{Prefix: "open:", Fallback: pace.Bucket(pace.PerSecond(1000), 10)})
+	open := newLimiter(t, rdb, limit, Options{Prefix: "open:", Fallback: pace.TokenBucket(pace.PerSecond(1000), 10)})
 
 	type phase int
 	const (

@@ -55,7 +55,7 @@ type Options struct {
 	// Fallback, if not the zero Limit, is the policy when Redis cannot
 	// decide in time: fail open, to a local in-memory pace.Keyed holding
 	// Fallback, one per Limiter. Give it this process's share of the
-	// limit, for example pace.Bucket(pace.PerSecond(50/4), 12) for one of
+	// limit, for example pace.TokenBucket(pace.PerSecond(50/4), 12) for one of
 	// four processes sharing 50/s: the processes then stay within the
 	// shared limit together while Redis is gone. The zero Limit fails
 	// closed: Wait returns a *pace.WaitError wrapping [ErrUnavailable].
@@ -111,7 +111,7 @@ var _ pace.Limiter = (*Limiter)(nil)
 // It returns a *pace.ConfigError (matching pace.ErrInvalidConfig) for a
 // nil rdb, a client without ContextTimeoutEnabled (Timeout could not bound
 // a decision), an invalid Options field, a Limit that carries an error or
-// is zero, a sliding counter (pace.SlidingApprox; not held in Redis), and
+// is zero, a sliding counter (pace.SlidingCounter; not held in Redis), and
 // numbers the scripts cannot compute exactly: a rate faster than one per
 // microsecond, spans beyond 2^50 µs (about 35 years), or a sliding log of
 // more than 2^20 requests per window. Durations are rounded up to whole

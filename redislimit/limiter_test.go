@@ -20,11 +20,11 @@ func TestEveryKeyHasTTL(t *testing.T) {
 	_, rdb := startRedis(t)
 	ctx := waitCtx(t, 20*time.Second)
 	limits := map[string]pace.Limit{
-		"bucket":  pace.Bucket(pace.PerSecond(100), 3),
-		"leaky":   pace.LeakyWith(pace.PerSecond(100), pace.LeakyOptions{Queue: 5, Slack: 1}),
-		"fixed":   pace.Fixed(pace.PerSecond(100)),
-		"sliding": pace.Sliding(pace.PerSecond(100)),
-		"all":     pace.All(pace.Bucket(pace.PerSecond(100), 2), pace.Sliding(pace.PerMinute(1000)), pace.Fixed(pace.PerHour(5000))),
+		"bucket":  pace.TokenBucket(pace.PerSecond(100), 3),
+		"leaky":   pace.LeakyBucket(pace.PerSecond(100), pace.LeakyOptions{Queue: 5, Slack: 1}),
+		"fixed":   pace.FixedWindow(pace.PerSecond(100)),
+		"sliding": pace.SlidingLog(pace.PerSecond(100)),
+		"all":     pace.All(pace.TokenBucket(pace.PerSecond(100), 2), pace.SlidingLog(pace.PerMinute(1000)), pace.FixedWindow(pace.PerHour(5000))),
 	}
 	for name, l := range limits {
 		lim := newLimiter(t, rdb, l, Options{Prefix: name + ":"})
@@ -56,7 +56,7 @@ func TestEveryKeyHasTTL(t *testing.T) {
 func TestRoundTripsPerDecision(t *testing.T) {
 	_, rdb := startRedis(t)
 	ctx := waitCtx(t, 20*time.Second)
-	lim := newLimiter(t, rdb, pace.All(pace.Bucket(pace.PerSecond(1e5), 1e5), pace.Sliding(pace.PerMinute(1e5))), Options{})
+	lim := newLimiter(t, rdb, pace.All(pace.TokenBucket(pace.PerSecond(1e5), 1e5), pace.SlidingLog(pace.PerMinute(1e5))), Options{})
 	_, err := lim.Wait(ctx, "warm", 0) // loads the script (NOSCRIPT, then EVAL)
 	require.NoError(t, err)
 	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
@@ -98,7 +98,7 @@ func commandStats(t testing.TB, rdb redis.UniversalClient) map[string]int64 {
 func TestWaitSemantics(t *testing.T) {
 	_, rdb := startRedis(t)
 	ctx := waitCtx(t, 20*time.Second)
-	lim := newLimiter(t, rdb, pace.Bucket(pace.Every(100*time.Millisecond), 1), Options{Margin: -1})
+	lim := newLimiter(t, rdb, pace.TokenBucket(pace.Every(100*time.Millisecond), 1), Options{Margin: -1})
 
 	p, err := lim.Wait(ctx, "k", 0)
 	require.NoError(t, err)

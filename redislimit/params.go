@@ -50,7 +50,7 @@ func convert(l pace.Limit, margin time.Duration) ([]part, error) {
 		return nil, err
 	}
 	ps := l.Parts()
-	if len(ps) == 0 {
+	if len(ps) == 0 { // the zero Limit
 		return nil, cfgErr("Limit", l.String(), "the zero Limit sets no limit; a Limiter needs one")
 	}
 	out := make([]part, 0, len(ps))
@@ -64,45 +64,45 @@ func convert(l pace.Limit, margin time.Duration) ([]part, error) {
 	return out, nil
 }
 
-func convertPart(p pace.Part, margin time.Duration) (part, error) {
-	r := p.Rate
+func convertPart(l pace.Limit, margin time.Duration) (part, error) {
+	alg, r, burst, leaky := l.Params()
 	per := micros(r.Per)
 	if per > maxMicros {
 		return part{}, cfgErr("Rate.Per", r.Per, fmt.Sprintf("exceeds 2^50 µs (%v), the range Redis's scripts compute exactly", time.Duration(maxMicros)*time.Microsecond))
 	}
-	if r.Interval() < time.Microsecond && p.Algorithm != "fixed window" && p.Algorithm != "sliding log" {
+	if r.Interval() < time.Microsecond && alg != "fixed window" && alg != "sliding log" {
 		return part{}, cfgErr("Rate", r.String(), "faster than one per microsecond, the resolution of Redis's clock")
 	}
-	switch p.Algorithm {
+	switch alg {
 	case "token bucket", "leaky bucket":
-		capacity := int64(p.Burst)
+		capacity := int64(burst)
 		queue := int64(-1)
 		// A token bucket's period stretches by the margin; a pacer's
 		// interval does (a pacer's server spaces requests one by one).
 		i := micros(time.Duration(ceilDiv(int64(r.Per)+int64(min(margin, r.Per/20)), int64(r.N))))
-		if p.Algorithm == "leaky bucket" {
+		if alg == "leaky bucket" {
 			iv := r.Interval()
 			i = micros(iv + min(margin, iv/20))
-			capacity = int64(p.Leaky.Slack) + 1
+			capacity = int64(leaky.Slack) + 1
 			// The queue bound as package pace computes it: Queue intervals
 			// (each with the margin), or MaxDelay when that is shorter.
 			switch {
-			case p.Leaky.Queue > 0 && p.Leaky.MaxDelay > 0:
-				queue = min(int64(p.Leaky.Queue)*i, micros(p.Leaky.MaxDelay))
-			case p.Leaky.Queue > 0:
-				queue = int64(p.Leaky.Queue) * i
-			case p.Leaky.MaxDelay > 0:
-				queue = micros(p.Leaky.MaxDelay)
+			case leaky.Queue > 0 && leaky.MaxDelay > 0:
+				queue = min(int64(leaky.Queue)*i, micros(leaky.MaxDelay))
+			case leaky.Queue > 0:
+				queue = int64(leaky.Queue) * i
+			case leaky.MaxDelay > 0:
+				queue = micros(leaky.MaxDelay)
 			default:
 				queue = 0
 			}
-			if int64(p.Leaky.Queue) > maxMicros/max(i, 1) || queue > maxMicros {
-				return part{}, cfgErr("Queue", p.Leaky.Queue, "the queue's wait exceeds 2^50 µs, the range Redis's scripts compute exactly")
+			if int64(leaky.Queue) > maxMicros/max(i, 1) || queue > maxMicros {
+				return part{}, cfgErr("Queue", leaky.Queue, "the queue's wait exceeds 2^50 µs, the range Redis's scripts compute exactly")
 			}
 		}
 		if i > maxMicros || capacity > maxMicros/i {
 			field := "Burst"
-			if p.Algorithm == "leaky bucket" {
+			if alg == "leaky bucket" {
 				field = "Slack"
 			}
 			return part{}, cfgErr(field, capacity, "capacity × interval exceeds 2^50 µs, the range Redis's scripts compute exactly")
@@ -123,7 +123,7 @@ func convertPart(p pace.Part, margin time.Duration) (part, error) {
 		}
 		return part{kind: kindSliding, x: w, y: int64(r.N)}, nil
 	}
-	return part{}, cfgErr("Limit", p.Algorithm, "not held in Redis: use a token bucket, leaky bucket, fixed window or sliding log")
+	return part{}, cfgErr("Limit", alg, "not held in Redis: use a token bucket, leaky bucket, fixed window or sliding log")
 }
 
 // ceilDiv returns ⌈a/b⌉ for a >= 0, b > 0.

@@ -60,7 +60,7 @@ func TestSharedPause(t *testing.T) {
 	api := &pauseServer{}
 	hs := httptest.NewServer(api)
 	defer hs.Close()
-	limit := pace.Bucket(pace.PerSecond(40), 4)
+	limit := pace.TokenBucket(pace.PerSecond(40), 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 4500*time.Millisecond)
 	defer cancel()
 	var wg sync.WaitGroup

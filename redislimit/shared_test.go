@@ -67,7 +67,7 @@ func TestSharedLimitCluster(t *testing.T) {
 // runShared runs 3 goroutines per client per key, each calling Wait until
 // the run's deadline, and checks every key's admitted instants.
 func runShared(t *testing.T, clients []redis.UniversalClient, keys []string) {
-	l := pace.Bucket(pace.PerSecond(sharedRate), sharedBurst)
+	l := pace.TokenBucket(pace.PerSecond(sharedRate), sharedBurst)
 	lims := make([]*Limiter, len(clients))
 	for i, rdb := range clients {
 		// The limit is under test here, not the timeout (TestRedisKilled
@@ -80,7 +80,7 @@ func runShared(t *testing.T, clients []redis.UniversalClient, keys []string) {
 		// another prefix (same slots, other keys), before the clock
 		// starts: a cold client dialling 18 connections at once under
 		// -race takes longer than the 50 ms timeout.
-		warm := newLimiter(t, rdb, pace.Bucket(pace.PerSecond(1e5), 1e5), Options{Prefix: "warm:", Timeout: 5 * time.Second})
+		warm := newLimiter(t, rdb, pace.TokenBucket(pace.PerSecond(1e5), 1e5), Options{Prefix: "warm:", Timeout: 5 * time.Second})
 		var wg sync.WaitGroup
 		for _, key := range keys {
 			for range 3 {
