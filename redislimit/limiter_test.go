@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -174,5 +175,41 @@ func TestWaitSemantics(t *testing.T) {
 		assert.ErrorIs(t, err, pace.ErrThrottled)
 	case <-time.After(2 * time.Second):
 		t.Fatal("the waiter behind the throttled probe was not answered")
+	}
+}
+
+// TestLeakyQueue: a leaky bucket's queue bound holds across callers
+// (ErrQueueFull beyond Queue waiters), and a zero Queue lets callers wait
+// as long as they are willing to, as package pace's does.
+func TestLeakyQueue(t *testing.T) {
+	_, rdb := startRedis(t)
+	ctx := waitCtx(t, 10*time.Second)
+	lim := newLimiter(t, rdb, pace.LeakyBucket(pace.PerSecond(10), pace.LeakyOptions{Queue: 2}), Options{Prefix: "q2:"})
+	dctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() { _, err := lim.Wait(dctx, "k", 0); errs <- err }()
+	}
+	var ok, full int
+	for range 4 {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case errors.Is(err, pace.ErrQueueFull):
+			full++
+		default:
+			t.Errorf("unexpected %v", err)
+		}
+	}
+	assert.Equal(t, 3, ok, "one at once and two queued")
+	assert.Equal(t, 1, full)
+
+	unbounded := newLimiter(t, rdb, pace.LeakyBucket(pace.PerSecond(20), pace.LeakyOptions{}), Options{Prefix: "q0:"})
+	for range 4 {
+		go func() { _, err := unbounded.Wait(dctx, "k", 0); errs <- err }()
+	}
+	for range 4 {
+		assert.NoError(t, <-errs)
 	}
 }

@@ -84,20 +84,18 @@ func convertPart(l pace.Limit, margin time.Duration) (part, error) {
 			iv := r.Interval()
 			i = micros(iv + min(margin, iv/20))
 			capacity = int64(leaky.Slack) + 1
-			// The queue bound as package pace computes it: Queue intervals
-			// (each with the margin), or MaxDelay when that is shorter.
-			switch {
-			case leaky.Queue > 0 && leaky.MaxDelay > 0:
-				queue = min(int64(leaky.Queue)*i, micros(leaky.MaxDelay))
-			case leaky.Queue > 0:
+			// The queue bound as package pace sets it: Queue intervals, or
+			// MaxDelay when that is shorter; with neither, none (-1): the
+			// caller's maxWait and deadline bound the wait.
+			// A MaxDelay beyond 2^50 µs (35 years) bounds nothing.
+			if leaky.Queue > 0 {
+				if int64(leaky.Queue) > maxMicros/max(i, 1) {
+					return part{}, cfgErr("Queue", leaky.Queue, "the queue's wait exceeds 2^50 µs, the range Redis's scripts compute exactly")
+				}
 				queue = int64(leaky.Queue) * i
-			case leaky.MaxDelay > 0:
-				queue = micros(leaky.MaxDelay)
-			default:
-				queue = 0
 			}
-			if int64(leaky.Queue) > maxMicros/max(i, 1) || queue > maxMicros {
-				return part{}, cfgErr("Queue", leaky.Queue, "the queue's wait exceeds 2^50 µs, the range Redis's scripts compute exactly")
+			if d := micros(leaky.MaxDelay); d > 0 && d <= maxMicros && (queue < 0 || d < queue) {
+				queue = d
 			}
 		}
 		if i > maxMicros || capacity > maxMicros/i {
