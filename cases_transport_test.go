@@ -512,7 +512,7 @@ func TestCaseC20OneThrottlePausesTheHost(t *testing.T) {
 					}
 					return testhttp.Response(http.StatusOK), nil
 				}}
-				tr := &Transport{Base: srv, Limits: Hosts{"api.test": LeakyBucket(PerSecond(10), LeakyOptions{Queue: 50})}}
+				tr := &Transport{Base: srv, Limits: Hosts{"api.test": {Limit: LeakyBucket(PerSecond(10), LeakyOptions{Queue: 50})}}}
 				jobs := make(chan int, 50)
 				for i := range 50 {
 					jobs <- i

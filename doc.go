@@ -24,8 +24,11 @@
 //
 //	client := &http.Client{Transport: &pace.Transport{
 //		Limits: pace.Hosts{
-//			"api.example.com": pace.LeakyBucket(pace.PerSecond(10), pace.LeakyOptions{Queue: 100}), // one every 100ms, up to 100 waiting
-//			pace.DefaultHost:  pace.TokenBucket(pace.PerMinute(600), 20), // 600 a minute, bursts of 20
+//			"api.example.com": { // one every 100ms, up to 100 waiting; its own retry policy
+//				Limit:       pace.LeakyBucket(pace.PerSecond(10), pace.LeakyOptions{Queue: 100}),
+//				MaxAttempts: 5,
+//			},
+//			pace.DefaultHost: {Limit: pace.TokenBucket(pace.PerMinute(600), 20)}, // 600 a minute, bursts of 20
 //		},
 //	}}
 //

@@ -24,7 +24,7 @@ func TestErrorText(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"empty host", (&Transport{Limits: Hosts{"": TokenBucket(PerSecond(1), 1)}}).Validate(),
+		{"empty host", (&Transport{Limits: Hosts{"": {Limit: TokenBucket(PerSecond(1), 1)}}}).Validate(),
 			`pace: invalid Limits[""]: empty host; use "*" for the default`},
 		{"Limiter with Limits", (&Transport{Limiter: k, Limits: Hosts{"*": {}}}).Validate(),
 			`pace: invalid Limiter *pace.Keyed: set together with Limits; use one`},

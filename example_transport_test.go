@@ -104,8 +104,8 @@ func ExampleHosts() {
 
 	tr := &pace.Transport{
 		Limits: pace.Hosts{
-			strings.TrimPrefix(srv.URL, "http://"): pace.LeakyBucket(pace.PerSecond(100), pace.LeakyOptions{Queue: 10}),
-			"*":                                    pace.TokenBucket(pace.PerMinute(600), 20),
+			strings.TrimPrefix(srv.URL, "http://"): {Limit: pace.LeakyBucket(pace.PerSecond(100), pace.LeakyOptions{Queue: 10})},
+			"*":                                    {Limit: pace.TokenBucket(pace.PerMinute(600), 20)},
 			"internal.example":                     {}, // not paced
 		},
 	}
@@ -128,7 +128,7 @@ func ExampleHosts() {
 
 // Validate reports a setting that can never work, as RoundTrip would.
 func ExampleTransport_Validate() {
-	tr := &pace.Transport{Limits: pace.Hosts{"api.example": pace.TokenBucket(pace.PerSecond(0), 1)}}
+	tr := &pace.Transport{Limits: pace.Hosts{"api.example": {Limit: pace.TokenBucket(pace.PerSecond(0), 1)}}}
 	err := tr.Validate()
 	fmt.Println(errors.Is(err, pace.ErrInvalidConfig))
 	fmt.Println(err)

@@ -2,14 +2,16 @@ package pace
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/pacehttp/pace/internal/hostkey"
 )
 
-// Hosts maps a host to the [Limit] that paces requests to it, for
-// [Transport.Limits]. A key is matched against the request's URL.Host as a
+// Hosts maps a host to what applies to requests to it, for
+// [Transport.Limits]: the [Limit] that paces them and, if set, its own
+// retry policy ([Host]). A key is matched against the request's URL.Host as a
 // URL compares hosts (RFC 3986 §6.2.2–6.2.3): in lower case, without a
 // trailing dot, and without the scheme's default port (80 for http, 443 for
 // https), so "api.example" matches https://api.example/v1,
@@ -19,8 +21,8 @@ import (
 // way ("api.example:443" is "api.example"). Two keys that name the same host
 // so ("API.example", "api.example.") are an error. The key "*" is the
 // default for every host not listed; without it unlisted hosts are not
-// paced. The zero Limit paces
-// nothing, so {"*": lim, "internal.example": {}} exempts one host.
+// paced. The zero Host paces nothing and retries as the Transport does, so
+// {"*": {Limit: lim}, "internal.example": {}} exempts one host.
 //
 // A key that no URL.Host can ever equal is rejected, by
 // [Transport.Validate] and every RoundTrip, with a [*ConfigError] naming
@@ -32,58 +34,92 @@ import (
 // [Transport].Key): with a Key that returns an API key, each API key gets
 // its own bucket under its host's Limit.
 //
-// A Limit that carries an error is reported the same way, with Field
-// naming the entry's setting, such as Limits["api.example"].Rate.N. The
-// Transport compiles the map on first use and does not read it again, so
-// changes made after that have no effect.
-type Hosts map[string]Limit
+// A Limit that carries an error, a negative MaxAttempts or a status that is
+// not an error status is reported the same way, with Field naming the
+// entry's setting, such as Limits["api.example"].Rate.N or
+// Limits["api.example"].Statuses. The Transport compiles the map on first
+// use and does not read it again, so changes made after that have no
+// effect.
+type Hosts map[string]Host
+
+// Host is what applies to the requests to one host of [Hosts]: a payment
+// API that must not be hammered and a flaky data API can differ in one
+// client. Every zero field means the Transport's setting.
+type Host struct {
+	// Limit paces the host's requests; the zero Limit paces nothing.
+	Limit Limit
+
+	// MaxAttempts, if positive, replaces the Transport's MaxAttempts for
+	// the host (the first attempt included; 1 disables retries). Zero
+	// means the Transport's. Must not be negative.
+	MaxAttempts int
+
+	// Statuses, if non-nil, replaces the Transport's RetryPolicy.Statuses
+	// for the host; a non-nil empty slice retries no status. Codes must be
+	// error statuses, 400..599. The rest of the retry policy (idempotency,
+	// transport errors, Decide) is the Transport's.
+	Statuses []int
+}
 
 // DefaultHost is the key of [Hosts] that applies to unlisted hosts.
 const DefaultHost = "*"
 
-// hostLimiters is the compiled form of Hosts: one keyed store per listed
-// host, plus the default. A nil *hostLimiters paces nothing.
+// hostLimiters is the compiled form of Hosts: one entry per listed host,
+// plus the default. A nil *hostLimiters paces nothing.
 type hostLimiters struct {
-	byHost map[string]Limiter // lower-case host -> store; nil entry: not paced
-	def    Limiter            // for unlisted hosts; nil: not paced
+	byHost map[string]*hostEntry // host (hostkey form) -> entry
+	def    *hostEntry            // for unlisted hosts; nil: the Transport's
 }
 
-// compileHosts validates h and builds one store per entry.
-func compileHosts(h Hosts) (*hostLimiters, error) {
+// hostEntry is one compiled Host: its store and its retry settings, the
+// Transport's filled in for zero fields.
+type hostEntry struct {
+	lim         Limiter // nil: not paced
+	policy      *RetryPolicy
+	maxAttempts int
+}
+
+// compileHosts validates h and builds one entry per host, with policy and
+// maxAttempts the Transport's.
+func compileHosts(h Hosts, policy *RetryPolicy, maxAttempts int) (*hostLimiters, error) {
 	if len(h) == 0 {
 		return nil, nil
 	}
 	if err := validateHosts(h); err != nil {
 		return nil, err
 	}
-	hl := &hostLimiters{byHost: make(map[string]Limiter, len(h))}
-	for host, l := range h {
-		lh := hostkey.Of(host, "")
-		var lim Limiter
-		if !l.IsZero() {
-			k, err := NewKeyed(l, KeyedOptions{})
+	hl := &hostLimiters{byHost: make(map[string]*hostEntry, len(h))}
+	for host, e := range h {
+		he := &hostEntry{policy: policy, maxAttempts: orDefault(e.MaxAttempts, maxAttempts)}
+		if e.Statuses != nil {
+			p := *policy
+			p.Statuses = slices.Clone(e.Statuses)
+			he.policy = &p
+		}
+		if !e.Limit.IsZero() {
+			k, err := NewKeyed(e.Limit, KeyedOptions{})
 			if err != nil {
 				return nil, limitErr(hostField(host), err)
 			}
-			lim = k
+			he.lim = k
 		}
-		if lh == DefaultHost {
-			hl.def = lim
+		if lh := hostkey.Of(host, ""); lh == DefaultHost {
+			hl.def = he
 		} else {
-			hl.byHost[lh] = lim
+			hl.byHost[lh] = he
 		}
 	}
 	return hl, nil
 }
 
-// forHost returns the store for host (in the form requestHost returns), or
-// nil when the host is not paced.
-func (hl *hostLimiters) forHost(host string) Limiter {
+// forHost returns the entry for host (in the form requestHost returns), or
+// nil when Hosts has neither the host nor a default.
+func (hl *hostLimiters) forHost(host string) *hostEntry {
 	if hl == nil {
 		return nil
 	}
-	if l, ok := hl.byHost[host]; ok {
-		return l
+	if e, ok := hl.byHost[host]; ok {
+		return e
 	}
 	return hl.def
 }
@@ -98,12 +134,18 @@ func requestHost(req *http.Request) string { return hostkey.Request(req) }
 // naming it.
 func validateHosts(h Hosts) error {
 	seen := make(map[string]string, len(h))
-	for host, l := range h {
+	for host, e := range h {
 		field := hostField(host)
 		if reason := hostKeyProblem(host); reason != "" {
 			return configErr(field, host, reason)
 		}
-		if err := l.Err(); err != nil {
+		if err := e.Limit.Err(); err != nil {
+			return limitErr(field, err)
+		}
+		if e.MaxAttempts < 0 {
+			return configErr(field+".MaxAttempts", e.MaxAttempts, "must not be negative")
+		}
+		if err := (&RetryPolicy{Statuses: e.Statuses}).validate(); err != nil {
 			return limitErr(field, err)
 		}
 		lh := hostkey.Of(host, "")

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -38,8 +39,8 @@ func TestHostsChooseTheLimit(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := &testhttp.Server{}
 				tr := &Transport{Base: srv, Limits: Hosts{
-					"Api.Test":  LeakyBucket(Every(100*time.Millisecond), LeakyOptions{Queue: 10}),
-					"*":         TokenBucket(PerSecond(1), 1),
+					"Api.Test":  {Limit: LeakyBucket(Every(100*time.Millisecond), LeakyOptions{Queue: 10})},
+					"*":         {Limit: TokenBucket(PerSecond(1), 1)},
 					"free.test": {},
 				}}
 				for range 3 {
@@ -62,7 +63,7 @@ func TestHostsStatePerKey(t *testing.T) {
 		srv := &testhttp.Server{}
 		tr := &Transport{
 			Base:   srv,
-			Limits: Hosts{"api.test": LeakyBucket(Every(time.Second), LeakyOptions{Queue: 10})},
+			Limits: Hosts{"api.test": {Limit: LeakyBucket(Every(time.Second), LeakyOptions{Queue: 10})}},
 			Key:    func(r *http.Request) string { return r.Header.Get("X-Api-Key") },
 		}
 		start := time.Now()
@@ -99,7 +100,7 @@ func TestHostsRefusals(t *testing.T) {
 	t.Run("queue full", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			srv := &testhttp.Server{}
-			tr := &Transport{Base: srv, Limits: Hosts{"api.test": LeakyBucket(Every(time.Second), LeakyOptions{Queue: 1})}}
+			tr := &Transport{Base: srv, Limits: Hosts{"api.test": {Limit: LeakyBucket(Every(time.Second), LeakyOptions{Queue: 1})}}}
 			roundTrip(t, tr, "GET", "http://api.test/") // takes the slot at 0
 			done := make(chan struct{})
 			go func() { // waits in the queue for the slot at 1s
@@ -121,7 +122,7 @@ func TestHostsRefusals(t *testing.T) {
 	t.Run("beyond MaxWait", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			srv := &testhttp.Server{}
-			tr := &Transport{Base: srv, MaxWait: 5 * time.Second, Limits: Hosts{"*": TokenBucket(PerMinute(1), 1)}}
+			tr := &Transport{Base: srv, MaxWait: 5 * time.Second, Limits: Hosts{"*": {Limit: TokenBucket(PerMinute(1), 1)}}}
 			roundTrip(t, tr, "GET", "http://api.test/")
 			_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.test/", ""))
 			var we *WaitError
@@ -133,7 +134,7 @@ func TestHostsRefusals(t *testing.T) {
 	t.Run("cancelled wait", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			srv := &testhttp.Server{}
-			tr := &Transport{Base: srv, Limits: Hosts{"*": LeakyBucket(Every(time.Second), LeakyOptions{Queue: 10})}}
+			tr := &Transport{Base: srv, Limits: Hosts{"*": {Limit: LeakyBucket(Every(time.Second), LeakyOptions{Queue: 10})}}}
 			roundTrip(t, tr, "GET", "http://api.test/")
 			ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 			time.AfterFunc(300*time.Millisecond, cancel)
@@ -179,7 +180,7 @@ func TestHostsRejectKeysThatCannotMatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%q", tt.key), func(t *testing.T) {
-			tr := &Transport{Base: &testhttp.Server{}, Limits: Hosts{tt.key: lim}}
+			tr := &Transport{Base: &testhttp.Server{}, Limits: Hosts{tt.key: {Limit: lim}}}
 			err := tr.Validate()
 			if !tt.wantErr {
 				if err != nil {
@@ -204,7 +205,7 @@ func TestHostsSameHostTwice(t *testing.T) {
 	for _, pair := range [][2]string{
 		{"api.test", "API.test"}, {"api.test", "api.test."}, {"api.test", "api.test:443"}, {"api.test:80", "api.test."},
 	} {
-		tr := &Transport{Limits: Hosts{pair[0]: TokenBucket(PerSecond(1), 1), pair[1]: TokenBucket(PerSecond(2), 1)}}
+		tr := &Transport{Limits: Hosts{pair[0]: {Limit: TokenBucket(PerSecond(1), 1)}, pair[1]: {Limit: TokenBucket(PerSecond(2), 1)}}}
 		err := tr.Validate()
 		var ce *ConfigError
 		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) {
@@ -214,7 +215,69 @@ func TestHostsSameHostTwice(t *testing.T) {
 			t.Errorf("Hosts %q: %q does not say the hosts are the same", pair, msg)
 		}
 	}
-	if err := (&Transport{Limits: Hosts{"api.test": TokenBucket(PerSecond(1), 1), "api.test:8443": TokenBucket(PerSecond(1), 1)}}).Validate(); err != nil {
+	if err := (&Transport{Limits: Hosts{"api.test": {Limit: TokenBucket(PerSecond(1), 1)}, "api.test:8443": {Limit: TokenBucket(PerSecond(1), 1)}}}).Validate(); err != nil {
 		t.Errorf("another port is another host: Validate() = %v", err)
+	}
+}
+
+// TestHostsRetryPolicy: a Host's MaxAttempts and Statuses replace the
+// Transport's for that host only, zero meaning the Transport's: a payment
+// API tried once, a flaky data API five times on 500 (which the payment API
+// does not retry), and every other host the Transport's 3 attempts on its
+// default statuses.
+func TestHostsRetryPolicy(t *testing.T) {
+	tests := []struct {
+		url      string
+		status   int
+		attempts int
+	}{
+		{"http://pay.test/", 503, 1},  // MaxAttempts 1
+		{"http://data.test/", 500, 5}, // MaxAttempts 5, Statuses [500]
+		{"http://data.test/", 503, 1}, // 503 not in the host's Statuses
+		{"http://other.test/", 503, 3},
+		{"http://other.test/", 500, 3}, // the Transport's default statuses
+		{"http://quiet.test/", 503, 3}, // listed with only a Limit: the Transport's
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s %d", tt.url, tt.status), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var n atomic.Int32
+				tr := &Transport{
+					Base: testhttp.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
+						n.Add(1)
+						return testhttp.Response(tt.status), nil
+					}),
+					MaxAttempts: 3,
+					Limits: Hosts{
+						"pay.test":   {MaxAttempts: 1},
+						"data.test":  {MaxAttempts: 5, Statuses: []int{500}},
+						"quiet.test": {Limit: TokenBucket(PerSecond(100), 10)},
+					},
+				}
+				code := roundTrip(t, tr, "GET", tt.url)
+				if code != tt.status || int(n.Load()) != tt.attempts {
+					t.Errorf("status %d after %d attempts, want %d after %d", code, n.Load(), tt.status, tt.attempts)
+				}
+			})
+		})
+	}
+}
+
+// TestHostsRetryPolicyInvalid: a Host's negative MaxAttempts or non-error
+// status is refused, naming the entry's setting.
+func TestHostsRetryPolicyInvalid(t *testing.T) {
+	for _, tt := range []struct {
+		hosts Hosts
+		field string
+	}{
+		{Hosts{"api.test": {MaxAttempts: -1}}, `Limits["api.test"].MaxAttempts`},
+		{Hosts{"api.test": {Statuses: []int{200}}}, `Limits["api.test"].Statuses`},
+		{Hosts{"*": {Statuses: []int{503, 302, 500}}}, `Limits["*"].Statuses`},
+	} {
+		err := (&Transport{Limits: tt.hosts}).Validate()
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != tt.field || !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("Hosts %v: Validate() = %v, want a *ConfigError naming %s", tt.hosts, err, tt.field)
+		}
 	}
 }

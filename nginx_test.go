@@ -57,7 +57,7 @@ func runAgainstNginx(t *testing.T, conf realserver.NginxConf, lim pace.Limit, in
 	defer base.CloseIdleConnections()
 	client := &http.Client{Transport: &pace.Transport{
 		Base:   base,
-		Limits: pace.Hosts{ng.Host(): lim},
+		Limits: pace.Hosts{ng.Host(): {Limit: lim}},
 	}}
 	start := time.Now()
 	errs := getAll(t, client, ng.URL()+"/", n, workers)

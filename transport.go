@@ -108,7 +108,8 @@ type Transport struct {
 	// Base sends each attempt. If nil, http.DefaultTransport is used.
 	Base http.RoundTripper
 
-	// Limits paces requests by host: see [Hosts]. Nil means no pacing,
+	// Limits paces requests by host, and may give a host its own
+	// MaxAttempts and retried statuses: see [Hosts]. Nil means no pacing,
 	// unless Limiter is set. Limits and Limiter may not both be set.
 	Limits Hosts
 
@@ -135,7 +136,8 @@ type Transport struct {
 	MaxWait time.Duration
 
 	// MaxAttempts is the number of attempts per request, the first
-	// included. Zero means DefaultMaxAttempts; 1 disables retries.
+	// included. Zero means DefaultMaxAttempts; 1 disables retries. A
+	// [Host]'s own MaxAttempts replaces it for that host.
 	MaxAttempts int
 
 	// MaxRetryAfter bounds every wait between attempts and every pause of
@@ -325,7 +327,7 @@ func (t *Transport) compile(build bool) (*state, error) {
 	}
 	s.pauses, _ = NewKeyed(Limit{}, KeyedOptions{}) // the zero Limit is valid
 	if t.Limiter == nil {
-		hl, err := compileHosts(t.Limits)
+		hl, err := compileHosts(t.Limits, s.policy, s.maxAttempts)
 		if err != nil {
 			return nil, err
 		}
@@ -380,6 +382,9 @@ type call struct {
 	lim Limiter
 	kd  *Keyed // lim, when it is a *Keyed: called directly, Permits by pointer
 
+	policy      *RetryPolicy // the host's (Host.Statuses) or the Transport's
+	maxAttempts int          // the host's (Host.MaxAttempts) or the Transport's
+
 	send     *http.Request // what the first attempt sends: req, or a copy
 	canRetry bool          // the body can be sent again
 
@@ -403,9 +408,12 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	c := call{s: s, req: req, ctx: req.Context()}
 	host := requestHost(req)
 	c.key = c.keyWith(host)
-	c.lim = s.limiter
+	c.lim, c.policy, c.maxAttempts = s.limiter, s.policy, s.maxAttempts
 	if c.lim == nil {
-		if c.lim = s.hosts.forHost(host); c.lim == nil {
+		if e := s.hosts.forHost(host); e != nil {
+			c.lim, c.policy, c.maxAttempts = e.lim, e.policy, e.maxAttempts
+		}
+		if c.lim == nil {
 			c.lim = s.pauses
 		}
 	}
@@ -414,7 +422,7 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.send, c.canRetry = s.policy.withIdempotencyKey(send), replayable
+	c.send, c.canRetry = c.policy.withIdempotencyKey(send), replayable
 
 	lastStatus := 0
 	var p Permit
@@ -579,7 +587,7 @@ func (c *call) admit(attempt *int, lastStatus int, p *Permit) error {
 		}
 		waited += p.Held // the Permit says how long it waited, also with an error
 		lastStatus = http.StatusTooManyRequests
-		if *attempt >= c.s.maxAttempts {
+		if *attempt >= c.maxAttempts {
 			if c.s.obs != nil {
 				c.giveUp(*attempt, ReasonAttempts, 0, lastStatus, err)
 			}
@@ -628,11 +636,11 @@ func (c *call) request(attempt int, pp *Permit) (*http.Request, error) {
 // returns the instant it was made. On the success path it leaves *v alone
 // (the zero verdict) and returns the zero Time, reading no clock.
 func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Response, err error, v *verdict) time.Time {
-	retry, why, hook := c.s.policy.check(out, resp, err, attempt)
+	retry, why, hook := c.policy.check(out, resp, err, attempt)
 	status := statusOf(resp)
 	// failed: an outcome that costs budget, a retryable failure whether
 	// or not this request may repeat it.
-	failed := retry || (resp != nil && c.s.policy.retryStatus(status)) ||
+	failed := retry || (resp != nil && c.policy.retryStatus(status)) ||
 		(err != nil && errClassOf(c.ctx, err) != errFinal)
 	if !failed && status < 400 && (hook == nil || hook.Fail == nil) {
 		if attempt == 1 && c.s.budget != nil && c.s.budget.tracking() { // the success path: one atomic load when nothing failed lately
@@ -650,7 +658,7 @@ func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Respon
 	in := attemptEnd{
 		now: now, attempt: attempt, resp: resp, err: err, retry: retry, why: why,
 		failed: failed, canRetry: c.canRetry, withdraw: c.withdraw, strikes: strikes,
-		maxAttempts: c.s.maxAttempts, maxRetryAfter: c.s.maxRetryAfter, jitter: c.s.jitter,
+		maxAttempts: c.maxAttempts, maxRetryAfter: c.s.maxRetryAfter, jitter: c.s.jitter,
 		customBackoff: c.s.newBackOff != nil, backoff: c.bo.next,
 	}
 	if dl, ok := c.ctx.Deadline(); ok {

@@ -36,7 +36,7 @@ func TestTransportAtExactLimitOfSlidingLogServer(t *testing.T) {
 	defer base.CloseIdleConnections()
 	client := &http.Client{Transport: &pace.Transport{
 		Base:   base,
-		Limits: pace.Hosts{srv.Listener.Addr().String(): pace.SlidingLog(pace.PerSecond(n))},
+		Limits: pace.Hosts{srv.Listener.Addr().String(): {Limit: pace.SlidingLog(pace.PerSecond(n))}},
 	}}
 	start := time.Now()
 	errs := getAll(t, client, srv.URL, calls, workers)

@@ -135,7 +135,7 @@ func TestTransportQuotaNeverFasterThanLimit(t *testing.T) {
 				srv := &testhttp.Server{Handle: func(int, testhttp.Received) (*http.Response, error) {
 					return testhttp.Response(http.StatusOK, "X-RateLimit-Remaining", tt.left, "X-RateLimit-Reset", tt.reset), nil
 				}}
-				tr := &Transport{Base: srv, Limits: Hosts{"*": LeakyBucket(PerSecond(1), LeakyOptions{Queue: 10})}}
+				tr := &Transport{Base: srv, Limits: Hosts{"*": {Limit: LeakyBucket(PerSecond(1), LeakyOptions{Queue: 10})}}}
 				for range 5 {
 					req, _ := http.NewRequest("GET", "http://api.test/", nil)
 					resp, err := tr.RoundTrip(req)

@@ -283,7 +283,7 @@ func TestTransportValidate(t *testing.T) {
 		{"empty secret header", &Transport{SecretHeaders: []string{""}}, "SecretHeaders[0]"},
 		{"secret headers", &Transport{SecretHeaders: []string{"X-Api-Token", "x-session"}}, ""},
 		{"Limits and Limiter", &Transport{Limiter: nop, Limits: Hosts{"*": {}}}, "Limiter"},
-		{"bad limit", &Transport{Limits: Hosts{"api.test": {err: configErr("Rate.N", 0, "must be positive")}}}, `Limits["api.test"].Rate.N`},
+		{"bad limit", &Transport{Limits: Hosts{"api.test": {Limit: Limit{err: configErr("Rate.N", 0, "must be positive")}}}}, `Limits["api.test"].Rate.N`},
 		{"empty host", &Transport{Limits: Hosts{"": {}}}, `Limits[""]`},
 		{"duplicate host", &Transport{Limits: Hosts{"A.test": {}, "a.test": {}}}, `Limits[`},
 		{"budget NaN", &Transport{Budget: RetryBudget{PercentCanRetry: nan()}}, "Budget.PercentCanRetry"},
@@ -614,7 +614,7 @@ func BenchmarkTransportOverhead(b *testing.B) {
 	}{
 		{"bare", base},
 		{"pace", &Transport{Base: base}},
-		{"pace+limit", &Transport{Base: base, Limits: Hosts{"*": fast}}},
+		{"pace+limit", &Transport{Base: base, Limits: Hosts{"*": {Limit: fast}}}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -710,7 +710,7 @@ func TestTransportPacingDeadline(t *testing.T) {
 		{"cooldown", func(b http.RoundTripper) *Transport { return &Transport{Base: b, MaxAttempts: 1} },
 			testhttp.Status(http.StatusTooManyRequests, "Retry-After", "30"), 30 * time.Second},
 		{"limit", func(b http.RoundTripper) *Transport {
-			return &Transport{Base: b, Limits: Hosts{"*": LeakyBucket(Every(time.Minute), LeakyOptions{Queue: 5})}}
+			return &Transport{Base: b, Limits: Hosts{"*": {Limit: LeakyBucket(Every(time.Minute), LeakyOptions{Queue: 5})}}}
 		}, testhttp.Status(http.StatusOK), time.Minute},
 	}
 	for _, tt := range tests {
@@ -778,7 +778,7 @@ func TestTransportRetryAfterDateRetryablehttp144(t *testing.T) {
 // reported once, as a *ConfigError naming the entry, the part numbered as
 // written (from 1).
 func TestTransportAllErrorOnce(t *testing.T) {
-	tr := &Transport{Limits: Hosts{"api.test": All(TokenBucket(PerSecond(1), 1), FixedWindow(Rate{N: 0, Per: time.Second}))}}
+	tr := &Transport{Limits: Hosts{"api.test": {Limit: All(TokenBucket(PerSecond(1), 1), FixedWindow(Rate{N: 0, Per: time.Second}))}}}
 	err := tr.Validate()
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce)

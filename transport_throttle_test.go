@@ -318,7 +318,7 @@ func TestTransportThrottleHoldsWaitersOfTheLimit(t *testing.T) {
 			}
 			return testhttp.Response(http.StatusOK), nil
 		}}
-		tr := &Transport{Base: srv, Limits: Hosts{"api.test": LeakyBucket(Every(time.Second), LeakyOptions{Queue: 10})}}
+		tr := &Transport{Base: srv, Limits: Hosts{"api.test": {Limit: LeakyBucket(Every(time.Second), LeakyOptions{Queue: 10})}}}
 		var wg sync.WaitGroup
 		for i := range 3 {
 			wg.Go(func() {
@@ -440,7 +440,7 @@ func TestTransportHerdWaitsOutThePause(t *testing.T) {
 			}
 			return testhttp.Response(http.StatusOK), nil
 		}}
-		tr := &Transport{Base: srv, Limits: Hosts{"api.test": LeakyBucket(PerSecond(10), LeakyOptions{Queue: 100})}}
+		tr := &Transport{Base: srv, Limits: Hosts{"api.test": {Limit: LeakyBucket(PerSecond(10), LeakyOptions{Queue: 100})}}}
 		start := time.Now()
 		var wg sync.WaitGroup
 		var done sync.Map
@@ -494,7 +494,7 @@ func TestTransportBucketMeetsSlidingWindowServer(t *testing.T) {
 			accepted = append(accepted, r.At)
 			return testhttp.Response(http.StatusOK), nil
 		}}
-		tr := &Transport{Base: srv, Limits: Hosts{"api.test": TokenBucket(PerSecond(10), 10)}}
+		tr := &Transport{Base: srv, Limits: Hosts{"api.test": {Limit: TokenBucket(PerSecond(10), 10)}}}
 		start := time.Now()
 		var wg sync.WaitGroup
 		var mf sync.Mutex
@@ -627,7 +627,7 @@ func TestKeyedCancelledWaitersCloseUpTheQueue(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				start := time.Now()
 				srv := &testhttp.Server{}
-				tr := &Transport{Base: srv, Limits: Hosts{"api.test": LeakyBucket(PerSecond(2), LeakyOptions{Queue: 20})}}
+				tr := &Transport{Base: srv, Limits: Hosts{"api.test": {Limit: LeakyBucket(PerSecond(2), LeakyOptions{Queue: 20})}}}
 				code, err := get(t, tr, t.Context(), "http://api.test/")
 				require.NoError(t, err)
 				require.Equal(t, http.StatusOK, code)

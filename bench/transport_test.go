@@ -64,7 +64,7 @@ var wrappers = []wrapper{
 	{"pace.Transport", func(base http.RoundTripper) http.RoundTripper {
 		return &pace.Transport{
 			Base:   base,
-			Limits: pace.Hosts{pace.DefaultHost: pace.TokenBucket(pace.PerSecond(fastRate), fastBurst)},
+			Limits: pace.Hosts{pace.DefaultHost: {Limit: pace.TokenBucket(pace.PerSecond(fastRate), fastBurst)}},
 		}
 	}},
 	{"pace.Transport-nopacing", func(base http.RoundTripper) http.RoundTripper {

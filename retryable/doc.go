@@ -14,7 +14,7 @@
 //	policy := &retryable.Policy{} // the zero Policy: 5-minute cap, the client's own retry rules
 //	err := policy.Install(client, &pace.Transport{
 //		MaxAttempts: 1, // the client makes the retries; the Transport paces each attempt
-//		Limits:      pace.Hosts{"api.example.com": pace.TokenBucket(pace.PerSecond(10), 5)},
+//		Limits:      pace.Hosts{"api.example.com": {Limit: pace.TokenBucket(pace.PerSecond(10), 5)}},
 //	})
 //
 // Then:

@@ -216,7 +216,7 @@ func TestLimitsApply(t *testing.T) {
 	srv := newServer(t, func(int, http.Header) int { return http.StatusOK })
 	c, base := newClient(t, 0, 10*time.Millisecond, 10*time.Millisecond)
 	require.NoError(t, (&Policy{}).Install(c, &pace.Transport{MaxAttempts: 1, Base: base,
-		Limits: pace.Hosts{pace.DefaultHost: pace.LeakyBucket(pace.PerSecond(20), pace.LeakyOptions{Queue: 10})}}))
+		Limits: pace.Hosts{pace.DefaultHost: {Limit: pace.LeakyBucket(pace.PerSecond(20), pace.LeakyOptions{Queue: 10})}}}))
 	var wg sync.WaitGroup
 	for range 6 {
 		wg.Go(func() {

@@ -58,7 +58,7 @@ func newClient(host string, r pace.Rate, queue int, timeout time.Duration, base 
 			// second if the interval is at least 1/N. A call that would
 			// have to wait behind more than queue others is refused;
 			// with queue >= the batch's concurrency that never happens.
-			host: pace.LeakyBucket(r, pace.LeakyOptions{Queue: queue}),
+			host: {Limit: pace.LeakyBucket(r, pace.LeakyOptions{Queue: queue})},
 		},
 		OnEvent: counts.onEvent,
 	}

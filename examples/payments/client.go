@@ -51,7 +51,7 @@ func NewClient(baseURL string, base http.RoundTripper) (*Client, error) {
 		Limits: pace.Hosts{
 			// The API's host: 100 requests a second, bursts of 10. Set
 			// it to what your provider documents for your account.
-			u.Host: pace.TokenBucket(pace.PerSecond(100), 10),
+			u.Host: {Limit: pace.TokenBucket(pace.PerSecond(100), 10)},
 		},
 		// Retries of 429, 503 and dropped connections. A POST is retried
 		// only because it carries an Idempotency-Key (see Charge).

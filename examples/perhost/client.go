@@ -10,18 +10,18 @@ import (
 // limits paces each host by its own contract; see the package
 // documentation.
 var limits = pace.Hosts{
-	"api.payments.example": pace.LeakyBucket(pace.PerSecond(5), pace.LeakyOptions{Queue: 10}),
-	"api.search.example":   pace.TokenBucket(pace.PerSecond(20), 5),
-	"internal.example":     {}, // the zero Limit: not paced
-	pace.DefaultHost:       pace.LeakyBucket(pace.PerSecond(10), pace.LeakyOptions{Queue: 10}),
+	"api.payments.example": {Limit: pace.LeakyBucket(pace.PerSecond(5), pace.LeakyOptions{Queue: 10})},
+	"api.search.example":   {Limit: pace.TokenBucket(pace.PerSecond(20), 5)},
+	"internal.example":     {}, // the zero Host: not paced
+	pace.DefaultHost:       {Limit: pace.LeakyBucket(pace.PerSecond(10), pace.LeakyOptions{Queue: 10})},
 }
 
 // limitOf describes the limit a host is paced by.
 func limitOf(host string) string {
 	if l, ok := limits[host]; ok {
-		return l.String()
+		return l.Limit.String()
 	}
-	return "default (\"*\"): " + limits[pace.DefaultHost].String()
+	return "default (\"*\"): " + limits[pace.DefaultHost].Limit.String()
 }
 
 // waits counts, per host, the requests that waited at least a millisecond

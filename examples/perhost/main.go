@@ -5,10 +5,10 @@
 //
 // The client's pace.Transport has one pace.Hosts map:
 //
-//	api.payments.example  pace.LeakyBucket(pace.PerSecond(5), pace.LeakyOptions{Queue: 10})   one call every 200ms
-//	api.search.example    pace.TokenBucket(pace.PerSecond(20), 5)  bursts of 5, then 20 a second
-//	internal.example      the zero pace.Limit                 not paced
-//	"*" (pace.DefaultHost) pace.LeakyBucket(pace.PerSecond(10), pace.LeakyOptions{Queue: 10}) every other host: one every 100ms
+//	api.payments.example   LeakyBucket(PerSecond(5), LeakyOptions{Queue: 10})   one call every 200ms
+//	api.search.example     TokenBucket(PerSecond(20), 5)                       bursts of 5, then 20 a second
+//	internal.example       the zero pace.Host                                  not paced
+//	"*" (pace.DefaultHost) LeakyBucket(PerSecond(10), LeakyOptions{Queue: 10}) every other host: one every 100ms
 //
 // The default's state is kept per host: maps.example and cdn.example,
 // neither listed, each get their own 10 a second, not 10 between them.

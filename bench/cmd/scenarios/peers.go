@@ -51,7 +51,7 @@ var peers = []peer{
 			}
 		}}
 		if sc.pacing != nil {
-			t.Limits = pace.Hosts{pace.DefaultHost: sc.pacing.pace}
+			t.Limits = pace.Hosts{pace.DefaultHost: {Limit: sc.pacing.pace}}
 		}
 		return t
 	}},
