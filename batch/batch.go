@@ -21,7 +21,9 @@ import (
 // Interrupted. An error matching [pace.ErrInvalidConfig] (a
 // misconfigured pace.Transport, say) says the setup is wrong, not the item: Run stops dispatch as StopOnError would,
 // and the item is Interrupted, so that nothing is journaled as failed and a
-// run with the setup fixed does it. A failed item is not retried: retry
+// run with the setup fixed does it. A retryable failure of an item safe to
+// send again goes back in line, to be tried later in the run within a
+// bound (see [Options.MaxRequeues]); any other failure is final: retry
 // transient errors inside fn, or in the client's Transport. fn is called
 // with a context derived from ctx, and should give up when it ends.
 //
@@ -76,11 +78,12 @@ func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, ite
 
 // attempt is one call of fn for one item.
 type attempt struct {
-	idx   int
-	start time.Time
-	state attemptState // status and gate permit, through the attempt's context
-	err   error        // fn's result, set before the attempt is sent on done
-	dur   time.Duration
+	idx     int
+	requeue bool // a requeued attempt
+	start   time.Time
+	state   attemptState // status and gate permit, through the attempt's context
+	err     error        // fn's result, set before the attempt is sent on done
+	dur     time.Duration
 }
 
 // runner is the state of one Run. Only Run's goroutine touches it; the
@@ -97,11 +100,14 @@ type runner[T any] struct {
 	marks   []item // each item's place in the journal, by index
 	started time.Time
 
-	next     int   // next index never started (restored items are skipped)
-	retry    []int // throttled items waiting for another attempt, oldest first
-	inflight int
-	stop     error // why dispatch stopped, or nil while it goes on
-	stopped  bool
+	next            int        // next index never started (restored items are skipped)
+	retry           []int      // throttled items waiting for another attempt, oldest first
+	later           []requeued // items back in line after a retryable failure, by due time
+	requeues        []int      // each item's requeues so far
+	requeueInflight int        // requeued attempts in flight
+	inflight        int
+	stop            error // why dispatch stopped, or nil while it goes on
+	stopped         bool
 
 	ceiling *pace.Shaper // Options.Rate, or nil
 	gate    *gate        // the throttles of the run's keys
@@ -113,6 +119,7 @@ type runner[T any] struct {
 func (r *runner[T]) prepare() error {
 	r.sum.Items = len(r.items)
 	r.marks = make([]item, len(r.items))
+	r.requeues = make([]int, len(r.items))
 	seen := make(map[string]int, len(r.items))
 	for i := range r.results {
 		id := strconv.Itoa(i)
@@ -196,12 +203,14 @@ func (r *runner[T]) loop() {
 		}
 		now := time.Now()
 		r.dispatch(now)
-		var wake time.Time // when the journal is due to sync; zero: never
+		wake := r.requeueWake() // when a requeued item or the journal's sync is due; zero: never
 		if r.journal != nil {
 			if err := r.journal.tick(now); err != nil {
 				r.halt(r.journalErr(err))
 			}
-			wake = r.journal.due()
+			if due := r.journal.due(); !due.IsZero() && (wake.IsZero() || due.Before(wake)) {
+				wake = due
+			}
 		}
 		if r.inflight == 0 && (r.stopped || !r.hasWork()) {
 			return
@@ -231,27 +240,36 @@ func (r *runner[T]) hasWork() bool {
 	for r.next < len(r.results) && r.results[r.next].Resumed {
 		r.next++
 	}
-	return len(r.retry) > 0 || r.next < len(r.results)
+	return len(r.retry) > 0 || len(r.later) > 0 || r.next < len(r.results)
 }
 
-// dispatch starts attempts at now while there is room among Concurrency.
+// dispatch starts attempts at now while there is room among Concurrency:
+// throttled items first, then requeued items that are due, then new ones.
 // Each waits for the ceiling and its key in its own goroutine (see gate).
 func (r *runner[T]) dispatch(now time.Time) {
 	for !r.stopped && r.inflight < r.opts.Concurrency && r.hasWork() {
-		var idx int
-		if len(r.retry) > 0 {
+		switch idx, ok := r.dueRequeue(now); {
+		case len(r.retry) > 0:
+			if ok { // put it back: the throttled item goes first
+				r.later = append([]requeued{{idx: idx, at: now}}, r.later...)
+			}
 			idx, r.retry = r.retry[0], r.retry[1:]
-		} else {
+			r.launch(idx, now, false)
+		case ok:
+			r.launch(idx, now, true)
+		case r.next < len(r.results):
 			idx = r.next
 			r.next++
+			r.launch(idx, now, false)
+		default:
+			return // only requeued items not yet due
 		}
-		r.launch(idx, now)
 	}
 }
 
 // launch starts one attempt of item idx at now. The attempt first passes
 // the gate under the run's key (see gate), then calls fn.
-func (r *runner[T]) launch(idx int, now time.Time) {
+func (r *runner[T]) launch(idx int, now time.Time, requeue bool) {
 	res := &r.results[idx]
 	if res.Attempts == 0 {
 		r.sum.NotStarted--
@@ -261,7 +279,10 @@ func (r *runner[T]) launch(idx int, now time.Time) {
 	}
 	res.Attempts++
 	r.inflight++
-	a := &attempt{idx: idx, start: now}
+	if requeue {
+		r.requeueInflight++
+	}
+	a := &attempt{idx: idx, requeue: requeue, start: now}
 	a.state.gate, a.state.ceiling, a.state.item = r.gate, r.ceiling, &r.marks[idx]
 	actx := context.WithValue(r.ctx, attemptKey{}, &a.state)
 	it := r.items[idx]
@@ -281,6 +302,9 @@ func (r *runner[T]) launch(idx int, now time.Time) {
 func (r *runner[T]) finish(a *attempt) {
 	now := time.Now()
 	r.inflight--
+	if a.requeue {
+		r.requeueInflight--
+	}
 	res := &r.results[a.idx]
 	res.Duration += a.dur
 	if s := int(a.state.status.Load()); s != 0 {
@@ -318,12 +342,15 @@ func (r *runner[T]) finish(a *attempt) {
 		r.settle(res, Interrupted, now)
 		r.halt(&ItemError{Index: res.Index, ID: res.ID, Status: res.Status, Err: res.Err})
 	default:
-		r.settle(res, Failed, now)
-		if r.gate.settle(p, a.start, now, true, 0) {
-			r.progressPause()
+		opened := r.gate.settle(p, a.start, now, true, 0)
+		if !r.requeue(a, now) {
+			r.settle(res, Failed, now)
+			if r.opts.StopOnError {
+				r.halt(&ItemError{Index: res.Index, ID: res.ID, Status: res.Status, Err: res.Err})
+			}
 		}
-		if r.opts.StopOnError {
-			r.halt(&ItemError{Index: res.Index, ID: res.ID, Status: res.Status, Err: res.Err})
+		if opened {
+			r.progressPause()
 		}
 	}
 	r.progress(a.idx)
@@ -443,7 +470,10 @@ func (r *runner[T]) report() (*Report, error) {
 	for _, idx := range r.retry { // throttled, never retried
 		r.settle(&r.results[idx], Interrupted, now)
 	}
-	r.retry = nil
+	for _, q := range r.later { // requeued, never tried again
+		r.settle(&r.results[q.idx], Interrupted, now)
+	}
+	r.retry, r.later = nil, nil
 	if r.journal != nil {
 		if err := r.journal.close(); err != nil {
 			r.halt(r.journalErr(err))

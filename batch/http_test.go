@@ -66,11 +66,11 @@ func TestHTTP(t *testing.T) {
 			err      any // a target for errors.As or errors.Is
 		}{
 			{Succeeded, 200, 1, nil},
-			{Failed, 500, 1, new(*StatusError)},
+			{Failed, 500, 1 + DefaultMaxRequeues, new(*StatusError)}, // a GET: requeued, then failed
 			{Succeeded, 200, 2, nil},
 			{Succeeded, 200, 2, nil},
-			{Failed, 503, 1, new(*StatusError)},
-			{Failed, 0, 1, errConnRefused},
+			{Failed, 503, 1 + DefaultMaxRequeues, new(*StatusError)},
+			{Failed, 0, 1, errConnRefused}, // not a pace.Transport's give-up: not requeued
 		}
 		for i, tt := range tests {
 			res := rep.Results[i]

@@ -85,6 +85,27 @@ type Options struct {
 	// must not be below Backoff.
 	MaxBackoff time.Duration
 
+	// MaxRequeues bounds how many times an item goes back in line after a
+	// retryable failure that outlived the client's own retries: an answer
+	// of 408, 500, 502, 503 or 504 (pace.DefaultRetryStatuses, but 429,
+	// which is a throttle), or a *pace.AttemptsError whose Transport ran
+	// out of attempts, retry budget or backoff (Reason pace.ReasonAttempts,
+	// pace.ReasonBudget or pace.ReasonBackoffStop), and only for an item
+	// safe to send again ([HTTP]'s with an idempotent method or an
+	// idempotency key, which it gives POSTs by default; another item
+	// function's when Idempotent declares it). A requeued item is tried
+	// again later in the run, at a lower pace: after Backoff doubled for
+	// each earlier requeue of the item (at most MaxBackoff), jittered to a
+	// random point of the wait's second half (0.5-1 s, 1-2 s, 2-4 s with
+	// the defaults), with at most half of Concurrency (at least 1) of the
+	// requeued attempts in flight at once, and never when the wait would
+	// outlast the context's deadline. So an item makes at most 1 +
+	// MaxRequeues attempts at the batch level (throttled ones apart), each
+	// of which the Transport may retry within its own MaxAttempts and
+	// budget. Zero means DefaultMaxRequeues (3); a negative value turns
+	// requeueing off, and the item fails at once.
+	MaxRequeues int
+
 	// Journal, if not empty, is the path of a JSON Lines file, a
 	// write-ahead journal (created if missing), which makes the run
 	// resumable: items the file records as finished are skipped and their
@@ -174,6 +195,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Concurrency == 0 {
 		o.Concurrency = DefaultConcurrency
+	}
+	switch {
+	case o.MaxRequeues == 0:
+		o.MaxRequeues = DefaultMaxRequeues
+	case o.MaxRequeues < 0:
+		o.MaxRequeues = 0
 	}
 	if o.Backoff == 0 {
 		o.Backoff = DefaultBackoff

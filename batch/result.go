@@ -89,7 +89,8 @@ type Summary struct {
 	Redone      int // in doubt after an earlier run, and done again as safe to repeat
 
 	Throttled int // attempts that came back throttled (HTTP 429 and the like)
-	Retries   int // attempts beyond each item's first
+	Requeued  int // items put back in line at least once after a retryable failure (see Options.MaxRequeues)
+	Retries   int // attempts beyond each item's first (throttled and requeued items')
 	Pauses    int // times a key was paused, or its pause extended, by a throttle
 
 	Elapsed time.Duration // time since Run started
@@ -124,7 +125,11 @@ func (s Summary) String() string {
 	if s.Redone > 0 {
 		fmt.Fprintf(&b, " (%d in doubt redone)", s.Redone)
 	}
-	fmt.Fprintf(&b, "; %d throttled, %d %s, %d %s", s.Throttled,
+	fmt.Fprintf(&b, "; %d throttled", s.Throttled)
+	if s.Requeued > 0 {
+		fmt.Fprintf(&b, ", %d requeued", s.Requeued)
+	}
+	fmt.Fprintf(&b, ", %d %s, %d %s",
 		s.Retries, plural(s.Retries, "retry", "retries"), s.Pauses, plural(s.Pauses, "pause", "pauses"))
 	fmt.Fprintf(&b, "; elapsed %v", s.Elapsed.Round(time.Millisecond))
 	if s.Ideal > 0 {

@@ -40,6 +40,7 @@ type item struct {
 	started bool    // the item's start is recorded; set with no journal too
 	doubt   *record // in doubt: the sending record of the earlier run, which HTTP compares the new request with
 	resend  bool    // in doubt, and sent again anyway (Options.ResendInDoubt or Options.Idempotent)
+	req     record  // the last request HTTP sent: method and key
 	sent    record  // the last sending record written
 }
 
@@ -88,6 +89,7 @@ func (it *item) sending(req *http.Request) error {
 		}
 	}
 	rec := record{ID: it.id, Outcome: recSending, Method: method, Key: key}
+	it.req = rec
 	if it.run.journal == nil || (it.started && it.sent == rec) {
 		return nil
 	}
