@@ -260,6 +260,7 @@ type state struct {
 	errorOnGiveUp bool
 	obs           *observer
 	pauses        *Keyed // the throttle of keys that no limit paces
+	stats         statsTable
 }
 
 // Validate reports the first invalid setting of t as a [*ConfigError]
@@ -381,6 +382,7 @@ type call struct {
 	key string
 	lim Limiter
 	kd  *Keyed // lim, when it is a *Keyed: called directly, Permits by pointer
+	st  *keyStats
 
 	policy      *RetryPolicy // the host's (Host.Statuses) or the Transport's
 	maxAttempts int          // the host's (Host.MaxAttempts) or the Transport's
@@ -418,6 +420,8 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	c.kd, _ = c.lim.(*Keyed)
+	c.st = s.stats.of(c.key, host, c.lim)
+	c.st.requests.Add(1)
 	send, replayable, err := prepareBody(req, s.maxBody) // closes req.Body on error
 	if err != nil {
 		return nil, err
@@ -435,6 +439,7 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return nil, err
 		}
+		c.st.admitted.Add(1)
 		out, err := c.request(attempt, &p)
 		if err != nil {
 			c.settle(&p, Outcome{})
@@ -458,10 +463,16 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 		now := o.At
 		c.settle(&p, o)
-		if v.pause > 0 && s.obs != nil {
-			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.pause, Until: now.Add(v.pause), StatusCode: statusOf(resp)})
+		if v.pause > 0 {
+			c.st.throttles.Add(1)
+			if s.obs != nil {
+				c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.pause, Until: now.Add(v.pause), StatusCode: statusOf(resp)})
+			}
 		}
 		if !v.retry {
+			if giveUpReason(v.why) != "" {
+				c.st.giveUps.Add(1)
+			}
 			if v.why != "" && v.why != ReasonServerDelay && v.why != ReasonBackoff && s.obs != nil {
 				var gerr error = err
 				switch {
@@ -489,6 +500,7 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return resp, nil
 		}
+		c.st.retries.Add(1)
 		if s.obs != nil {
 			c.emit(Event{Kind: EventRetry, Reason: v.why, Attempt: attempt, Delay: v.wait, StatusCode: statusOf(resp), Err: err})
 		}
@@ -569,6 +581,10 @@ func (c *call) admit(attempt *int, lastStatus int, p *Permit) error {
 			*p, err = c.lim.Wait(c.ctx, c.key, maxWait)
 		}
 		if err == nil {
+			if w := p.Held + p.Delay; w > 0 {
+				c.st.waits.Add(1)
+				c.st.waited.Add(int64(w))
+			}
 			if c.s.obs != nil {
 				if p.Held > 0 {
 					c.emit(Event{Kind: EventWait, Reason: ReasonCooldown, Attempt: *attempt, Delay: p.Held})
@@ -588,6 +604,7 @@ func (c *call) admit(attempt *int, lastStatus int, p *Permit) error {
 		waited += p.Held // the Permit says how long it waited, also with an error
 		lastStatus = http.StatusTooManyRequests
 		if *attempt >= c.maxAttempts {
+			c.st.giveUps.Add(1)
 			if c.s.obs != nil {
 				c.giveUp(*attempt, ReasonAttempts, 0, lastStatus, err)
 			}

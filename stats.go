@@ -1,0 +1,150 @@
+package pace
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxStatsKeys is how many keys a Transport keeps [Stats] for; the
+// requests of every later key are counted together, under the empty key,
+// so that attacker-chosen keys cannot grow memory without bound (about 150
+// bytes a key: at most about 600 KB).
+const maxStatsKeys = 4096
+
+// Stats is a snapshot of what a [Transport] did for one key, counted since
+// its first request: the figures of [Transport.Stats]. Counts are of
+// RoundTrip calls (Requests, GiveUps) and of attempts (the rest).
+type Stats struct {
+	// Key is the key (see [Transport].Key), or "" for the keys past the
+	// first 4,096, counted together.
+	Key string
+	// Host is the request host of the key's first request (lower case,
+	// port kept): what to label it with where the key itself is a secret,
+	// such as an API key.
+	Host string
+	// Requests counts RoundTrip calls; Admitted the attempts the key's
+	// limiter let go (a call's retries included).
+	Requests, Admitted int64
+	// Waits counts the attempts that waited for the key's pause or limiter
+	// before leaving, and Waited is their total wait.
+	Waits  int64
+	Waited time.Duration
+	// Retries counts the attempts sent again, Throttles the answers that
+	// paused the key (429, 503 with a delay), and GiveUps the calls that
+	// ended on a failure that could have been retried (attempts, budget,
+	// the server's delay too long, the deadline, ...; see [Reason]).
+	Retries, Throttles, GiveUps int64
+	// Pace is the spacing between the key's requests in force now, 0 when
+	// nothing spaces them, and PaceSource where it comes from: "configured"
+	// (the key's limit, Rate.Interval), "quota" (the server's quota
+	// headers, slower than the limit), or "" when there is none. A custom
+	// Limiter reports none.
+	Pace       time.Duration
+	PaceSource string
+}
+
+// keyStats is the live form of one key's Stats.
+type keyStats struct {
+	key, host                  string
+	lim                        Limiter
+	requests, admitted, waits  atomic.Int64
+	waited, retries, throttles atomic.Int64
+	giveUps                    atomic.Int64
+}
+
+// statsTable holds the Transport's keyStats: lock-free lookups of known
+// keys; creation under a mutex, at most maxStatsKeys.
+type statsTable struct {
+	m    sync.Map // key -> *keyStats
+	mu   sync.Mutex
+	n    int
+	keys []*keyStats // in creation order, for Transport.Stats
+	over keyStats    // the keys past maxStatsKeys
+}
+
+// of returns the keyStats of key, whose first request went to host under
+// limiter lim, creating it if the table has room.
+func (t *statsTable) of(key, host string, lim Limiter) *keyStats {
+	if v, ok := t.m.Load(key); ok {
+		return v.(*keyStats)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v, ok := t.m.Load(key); ok {
+		return v.(*keyStats)
+	}
+	if t.n >= maxStatsKeys {
+		return &t.over
+	}
+	ks := &keyStats{key: key, host: host, lim: lim}
+	t.m.Store(key, ks)
+	t.keys = append(t.keys, ks)
+	t.n++
+	return ks
+}
+
+// Stats returns a snapshot of every key's [Stats], in the order the keys
+// were first seen, and last, if any key was past the first 4,096, the
+// figures of those keys together under the empty Key. Each figure is read
+// atomically, but the figures of one key are not read at one instant. It
+// returns nil when the Transport's configuration is invalid. The read costs
+// a few atomic loads per key, and a brief hold of the key's lock in its
+// [Keyed] store for the pace; it is safe for concurrent use.
+func (t *Transport) Stats() []Stats {
+	s, err := t.init()
+	if err != nil {
+		return nil
+	}
+	tab := &s.stats
+	tab.mu.Lock()
+	keys := tab.keys
+	tab.mu.Unlock()
+	out := make([]Stats, 0, len(keys)+1)
+	now := time.Now()
+	for _, ks := range keys {
+		out = append(out, ks.snapshot(now))
+	}
+	if tab.over.requests.Load() > 0 {
+		out = append(out, tab.over.snapshot(now))
+	}
+	return out
+}
+
+// snapshot reads ks at now.
+func (ks *keyStats) snapshot(now time.Time) Stats {
+	st := Stats{
+		Key: ks.key, Host: ks.host,
+		Requests: ks.requests.Load(), Admitted: ks.admitted.Load(),
+		Waits: ks.waits.Load(), Waited: time.Duration(ks.waited.Load()),
+		Retries: ks.retries.Load(), Throttles: ks.throttles.Load(), GiveUps: ks.giveUps.Load(),
+	}
+	if k, ok := ks.lim.(*Keyed); ok && ks.key != "" {
+		pace, quota := k.paceAt(now, ks.key)
+		st.Pace = time.Duration(pace)
+		switch {
+		case quota:
+			st.PaceSource = "quota"
+		case pace > 0:
+			st.PaceSource = "configured"
+		}
+	}
+	return st
+}
+
+// paceAt returns the spacing in force for key at now, in nanoseconds, and
+// whether it comes from the key's quota pace (throttle.pace) rather than
+// its limit (algorithm.interval); 0, false when nothing spaces the key.
+func (k *Keyed) paceAt(now time.Time, key string) (pace int64, quota bool) {
+	e := k.open(sinceEpoch(k.epoch, now), key, false)
+	defer e.close(false)
+	if k.alg != nil {
+		pace = k.alg.interval()
+	}
+	if e.st != nil {
+		if p := &e.st.th.pace; p.interval > pace && p.until > e.now {
+			return p.interval, true
+		}
+	}
+	return pace, false
+}
