@@ -1,0 +1,33 @@
+// Package metrics reports what a [pace.Transport] does through the
+// OpenTelemetry metric API (go.opentelemetry.io/otel/metric), so that
+// operators see, per server, how many calls and attempts went out, how many
+// were retried, throttled or given up, how long requests waited before
+// leaving, and the pace in force.
+//
+// [Instrument] hooks a Transport before its first use. The counters are
+// read from [pace.Transport.Stats] when the SDK collects (observable
+// instruments, nothing recorded on the request path); the wait and retry
+// delay histograms are recorded from the Transport's events
+// ([pace.Transport].OnEvent). Names follow the OpenTelemetry HTTP client
+// conventions (the attribute server.address, and server.port when the URL
+// names one; durations in seconds) and, for retries, gRFC A96 ("retries",
+// "retry_delay"):
+//
+//	pace.client.requests        counter    {request}   RoundTrip calls
+//	pace.client.attempts        counter    {attempt}   attempts the limiter let go
+//	pace.client.retries         counter    {retry}     attempts sent again
+//	pace.client.throttles       counter    {throttle}  answers that paused the key (429, 503 with a delay)
+//	pace.client.give_ups        counter    {call}      calls that ended on a retryable failure
+//	pace.client.pace            gauge      s           spacing in force (pace.source: configured, quota)
+//	pace.client.wait.duration   histogram  s           wait for the key's pause or limit (pace.wait.reason)
+//	pace.client.retry_delay     histogram  s           wait before a retry (pace.retry.reason)
+//
+// server.address takes at most [Options].MaxHosts values (the first hosts
+// seen); later hosts are reported as "_OTHER", so that the cardinality of
+// the attributes is bounded whatever hosts the program calls. Keys that are
+// secrets (an API key from [pace.Transport].Key) never become attributes:
+// the host of the key's first request does.
+//
+// This package is a module of its own, so that OpenTelemetry never becomes
+// a dependency of programs that import pace alone.
+package metrics

@@ -1,0 +1,216 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/pacehttp/pace"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// DefaultMaxHosts is the number of server.address values reported when
+// [Options].MaxHosts is 0.
+const DefaultMaxHosts = 100
+
+// otherHost is the server.address of the hosts past MaxHosts, as the
+// OpenTelemetry semantic conventions name a value folded for cardinality
+// ("_OTHER").
+const otherHost = "_OTHER"
+
+// Options configures [Instrument]. The zero value gives the defaults.
+type Options struct {
+	// MeterProvider supplies the Meter. Nil means the global one
+	// (otel.GetMeterProvider).
+	MeterProvider metric.MeterProvider
+
+	// MaxHosts caps the server.address values reported; later hosts are
+	// reported together as "_OTHER". Zero means DefaultMaxHosts; a
+	// negative value is an error.
+	MaxHosts int
+}
+
+// Metrics is the reporting of one Transport. Close stops it.
+type Metrics struct {
+	hosts  hostSet
+	wait   metric.Float64Histogram
+	delay  metric.Float64Histogram
+	reg    metric.Registration
+	chain  func(pace.Event)
+	t      *pace.Transport
+	closed sync.Once
+}
+
+// Instrument makes t report through OpenTelemetry, as the package
+// documentation lists. It must be called before t's first use, since it
+// sets t.OnEvent (an OnEvent already set is still called, first). It
+// returns an error for a negative MaxHosts or when the Meter refuses an
+// instrument. The returned Metrics is safe for concurrent use.
+func Instrument(t *pace.Transport, o Options) (*Metrics, error) {
+	if o.MaxHosts < 0 {
+		return nil, errors.New("metrics: negative MaxHosts " + strconv.Itoa(o.MaxHosts))
+	}
+	mp := o.MeterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	maxHosts := o.MaxHosts
+	if maxHosts == 0 {
+		maxHosts = DefaultMaxHosts
+	}
+	meter := mp.Meter("github.com/pacehttp/pace/metrics")
+	m := &Metrics{hosts: hostSet{max: maxHosts, seen: make(map[string]bool)}, chain: t.OnEvent, t: t}
+	var err error
+	buckets := metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+	if m.wait, err = meter.Float64Histogram("pace.client.wait.duration", metric.WithUnit("s"), buckets,
+		metric.WithDescription("How long requests waited for their key's pause or limit before an attempt.")); err != nil {
+		return nil, err
+	}
+	if m.delay, err = meter.Float64Histogram("pace.client.retry_delay", metric.WithUnit("s"), buckets,
+		metric.WithDescription("How long the Transport waited before sending an attempt again (gRFC A96 retry_delay).")); err != nil {
+		return nil, err
+	}
+	counters := []struct {
+		name, unit, desc string
+		value            func(pace.Stats) int64
+	}{
+		{"pace.client.requests", "{request}", "RoundTrip calls.", func(s pace.Stats) int64 { return s.Requests }},
+		{"pace.client.attempts", "{attempt}", "Attempts the key's limiter let go, retries included.", func(s pace.Stats) int64 { return s.Admitted }},
+		{"pace.client.retries", "{retry}", "Attempts sent again (gRFC A96 retries).", func(s pace.Stats) int64 { return s.Retries }},
+		{"pace.client.throttles", "{throttle}", "Answers that paused their key: 429, or 503 with a delay.", func(s pace.Stats) int64 { return s.Throttles }},
+		{"pace.client.give_ups", "{call}", "Calls that ended on a failure that could have been retried.", func(s pace.Stats) int64 { return s.GiveUps }},
+	}
+	obs := make([]metric.Observable, 0, len(counters)+1)
+	ctrs := make([]metric.Int64ObservableCounter, len(counters))
+	for i, c := range counters {
+		if ctrs[i], err = meter.Int64ObservableCounter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.desc)); err != nil {
+			return nil, err
+		}
+		obs = append(obs, ctrs[i])
+	}
+	gauge, err := meter.Float64ObservableGauge("pace.client.pace", metric.WithUnit("s"),
+		metric.WithDescription("The spacing between a server's requests in force now: the slowest of its keys."))
+	if err != nil {
+		return nil, err
+	}
+	obs = append(obs, gauge)
+	m.reg, err = meter.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
+		type paceOf struct {
+			seconds float64
+			source  string
+		}
+		sums := make(map[string][]int64)
+		paces := make(map[string]paceOf)
+		for _, s := range t.Stats() {
+			host := m.hosts.fold(s.Host)
+			v := sums[host]
+			if v == nil {
+				v = make([]int64, len(counters))
+				sums[host] = v
+			}
+			for i, c := range counters {
+				v[i] += c.value(s)
+			}
+			if sec := s.Pace.Seconds(); s.Pace > 0 && sec > paces[host].seconds {
+				paces[host] = paceOf{sec, s.PaceSource}
+			}
+		}
+		for host, v := range sums {
+			kvs := hostAttrs(host)
+			attrs := metric.WithAttributes(kvs...)
+			for i := range counters {
+				ob.ObserveInt64(ctrs[i], v[i], attrs)
+			}
+			if p, ok := paces[host]; ok {
+				ob.ObserveFloat64(gauge, p.seconds, metric.WithAttributes(append(kvs, attribute.String("pace.source", p.source))...))
+			}
+		}
+		return nil
+	}, obs...)
+	if err != nil {
+		return nil, err
+	}
+	t.OnEvent = m.onEvent
+	return m, nil
+}
+
+// onEvent records the histograms and passes ev on to the OnEvent that was
+// set before Instrument.
+func (m *Metrics) onEvent(ev pace.Event) {
+	if m.chain != nil {
+		m.chain(ev)
+	}
+	var h metric.Float64Histogram
+	var reason string
+	switch ev.Kind {
+	case pace.EventWait:
+		h, reason = m.wait, "pace.wait.reason"
+	case pace.EventRetry:
+		h, reason = m.delay, "pace.retry.reason"
+	default:
+		return
+	}
+	host := ""
+	if ev.Request != nil && ev.Request.URL != nil {
+		host = ev.Request.URL.Host
+		if host == "" {
+			host = ev.Request.Host
+		}
+	}
+	attrs := append(hostAttrs(m.hosts.fold(strings.ToLower(host))), attribute.String(reason, string(ev.Reason)))
+	ctx := context.Background()
+	if ev.Request != nil {
+		ctx = ev.Request.Context()
+	}
+	h.Record(ctx, ev.Delay.Seconds(), metric.WithAttributes(attrs...))
+}
+
+// Close stops the counters' collection; the histograms keep recording
+// while the Transport runs (its OnEvent stays set). It returns the Meter's
+// error, if any, and is safe to call more than once.
+func (m *Metrics) Close() error {
+	var err error
+	m.closed.Do(func() { err = m.reg.Unregister() })
+	return err
+}
+
+// hostAttrs returns the attributes of host ("name" or "name:port"):
+// server.address, and server.port when it has one.
+func hostAttrs(host string) []attribute.KeyValue {
+	name, port, err := net.SplitHostPort(host)
+	if err != nil {
+		return []attribute.KeyValue{attribute.String("server.address", host)}
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return []attribute.KeyValue{attribute.String("server.address", name)}
+	}
+	return []attribute.KeyValue{attribute.String("server.address", name), attribute.Int("server.port", p)}
+}
+
+// hostSet bounds the server.address values: the first max hosts seen are
+// themselves, the rest "_OTHER".
+type hostSet struct {
+	mu   sync.Mutex
+	max  int
+	seen map[string]bool
+}
+
+// fold returns host, or "_OTHER" once max other hosts have been seen.
+func (h *hostSet) fold(host string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.seen[host] {
+		return host
+	}
+	if len(h.seen) >= h.max {
+		return otherHost
+	}
+	h.seen[host] = true
+	return host
+}
