@@ -83,7 +83,7 @@ func TestInstrument(t *testing.T) {
 			return &http.Response{StatusCode: code, Header: h, Body: http.NoBody, Request: r}, nil
 		})
 		var events atomic.Int64
-		tr := &pace.Transport{Base: base, Limits: pace.Hosts{"*": pace.TokenBucket(pace.PerSecond(2), 1)},
+		tr := &pace.Transport{Base: base, Limits: pace.Hosts{"*": {Limit: pace.TokenBucket(pace.PerSecond(2), 1)}},
 			OnEvent: func(pace.Event) { events.Add(1) }}
 		reader := sdkmetric.NewManualReader()
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
