@@ -39,10 +39,27 @@ type KeyedOptions struct {
 	// holds MaxKeys.
 	//
 	// When the shard of a new key is full even after its idle entries have
-	// been swept, the key shares ONE overflow limit (and pause) with every
-	// other such key until its shard has room again. That is stricter, never
-	// unlimited and never an error: attacker-chosen keys cannot grow memory
-	// without bound, at worst they slow each other down.
+	// been swept, the store forgets another key to make room (an eviction):
+	// of 8 keys sampled from the shard, the one whose limit would be whole
+	// again the soonest (the smallest [Quota].Reset), never one that is
+	// paused, probing or waited on. The new key gets its own limit, fresh.
+	// Only when every key of the shard is paused or waited on does a new
+	// key share one overflow limit (and pause) with the other such keys
+	// until there is room; that is stricter, never unlimited.
+	//
+	// What an attacker who chooses keys (an X-API-Key header, say) can and
+	// cannot do: it cannot grow memory beyond MaxKeys (plus at most 63), and
+	// a flood of made-up keys cannot lock out a legitimate key, whose first
+	// request gets a fresh limit (TestKeyedFloodOfMadeUpKeys: 10 × MaxKeys
+	// made-up keys, then a new key is admitted). Each made-up key gets a
+	// fresh limit of its own, so per-key limits never bound a client that
+	// can mint keys: limit something it cannot vary too (its address, as
+	// package middleware does, or one limit for all). An evicted key forgets
+	// its history: a key that was partly spent starts again whole, so by
+	// flooding an attacker can hand a key the units it would have earned
+	// back within its Reset, the smallest Reset in the sample; a key it has
+	// drained by heavy use has the longest Reset and is evicted last, after
+	// the made-up keys, which each booked one unit.
 	MaxKeys int
 }
 
@@ -54,11 +71,13 @@ type KeyedOptions struct {
 // (a drained bucket, a booked slot) is never evicted, so eviction can never
 // reset a limit (ELares/IronTraffic#217, didip/tollbooth#32).
 //
-// Eviction is lazy: a shard is swept when it is accessed and at least the
+// Forgetting is lazy: a shard is swept when it is accessed and at least the
 // limit's span (and at least one second) has passed since its last sweep,
 // or when it is full; [Keyed.SweepAt] sweeps on demand. There are no
 // background goroutines and nothing to close. Memory is bounded by
-// [KeyedOptions].MaxKeys.
+// [KeyedOptions].MaxKeys: past it, a new key makes the store forget the
+// key nearest to whole again (see MaxKeys for what that lets an attacker
+// do).
 //
 // Keys are not stored: each is reduced to a 64-bit [maphash] hash with a
 // seed chosen at random per Keyed, and the state is filed under the hash.
@@ -253,9 +272,9 @@ func (k *Keyed) allow1(now int64, key string) bool {
 // now gives nothing back: its units count as used (the rule of
 // golang.org/x/time/rate's Reservation.CancelAt). Otherwise the algorithm
 // decides how much can be returned: all of it when nothing was booked after
-// r. The units go back to the key's own limit if it is tracked, and
-// otherwise to the shared overflow limit (see [KeyedOptions].MaxKeys) unless
-// that is idle. Cancelling the zero Reservation does nothing; cancelling
+// r. The units go back to the key's own limit if it is tracked (a key
+// forgotten since, swept or evicted, gets nothing back), or to the shared
+// overflow limit (see [KeyedOptions].MaxKeys) unless that is idle. Cancelling the zero Reservation does nothing; cancelling
 // twice gives units back twice, so avoid it. Safe for concurrent use.
 func (k *Keyed) CancelAt(now time.Time, key string, r Reservation) {
 	at := sinceEpoch(k.epoch, now)
@@ -284,9 +303,9 @@ func (k *Keyed) CancelAt(now time.Time, key string, r Reservation) {
 // [Keyed.Settle], it sends no probe when it ends: every waiter leaves, paced
 // by the key's limit, which resumes at its steady rate. It only ever extends
 // a pause, never shortens one, and a paused key is not evicted before its
-// pause ends. If the key is new and its shard is full (see
-// [KeyedOptions].MaxKeys), the pause applies to the shared overflow state
-// instead. The zero Time, and an until in the past of the store (no later
+// pause ends. If the key is new and every key of its shard is paused or
+// waited on (see [KeyedOptions].MaxKeys), the pause applies to the shared
+// overflow state instead. The zero Time, and an until in the past of the store (no later
 // than the latest instant it has decided a request of the key's shard at,
 // or read for Wait), are ignored: such a pause could hold nothing back.
 // Safe for concurrent use.
@@ -371,6 +390,7 @@ type entry struct {
 	st      *keyState // the key's throttle and queue; nil if it has none yet
 	x       *cellExt  // the extension c had when opened
 	tracked bool      // the key has an entry in the shard's cells
+	evict   bool      // the key is new to a full shard: close makes room (shard.evict)
 }
 
 // open locks key's state and returns it, decided at now (ns since epoch),
@@ -406,11 +426,14 @@ func (k *Keyed) openLocked(s *shard, h uint64, now int64, over bool) entry {
 		st = s.keys[h]
 	}
 	w, tracked := s.cells[h]
+	evict := false
 	if over || (!tracked && st == nil && s.full(k)) {
 		if !over && now-s.last >= minSweepEvery {
 			s.sweep(k, now)
 		}
-		if over || s.full(k) {
+		if !over && s.full(k) && s.evictable(k) {
+			evict = true // the key gets its own state; close evicts another
+		} else if over || s.full(k) {
 			s.mu.Unlock()
 			k.over.mu.Lock()
 			now = max(now, k.over.seen)
@@ -422,7 +445,7 @@ func (k *Keyed) openLocked(s *shard, h uint64, now int64, over bool) entry {
 			return e
 		}
 	}
-	e := entry{k: k, s: s, h: h, now: now, st: st, tracked: tracked}
+	e := entry{k: k, s: s, h: h, now: now, st: st, tracked: tracked, evict: evict}
 	e.load(w)
 	return e
 }
@@ -486,6 +509,9 @@ func (e *entry) close(keep bool) {
 		}
 	}
 	s.tmp = cell{}
+	if e.evict && len(s.cells)+len(s.keys) > e.k.perShard {
+		s.evict(e.k, e.now, e.h)
+	}
 	s.mu.Unlock()
 }
 
@@ -515,6 +541,72 @@ func (s *shard) store(h uint64, x *cellExt) {
 
 // full reports whether s holds its share of MaxKeys.
 func (s *shard) full(k *Keyed) bool { return len(s.cells)+len(s.keys) >= k.perShard }
+
+// evictSample is how many evictable keys evict compares: Redis's
+// approximated LRU samples 5 (maxmemory-samples); a few more make the
+// victim's reset closer to the shard's smallest.
+const evictSample = 8
+
+// evictable reports whether s holds a key evict may forget: limit state of
+// a key without a keyState (a key that is paused, probing or waited on is
+// never forgotten). s.mu must be held.
+func (s *shard) evictable(k *Keyed) bool {
+	if k.alg == nil {
+		return false // only keyStates: nothing to forget
+	}
+	if len(s.cells) > len(s.keys) {
+		return true // some cell has no keyState
+	}
+	for h := range s.cells {
+		if _, ok := s.keys[h]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// evict makes room in the full shard s at now for a new key (hashed to
+// keep, which stays): among up to evictSample keys without a keyState,
+// taken from a random place in the shard (Go's map iteration starts at a
+// random one), it forgets the one whose limit would be whole again the
+// soonest (the smallest Quota.Reset), so that forgetting hands out the
+// fewest units the key had not earned back yet; for keys booked once (a
+// flood of made-up keys) that is about one interval's worth. A key drained
+// by heavy use has the longest reset and is the last to go. It reports
+// whether a key was forgotten. s.mu must be held.
+func (s *shard) evict(k *Keyed, now int64, keep uint64) bool {
+	var victim uint64
+	found, best, seen := false, int64(0), 0
+	for h, w := range s.cells {
+		if h == keep {
+			continue
+		}
+		if len(s.keys) > 0 {
+			if _, ok := s.keys[h]; ok {
+				continue
+			}
+		}
+		s.tmp = cell{a: w.a, b: w.b}
+		if len(s.exts) > 0 {
+			s.tmp.x = s.exts[h]
+		}
+		if r := int64(k.alg.quota(&s.tmp, now, now).Reset); !found || r < best {
+			victim, best, found = h, r, true
+		}
+		if seen++; seen == evictSample {
+			break
+		}
+	}
+	s.tmp = cell{}
+	if !found {
+		return false
+	}
+	delete(s.cells, victim)
+	if len(s.exts) > 0 {
+		delete(s.exts, victim)
+	}
+	return true
+}
 
 // sweep forgets at now the idle entries of s: keyStates whose throttle is
 // over and that nobody waits on, and limit state that behaves like a fresh

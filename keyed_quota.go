@@ -5,8 +5,8 @@ import "time"
 // QuotaAt returns key's [Quota] at now: its limit, window, the units it may
 // take now, and how long until it is whole again or may take one more unit.
 // It books nothing and does not start tracking an unknown key, whose Quota
-// is that of a fresh limit (or of the shared overflow limit when the key's
-// shard is full, see [KeyedOptions].MaxKeys). With the zero Limit only a
+// is that of a fresh limit (or of the shared overflow limit when every key
+// of its shard is paused or waited on, see [KeyedOptions].MaxKeys). With the zero Limit only a
 // pause shows: Limit is 0 and Wait lasts until the pause ends. Safe for
 // concurrent use.
 func (k *Keyed) QuotaAt(now time.Time, key string) Quota {

@@ -622,13 +622,13 @@ func TestKeyedMaxKeys(t *testing.T) {
 		}
 	}
 	wantLen(t, k, maxKeys)
-	if admitted != maxKeys+burst {
-		t.Errorf("admitted %d, want %d: tracked keys one each, overflow keys share one burst", admitted, maxKeys+burst)
+	if admitted != keys {
+		t.Errorf("admitted %d, want %d: past MaxKeys a new key evicts another and gets its own limit", admitted, keys)
 	}
 
 	// Once the tracked keys are idle again (at 10s), a full shard is swept
-	// on access, well before the routine sweep (span 1000s), so new keys
-	// get their own limit instead of the shared, drained overflow.
+	// on access, well before the routine sweep (span 1000s): new keys take
+	// the room of idle ones.
 	fresh := 0
 	for i := range 200 {
 		if k.AllowAt(at(20*time.Second), "fresh"+strconv.Itoa(i), 2) {
@@ -643,17 +643,25 @@ func TestKeyedMaxKeys(t *testing.T) {
 	}
 }
 
+// TestKeyedMaxKeysPause: past MaxKeys a new key evicts one that is not
+// paused; only when every key of the shard is paused do new keys share the
+// overflow limit and pause.
 func TestKeyedMaxKeysPause(t *testing.T) {
 	k := newTestKeyed(t, every(time.Hour, 1), KeyedOptions{MaxKeys: 1})
 	if !k.AllowAt(t0, "a", 1) || !k.AllowAt(t0, "b", 1) {
-		t.Fatal("first use of a (tracked) or b (overflow) refused")
+		t.Fatal("first use of a or b (which evicts a) refused")
 	}
-	if k.AllowAt(t0, "c", 1) {
-		t.Error("AllowAt(c) = true: overflow keys share one limit")
+	wantLen(t, k, 1)
+	k.PauseUntil("b", at(time.Minute)) // b cannot be evicted now
+	if !k.AllowAt(t0, "c", 1) {
+		t.Error("AllowAt(c) = false: the first overflow key has the overflow's burst")
 	}
-	k.PauseUntil("c", at(time.Minute))
-	wantPaused(t, k, "d", at(time.Minute)) // overflow keys share the pause
-	wantPaused(t, k, "a", time.Time{})     // tracked keys do not
+	if k.AllowAt(t0, "d", 1) {
+		t.Error("AllowAt(d) = true: overflow keys share one limit")
+	}
+	k.PauseUntil("d", at(2*time.Minute))
+	wantPaused(t, k, "e", at(2*time.Minute)) // overflow keys share the pause
+	wantPaused(t, k, "b", at(time.Minute))   // the tracked key keeps its own
 	wantLen(t, k, 1)
 }
 

@@ -148,24 +148,28 @@ func TestKeyedQuotaPaused(t *testing.T) {
 	}
 }
 
-// TestKeyedQuotaOverflow checks that a new key whose shard is full reports
-// and books the shared overflow limit.
-func TestKeyedQuotaOverflow(t *testing.T) {
+// TestKeyedQuotaFullShard: a new key of a full shard books and reports its
+// own fresh limit (another key is evicted when it books), and a query alone
+// evicts nothing and tracks nothing.
+func TestKeyedQuotaFullShard(t *testing.T) {
 	k := newTestKeyed(t, TokenBucket(PerHour(1), 2), KeyedOptions{MaxKeys: 1})
 	if _, ok := k.AdmitAt(at(0), "a", 1); !ok {
 		t.Fatal("AdmitAt(a) = false, want true")
 	}
-	for i, want := range []int{1, 0} {
-		q, ok := k.AdmitAt(at(0), "b"+strconv.Itoa(i), 1)
-		if !ok || q.Remaining != want {
-			t.Errorf("AdmitAt(b%d) in the overflow = %+v, %v, want Remaining %d, true", i, q, ok, want)
-		}
-	}
-	if q := k.QuotaAt(at(0), "c"); q.Remaining != 0 || q.Wait != time.Hour {
-		t.Errorf("QuotaAt(c) in the overflow = %+v, want Remaining 0, Wait 1h", q)
+	if q := k.QuotaAt(at(0), "c"); q.Remaining != 2 || q.Wait != 0 {
+		t.Errorf("QuotaAt(c) of a new key = %+v, want Remaining 2, Wait 0", q)
 	}
 	if q := k.QuotaAt(at(0), "a"); q.Remaining != 1 {
-		t.Errorf("QuotaAt(a), tracked = %+v, want Remaining 1", q)
+		t.Errorf("QuotaAt(a), tracked = %+v, want Remaining 1: a query evicts nothing", q)
+	}
+	for i := range 2 {
+		q, ok := k.AdmitAt(at(0), "b"+strconv.Itoa(i), 1)
+		if !ok || q.Remaining != 1 {
+			t.Errorf("AdmitAt(b%d) = %+v, %v, want Remaining 1, true: its own fresh limit", i, q, ok)
+		}
+	}
+	if q := k.QuotaAt(at(0), "a"); q.Remaining != 2 {
+		t.Errorf("QuotaAt(a), evicted = %+v, want Remaining 2: a fresh limit", q)
 	}
 	wantLen(t, k, 1)
 }

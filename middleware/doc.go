@@ -52,9 +52,18 @@
 //
 // Keys are hashed, not stored, and idle keys are forgotten (a key whose
 // limit is back to fresh loses nothing by being forgotten). At most
-// [Options].MaxKeys are tracked; past that, new keys share one overflow
-// limit, so a flood of made-up keys costs bounded memory and only slows
-// itself down.
+// [Options].MaxKeys are tracked; past that, a new key makes the store
+// forget the key whose limit would be whole again the soonest. A flood of
+// made-up keys therefore costs bounded memory and does not lock out a
+// legitimate key (TestMaxKeysFloodOfMadeUpAPIKeys: 100,000 made-up
+// X-API-Key values with MaxKeys 10,000, then a new key's first request is
+// answered 200). It is not slowed down either: every made-up key has a
+// limit of its own, so a client that can make up keys (a header it
+// writes) is bounded only by a limit on what it cannot make up, such as
+// its address (the default key), which KeyHeader replaces. An evicted key
+// forgets its history: a flood can hand a partly spent key the units it
+// would have earned back within its reset, but a key drained by heavy use
+// has the longest reset and is forgotten after the made-up ones.
 //
 // # Counting
 //

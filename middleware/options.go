@@ -100,9 +100,12 @@ type Options struct {
 	// MaxKeys caps the number of keys tracked at once, as
 	// pace.KeyedOptions.MaxKeys: 0 means pace.DefaultMaxKeys (about a
 	// million), and negative values are a [*pace.ConfigError]. Past the
-	// cap, new keys share one overflow limit until idle keys are forgotten,
-	// so made-up keys cannot grow memory without bound; at worst they slow
-	// one another down.
+	// cap, a new key makes the store forget the key whose limit would be
+	// whole again the soonest, so made-up keys cannot grow memory without
+	// bound, nor lock a legitimate key out; each made-up key gets a limit of
+	// its own, though, so limit what a client cannot make up (its address)
+	// too. See pace.KeyedOptions.MaxKeys for what eviction lets an attacker
+	// do.
 	MaxKeys int
 
 	// OnLimited, if set, writes the response to a refused request. When it

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"testing"
 
 	"github.com/pacehttp/pace"
@@ -61,8 +62,8 @@ func TestNewValid(t *testing.T) {
 
 // TestMaxKeys sends one request from each of 100,000 addresses through a
 // limit that keeps every key busy for an hour, with MaxKeys 1,000: the
-// store never tracks more than about MaxKeys keys, and the addresses past
-// the cap share one overflow limit, so they get no more than its one unit.
+// store never tracks more than about MaxKeys keys; past the cap a new
+// address makes the store forget another one, so each gets its own unit.
 func TestMaxKeys(t *testing.T) {
 	const maxKeys, clients = 1000, 100_000
 	m := newTest(t, Options{Limit: pace.TokenBucket(pace.PerHour(1), 1), MaxKeys: maxKeys})
@@ -80,10 +81,34 @@ func TestMaxKeys(t *testing.T) {
 	if n > maxKeys+64 || n < maxKeys/2 {
 		t.Errorf("%d keys tracked after %d clients, want about MaxKeys = %d", n, clients, maxKeys)
 	}
-	if next.n > n+1 {
-		t.Errorf("%d of %d requests admitted with %d keys tracked, want at most one more (the overflow limit's unit)", next.n, clients, n)
+	if next.n != clients {
+		t.Errorf("%d of %d requests admitted, want all: each new address has its own limit", next.n, clients)
 	}
 	t.Logf("%d keys tracked, %d requests admitted", n, next.n)
+}
+
+// TestMaxKeysFloodOfMadeUpAPIKeys: 10 × MaxKeys made-up X-API-Key values,
+// each sent once, then a legitimate key: its first request is answered 200,
+// not 429 (with one overflow limit shared past the cap it was refused).
+func TestMaxKeysFloodOfMadeUpAPIKeys(t *testing.T) {
+	const maxKeys = 10_000
+	m := newTest(t, Options{Limit: pace.TokenBucket(pace.PerMinute(60), 5), KeyHeader: "X-API-Key", MaxKeys: maxKeys})
+	h := m.Handler(&okHandler{})
+	for i := range 10 * maxKeys {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("X-API-Key", "made-up-"+strconv.Itoa(i))
+		h.ServeHTTP(discard{header: http.Header{}}, req)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("X-API-Key", "sk_live_legitimate")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Errorf("the legitimate key's first request: %d, want 200", rec.Code)
+	}
+	if n := m.keyed.Len(); n > maxKeys+64 {
+		t.Errorf("%d keys tracked, above MaxKeys %d", n, maxKeys)
+	}
 }
 
 // discard is a ResponseWriter that keeps nothing.

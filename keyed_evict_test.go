@@ -1,0 +1,83 @@
+package pace
+
+import (
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestKeyedFloodOfMadeUpKeys: made-up keys at 10 × MaxKeys (a flood of
+// random X-API-Key values, each sent once and admitted) neither lock out a
+// legitimate new key, whose first request is admitted with its whole burst
+// (no shared overflow limit), nor grow the heap past what MaxKeys keys take:
+// the keys past the first MaxKeys cost nothing more.
+func TestKeyedFloodOfMadeUpKeys(t *testing.T) {
+	const maxKeys, flood = 10_000, 100_000
+	lim := TokenBucket(PerMinute(60), 10)
+	before := heapInUse()
+	k := newTestKeyed(t, lim, KeyedOptions{MaxKeys: maxKeys})
+	now := t0
+	for i := range maxKeys {
+		_, ok := k.AdmitAt(now, "made-up-"+strconv.Itoa(i), 1)
+		require.True(t, ok, "made-up key %d", i)
+	}
+	atCap := heapInUse()
+	for i := maxKeys; i < flood; i++ {
+		now = now.Add(time.Microsecond) // the flood takes 0.1 s
+		_, ok := k.AdmitAt(now, "made-up-"+strconv.Itoa(i), 1)
+		require.True(t, ok, "made-up key %d: its own fresh limit", i)
+	}
+	after := heapInUse()
+	assert.LessOrEqual(t, k.Len(), maxKeys+63, "Len after the flood")
+
+	q, ok := k.AdmitAt(now, "legitimate", 1)
+	assert.True(t, ok, "the legitimate key's first request")
+	assert.Equal(t, 9, q.Remaining, "the legitimate key's own burst, less the one it took")
+
+	atCapGrowth, floodGrowth := int64(atCap)-int64(before), int64(after)-int64(atCap)
+	t.Logf("heap: %d B for the first %d keys (%.0f B/key), %+d B for the next %d", atCapGrowth, maxKeys, float64(atCapGrowth)/maxKeys, floodGrowth, flood-maxKeys)
+	assert.Less(t, atCapGrowth, int64(8<<20), "heap for MaxKeys keys (generous bound: 8 MiB)")
+	assert.Less(t, floodGrowth, int64(1<<20), "heap growth from MaxKeys to 10 × MaxKeys keys (generous bound: 1 MiB)")
+	runtime.KeepAlive(k)
+}
+
+// TestKeyedEvictsNearestToWhole: the key evicted to make room is the one
+// whose limit would be whole again the soonest, never one drained by heavy
+// use, so flooding cannot hand a drained key its burst back while lighter
+// keys remain.
+func TestKeyedEvictsNearestToWhole(t *testing.T) {
+	const maxKeys = 64 // one shard
+	k := newTestKeyed(t, TokenBucket(PerSecond(1), 10), KeyedOptions{MaxKeys: maxKeys})
+	drain(k, t0, "drained", 100) // 10 taken: whole again in 10 s
+	for i := range 10 * maxKeys {
+		_, ok := k.AdmitAt(t0, "made-up-"+strconv.Itoa(i), 1) // 1 taken each: whole in 1 s
+		require.True(t, ok)
+	}
+	q := k.QuotaAt(t0, "drained")
+	assert.Zero(t, q.Remaining, "the drained key is still drained")
+	assert.Equal(t, 10*time.Second, q.Reset)
+	assert.Equal(t, maxKeys, k.Len())
+}
+
+// TestKeyedNeverEvictsPausedOrWaited: a key that is paused is never evicted
+// to make room; when every key of the shard is, new keys share the overflow
+// limit, which keeps memory bounded.
+func TestKeyedNeverEvictsPausedOrWaited(t *testing.T) {
+	const maxKeys, paused = 64, 32 // one shard; a paused key holds limit state and a pause, two of its 64
+	k := newTestKeyed(t, TokenBucket(PerSecond(1), 1), KeyedOptions{MaxKeys: maxKeys})
+	for i := range paused {
+		key := "paused-" + strconv.Itoa(i)
+		require.True(t, k.AllowAt(t0, key, 1))
+		k.PauseUntil(key, t0.Add(time.Hour))
+	}
+	assert.True(t, k.AllowAt(t0, "new-1", 1), "the overflow limit's one unit")
+	assert.False(t, k.AllowAt(t0, "new-2", 1), "new keys share the overflow limit")
+	for i := range paused {
+		wantPaused(t, k, "paused-"+strconv.Itoa(i), t0.Add(time.Hour))
+	}
+	assert.Equal(t, paused, k.Len())
+}
