@@ -25,7 +25,10 @@
 // script (PEXPIRE), so that nothing outlives its use. The keys of one
 // decision are prefix + "{" + key + "}:t" (the pause) and
 // prefix + "{" + key + "}:N" (part N): the hash tag puts them in one
-// Cluster slot. The scripts rely on Redis 5's default of replicating a
+// Cluster slot. A request that leaves later than its slot by more than
+// Options.Margin has its booking moved to where it left (Limiter.Depart,
+// a second round trip), so that the limit counts it where the server saw
+// it. The scripts rely on Redis 5's default of replicating a
 // script's effects, not the script.
 //
 // # The shared pause

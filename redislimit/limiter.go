@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,10 +67,10 @@ type Options struct {
 	// counts min(Margin, Per/20) longer (a leaky bucket's interval, which a
 	// pacing server counts one by one, counts min(Margin, interval/20)
 	// longer), and a fixed window books nothing in its last min(Margin,
-	// Per/20). Package pace's Keyed learns each request's actual departure
-	// instead (Limiter.Depart), which would cost a second round trip here.
+	// Per/20). A request that leaves later than that has its booking moved
+	// to where it left, at the cost of a second round trip (see Depart).
 	// Zero means DefaultMargin (2 ms: 0.2 % of a 1 s period); negative
-	// means none.
+	// means none (every late departure is reported).
 	Margin time.Duration
 
 	// ProbeLease is how long a key's probe holds its role: if its process
@@ -95,6 +96,8 @@ type Limiter struct {
 	stale    int64 // µs
 	fallback *pace.Keyed
 
+	inflight  inflights
+	margin    time.Duration // a departure later than its slot by more is reported (Depart)
 	ws        watches
 	ps        *redis.PubSub
 	listened  chan struct{}
@@ -159,7 +162,7 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	}
 	lim := &Limiter{
 		rdb: rdb, parts: parts, prefix: prefix, channel: prefix + "throttle",
-		timeout: timeout, lease: micros(lease), stale: micros(pace.DefaultMaxRetryAfter),
+		timeout: timeout, lease: micros(lease), stale: micros(pace.DefaultMaxRetryAfter), margin: margin,
 	}
 	if !o.Fallback.IsZero() {
 		if lim.fallback, err = pace.NewKeyed(o.Fallback, pace.KeyedOptions{}); err != nil {
@@ -223,8 +226,8 @@ type decision struct {
 
 // decide runs decideScript: one round trip.
 func (l *Limiter) decide(ctx context.Context, keys []string, maxWait, dlLeft, probes int64) (decision, error) {
-	args := make([]any, 0, 6+len(l.args))
-	args = append(args, maxWait, dlLeft, l.lease, l.stale, probes, len(l.parts))
+	args := make([]any, 0, 7+len(l.args))
+	args = append(args, maxWait, dlLeft, l.lease, l.stale, probes, len(l.parts), strconv.FormatUint(rand.Uint64(), 36))
 	args = append(args, l.args...)
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
@@ -270,14 +273,15 @@ func parseDecision(v any, parts int) (decision, error) {
 }
 
 // packGen returns the Permit.Gen of a decision: the key's generation in
-// the low 32 bits, the probe's lease number in the next 31 (both wrap; a
-// wrapped one only makes a probe's report unknown, and its lease expire).
-func packGen(gen, lease int64) uint64 {
-	return uint64(gen)&0xffffffff | (uint64(lease)&0x7fffffff)<<32
+// the low 32 bits (it wraps: a wrapped one only makes a throttle's report
+// look old), the id of the Permit's inflight entry in the next 31 (0:
+// none).
+func packGen(gen int64, id uint32) uint64 {
+	return uint64(gen)&0xffffffff | uint64(id&0x7fffffff)<<32
 }
 
-func unpackGen(g uint64) (gen, lease int64) {
-	return int64(g & 0xffffffff), int64(g >> 32 & 0x7fffffff)
+func unpackGen(g uint64) (gen int64, id uint32) {
+	return int64(g & 0xffffffff), uint32(g >> 32 & 0x7fffffff)
 }
 
 // validKey reports whether key can be a hash tag.
@@ -328,6 +332,7 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 			dlLeft = max(int64(time.Until(deadline)/time.Microsecond), 0)
 		}
 		wake, _ := l.ws.state(w)
+		sent := time.Now()
 		d, err := l.decide(ctx, keys, left, dlLeft, probes)
 		if err != nil {
 			return l.failed(ctx, p, maxWait, start, err)
@@ -358,15 +363,23 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 			}
 			continue
 		}
-		p.Probe, p.Strikes, p.Gen, p.Delay = d.probe, int(d.b), packGen(d.gen, d.lease), wait
+		// The slot on this machine's clock, at the latest: Redis read its
+		// clock after the script was sent.
+		id := l.inflight.add(&inflight{lease: d.lease, at: d.at, slot: sent.Add(wait), members: d.members})
+		p.Probe, p.Strikes, p.Gen, p.Delay, p.Track = d.probe, int(d.b), packGen(d.gen, id), wait, id != 0
 		if wait == 0 {
 			return p, nil
 		}
 		again, err := l.sleepBooked(ctx, p, keys, d, w)
 		if !again {
+			if err != nil {
+				l.inflight.take(id)
+				p.Track = false
+			}
 			return p, err
 		}
-		p.Probe, p.Strikes, p.Gen, p.Delay = false, 0, 0, 0
+		l.inflight.take(id)
+		p.Probe, p.Strikes, p.Gen, p.Delay, p.Track = false, 0, 0, 0, false
 	}
 }
 
@@ -491,15 +504,45 @@ func (l *Limiter) failed(ctx context.Context, p pace.Permit, maxWait time.Durati
 	return p, &pace.WaitError{Key: p.Key, Err: err}
 }
 
-// Depart implements [pace.Limiter]. The Limiter never sets Permit.Track
-// (the booking in Redis is the request's instant; Options.Margin covers a
-// late departure), so a pace.Transport calls Depart only for the Permits
-// of the Fallback limiter, which it passes on.
+// Depart tells the Limiter that the request of p was written at at; see
+// [pace.Limiter]. A request that left later than its slot by more than
+// Options.Margin has its booking moved in Redis to where it left (one more
+// round trip), as package pace's Keyed does, so that the limit counts it
+// where the server saw it: a token bucket's or pacer's later units move
+// back by the lateness, a window counts the unit where it left. Bookings
+// that other requests made in the meantime keep their instants, so this
+// holds the server's count when the lateness is known before the bookings
+// it matters to are made (for a window, a whole period later; for a pacer,
+// only an interval later). A departure within the margin costs nothing.
+// Lateness is measured on this machine's clock from the slot as seen when
+// the decision was sent, so it is never underestimated. Permits of the
+// Fallback limiter are passed on to it. Safe for concurrent use.
 func (l *Limiter) Depart(p pace.Permit, at time.Time) {
-	if p.Gen&fallbackBit != 0 && l.fallback != nil {
-		p.Gen &^= fallbackBit
-		l.fallback.Depart(p, at)
+	if p.Gen&fallbackBit != 0 {
+		if l.fallback != nil {
+			p.Gen &^= fallbackBit
+			l.fallback.Depart(p, at)
+		}
+		return
 	}
+	_, id := unpackGen(p.Gen)
+	e := l.inflight.get(id)
+	if e == nil || !validKey(p.Key) {
+		return
+	}
+	late := at.Sub(e.slot)
+	if late <= l.margin || e.moved {
+		return
+	}
+	e.moved = true // one Depart per Permit; a second is the caller's bug
+	args := make([]any, 0, 3+3*len(l.parts))
+	args = append(args, e.at, min(micros(late), maxMicros), len(l.parts))
+	for i := range l.parts {
+		args = append(args, l.cancelKX[2*i], l.cancelKX[2*i+1], e.members[i])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	defer cancel()
+	_ = departScript.Run(ctx, l.rdb, l.keys(p.Key), args...).Err() // if Redis fails, the slot stays where it was booked
 }
 
 // Settle records how the request of p ended; see [pace.Limiter]. A
@@ -521,10 +564,14 @@ func (l *Limiter) Settle(p pace.Permit, o pace.Outcome) {
 		}
 		return
 	}
+	gen, id := unpackGen(p.Gen)
+	var lease int64
+	if e := l.inflight.take(id); e != nil {
+		lease = e.lease
+	}
 	if (o.Pause <= 0 && !p.Probe && p.Strikes == 0) || !validKey(p.Key) {
 		return
 	}
-	gen, lease := unpackGen(p.Gen)
 	probe, resp := 0, 0
 	if p.Probe {
 		probe = 1

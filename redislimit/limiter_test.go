@@ -104,7 +104,7 @@ func TestWaitSemantics(t *testing.T) {
 	p, err := lim.Wait(ctx, "k", 0)
 	require.NoError(t, err)
 	assert.Zero(t, p.Delay)
-	assert.False(t, p.Track, "the booking is the instant: Depart is not needed")
+	assert.True(t, p.Track, "a late departure moves the booking")
 
 	_, err = lim.Wait(ctx, "k", 10*time.Millisecond)
 	var we *pace.WaitError
@@ -211,5 +211,33 @@ func TestLeakyQueue(t *testing.T) {
 	}
 	for range 4 {
 		assert.NoError(t, <-errs)
+	}
+}
+
+// TestDepartMovesLateBookings: a request that leaves later than its slot
+// by more than the margin has its booking moved to where it left, one
+// round trip more; one within the margin costs nothing.
+func TestDepartMovesLateBookings(t *testing.T) {
+	_, rdb := startRedis(t)
+	ctx := waitCtx(t, 10*time.Second)
+	for name, l := range map[string]pace.Limit{
+		"bucket":  pace.TokenBucket(pace.Every(200*time.Millisecond), 1),
+		"sliding": pace.SlidingLog(pace.Rate{N: 1, Per: 200 * time.Millisecond}),
+		"all":     pace.All(pace.SlidingLog(pace.Rate{N: 1, Per: 200 * time.Millisecond}), pace.FixedWindow(pace.PerHour(1000))),
+	} {
+		lim := newLimiter(t, rdb, l, Options{Prefix: name + ":", Margin: 5 * time.Millisecond})
+		p, err := lim.Wait(ctx, "k", 0)
+		require.NoError(t, err)
+		require.True(t, p.Track)
+		require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+		lim.Depart(p, time.Now().Add(time.Millisecond)) // within the margin
+		assert.Zero(t, commandStats(t, rdb)["evalsha"], "%s: a departure within the margin costs nothing", name)
+		lim.Depart(p, time.Now().Add(100*time.Millisecond))
+		assert.Equal(t, int64(1), commandStats(t, rdb)["evalsha"], "%s: a late departure is one round trip", name)
+		lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+		_, err = lim.Wait(ctx, "k", time.Millisecond)
+		var we *pace.WaitError
+		require.ErrorAs(t, err, &we, name)
+		assert.InDelta(t, 300*time.Millisecond, we.Delay, float64(30*time.Millisecond), "%s: the next slot counts from the departure", name)
 	}
 }

@@ -34,7 +34,8 @@ end
 // earliest common instant, all booked or none.
 //
 // ARGV: maxWait (0: none), deadline left (-1: none), probe lease, stale,
-// expected probes (-1: none), parts, then 4 numbers per part: kind (1 GCRA:
+// expected probes (-1: none), parts, the decision's unique id (the suffix
+// of its sorted-set members), then 4 numbers per part: kind (1 GCRA:
 // interval, tau, queue bound or -1; 2 fixed window: period, count, margin;
 // 3 sliding log: period, count, 0).
 //
@@ -46,6 +47,7 @@ end
 var decideScript = redis.NewScript(scriptHead + `
 local maxWait, dlLeft, lease, stale, want, np =
   tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local uid = ARGV[7]
 local th = redis.call('HMGET', KEYS[1], 'u', 'l', 'g', 's', 'p', 'h', 'q', 'i')
 local u, l, g, s = tonumber(th[1]) or 0, tonumber(th[2]) or 0, tonumber(th[3]) or 0, tonumber(th[4]) or 0
 local pr, h, q, pid = tonumber(th[5]) or 0, tonumber(th[6]) or 0, tonumber(th[7]) or 0, tonumber(th[8]) or 0
@@ -58,7 +60,7 @@ if h == 1 then
 end
 local st = {}
 for j = 1, np do
-  local b = 6 + (j - 1) * 4
+  local b = 7 + (j - 1) * 4
   local c = {kind = tonumber(ARGV[b + 1]), x = tonumber(ARGV[b + 2]), y = tonumber(ARGV[b + 3]), z = tonumber(ARGV[b + 4]), key = KEYS[1 + j]}
   if c.kind == 1 then
     local v = redis.call('HMGET', c.key, 'a', 'b')
@@ -122,7 +124,7 @@ for j = 1, np do
     redis.call('HSET', c.key, 'w', S(w), 'c', S(n))
     expireIn(c.key, (w + 1) * c.x - now)
   else
-    mem = S(t) .. '-' .. S(redis.call('ZCOUNT', c.key, S(t), S(t)))
+    mem = S(t) .. '-' .. uid
     redis.call('ZADD', c.key, S(t), mem)
     expireIn(c.key, math.max(t, c.last) + c.x - now)
   end
@@ -217,5 +219,48 @@ redis.call('HSET', KEYS[1], 'u', S(u), 'l', S(l), 'g', S(g), 's', S(s), 'p', S(p
 expireIn(KEYS[1], thKeep(u, l, q, stale))
 if msg == 'p ' then redis.call('PUBLISH', ch, msg .. S(g) .. ' ' .. key)
 elseif msg then redis.call('PUBLISH', ch, msg .. S(pr) .. ' ' .. key) end
+return 0
+`)
+
+// departScript moves the booking a decision made at instant t (ARGV[1])
+// to t + L (ARGV[2], > 0), where its request actually left, as package
+// pace's Keyed does when it learns of a late departure: a token bucket's or
+// pacer's later units move back by L, a window counts the unit where it
+// left. ARGV[3] is the number of parts, then 3 per part: kind, x (as in
+// decideScript), member (a sliding log's; the part's new member is it with
+// the instant replaced). Bookings made after this one by then keep their
+// instants.
+var departScript = redis.NewScript(scriptHead + `
+local t, L, np = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local left = t + L
+for j = 1, np do
+  local b = 3 + (j - 1) * 3
+  local kind, x, mem, key = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), ARGV[b + 3], KEYS[1 + j]
+  if kind == 1 then
+    local v = redis.call('HMGET', key, 'a', 'b')
+    if v[1] then
+      local a = tonumber(v[1]) + L
+      redis.call('HSET', key, 'a', S(a), 'b', S(math.max(tonumber(v[2]) or 0, left)))
+      expireIn(key, a - now)
+    end
+  elseif kind == 2 then
+    local v = redis.call('HMGET', key, 'w', 'c')
+    local w, c = tonumber(v[1]) or -1, tonumber(v[2]) or 0
+    local w0, w1 = math.floor(t / x), math.floor(left / x)
+    if w1 > w0 then
+      if w0 == w then c = math.max(0, c - 1) end
+      if w1 > w then w, c = w1, 1 else c = c + 1 end
+      redis.call('HSET', key, 'w', S(w), 'c', S(c))
+      expireIn(key, (w + 1) * x - now)
+    end
+  else
+    if redis.call('ZREM', key, mem) == 1 then
+      local _, dash = string.find(mem, '-', 1, true)
+      redis.call('ZADD', key, S(left), S(left) .. string.sub(mem, dash))
+      local last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+      expireIn(key, last + x - now)
+    end
+  end
+end
 return 0
 `)

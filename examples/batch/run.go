@@ -14,6 +14,7 @@ import (
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/batch"
 	"github.com/pacehttp/pace/batch/progress"
+	"github.com/pacehttp/pace/examples/internal/demoapi"
 )
 
 // run is the program: it parses args, runs the batch and prints to stdout;
@@ -61,18 +62,18 @@ func errorLine(err error) string {
 func execute(ctx context.Context, cfg config, stdout io.Writer) (t tally, err error) {
 	tmpl := cfg.url
 	if tmpl == "" {
-		a, err := startAPI(cfg.rate, cfg.mismatch) // -mismatch: no RateLimit fields to pace from
+		a, err := demoapi.Start(cfg.rate, cfg.mismatch) // -mismatch: no RateLimit fields to pace from
 		if err != nil {
 			return t, err
 		}
 		defer func() {
-			if cerr := a.close(); cerr != nil && err == nil {
+			if cerr := a.Close(); cerr != nil && err == nil {
 				err = fmt.Errorf("stopping the local API: %w", cerr)
 			}
-			t.admitted, t.refused = a.admitted.Load(), a.refused.Load()
+			t.admitted, t.refused = a.Admitted(), a.Refused()
 		}()
 		t.local = true
-		tmpl = a.url + "/items/{i}"
+		tmpl = a.URL + "/items/{i}"
 	}
 	u, err := url.Parse(itemURL(tmpl, 0))
 	if err != nil {

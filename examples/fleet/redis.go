@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// errNoRedis means redis-server is not installed.
+var errNoRedis = errors.New("redis-server not found; install it with `apt-get install redis-server`, or pass -redis host:port")
+
+// findRedis finds redis-server in PATH or, since /usr/sbin is often
+// missing from a user's PATH, in the sbin directories; else errNoRedis.
+func findRedis() (string, error) {
+	if bin, err := exec.LookPath("redis-server"); err == nil {
+		return bin, nil
+	}
+	for _, p := range []string{"/usr/sbin/redis-server", "/usr/local/sbin/redis-server"} {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errNoRedis
+}
+
+// redisServer is a redis-server this program started.
+type redisServer struct {
+	addr   string
+	dir    string
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// startRedis starts redis-server on a free loopback port, with no
+// persistence, its files in a temporary directory, and waits until it
+// answers PING (5 s at most).
+func startRedis(ctx context.Context) (*redisServer, error) {
+	bin, err := findRedis()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir, err := os.MkdirTemp("", "fleet-redis-")
+	if err != nil {
+		return nil, err
+	}
+	s := &redisServer{addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, exited: make(chan struct{})}
+	s.cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--daemonize", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	if err := s.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	go func() { _ = s.cmd.Wait(); close(s.exited) }()
+	rdb := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1})
+	defer rdb.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		err := rdb.Ping(pctx).Err()
+		cancel()
+		if err == nil {
+			return s, nil
+		}
+		select {
+		case <-s.exited:
+			s.stop()
+			return nil, fmt.Errorf("redis-server exited at start; see its log in %s", dir)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			s.stop()
+			return nil, fmt.Errorf("redis-server on %s does not answer: %v", s.addr, err)
+		}
+	}
+}
+
+// stop stops the server by PID (SIGTERM, SIGKILL after 5 s) and removes its
+// directory.
+func (s *redisServer) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	os.RemoveAll(s.dir)
+}
