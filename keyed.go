@@ -100,6 +100,8 @@ type KeyedOptions struct {
 // forgetting an idle key cannot mint units either. Wait reads the monotonic
 // clock.
 type Keyed struct {
+	// alg, g and sweepEvery are read under any shard's lock (or the
+	// overflow's) and changed by SetLimitAt under all of them at once.
 	alg        algorithm // nil: no limit, pauses only
 	g          *gcra     // alg's GCRA core for token buckets and pacers, else nil
 	epoch      time.Time
@@ -186,6 +188,9 @@ func NewKeyed(l Limit, o KeyedOptions) (*Keyed, error) {
 
 // String describes the store, e.g. "keyed token bucket 10/1s burst 20".
 func (k *Keyed) String() string {
+	s := &k.shards[0] // SetLimitAt changes the limit under every shard's lock
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if k.alg == nil {
 		return "keyed no limit"
 	}
@@ -278,7 +283,7 @@ func (k *Keyed) allow1(now int64, key string) bool {
 // twice gives units back twice, so avoid it. Safe for concurrent use.
 func (k *Keyed) CancelAt(now time.Time, key string, r Reservation) {
 	at := sinceEpoch(k.epoch, now)
-	if r.n <= 0 || k.alg == nil || at > r.at {
+	if r.n <= 0 || at > r.at { // r.n > 0: booked under a limit, which a store never loses
 		return
 	}
 	s, h := k.locate(key)

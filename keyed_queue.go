@@ -87,12 +87,25 @@ func (e *entry) throttle(d int64, gen uint32, probe, halfOpen bool) {
 		}
 		return
 	}
+	st.giveBack(e.k.alg, e.c, e.now)
+	if e.c != nil && halfOpen {
+		e.k.alg.resume(e.c, st.th.until)
+	}
+	st.broadcast()
+}
+
+// giveBack gives back at now, latest first, the bookings of the requests
+// still waiting for their slot in c, a cell of alg (nil: no limit, only the
+// queue), and wakes them, so that they book again: after a pause, behind
+// the probe; after a limit change (Keyed.SetLimitAt), under the new limit.
+// A waiter that held the probe role gives it up with its booking.
+func (st *keyState) giveBack(alg algorithm, c *cell, now int64) {
 	i := len(st.pending)
 	for i > 0 && !st.pending[i-1].released {
 		i--
 		b := st.pending[i]
-		if e.c != nil {
-			e.k.alg.unbook(e.c, e.now, b.at, 1)
+		if c != nil {
+			alg.unbook(c, now, b.at, 1)
 		}
 		b.at = 0
 		if b.probe {
@@ -101,9 +114,6 @@ func (e *entry) throttle(d int64, gen uint32, probe, halfOpen bool) {
 		}
 	}
 	st.pending = st.pending[:i]
-	if e.c != nil && halfOpen {
-		e.k.alg.resume(e.c, st.th.until)
-	}
 	st.broadcast()
 }
 

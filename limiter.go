@@ -315,8 +315,8 @@ func decideCell(alg algorithm, c *cell, pause, now int64, n int, maxWait time.Du
 // guards its state; it is held only while deciding (a few nanoseconds),
 // never while waiting.
 type Shaper struct {
-	// Read-only after construction, and read before taking mu: kept on a
-	// cache line of their own so that readers do not contend with writers.
+	// alg and g are read and changed (SetLimitAt) under mu; epoch is
+	// read-only after construction.
 	alg   algorithm
 	epoch time.Time
 	g     *gcra // alg's GCRA core for token buckets and pacers, else nil
@@ -479,4 +479,8 @@ func (s *Shaper) Wait(ctx context.Context, n int) error {
 
 // String describes the Shaper's limit, as [Limit.String] does, e.g.
 // "token bucket 10/1s burst 20".
-func (s *Shaper) String() string { return s.alg.String() }
+func (s *Shaper) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.alg.String()
+}

@@ -1,0 +1,260 @@
+package pace
+
+import (
+	"math/bits"
+	"time"
+
+	"github.com/pacehttp/pace/internal/hostkey"
+)
+
+// A limit changed live ([Shaper.SetLimitAt], [Keyed.SetLimitAt],
+// [Transport.SetLimit]) keeps what was used under the old one: the new
+// limit starts with the units the old one had used at the instant of the
+// change already used (retune), so that neither forgets the other and the
+// two together never admit more than the larger of them would on its own.
+
+// retune returns, at now, a cell of to that has used what c, a cell of
+// from, had used then: the same state when it means the same under to
+// (keep: a token bucket's or pacer's backlog in the new interval, a
+// sliding log's instants, a window's counts under the same window length);
+// else what it had used, Limit − Remaining (booked at now, so that it
+// leaves the new window no earlier than it would have left the old; for a
+// token bucket or pacer, the units still to drain);
+// for [All] part by part when both have as many parts, else the most any
+// part had used, in every new part. A new window or bucket never counts
+// more than it can hold; the units beyond that (a queue) are carried only
+// into a token bucket or pacer, whose TAT holds them.
+func retune(from, to algorithm, c *cell, now int64) cell {
+	fm, fromAll := from.(*composite)
+	if tm, ok := to.(*composite); ok && fromAll && len(fm.list) == len(tm.list) {
+		nc := cell{x: &cellExt{parts: make([]cell, len(tm.list))}}
+		for i := range tm.list {
+			var pc cell
+			if c.x != nil && c.x.parts != nil {
+				pc = c.x.parts[i]
+			}
+			nc.x.parts[i] = retune(fm.list[i], tm.list[i], &pc, now)
+		}
+		return nc
+	}
+	if nc, ok := keep(from, to, c, now); ok {
+		return nc
+	}
+	return carry(to, usedUnits(from, c, now), now)
+}
+
+// keep returns c as a cell of to when its state means the same under to:
+// a token bucket or pacer's backlog (TAT − now) scaled from the old
+// interval to the new one, exact when they are equal; a sliding log's
+// instants, whatever the new N and Per; a fixed window's or sliding
+// estimate's counts when the window length is the same.
+func keep(from, to algorithm, c *cell, now int64) (cell, bool) {
+	if f, t := from.core(), to.core(); f != nil && t != nil {
+		backlog := max(c.a-now, 0)
+		hi, lo := bits.Mul64(uint64(backlog), uint64(t.i))
+		scaled := int64(maxSpan)
+		if hi < uint64(f.i) {
+			if q, _ := bits.Div64(hi, lo, uint64(f.i)); q < uint64(maxSpan) {
+				scaled = int64(q)
+			}
+		}
+		return cell{a: max(c.a, now) - backlog + scaled, b: c.b}, true
+	}
+	switch f := from.(type) {
+	case *slidingLog:
+		if _, ok := to.(*slidingLog); ok {
+			return *c, true
+		}
+	case *fixedWindow:
+		if t, ok := to.(*fixedWindow); ok && t.per == f.per {
+			return *c, true
+		}
+	case *slidingCounter:
+		if t, ok := to.(*slidingCounter); ok && t.per == f.per {
+			return *c, true
+		}
+	}
+	return cell{}, false
+}
+
+// usedUnits returns how many units of from c has used at now (see retune).
+func usedUnits(from algorithm, c *cell, now int64) int64 {
+	if m, ok := from.(*composite); ok {
+		used := int64(0)
+		for i, p := range m.list {
+			var pc cell
+			if c.x != nil && c.x.parts != nil {
+				pc = c.x.parts[i]
+			}
+			used = max(used, usedUnits(p, &pc, now))
+		}
+		return used
+	}
+	if g := from.core(); g != nil {
+		return ceilDiv(max(c.a-now, 0), g.i)
+	}
+	q := from.quota(c, now, now)
+	return int64(max(q.Limit-q.Remaining, 0))
+}
+
+// carry returns a cell of to that has used units at now.
+func carry(to algorithm, used, now int64) cell {
+	var nc cell
+	if used <= 0 {
+		return nc
+	}
+	if m, ok := to.(*composite); ok {
+		nc.x = &cellExt{parts: make([]cell, len(m.list))}
+		for i, p := range m.list {
+			nc.x.parts[i] = carry(p, used, now)
+		}
+		return nc
+	}
+	if g := to.core(); g != nil {
+		backlog, ok := mulCheck(used, g.i)
+		if !ok || backlog > maxSpan {
+			backlog = maxSpan
+		}
+		nc.a, nc.b = satAdd(now, backlog), now
+		return nc
+	}
+	to.book(&nc, now, now, int(min(used, int64(to.maxN()))))
+	return nc
+}
+
+// SetLimitAt changes the Shaper's limit to l at now, keeping what was used:
+// the new limit starts with the units the old one had used at now already
+// used (for a token bucket or pacer, the units still to drain, queued
+// reservations included, now spaced at the new interval; for a window, what
+// its current window counts), so that in no interval do the two together
+// admit more than the larger of them allows on its own (when one allows at
+// least as much as the other at every length of interval, as a faster rate
+// with a burst at least as large does); x/time/rate's SetLimitAt keeps its
+// tokens the same way. Reservations made before the change keep their
+// instants. It returns l's error for an invalid l and a [*ConfigError] for
+// the zero Limit, changing nothing. Safe for concurrent use.
+func (s *Shaper) SetLimitAt(now time.Time, l Limit) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	if l.alg == nil {
+		return configErr("Limit", "no limit", "a Shaper needs a non-zero Limit")
+	}
+	at := sinceEpoch(s.epoch, now)
+	s.mu.Lock()
+	at = max(at, s.seen)
+	s.c = retune(s.alg, l.alg, &s.c, at)
+	s.alg, s.g = l.alg, l.alg.core()
+	s.mu.Unlock()
+	return nil
+}
+
+// SetLimitAt changes, at now, the limit the store applies to every key to
+// l, keeping each key's state as [Shaper.SetLimitAt] does. Requests waiting
+// for a slot of the old limit give it back and book again under the new
+// one (as after a pause), so that a faster limit speeds them up and a
+// slower one holds them; requests already on their way keep their
+// instants, and pauses and probes are kept. The change takes every shard's
+// lock at once, for about as long as a sweep of the whole store takes (a
+// few milliseconds for 100,000 keys), so that no request is decided under
+// a mix of the two limits. It returns l's error for an invalid l and a
+// [*ConfigError] when l or the store's limit is the zero Limit (a store
+// without a limit holds pauses only), changing nothing. Safe for
+// concurrent use.
+func (k *Keyed) SetLimitAt(now time.Time, l Limit) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	at := sinceEpoch(k.epoch, now)
+	for i := range k.shards {
+		k.shards[i].mu.Lock()
+	}
+	k.over.mu.Lock()
+	defer func() {
+		k.over.mu.Unlock()
+		for i := range k.shards {
+			k.shards[i].mu.Unlock()
+		}
+	}()
+	if l.alg == nil || k.alg == nil {
+		return configErr("Limit", l, "SetLimitAt changes a limit; it cannot add one to a store without, or remove one")
+	}
+	from := k.alg
+	for i := range k.shards {
+		s := &k.shards[i]
+		s.retune(from, l.alg, max(at, s.last, s.seen))
+	}
+	o := &k.over
+	t := max(at, o.seen)
+	if o.st != nil {
+		o.st.giveBack(from, &o.c, t)
+	}
+	o.c = retune(from, l.alg, &o.c, t)
+	k.alg, k.g = l.alg, l.alg.core()
+	k.sweepEvery = max(l.alg.span(), minSweepEvery)
+	return nil
+}
+
+// retune moves every cell of s from the algorithm from to to at now (see
+// retune), first giving back the bookings of the requests still waiting
+// for their slot. s.mu must be held.
+func (s *shard) retune(from, to algorithm, now int64) {
+	for h, st := range s.keys {
+		if w, ok := s.cells[h]; ok {
+			x := s.exts[h]
+			s.tmp = cell{a: w.a, b: w.b, x: x}
+			st.giveBack(from, &s.tmp, now)
+			s.store(h, x)
+		} else {
+			st.giveBack(from, nil, now)
+		}
+	}
+	for h, w := range s.cells {
+		x := s.exts[h]
+		s.tmp = cell{a: w.a, b: w.b, x: x}
+		s.tmp = retune(from, to, &s.tmp, now)
+		s.store(h, x)
+	}
+	s.tmp = cell{}
+}
+
+// SetLimit changes, on a running Transport, the Limit of host's entry of
+// Limits ("*" for the default entry) to l, for every key under it, keeping
+// each key's state as [Keyed.SetLimitAt] does: no interval where the old
+// and the new limit together admit more than the larger. The host is
+// matched as Hosts keys are. It returns a [*ConfigError] naming the entry
+// when Limits has no entry for host with a non-zero Limit (SetLimit changes
+// limits; it adds and removes none), or when l is invalid or zero, changing
+// nothing, and the Transport's configuration error if it has one. A
+// Transport with its own Limiter has no Limits to change. Safe for
+// concurrent use with RoundTrip.
+func (t *Transport) SetLimit(host string, l Limit) error {
+	s, err := t.init()
+	if err != nil {
+		return err
+	}
+	var he *hostEntry
+	if s.hosts != nil {
+		if h := hostkey.Of(host, ""); h == DefaultHost {
+			he = s.hosts.def
+		} else {
+			he = s.hosts.byHost[h]
+		}
+	}
+	k, _ := limiterOf(he).(*Keyed)
+	if k == nil {
+		return configErr(hostField(host), host, "not in Limits with a limit; SetLimit changes limits, it adds none")
+	}
+	if err := k.SetLimitAt(time.Now(), l); err != nil {
+		return limitErr(hostField(host), err)
+	}
+	return nil
+}
+
+// limiterOf returns he's limiter, or nil.
+func limiterOf(he *hostEntry) Limiter {
+	if he == nil {
+		return nil
+	}
+	return he.lim
+}

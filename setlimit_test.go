@@ -1,0 +1,251 @@
+package pace
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// limitsForRetune are the limits the SetLimitAt tests change between.
+func limitsForRetune() map[string]Limit {
+	return map[string]Limit{
+		"token bucket": TokenBucket(PerSecond(10), 5),
+		"pacer":        LeakyBucket(PerSecond(10), LeakyOptions{Slack: 2, Queue: 4}),
+		"fixed window": FixedWindow(PerSecond(10)),
+		"sliding log":  SlidingLog(PerSecond(10)),
+		"sliding est.": SlidingCounter(PerSecond(10)),
+		"all":          All(TokenBucket(PerSecond(10), 5), SlidingLog(PerMinute(100))),
+	}
+}
+
+// TestShaperSetLimitSameLimitKeepsState: changing a Shaper's limit to the
+// same limit at random instants of a random schedule admits exactly what
+// the unchanged Shaper admits, for every algorithm: nothing of its state
+// is lost.
+func TestShaperSetLimitSameLimitKeepsState(t *testing.T) {
+	for name, l := range limitsForRetune() {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			a, err := NewShaper(l)
+			require.NoError(t, err)
+			b, err := NewShaper(l)
+			require.NoError(t, err)
+			start := time.Unix(1_700_000_000, 0)
+			nA, nB := 0, 0
+			for i := range 5000 {
+				now := start.Add(time.Duration(i) * 7 * time.Millisecond)
+				if rng.IntN(50) == 0 {
+					require.NoError(t, b.SetLimitAt(now, l))
+				}
+				okA, okB := a.AllowAt(now, 1), b.AllowAt(now, 1)
+				if okA {
+					nA++
+				}
+				if okB {
+					nB++
+				}
+				require.Equal(t, okA, okB, "step %d", i)
+			}
+			t.Logf("%s: %d admitted unchanged, %d with changes", name, nA, nB)
+		})
+	}
+}
+
+// TestShaperSetLimitNeverExceedsLarger drives a Shaper flat out through a
+// change from one limit to another at a random instant, both ways, and
+// checks in every interval of the schedule that the admissions do not
+// exceed what the larger limit allows on its own: C + ⌊L/i⌋ for token
+// buckets, N in any window of Per for sliding logs.
+func TestShaperSetLimitNeverExceedsLarger(t *testing.T) {
+	type pair struct {
+		small, large Limit
+		bound        func(span time.Duration) int // the larger's promise over a closed interval of span
+	}
+	pairs := map[string]pair{
+		"token bucket": {TokenBucket(PerSecond(10), 5), TokenBucket(PerSecond(20), 10),
+			func(span time.Duration) int { return 10 + int(span/(50*time.Millisecond)) }},
+		"sliding log": {SlidingLog(PerSecond(10)), SlidingLog(PerSecond(20)),
+			func(span time.Duration) int { return 20 * (1 + int(span/time.Second)) }},
+	}
+	for name, p := range pairs {
+		for _, dir := range []string{"up", "down"} {
+			t.Run(name+" "+dir, func(t *testing.T) {
+				first, second := p.small, p.large
+				if dir == "down" {
+					first, second = p.large, p.small
+				}
+				rng := rand.New(rand.NewPCG(3, 4))
+				for run := range 20 {
+					s, err := NewShaper(first)
+					require.NoError(t, err)
+					start := time.Unix(1_700_000_000, 0)
+					change := time.Duration(rng.IntN(3000)) * time.Millisecond
+					var admitted []time.Duration
+					for d := time.Duration(0); d < 5*time.Second; d += time.Millisecond {
+						if d == change {
+							require.NoError(t, s.SetLimitAt(start.Add(d), second))
+						}
+						if s.AllowAt(start.Add(d), 1) {
+							admitted = append(admitted, d)
+						}
+					}
+					for i := range admitted {
+						for j := i; j < len(admitted); j++ {
+							if n, span := j-i+1, admitted[j]-admitted[i]; n > p.bound(span) {
+								t.Fatalf("run %d, change at %v: %d admitted in [%v, %v], the larger allows %d",
+									run, change, n, admitted[i], admitted[j], p.bound(span))
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestShaperSetLimitCarriesUse: a change to another algorithm, or to a
+// window of another length, carries what was used, booked at the change.
+func TestShaperSetLimitCarriesUse(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	for _, tt := range []struct {
+		name     string
+		from, to Limit
+		used     int // units taken under from
+		wantFree int // units the new limit grants at the change
+	}{
+		{"fixed window to token bucket", FixedWindow(PerSecond(10)), TokenBucket(PerSecond(10), 10), 7, 3},
+		{"token bucket to sliding log", TokenBucket(PerSecond(10), 10), SlidingLog(PerSecond(10)), 10, 0},
+		{"fixed window of 1 s to 1 min", FixedWindow(PerSecond(10)), FixedWindow(PerMinute(20)), 10, 10},
+		{"all of two to one", All(TokenBucket(PerSecond(10), 5), SlidingLog(PerMinute(100))), SlidingLog(PerMinute(100)), 5, 95},
+		{"one to all of two", SlidingLog(PerMinute(100)), All(TokenBucket(PerSecond(10), 5), SlidingLog(PerMinute(100))), 50, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := NewShaper(tt.from)
+			require.NoError(t, err)
+			for range tt.used {
+				require.True(t, s.AllowAt(now, 1))
+			}
+			require.NoError(t, s.SetLimitAt(now, tt.to))
+			free := 0
+			for s.AllowAt(now, 1) {
+				free++
+			}
+			assert.Equal(t, tt.wantFree, free)
+		})
+	}
+}
+
+// TestShaperSetLimitRejectsBadLimit: an invalid or zero Limit is refused,
+// the Shaper unchanged.
+func TestShaperSetLimitRejectsBadLimit(t *testing.T) {
+	s, err := NewShaper(TokenBucket(PerSecond(1), 1))
+	require.NoError(t, err)
+	assert.ErrorIs(t, s.SetLimitAt(time.Now(), TokenBucket(PerSecond(0), 1)), ErrInvalidConfig)
+	assert.ErrorIs(t, s.SetLimitAt(time.Now(), Limit{}), ErrInvalidConfig)
+	assert.Equal(t, "token bucket 1/1s burst 1", s.String())
+}
+
+// TestKeyedSetLimitAtRebooksWaiters: requests queued behind a slow pacer
+// give their slots back on a change to a faster limit and leave at the new
+// pace, and the change keeps what each key used.
+func TestKeyedSetLimitAtRebooksWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k, err := NewKeyed(LeakyBucket(PerSecond(1), LeakyOptions{Queue: 10}), KeyedOptions{})
+		require.NoError(t, err)
+		ctx := context.Background()
+		start := time.Now()
+		p, err := k.Wait(ctx, "a", 0) // leaves at once; the next slot is 1 s away
+		require.NoError(t, err)
+		k.Settle(p, Outcome{Sent: true, Response: true})
+		var wg sync.WaitGroup
+		left := make(chan time.Duration, 5)
+		for range 5 {
+			wg.Go(func() {
+				p, err := k.Wait(ctx, "a", 0)
+				if assert.NoError(t, err) {
+					left <- time.Since(start)
+					k.Settle(p, Outcome{Sent: true, Response: true})
+				}
+			})
+		}
+		synctest.Wait() // all five booked at 1 s .. 5 s
+		require.NoError(t, k.SetLimitAt(time.Now(), LeakyBucket(PerSecond(10), LeakyOptions{Queue: 10})))
+		wg.Wait()
+		close(left)
+		var last time.Duration
+		for d := range left {
+			last = max(last, d)
+		}
+		// The first request's unit is carried: 100 ms, then 100 ms apart.
+		assert.Equal(t, 500*time.Millisecond, last)
+		assert.Equal(t, "keyed leaky bucket 10/1s queue 10", k.String())
+		assert.ErrorIs(t, k.SetLimitAt(time.Now(), Limit{}), ErrInvalidConfig)
+	})
+}
+
+// TestKeyedSetLimitAtConcurrent changes the limit while goroutines use the
+// store (go test -race finds any unguarded access).
+func TestKeyedSetLimitAtConcurrent(t *testing.T) {
+	k, err := NewKeyed(TokenBucket(PerSecond(1000), 10), KeyedOptions{})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := range 4 {
+		wg.Go(func() {
+			keys := []string{"a", "b", string(rune('c' + g))}
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k.Allow(keys[i%3])
+				_, _ = k.ReserveAt(time.Now(), keys[i%3], 1, time.Millisecond)
+			}
+		})
+	}
+	for i := range 200 {
+		l := TokenBucket(PerSecond(1000+i), 10)
+		if i%2 == 1 {
+			l = SlidingLog(PerSecond(500))
+		}
+		require.NoError(t, k.SetLimitAt(time.Now(), l))
+		_ = k.String()
+	}
+	close(stop)
+	wg.Wait()
+}
+
+// TestTransportSetLimit changes a host's limit on a running Transport:
+// the requests after the change are spaced by the new limit; an unlisted
+// host or a zero Limit is refused.
+func TestTransportSetLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &testhttp.Server{Handle: func(int, testhttp.Received) (*http.Response, error) {
+			return testhttp.Response(http.StatusOK), nil
+		}}
+		tr := &Transport{Base: srv, Limits: Hosts{"api.test": {Limit: LeakyBucket(PerSecond(1), LeakyOptions{})}}}
+		get := func() {
+			req, _ := http.NewRequest("GET", "http://api.test/", nil)
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		get()
+		get()
+		require.NoError(t, tr.SetLimit("API.test", LeakyBucket(PerSecond(10), LeakyOptions{})))
+		get()
+		get()
+		assert.Equal(t, []time.Duration{time.Second, 100 * time.Millisecond, 100 * time.Millisecond}, gaps(srv.Requests()))
+		assert.ErrorIs(t, tr.SetLimit("other.test", TokenBucket(PerSecond(1), 1)), ErrInvalidConfig)
+		assert.ErrorIs(t, tr.SetLimit("api.test", Limit{}), ErrInvalidConfig)
+	})
+}
