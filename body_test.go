@@ -99,11 +99,11 @@ func send(t *testing.T, tr http.RoundTripper, r *http.Request) {
 	drainAndClose(resp.Body, 0)
 }
 
-// TestPrepareBodyC06 is philippta/trip#1 at the body level: a POST of "hello
+// TestPrepareBodyOneShot is philippta/trip#1 at the body level: a POST of "hello
 // world" from a one-shot reader without GetBody reaches the server byte for
 // byte, with Content-Length 11, on both attempts; the caller's body is
 // closed and the caller's request is unchanged.
-func TestPrepareBodyC06(t *testing.T) {
+func TestPrepareBodyOneShot(t *testing.T) {
 	for _, declared := range []int64{11, 0, -1} { // declared length, unknown (0 and -1)
 		t.Run("ContentLength "+strconv.FormatInt(declared, 10), func(t *testing.T) {
 			srv := newRecordingServer(t)

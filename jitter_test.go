@@ -142,12 +142,12 @@ func TestFullJitterSpreads(t *testing.T) {
 	}
 }
 
-// TestBackoffC10 is carlescere/goback#5: base 100 ms, factor 2, cap 1 s, jitter off.
+// TestBackoffManyAttempts is carlescere/goback#5: base 100 ms, factor 2, cap 1 s, jitter off.
 // Every value for attempts 1..10,000 lies in [100ms, 1s], and from the 5th
 // on it is exactly 1 s. The closed form backoffDelay agrees with the
 // cenkalti schedule at every one of those attempts, including 63, 64 and
 // 1025, and gives 1 s at 2^31-1 and at the largest int.
-func TestBackoffC10(t *testing.T) {
+func TestBackoffManyAttempts(t *testing.T) {
 	const base, cap = 100 * time.Millisecond, time.Second
 	b := newBackOff(base, cap)
 	for attempt := 1; attempt <= 10_000; attempt++ {

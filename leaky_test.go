@@ -160,9 +160,9 @@ func TestLeakyBucketNginx(t *testing.T) {
 	}
 }
 
-// TestLeakyBucketC16 is thrasher-corp/gocryptotrader#2371 for the pacer: three slots reserved at T
+// TestLeakyBucketCancelInReverse is thrasher-corp/gocryptotrader#2371 for the pacer: three slots reserved at T
 // and cancelled latest first leave the pacer as it was.
-func TestLeakyBucketC16(t *testing.T) {
+func TestLeakyBucketCancelInReverse(t *testing.T) {
 	for _, n := range []int{60, 30, 100} {
 		t.Run(PerSecond(n).String(), func(t *testing.T) {
 			T := gcraAt(time.Minute)
@@ -221,11 +221,11 @@ func c18Check(t *testing.T, cycle, slack int, releases []time.Time) {
 	}
 }
 
-// TestLeakyBucketC18 is uber-go/ratelimit#106 with explicit time: pacer 10/s, one call,
+// TestLeakyBucketIdleThenLoop is uber-go/ratelimit#106 with explicit time: pacer 10/s, one call,
 // 3 s idle, then 30 calls in a tight loop (each made when the previous one
 // was released), twice, with slack 0 and 3. The first call after the idle
 // period is immediate. Also all 30 reserved at one instant.
-func TestLeakyBucketC18(t *testing.T) {
+func TestLeakyBucketIdleThenLoop(t *testing.T) {
 	for _, slack := range []int{0, 3} {
 		t.Run(fmt.Sprintf("slack %d", slack), func(t *testing.T) {
 			l := gcraLeaky(t, PerSecond(10), LeakyOptions{Slack: slack, Queue: 1})
@@ -259,9 +259,9 @@ func TestLeakyBucketC18(t *testing.T) {
 	}
 }
 
-// TestLeakyBucketC18Wait is uber-go/ratelimit#106 through the blocking Wait on the fake
+// TestLeakyBucketIdleThenLoopWait is uber-go/ratelimit#106 through the blocking Wait on the fake
 // clock of a synctest bubble.
-func TestLeakyBucketC18Wait(t *testing.T) {
+func TestLeakyBucketIdleThenLoopWait(t *testing.T) {
 	for _, slack := range []int{0, 3} {
 		t.Run(fmt.Sprintf("slack %d", slack), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -65,8 +65,8 @@ func DefaultRetryStatuses() []int {
 //     RFC 9110 §9.2.2 (GET, HEAD, OPTIONS, TRACE, PUT, DELETE), or any
 //     method carrying the idempotency header, or any method when
 //     RetryNonIdempotent is set. A POST without a key is not retried after
-//     a transport error, because the server may have processed it (case
-//     C13). The exception is an error that proves nothing was sent (the
+//     a transport error, because the server may have processed it
+//     (digitalocean/netbox-ip-controller#14). The exception is an error that proves nothing was sent (the
 //     connection was refused or never dialled): that is retried for every
 //     method.
 //   - A server hint wins over all of the above: an error response (4xx,

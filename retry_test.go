@@ -34,10 +34,10 @@ func newReq(t *testing.T, method string, kv ...string) *http.Request {
 	return req
 }
 
-// TestDefaultRetryStatusesC12 checks every status code from 100 to 599
+// TestDefaultRetryStatusesEveryCode checks every status code from 100 to 599
 // against the default policy for a GET: exactly DefaultRetryStatuses are
 // retried, and never the permanent ones (aws/aws-sdk-go#1819).
-func TestDefaultRetryStatusesC12(t *testing.T) {
+func TestDefaultRetryStatusesEveryCode(t *testing.T) {
 	var p RetryPolicy
 	req := newReq(t, http.MethodGet)
 	defaults := DefaultRetryStatuses()
@@ -212,8 +212,8 @@ func TestNetHTTPErrorClass(t *testing.T) {
 	}
 }
 
-// TestCheckErrorMethods applies the method rule to transport errors (case
-// C13): a reset after sending is retried for GET and PUT, and for POST only
+// TestCheckErrorMethods applies the method rule to transport errors
+// (digitalocean/netbox-ip-controller#14): a reset after sending is retried for GET and PUT, and for POST only
 // with a key or the opt-in; an error proving nothing was sent is retried
 // for every method.
 func TestCheckErrorMethods(t *testing.T) {
@@ -343,12 +343,12 @@ func TestClassifyRealErrors(t *testing.T) {
 	})
 }
 
-// TestC13ServerDropsAfterReadingPOST is digitalocean/netbox-ip-controller#14 at the decision level: a
+// TestServerDropsAfterReadingPOST is digitalocean/netbox-ip-controller#14 at the decision level: a
 // raw TCP server reads the whole request, then resets the connection
 // without replying. The POST's error is not retried (it may have been
 // processed); the same failure is retried for PUT and GET, and for a POST
 // with an Idempotency-Key or the opt-in.
-func TestC13ServerDropsAfterReadingPOST(t *testing.T) {
+func TestServerDropsAfterReadingPOST(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// c01Now is the client's clock in hashicorp/go-retryablehttp#144: 30 s before the instant
+// rfcNow is the client's clock in hashicorp/go-retryablehttp#144: 30 s before the instant
 // "Sun, 06 Nov 1994 08:49:37 GMT" that the examples of RFC 9110 §5.6.7 use.
-var c01Now = time.Date(1994, 11, 6, 8, 49, 7, 0, time.UTC)
+var rfcNow = time.Date(1994, 11, 6, 8, 49, 7, 0, time.UTC)
 
 // TestRetryAfter checks the exported entry point on one case of each rule:
 // every header it reads, the status rule of the reset headers, Date
@@ -68,13 +68,13 @@ func TestParseRetryAfter(t *testing.T) {
 		{"delay-seconds", "120", 120 * time.Second, true},
 		{"leading zeros", "007", 7 * time.Second, true},
 		{"OWS trimmed", " \t5\t ", 5 * time.Second, true},
-		// C05: delay-seconds is 1*DIGIT, so these fall back to backoff.
-		{"C05 negative", "-1", 0, false},
+		// delay-seconds is 1*DIGIT, so these fall back to backoff.
+		{"negative", "-1", 0, false},
 		{"fraction (Shopify)", "2.0", 2 * time.Second, true},
 		{"fraction rounded up", "1.0000000001", time.Second + 1, true},
 		{"empty fraction", "1.", 0, false},
 		{"fraction only", ".5", 0, false},
-		{"C05 garbage", "soon", 0, false},
+		{"garbage", "soon", 0, false},
 		{"plus sign", "+5", 0, false},
 		{"unit", "5s", 0, false},
 		{"empty", "", 0, false},
@@ -86,13 +86,13 @@ func TestParseRetryAfter(t *testing.T) {
 		{"no-break space is not OWS", "\u00a05", 0, false},
 		{"hex", "0x10", 0, false},
 		{"fullwidth digit", "５", 0, false},
-		// C01: the three HTTP-date forms RFC 9110 §5.6.7 requires, each 30 s ahead.
-		{"C01 IMF-fixdate", "Sun, 06 Nov 1994 08:49:37 GMT", 30 * time.Second, true},
-		{"C01 RFC 850", "Sunday, 06-Nov-94 08:49:37 GMT", 30 * time.Second, true},
-		{"C01 asctime", "Sun Nov  6 08:49:37 1994", 30 * time.Second, true},
+		// hashicorp/go-retryablehttp#144: the three HTTP-date forms RFC 9110 §5.6.7 requires, each 30 s ahead.
+		{"IMF-fixdate", "Sun, 06 Nov 1994 08:49:37 GMT", 30 * time.Second, true},
+		{"RFC 850", "Sunday, 06-Nov-94 08:49:37 GMT", 30 * time.Second, true},
+		{"asctime", "Sun Nov  6 08:49:37 1994", 30 * time.Second, true},
 		{"date at now", "Sun, 06 Nov 1994 08:49:07 GMT", 0, true},
-		// C05: a date in the past means retry now.
-		{"C05 past date", "Sun, 06 Nov 1994 08:48:07 GMT", 0, true},
+		// a date in the past means retry now.
+		{"past date", "Sun, 06 Nov 1994 08:48:07 GMT", 0, true},
 		{"far past date", "Thu, 01 Jan 1970 00:00:00 GMT", 0, true},
 		{"RFC 850 with another zone", "Sunday, 06-Nov-94 08:49:37 PST", 0, false},
 		{"IMF with another zone", "Sun, 06 Nov 1994 08:49:37 UTC", 0, false},
@@ -107,7 +107,7 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := parseRetryAfter(tt.v, c01Now)
+			got, ok := parseRetryAfter(tt.v, rfcNow)
 			if got != tt.want || ok != tt.wantOK {
 				t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tt.v, got, ok, tt.want, tt.wantOK)
 			}
@@ -143,10 +143,10 @@ func TestRFC850TwoDigitYear(t *testing.T) {
 
 // TestParseRetryAfterAboveCap checks that a delay too large to represent
 // lands above the default cap instead of wrapping to a short or negative wait
-// (C03, hashicorp/go-retryablehttp #247).
+// (hashicorp/go-retryablehttp#247).
 func TestParseRetryAfterAboveCap(t *testing.T) {
 	for _, v := range []string{"3600", "99999999999999999999", strconv.FormatUint(math.MaxUint64, 10)} {
-		d, ok := parseRetryAfter(v, c01Now)
+		d, ok := parseRetryAfter(v, rfcNow)
 		if !ok || d <= DefaultMaxRetryAfter {
 			t.Errorf("parseRetryAfter(%q) = %v, %v; want ok and above the cap %v", v, d, ok, DefaultMaxRetryAfter)
 		}
@@ -154,7 +154,7 @@ func TestParseRetryAfterAboveCap(t *testing.T) {
 }
 
 func TestDateDelay(t *testing.T) {
-	now := c01Now
+	now := rfcNow
 	target := now.Add(30 * time.Second)
 	tests := []struct {
 		name       string
@@ -362,14 +362,14 @@ func TestServerDelay(t *testing.T) {
 		{"nil response", nil, 0, "", false},
 		{"no headers", response(429), 0, "", false},
 		{"429 delay-seconds", response(429, "Retry-After", "3"), 3 * time.Second, "Retry-After", true},
-		{"C02 503 delay-seconds", response(503, "Retry-After", "7"), 7 * time.Second, "Retry-After", true},
+		{"503 delay-seconds", response(503, "Retry-After", "7"), 7 * time.Second, "Retry-After", true},
 		{"any status carries it", response(301, "Retry-After", "2"), 2 * time.Second, "Retry-After", true},
-		{"C05 -1 ignored", response(429, "Retry-After", "-1"), 0, "", false},
+		{"-1 ignored", response(429, "Retry-After", "-1"), 0, "", false},
 		{"fractional Retry-After (Shopify)", response(429, "Retry-After", "1.5"), 1500 * time.Millisecond, "Retry-After", true},
 		{"Retry-After 1. ignored", response(429, "Retry-After", "1."), 0, "", false},
-		{"C05 soon ignored", response(429, "Retry-After", "soon"), 0, "", false},
-		{"C05 past date", response(429, "Retry-After", httpDate(-60*time.Second)), 0, "Retry-After", true},
-		{"C01 date 30s after Date", response(429, "Date", httpDate(0), "Retry-After", httpDate(30*time.Second)), 30 * time.Second, "Retry-After", true},
+		{"soon ignored", response(429, "Retry-After", "soon"), 0, "", false},
+		{"past date", response(429, "Retry-After", httpDate(-60*time.Second)), 0, "Retry-After", true},
+		{"date 30s after Date", response(429, "Date", httpDate(0), "Retry-After", httpDate(30*time.Second)), 30 * time.Second, "Retry-After", true},
 		{"date measured from a lagging server Date", response(429, "Date", httpDate(-10*time.Second), "Retry-After", httpDate(20*time.Second)), 30 * time.Second, "Retry-After", true},
 		{"malformed Date ignored", response(429, "Date", "yesterday", "Retry-After", httpDate(30*time.Second)), 30 * time.Second, "Retry-After", true},
 		{"delay-seconds ignores Date", response(429, "Date", httpDate(-10*time.Second), "Retry-After", "5"), 5 * time.Second, "Retry-After", true},
@@ -407,17 +407,17 @@ func TestServerDelay(t *testing.T) {
 	}
 }
 
-// TestServerDelayC01 is hashicorp/go-retryablehttp#144 at the level of the parser: a 429 whose
+// TestServerDelayDateForms is hashicorp/go-retryablehttp#144 at the level of the parser: a 429 whose
 // Retry-After is an HTTP-date exactly 30 s after its Date header, in each
 // of the three forms, with the clocks in agreement, asks for exactly 30 s.
-func TestServerDelayC01(t *testing.T) {
-	date := "Sun, 06 Nov 1994 08:49:07 GMT" // = c01Now
+func TestServerDelayDateForms(t *testing.T) {
+	date := "Sun, 06 Nov 1994 08:49:07 GMT" // = rfcNow
 	for _, form := range []string{
 		"Sun, 06 Nov 1994 08:49:37 GMT",  // IMF-fixdate
 		"Sunday, 06-Nov-94 08:49:37 GMT", // RFC 850
 		"Sun Nov  6 08:49:37 1994",       // asctime
 	} {
-		d, src, ok := serverDelay(response(429, "Date", date, "Retry-After", form), c01Now)
+		d, src, ok := serverDelay(response(429, "Date", date, "Retry-After", form), rfcNow)
 		if d != 30*time.Second || src != hdrRetryAfter || !ok {
 			t.Errorf("serverDelay(Retry-After: %q) = %v, %q, %v; want 30s, %q, true", form, d, src, ok, hdrRetryAfter)
 		}
@@ -442,7 +442,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 	f.Add("Sun, 06 Nov 1994 08:49:08 GMT", "Thu, 01 Jan 1970 00:00:00 GMT", int64(0))                    // Date from 1970
 	f.Add("Sun Nov  6 08:49:37 1994", "Sun, 06 Nov 1994 08:49:05 GMT", int64(999_999_999))
 	f.Fuzz(func(t *testing.T, v, date string, frac int64) {
-		now := c01Now.Add(time.Duration(uint64(frac) % uint64(time.Second)))
+		now := rfcNow.Add(time.Duration(uint64(frac) % uint64(time.Second)))
 		serverDate, _ := parseHTTPDate(trimOWS(date), now)
 		d0, ok0 := parseRetryAfterAt(v, now, time.Time{})
 		d, ok := parseRetryAfterAt(v, now, serverDate)
@@ -468,7 +468,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 // ignored when it is more than a day off.
 func FuzzDateDelay(f *testing.F) {
 	s := func(d time.Duration) int64 { return int64(d) }
-	now := c01Now.UnixNano()
+	now := rfcNow.UnixNano()
 	f.Add(now+s(30*time.Second), now+s(300*time.Millisecond), now)
 	f.Add(now+s(30*time.Second), now, now-s(10*time.Second))
 	f.Add(now+s(time.Second), now, int64(0)) // Date from 1970
@@ -508,18 +508,18 @@ func FuzzServerDelay(f *testing.F) {
 			"X-RateLimit-Reset", reset, "X-RateLimit-Remaining", remaining,
 			"RateLimit-Reset", reset, "RateLimit-Remaining", remaining,
 			"RateLimit", ratelimit, "RateLimit-Policy", policy)
-		d, src, ok := serverDelay(resp, c01Now)
+		d, src, ok := serverDelay(resp, rfcNow)
 		if d < 0 || (!ok && (d != 0 || src != "")) || (ok && src == "") {
 			t.Errorf("serverDelay = %v, %q, %v; want d >= 0, and 0 and no source when !ok", d, src, ok)
 		}
 		// The Date never decides which header is used, never shortens the
 		// delay, and is ignored when it is more than a day off.
 		resp.Header.Del("Date")
-		d0, src0, ok0 := serverDelay(resp, c01Now)
+		d0, src0, ok0 := serverDelay(resp, rfcNow)
 		if src != src0 || ok != ok0 || d < d0 {
 			t.Errorf("serverDelay = %v, %q, %v; without Date %v, %q, %v; want the same source and no shorter delay", d, src, ok, d0, src0, ok0)
 		}
-		if sd, _ := parseHTTPDate(trimOWS(date), c01Now); (sd.IsZero() || c01Now.Sub(sd) > 24*time.Hour || sd.Sub(c01Now) > 24*time.Hour) && d != d0 {
+		if sd, _ := parseHTTPDate(trimOWS(date), rfcNow); (sd.IsZero() || rfcNow.Sub(sd) > 24*time.Hour || sd.Sub(rfcNow) > 24*time.Hour) && d != d0 {
 			t.Errorf("serverDelay with Date %q = %v, want %v as without it", date, d, d0)
 		}
 		// A reset value of 1e14 or more (an epoch in µs or ns) is never used.
@@ -552,7 +552,7 @@ func BenchmarkServerDelayRetryAfterDate(b *testing.B) {
 	resp := response(429, "Date", "Sun, 06 Nov 1994 08:49:07 GMT", "Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT")
 	b.ReportAllocs()
 	for b.Loop() {
-		serverDelay(resp, c01Now)
+		serverDelay(resp, rfcNow)
 	}
 }
 

@@ -3,6 +3,7 @@ package pace
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,4 +96,35 @@ func TestShaperWait(t *testing.T) {
 	var we *WaitError
 	require.ErrorAs(t, err, &we)
 	assert.True(t, errors.Is(err, context.Canceled))
+}
+
+// TestShaperAllowConcurrent: a sliding-log Shaper's Allow from many
+// goroutines never refuses
+// while the limit has room, whatever order their clock readings reach the
+// lock in.
+func TestShaperAllowConcurrent(t *testing.T) {
+	l, err := NewShaper(SlidingLog(Rate{N: 1 << 20, Per: time.Hour}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	refused := 0
+	for range 8 {
+		wg.Go(func() {
+			n := 0
+			for range 2000 {
+				if !l.Allow() {
+					n++
+				}
+			}
+			mu.Lock()
+			refused += n
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if refused != 0 {
+		t.Fatalf("%d of 16000 calls refused with room for %d", refused, 1<<20)
+	}
 }

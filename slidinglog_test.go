@@ -84,7 +84,7 @@ func TestSlidingLogExact(t *testing.T) {
 }
 
 // TestSlidingLogCancel: cancelling reservations in reverse order restores
-// the log exactly (C16 for the log: nothing lost, nothing extra).
+// the log exactly (thrasher-corp/gocryptotrader#2371 for the log: nothing lost, nothing extra).
 func TestSlidingLogCancel(t *testing.T) {
 	for _, n := range []int{1, 2, 60} {
 		l, err := NewShaper(SlidingLog(Rate{N: n, Per: time.Second}))

@@ -92,10 +92,10 @@ func TestTokenBucketReserveAt(t *testing.T) {
 	}
 }
 
-// TestTokenBucketC16 is thrasher-corp/gocryptotrader#2371: reserving three tokens at T with burst 1
+// TestTokenBucketCancelInReverse is thrasher-corp/gocryptotrader#2371: reserving three tokens at T with burst 1
 // and cancelling them, latest first, gives the bucket back exactly, so one
 // token is available at T again (x/time/rate left -6e-8 tokens at 60/s).
-func TestTokenBucketC16(t *testing.T) {
+func TestTokenBucketCancelInReverse(t *testing.T) {
 	for _, n := range []int{60, 30, 100} {
 		t.Run(PerSecond(n).String(), func(t *testing.T) {
 			T := gcraAt(time.Minute)
@@ -136,10 +136,10 @@ func TestTokenBucketC16(t *testing.T) {
 	}
 }
 
-// TestTokenBucketC22 is xanzy/go-gitlab#1837: burst 0 is a construction error naming
+// TestTokenBucketBurstZero is xanzy/go-gitlab#1837: burst 0 is a construction error naming
 // Burst, never a bucket that refuses or admits everything; burst 1 at 2/s
 // releases 10 sequential Waits at 0, 0.5s, …, 4.5s.
-func TestTokenBucketC22(t *testing.T) {
+func TestTokenBucketBurstZero(t *testing.T) {
 	b, err := NewShaper(TokenBucket(PerSecond(2), 0))
 	var ce *ConfigError
 	if b != nil || !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != "Burst" {

@@ -74,13 +74,13 @@ func maxInWindow(times []time.Time, d time.Duration) int {
 	return most
 }
 
-// TestCaseC25QuotaExhausted is GSA/sam_api#51: a 300-item
+// TestQuotaExhausted is GSA/sam_api#51: a 300-item
 // batch with a ceiling of 5/s (burst 5) against a server that allows 100
 // requests per rolling 60 s and then answers 429 without Retry-After. The
 // batch must stop sending new items after the first 429 and send at most one
 // probe per pause; at most 10 429s in all (a naive loop gets about 200);
 // every item succeeds exactly once; never more than 5 sends in any 1 s.
-func TestCaseC25QuotaExhausted(t *testing.T) {
+func TestQuotaExhausted(t *testing.T) {
 	for _, latency := range []time.Duration{0, 50 * time.Millisecond, 300 * time.Millisecond} {
 		t.Run(latency.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

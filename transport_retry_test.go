@@ -56,11 +56,11 @@ var httpDateForms = []struct{ name, layout string }{
 	{"asctime", time.ANSIC},
 }
 
-// TestCaseC01RetryAfterDateForms: a 429 whose Retry-After is an HTTP-date
+// TestTransportRetryAfterDateForms is hashicorp/go-retryablehttp#144: a 429 whose Retry-After is an HTTP-date
 // 30 s after the response's Date, in each of the three forms RFC 9110
 // §5.6.7 requires recipients to accept. The retry reaches the server at the
 // named instant, never before, and no more than 1 s after; 2 requests.
-func TestCaseC01RetryAfterDateForms(t *testing.T) {
+func TestTransportRetryAfterDateForms(t *testing.T) {
 	for _, f := range httpDateForms {
 		t.Run(f.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -91,9 +91,9 @@ func TestCaseC01RetryAfterDateForms(t *testing.T) {
 	}
 }
 
-// TestCaseC02RetryAfterOn503: Retry-After on a 503 is honoured: the retry
+// TestTransportRetryAfterOn503: Retry-After on a 503 is honoured: the retry
 // comes 7 s after the 503, not after the 1 s base backoff; 2 requests.
-func TestCaseC02RetryAfterOn503(t *testing.T) {
+func TestTransportRetryAfterOn503(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &testhttp.Server{Steps: []testhttp.Step{
 			testhttp.Status(http.StatusServiceUnavailable, "Retry-After", "7"),
@@ -109,12 +109,12 @@ func TestCaseC02RetryAfterOn503(t *testing.T) {
 	})
 }
 
-// TestCaseC03RetryAfterAboveCap: a server that always answers 429 with
+// TestTransportRetryAfterAboveCap is hashicorp/go-retryablehttp#247: a server that always answers 429 with
 // Retry-After: 3600, against a cap of 10 s and RetryMax 3: one request, the
 // 429 back at once with its hint readable, the observer told why, and the
 // key paused for the cap, not the hour, so that the next call waits 10 s
 // and is sent.
-func TestCaseC03RetryAfterAboveCap(t *testing.T) {
+func TestTransportRetryAfterAboveCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusTooManyRequests, "Retry-After", "3600")}}
 		var giveUp Event
@@ -153,10 +153,10 @@ func TestCaseC03RetryAfterAboveCap(t *testing.T) {
 	})
 }
 
-// TestCaseC06BodyReplayed: a one-shot body (no GetBody) is sent again
+// TestTransportOneShotBodyReplayed is philippta/trip#1: a one-shot body (no GetBody) is sent again
 // byte for byte, with its Content-Length, when the method allows a retry;
 // a body above the buffer limit is sent once, whole, and the 503 returned.
-func TestCaseC06BodyReplayed(t *testing.T) {
+func TestTransportOneShotBodyReplayed(t *testing.T) {
 	tests := []struct {
 		name, method, idemKey string
 		maxBuffered           int64
@@ -198,9 +198,9 @@ func TestCaseC06BodyReplayed(t *testing.T) {
 	}
 }
 
-// TestCaseC12PermanentServerErrors: 501, 505, 506, 510 and 511 are final:
+// TestTransportPermanentServerErrors (aws/aws-sdk-go#1819): 501, 505, 506, 510 and 511 are final:
 // one request, returned with no added wait.
-func TestCaseC12PermanentServerErrors(t *testing.T) {
+func TestTransportPermanentServerErrors(t *testing.T) {
 	for _, code := range []int{501, 505, 506, 510, 511} {
 		t.Run(http.StatusText(code), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -218,11 +218,11 @@ func TestCaseC12PermanentServerErrors(t *testing.T) {
 	}
 }
 
-// TestCaseC13PostNotReplayed: a raw TCP server reads the whole request,
+// TestTransportPostNotReplayed is digitalocean/netbox-ip-controller#14: a raw TCP server reads the whole request,
 // records it, and resets the connection without answering. A POST without
 // Idempotency-Key is sent once and the caller gets the transport error;
 // PUT, GET and a POST with Idempotency-Key are retried.
-func TestCaseC13PostNotReplayed(t *testing.T) {
+func TestTransportPostNotReplayed(t *testing.T) {
 	tests := []struct {
 		method, idemKey string
 		wantRecorded    int
@@ -327,7 +327,7 @@ func (s *resetServer) recorded() []string {
 	return append([]string(nil), s.got...)
 }
 
-// TestCaseC15GoawayReplaysBody: a TLS HTTP/2 server whose first connection,
+// TestTransportGoawayReplaysBody: a TLS HTTP/2 server whose first connection,
 // built on the frame layer, reads a POST's HEADERS and DATA frames and then
 // sends GOAWAY(last-stream-id 0, NO_ERROR) and closes. The request, whose
 // body is a one-shot reader, must reach the real handler over connection 2
@@ -335,7 +335,7 @@ func (s *resetServer) recorded() []string {
 // GetBody that net/http's HTTP/2 client uses to replay the unprocessed
 // stream. When the body is too large to buffer, the caller gets an error
 // and the handler sees nothing: never an empty body.
-func TestCaseC15GoawayReplaysBody(t *testing.T) {
+func TestTransportGoawayReplaysBody(t *testing.T) {
 	tests := []struct {
 		name        string
 		maxBuffered int64
@@ -477,7 +477,7 @@ func (l *goawayListener) goaway(c net.Conn) {
 	}
 }
 
-// TestCaseC20OneThrottlePausesTheHost: a host paced at 10/s, 10 workers
+// TestTransportOneThrottlePausesTheHost: a host paced at 10/s, 10 workers
 // sharing 50 requests; the server answers 429 to every request in the 2 s
 // after its first one, then 200. After the first 429 reaches the client at
 // t0, no request leaves until the key's pause P is over: P is
@@ -486,7 +486,7 @@ func (l *goawayListener) goaway(c net.Conn) {
 // paced by the host's 10/s limit, after the server's 2 s of 429s: each run
 // meets exactly 1 429. All 50 requests end in 200, and no 1 s window holds
 // more than 10 sends, retries included.
-func TestCaseC20OneThrottlePausesTheHost(t *testing.T) {
+func TestTransportOneThrottlePausesTheHost(t *testing.T) {
 	tests := []struct {
 		name       string
 		retryAfter string
@@ -571,11 +571,11 @@ func TestCaseC20OneThrottlePausesTheHost(t *testing.T) {
 	}
 }
 
-// TestCaseC05InvalidRetryAfter: a Retry-After that is negative, decimal or
+// TestTransportInvalidRetryAfter: a Retry-After that is negative, decimal or
 // garbage is ignored and the fallback backoff (2 s, jitter off) applies; a
 // date in the past means retry now. No panic, no error: each run ends in 200
 // after 2 requests.
-func TestCaseC05InvalidRetryAfter(t *testing.T) {
+func TestTransportInvalidRetryAfter(t *testing.T) {
 	tests := []struct {
 		name    string
 		value   func(now time.Time) string
@@ -611,11 +611,11 @@ func TestCaseC05InvalidRetryAfter(t *testing.T) {
 	}
 }
 
-// TestCaseC08CancelDuringBackoff: the server always answers 503, the
+// TestTransportCancelDuringBackoff: the server always answers 503, the
 // backoff is 5 s, and the caller cancels 200 ms after the first response.
 // The call returns context.Canceled at the cancel, after 1 request, and
 // leaves no goroutine behind (the bubble would not end otherwise).
-func TestCaseC08CancelDuringBackoff(t *testing.T) {
+func TestTransportCancelDuringBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusServiceUnavailable)}}
 		tr := &Transport{Base: srv, MaxAttempts: 4, NewBackOff: constBackOff(5 * time.Second), Jitter: NoJitter}
@@ -633,11 +633,11 @@ func TestCaseC08CancelDuringBackoff(t *testing.T) {
 	})
 }
 
-// TestCaseC10BackoffAfterManyAttempts: the schedule itself (base 100 ms, ×2,
-// cap 1 s, attempts up to 2^31−1) is TestBackoffC10 (carlescere/goback#5) in
+// TestTransportBackoffAfterManyAttempts is carlescere/goback#5: the schedule itself (base 100 ms, ×2,
+// cap 1 s, attempts up to 2^31−1) is TestBackoffManyAttempts in
 // jitter_test.go. Here the Transport runs 200 attempts on it: every wait is
 // within [100 ms, 1 s], exactly 1 s from the 5th on, never 0 or negative.
-func TestCaseC10BackoffAfterManyAttempts(t *testing.T) {
+func TestTransportBackoffAfterManyAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusBadGateway)}}
 		tr := &Transport{
