@@ -10,7 +10,10 @@
 // with a delay, pauses the whole key: for the delay the server asked for
 // (Retry-After, retry-after-ms, the reset headers; see [RetryAfter]), or,
 // after a 429 that names none, for [DefaultThrottlePause], doubling with each
-// consecutive one; never longer than MaxRetryAfter, never shorter than
+// consecutive one (a throttle of a request sent after the key's latest
+// pause began, with no other answer between: the requests already in
+// flight when the first 429 came count once); never longer than
+// MaxRetryAfter, never shorter than
 // [MinThrottlePause]. When the pause ends, one request of the key goes first
 // as a probe, and the others follow only once its answer is not another
 // throttle; a throttled answer counts as an attempt of each of them. A

@@ -7,9 +7,17 @@ import (
 )
 
 // SlidingLog returns a sliding-window-log Limit: never more than r.N units
-// booked in any half-open window [t, t+r.Per), wherever t falls. It mirrors
-// servers that count requests over a trailing window ("100 in any rolling
-// minute") and is the strictest reading of "N per period".
+// booked in any half-open window [t, t+r.Per), wherever t falls, counted
+// exactly (one entry per unit, no estimate). What it counts is the instants
+// it books: the instant a call is admitted (AllowAt, ReserveAt's slot), and
+// in the [Transport] the instant the request was written to the wire, since
+// a request that leaves late has its entry moved to its departure; a
+// refused or cancelled call is not counted. So "exact" is about pace's own
+// departures: a server that counts arrivals sees them later by the network
+// time, which varies, and a server that also counts refused requests
+// (HAProxy's sc_http_req_rate) counts more. It mirrors servers that count
+// requests over a trailing window ("100 in any rolling minute") and is the
+// strictest reading of "N per period".
 //
 // It remembers the instant of every unit booked in the last r.Per, plus
 // every unit reserved for later: 8 bytes per unit, up to 8·r.N bytes per key

@@ -164,7 +164,9 @@ type Transport struct {
 	// or DefaultThrottleBackoffInitial (1s) after a 503 without a delay, and
 	// doubles up to DefaultBackoffMax (20s); a 429 without a delay pauses its
 	// whole key for DefaultThrottlePause (5s), doubling with each
-	// consecutive one; all of these are capped at MaxRetryAfter. A schedule
+	// consecutive one (a throttle of a request sent after the key's latest
+	// pause began, with no other answer in between); all of these are
+	// capped at MaxRetryAfter. A schedule
 	// from NewBackOff is reset before use, its waits are jittered and kept
 	// within (0, MaxRetryAfter], and backoff.Stop (or a nil schedule) ends
 	// the retries. NewBackOff is called from the goroutines of concurrent

@@ -174,7 +174,13 @@ func (pr *Printer) line(p batch.Progress, now time.Time) string {
 		done, p.Items, pct, p.Succeeded, p.Failed, p.Throttled, p.Elapsed.Round(100*time.Millisecond))
 	switch {
 	case p.Paused:
-		fmt.Fprintf(&b, "; throttled, paused for %v", p.Until.Sub(now).Round(100*time.Millisecond))
+		// The pause may have ended by the time the line is printed (the
+		// update raced with its end): never a negative pause.
+		if left := p.Until.Sub(now).Round(100 * time.Millisecond); left > 0 {
+			fmt.Fprintf(&b, "; throttled, paused for %v", left)
+		} else {
+			b.WriteString("; throttled, resuming")
+		}
 	case p.Index < 0:
 		b.WriteString("; resumed")
 	}

@@ -147,3 +147,25 @@ func TestFinishOnly(t *testing.T) {
 		t.Errorf("Finish = %q, want %q", got, want)
 	}
 }
+
+// TestLinePauseNeverNegative: a pause that has ended by the time its line
+// is printed (Until in the past) is shown as resuming, never as a negative
+// pause; one still running shows what is left.
+func TestLinePauseNeverNegative(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	pr := &Printer{}
+	for _, tt := range []struct {
+		until time.Time
+		want  string
+	}{
+		{now.Add(-3 * time.Second), "; throttled, resuming"},
+		{now.Add(-10 * time.Millisecond), "; throttled, resuming"},
+		{now, "; throttled, resuming"},
+		{now.Add(1500 * time.Millisecond), "; throttled, paused for 1.5s"},
+	} {
+		line := pr.line(batch.Progress{Summary: batch.Summary{Items: 1}, Index: -1, Paused: true, Until: tt.until}, now)
+		if !strings.HasSuffix(line, tt.want) || strings.Contains(line, "-") {
+			t.Errorf("Until %v: line %q, want it to end in %q", tt.until.Sub(now), line, tt.want)
+		}
+	}
+}

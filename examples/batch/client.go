@@ -44,21 +44,23 @@ func pacing(perSecond float64) pace.Rate {
 }
 
 // newClient returns an http.Client for host whose pace.Transport paces
-// that host with a leaky bucket at r, lets up to queue calls wait for their
-// turn, and reports to counts. A call that takes longer than timeout, its
+// that host with a leaky bucket at r, lets every call wait for its turn
+// (bounded by the Transport's MaxWait, 5 minutes, and timeout), and
+// reports to counts. A call that takes longer than timeout, its
 // waits and retries included, fails (http.Client.Timeout): an API that never
 // answers cannot hang the batch. base sends the requests; the caller closes
 // its idle connections when done.
-func newClient(host string, r pace.Rate, queue int, timeout time.Duration, base *http.Transport, counts *clientCounts) (*http.Client, error) {
+func newClient(host string, r pace.Rate, timeout time.Duration, base *http.Transport, counts *clientCounts) (*http.Client, error) {
 	t := &pace.Transport{
 		Base: base,
 		Limits: pace.Hosts{
 			// Calls leave one every r.Interval(), evenly: against an API
 			// that allows N in any second, N calls never fall within one
-			// second if the interval is at least 1/N. A call that would
-			// have to wait behind more than queue others is refused;
-			// with queue >= the batch's concurrency that never happens.
-			host: {Limit: pace.LeakyBucket(r, pace.LeakyOptions{Queue: queue})},
+			// second if the interval is at least 1/N. The zero Queue
+			// bounds the waiters by time only: a queue of the batch's
+			// concurrency was refused now and then under load, when late
+			// departures stretched the slots ahead of a waiter.
+			host: {Limit: pace.LeakyBucket(r, pace.LeakyOptions{})},
 		},
 		OnEvent: counts.onEvent,
 	}

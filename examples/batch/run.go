@@ -84,7 +84,7 @@ func execute(ctx context.Context, cfg config, stdout io.Writer) (t tally, err er
 	defer base.CloseIdleConnections()
 	var counts clientCounts
 	r := pacing(cfg.clientRate())
-	client, err := newClient(u.Host, r, cfg.concurrency, cfg.timeout, base, &counts)
+	client, err := newClient(u.Host, r, cfg.timeout, base, &counts)
 	if err != nil {
 		return t, err
 	}

@@ -40,6 +40,21 @@ func (t tally) resume() string {
 	return "not recorded anywhere: with -journal, a run started again would do only them"
 }
 
+// throttledNote says how many throttled attempts reached the batch and
+// why that count differs from the 429s the client saw: the Transport
+// retries a 429 itself while it has attempts left, so only the 429s it gave
+// back reach the batch, and the batch also counts the calls pace's limiter
+// refused before anything was sent (an error matching pace.ErrRateLimited,
+// such as a full queue), which no server saw.
+func (t tally) throttledNote() string {
+	note := fmt.Sprintf("%d %s reached the batch (batch-level Throttled: 429s the Transport gave back after its own attempts, plus calls pace's limiter refused before sending)",
+		t.Throttled, plural(int64(t.Throttled), "attempt", "attempts"))
+	if t.client429 > 0 && t.Throttled == 0 {
+		note += fmt.Sprintf("; the Transport retried all %d 429s itself", t.client429)
+	}
+	return note
+}
+
 // print writes the summary.
 func (t tally) print(w io.Writer) {
 	row := func(name, format string, args ...any) {
@@ -59,12 +74,13 @@ func (t tally) print(w io.Writer) {
 		row("not done", "0")
 	}
 	if t.local {
-		row("429s", "%d refused by the API (it admitted %d); %d seen by the client, %d host %s; %d reached the batch",
-			t.refused, t.admitted, t.client429, t.pauses, plural(t.pauses, "pause", "pauses"), t.Throttled)
+		row("429s", "%d refused by the API (it admitted %d); %d seen by the client, %d host %s",
+			t.refused, t.admitted, t.client429, t.pauses, plural(t.pauses, "pause", "pauses"))
 	} else {
-		row("429s", "%d seen by the client, %d host %s, %d reached the batch (the remote API's own count is unknown)",
-			t.client429, t.pauses, plural(t.pauses, "pause", "pauses"), t.Throttled)
+		row("429s", "%d seen by the client, %d host %s (the remote API's own count is unknown)",
+			t.client429, t.pauses, plural(t.pauses, "pause", "pauses"))
 	}
+	row("throttled", "%s", t.throttledNote())
 	row("retries", "%d (%d by the Transport, %d by the batch)", t.transportRetries+int64(t.Retries), t.transportRetries, t.Retries)
 	row("elapsed", "%v", t.Elapsed.Round(time.Millisecond))
 	if t.Ideal > 0 {
