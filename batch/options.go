@@ -88,9 +88,12 @@ type Options struct {
 	// MaxRequeues bounds how many times an item goes back in line after a
 	// retryable failure that outlived the client's own retries: an answer
 	// of 408, 500, 502, 503 or 504 (pace.DefaultRetryStatuses, but 429,
-	// which is a throttle), or a *pace.AttemptsError whose Transport ran
-	// out of attempts, retry budget or backoff (Reason pace.ReasonAttempts,
-	// pace.ReasonBudget or pace.ReasonBackoffStop), and only for an item
+	// which is a throttle), a *pace.AttemptsError whose Transport ran out
+	// of attempts, retry budget, backoff or time before the call's
+	// deadline (Reason pace.ReasonAttempts, pace.ReasonBudget,
+	// pace.ReasonBackoffStop or pace.ReasonDeadline), or the call's own
+	// timeout (context.DeadlineExceeded while the run's context is live),
+	// and only for an item
 	// safe to send again ([HTTP]'s with an idempotent method or an
 	// idempotency key, which it gives POSTs by default; another item
 	// function's when Idempotent declares it). A requeued item is tried

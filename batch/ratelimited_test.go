@@ -91,6 +91,12 @@ func TestThrottleDelayClientSide(t *testing.T) {
 		{"cancelled wait", &pace.WaitError{Err: context.Canceled}, false, 0},
 		{"deadline", context.DeadlineExceeded, false, 0},
 		{"other", errBad, false, 0},
+		// The Transport's backoff after a 503 would outlast the call's
+		// deadline: a failed answer, not a pause the host asked for.
+		{"backoff past the deadline after a 503", &pace.AttemptsError{Attempts: 2, StatusCode: 503, Reason: pace.ReasonDeadline,
+			Err: &pace.WaitError{Key: "h", Delay: time.Second, Err: pace.ErrWaitExceedsDeadline}}, false, 0},
+		{"pause past the deadline after a 429", &pace.AttemptsError{Attempts: 1, StatusCode: 429, Reason: pace.ReasonDeadline,
+			Err: &pace.WaitError{Key: "h", Delay: time.Second, Err: pace.ErrWaitExceedsDeadline}}, true, time.Second},
 	}
 	for _, tt := range tests {
 		if d, ok := throttleDelay(tt.err); ok != tt.throttled || d != tt.delay {

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"slices"
@@ -22,20 +23,28 @@ type requeued struct {
 // retryableErr reports whether err is a failure worth trying again later
 // in the run: an answer with a status the Transport retries (408, 500, 502,
 // 503, 504: pace.DefaultRetryStatuses; a 429 is a throttle, handled
-// apart), or a pace.Transport that gave up retrying a retryable failure
-// because its attempts, its retry budget or its backoff schedule ran out
-// (a *pace.AttemptsError whose Reason is pace.ReasonAttempts,
-// pace.ReasonBudget or pace.ReasonBackoffStop). A failure the Transport
-// did not retry because the request was not safe to repeat
-// (pace.ReasonNotIdempotent) is not.
+// apart); a pace.Transport that gave up retrying a retryable failure
+// because its attempts, its retry budget or its backoff schedule ran out,
+// or because the next wait would outlast the call's deadline (a
+// *pace.AttemptsError whose Reason is pace.ReasonAttempts,
+// pace.ReasonBudget, pace.ReasonBackoffStop or pace.ReasonDeadline); or the
+// call's own timeout (context.DeadlineExceeded, as http.Client.Timeout or a
+// per-call context gives; Run's context is still live here, or the item
+// would be Interrupted). A failure the Transport did not retry because the
+// request was not safe to repeat (pace.ReasonNotIdempotent) is not.
 func retryableErr(err error) bool {
 	var ae *pace.AttemptsError
 	if errors.As(err, &ae) {
 		switch ae.Reason {
-		case pace.ReasonAttempts, pace.ReasonBudget, pace.ReasonBackoffStop:
+		case pace.ReasonAttempts, pace.ReasonBudget, pace.ReasonBackoffStop, pace.ReasonDeadline:
 			return true
+		case "":
+			return errors.Is(err, context.DeadlineExceeded)
 		}
 		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
 	}
 	var se *StatusError
 	return errors.As(err, &se) && se.Code != 429 && slices.Contains(pace.DefaultRetryStatuses(), se.Code)

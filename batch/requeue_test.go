@@ -69,6 +69,10 @@ func TestRequeueOnlyWhatIsSafe(t *testing.T) {
 		{"GET, the Transport's budget spent", http.MethodGet, "", &pace.AttemptsError{Attempts: 1, Reason: pace.ReasonBudget, Err: io.EOF}, Options{}, 1 + DefaultMaxRequeues},
 		{"POST not retried by the Transport", http.MethodPost, "-", &pace.AttemptsError{Attempts: 1, Reason: pace.ReasonNotIdempotent, Err: io.EOF}, Options{}, 1},
 		{"a plain transport error", http.MethodGet, "", io.ErrUnexpectedEOF, Options{}, 1},
+		{"GET, the call's timeout", http.MethodGet, "", context.DeadlineExceeded, Options{}, 1 + DefaultMaxRequeues},
+		{"POST without a key, the call's timeout", http.MethodPost, "-", context.DeadlineExceeded, Options{}, 1},
+		{"GET, the next wait past the call's deadline", http.MethodGet, "", &pace.AttemptsError{Attempts: 2, Reason: pace.ReasonDeadline, Err: io.EOF}, Options{}, 1 + DefaultMaxRequeues},
+		{"GET, the server's delay too long", http.MethodGet, "", &pace.AttemptsError{Attempts: 1, Reason: pace.ReasonDelayTooLong, Err: io.EOF}, Options{}, 1},
 		{"requeues off", http.MethodGet, "", nil, Options{MaxRequeues: -1}, 1},
 		{"one requeue", http.MethodGet, "", nil, Options{MaxRequeues: 1}, 2},
 	}

@@ -68,7 +68,18 @@ func (e *ThrottledError) Unwrap() error { return e.Err }
 // was sent: pace.ErrQueueFull, pace.ErrWaitTooLong or
 // pace.ErrWaitExceedsDeadline; a [*pace.WaitError] carries the wait that
 // would have been needed).
+//
+// A *pace.AttemptsError whose Transport gave up because the backoff after
+// a failure other than a 429 would outlast the call's deadline
+// (pace.ReasonDeadline) is no throttle, although it matches
+// pace.ErrWaitExceedsDeadline: the host did not ask for a pause, its
+// answer failed (a 503, say), and pausing the whole host for it would stall
+// the run; it is a retryable failure (see Options.MaxRequeues).
 func throttleDelay(err error) (delay time.Duration, throttled bool) {
+	var ae *pace.AttemptsError
+	if errors.As(err, &ae) && ae.Reason == pace.ReasonDeadline && ae.StatusCode != http.StatusTooManyRequests {
+		return 0, false
+	}
 	switch {
 	case errors.Is(err, ErrThrottled):
 		var te *ThrottledError
