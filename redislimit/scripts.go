@@ -13,7 +13,10 @@ import "github.com/redis/go-redis/v9"
 // pause's length, g its count of pauses (the generation), s its strikes, p
 // its throttled probe answers, h 1 while half-open, q the end of the probe's
 // lease (0: no probe in flight), i the lease's number. KEYS[2..] hold the
-// limit's parts, one key per part, all in the slot of one hash tag.
+// limit's parts, one key per part, all in the slot of one hash tag: a
+// string "TAT latest" (µs) for a token bucket or pacer (GCRA), "window
+// count" for a fixed window, a sorted set of booked instants for a sliding
+// log.
 
 // scriptHead is the preamble of every script.
 const scriptHead = `
@@ -23,6 +26,16 @@ local now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
 local function expireIn(key, us)
   if us <= 0 then redis.call('DEL', key) return end
   redis.call('PEXPIRE', key, S(math.ceil(us / 1000) + 1))
+end
+local function get2(key)
+  local v = redis.call('GET', key)
+  if not v then return nil, nil end
+  local sp = string.find(v, ' ', 1, true)
+  return tonumber(string.sub(v, 1, sp - 1)), tonumber(string.sub(v, sp + 1))
+end
+local function set2(key, x, y, us)
+  if us <= 0 then redis.call('DEL', key) return end
+  redis.call('SET', key, S(x) .. ' ' .. S(y), 'PX', S(math.ceil(us / 1000) + 1))
 end
 local function thKeep(u, l, q, stale)
   return math.max(u - now + math.max(l, stale), q - now)
@@ -48,9 +61,12 @@ var decideScript = redis.NewScript(scriptHead + `
 local maxWait, dlLeft, lease, stale, want, np =
   tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local uid = ARGV[7]
-local th = redis.call('HMGET', KEYS[1], 'u', 'l', 'g', 's', 'p', 'h', 'q', 'i')
-local u, l, g, s = tonumber(th[1]) or 0, tonumber(th[2]) or 0, tonumber(th[3]) or 0, tonumber(th[4]) or 0
-local pr, h, q, pid = tonumber(th[5]) or 0, tonumber(th[6]) or 0, tonumber(th[7]) or 0, tonumber(th[8]) or 0
+local u, l, g, s, pr, h, q, pid = 0, 0, 0, 0, 0, 0, 0, 0
+if redis.call('EXISTS', KEYS[1]) == 1 then -- most keys never met a throttle
+  local th = redis.call('HMGET', KEYS[1], 'u', 'l', 'g', 's', 'p', 'h', 'q', 'i')
+  u, l, g, s = tonumber(th[1]) or 0, tonumber(th[2]) or 0, tonumber(th[3]) or 0, tonumber(th[4]) or 0
+  pr, h, q, pid = tonumber(th[5]) or 0, tonumber(th[6]) or 0, tonumber(th[7]) or 0, tonumber(th[8]) or 0
+end
 if want >= 0 and pr ~= want then return {4, 0, g, pr} end
 if u > now then return {1, u - now, g, pr} end
 local probe = 0
@@ -63,11 +79,11 @@ for j = 1, np do
   local b = 7 + (j - 1) * 4
   local c = {kind = tonumber(ARGV[b + 1]), x = tonumber(ARGV[b + 2]), y = tonumber(ARGV[b + 3]), z = tonumber(ARGV[b + 4]), key = KEYS[1 + j]}
   if c.kind == 1 then
-    local v = redis.call('HMGET', c.key, 'a', 'b')
-    c.a, c.b = tonumber(v[1]) or 0, tonumber(v[2]) or 0
+    c.a, c.b = get2(c.key)
+    c.a, c.b = c.a or 0, c.b or 0
   elseif c.kind == 2 then
-    local v = redis.call('HMGET', c.key, 'w', 'c')
-    c.w, c.c = tonumber(v[1]) or -1, tonumber(v[2]) or 0
+    c.w, c.c = get2(c.key)
+    c.w, c.c = c.w or -1, c.c or 0
   else
     redis.call('ZREMRANGEBYSCORE', c.key, '-inf', S(now - c.x))
     c.m = redis.call('ZCARD', c.key)
@@ -116,13 +132,11 @@ for j = 1, np do
   local mem = ''
   if c.kind == 1 then
     local a = math.max(c.a, t) + c.x
-    redis.call('HSET', c.key, 'a', S(a), 'b', S(math.max(c.b, t)))
-    expireIn(c.key, a - now)
+    set2(c.key, a, math.max(c.b, t), a - now)
   elseif c.kind == 2 then
     local w, n = math.floor(t / c.x), 1
     if w <= c.w then w, n = c.w, c.c + 1 end
-    redis.call('HSET', c.key, 'w', S(w), 'c', S(n))
-    expireIn(c.key, (w + 1) * c.x - now)
+    set2(c.key, w, n, (w + 1) * c.x - now)
   else
     mem = S(t) .. '-' .. uid
     redis.call('ZADD', c.key, S(t), mem)
@@ -157,20 +171,14 @@ if t > now then
     local b = 6 + (j - 1) * 3
     local kind, x, mem, key = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), ARGV[b + 3], KEYS[1 + j]
     if kind == 1 then
-      local v = redis.call('HMGET', key, 'a', 'b')
-      local a, bb = tonumber(v[1]) or 0, tonumber(v[2]) or 0
+      local a, bb = get2(key)
+      a, bb = a or 0, bb or 0
       local give = x - math.max(0, bb - t)
       if give > 0 then a = math.max(a - give, 0) end
-      if a > now then
-        redis.call('HSET', key, 'a', S(a), 'b', S(math.min(bb, a - x)))
-        expireIn(key, a - now)
-      else
-        redis.call('DEL', key)
-      end
+      set2(key, a, math.min(bb, a - x), a - now)
     elseif kind == 2 then
-      local v = redis.call('HMGET', key, 'w', 'c')
-      local w, c = tonumber(v[1]) or -1, tonumber(v[2]) or 0
-      if math.floor(t / x) == w and c > 0 then redis.call('HSET', key, 'c', S(c - 1)) end
+      local w, c = get2(key)
+      if w and math.floor(t / x) == w and c > 0 then set2(key, w, c - 1, (w + 1) * x - now) end
     else
       redis.call('ZREM', key, mem)
     end
@@ -237,21 +245,19 @@ for j = 1, np do
   local b = 3 + (j - 1) * 3
   local kind, x, mem, key = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), ARGV[b + 3], KEYS[1 + j]
   if kind == 1 then
-    local v = redis.call('HMGET', key, 'a', 'b')
-    if v[1] then
-      local a = tonumber(v[1]) + L
-      redis.call('HSET', key, 'a', S(a), 'b', S(math.max(tonumber(v[2]) or 0, left)))
-      expireIn(key, a - now)
+    local a, bb = get2(key)
+    if a then
+      a = a + L
+      set2(key, a, math.max(bb, left), a - now)
     end
   elseif kind == 2 then
-    local v = redis.call('HMGET', key, 'w', 'c')
-    local w, c = tonumber(v[1]) or -1, tonumber(v[2]) or 0
+    local w, c = get2(key)
+    w, c = w or -1, c or 0
     local w0, w1 = math.floor(t / x), math.floor(left / x)
     if w1 > w0 then
       if w0 == w then c = math.max(0, c - 1) end
       if w1 > w then w, c = w1, 1 else c = c + 1 end
-      redis.call('HSET', key, 'w', S(w), 'c', S(c))
-      expireIn(key, (w + 1) * x - now)
+      set2(key, w, c, (w + 1) * x - now)
     end
   else
     if redis.call('ZREM', key, mem) == 1 then
