@@ -88,6 +88,8 @@ type Limiter struct {
 	rdb      redis.UniversalClient
 	parts    []part
 	args     []any // decideScript's per-part arguments
+	fixed    []any // decideScript's arguments that never change: lease, stale, parts
+	sliding  bool  // a part is a sliding log: decisions need a unique id
 	cancelKX []any // cancelScript's kind and x per part
 	prefix   string
 	channel  string
@@ -169,7 +171,9 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 			return nil, fmt.Errorf("redislimit: Fallback: %w", err)
 		}
 	}
+	lim.fixed = []any{lim.lease, lim.stale, len(parts)}
 	for _, p := range parts {
+		lim.sliding = lim.sliding || p.kind == kindSliding
 		lim.args = append(lim.args, p.kind, p.x, p.y, p.z)
 		lim.cancelKX = append(lim.cancelKX, p.kind, p.x)
 	}
@@ -226,8 +230,12 @@ type decision struct {
 
 // decide runs decideScript: one round trip.
 func (l *Limiter) decide(ctx context.Context, keys []string, maxWait, dlLeft, probes int64) (decision, error) {
+	uid := ""
+	if l.sliding {
+		uid = strconv.FormatUint(rand.Uint64(), 36)
+	}
 	args := make([]any, 0, 7+len(l.args))
-	args = append(args, maxWait, dlLeft, l.lease, l.stale, probes, len(l.parts), strconv.FormatUint(rand.Uint64(), 36))
+	args = append(args, maxWait, dlLeft, l.fixed[0], l.fixed[1], probes, l.fixed[2], uid)
 	args = append(args, l.args...)
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
@@ -244,13 +252,13 @@ func parseDecision(v any, parts int) (decision, error) {
 	if !ok || len(xs) < 4 {
 		return decision{}, fmt.Errorf("%w: %T %v", ErrUnexpectedReply, v, v)
 	}
-	n := make([]int64, 0, 7)
+	var n [7]int64
 	for i := 0; i < len(xs) && i < 7; i++ {
 		x, ok := xs[i].(int64)
 		if !ok {
 			return decision{}, fmt.Errorf("%w: element %d is %T", ErrUnexpectedReply, i, xs[i])
 		}
-		n = append(n, x)
+		n[i] = x
 	}
 	d := decision{status: n[0], a: n[1], gen: n[2], b: n[3]}
 	switch {
@@ -317,7 +325,7 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 		return p, &pace.WaitError{Key: key, Err: ErrBadKey}
 	}
 	start := time.Now()
-	w := l.ws.add(key)
+	w, seq := l.ws.add(key)
 	defer l.ws.done(key, w)
 	keys := l.keys(key)
 	probes := int64(-1)
@@ -331,7 +339,6 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 		if hasDeadline {
 			dlLeft = max(int64(time.Until(deadline)/time.Microsecond), 0)
 		}
-		wake, _ := l.ws.state(w)
 		sent := time.Now()
 		d, err := l.decide(ctx, keys, left, dlLeft, probes)
 		if err != nil {
@@ -355,6 +362,8 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 			if err != nil {
 				return p, err
 			}
+			wake, cur, _ := l.ws.wakeAfter(w, seq)
+			seq = cur
 			t0 := time.Now()
 			err := sleepWake(ctx, key, wait, wake)
 			p.Held += time.Since(t0)
@@ -370,7 +379,7 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 		if wait == 0 {
 			return p, nil
 		}
-		again, err := l.sleepBooked(ctx, p, keys, d, w)
+		again, err := l.sleepBooked(ctx, p, keys, d, w, &seq)
 		if !again {
 			if err != nil {
 				l.inflight.take(id)
@@ -446,10 +455,11 @@ func ctxErr(ctx context.Context) error {
 // sleepBooked waits for the slot of decision d. It returns again when a
 // pause announced after the booking made it give the slot back, and a
 // *pace.WaitError when ctx ended (the slot given back).
-func (l *Limiter) sleepBooked(ctx context.Context, p pace.Permit, keys []string, d decision, w *watch) (again bool, err error) {
+func (l *Limiter) sleepBooked(ctx context.Context, p pace.Permit, keys []string, d decision, w *watch, seq *uint64) (again bool, err error) {
 	until := time.Now().Add(p.Delay)
 	for {
-		wake, gen := l.ws.state(w)
+		wake, cur, gen := l.ws.wakeAfter(w, *seq)
+		*seq = cur
 		if gen > uint64(d.gen) { // the key was paused after this booking
 			l.cancel(ctx, p.Key, keys, d)
 			return true, nil

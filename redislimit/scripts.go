@@ -74,75 +74,83 @@ if h == 1 then
   if q > now then return {2, q - now, g, pr} end
   probe = 1
 end
-local st = {}
+-- The parts' parameters and state, in flat arrays (a table per part costs
+-- more than the decision): kind, x, y, z as in ARGV; sa, sb the state (a
+-- GCRA's TAT and latest booking, a fixed window's index and count, a
+-- sliding log's latest entry and the entry the next booking waits for).
+local K, X, Y, Z, SA, SB, SM = {}, {}, {}, {}, {}, {}, {}
 for j = 1, np do
   local b = 7 + (j - 1) * 4
-  local c = {kind = tonumber(ARGV[b + 1]), x = tonumber(ARGV[b + 2]), y = tonumber(ARGV[b + 3]), z = tonumber(ARGV[b + 4]), key = KEYS[1 + j]}
-  if c.kind == 1 then
-    c.a, c.b = get2(c.key)
-    c.a, c.b = c.a or 0, c.b or 0
-  elseif c.kind == 2 then
-    c.w, c.c = get2(c.key)
-    c.w, c.c = c.w or -1, c.c or 0
+  local kind, x, y, key = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), KEYS[1 + j]
+  K[j], X[j], Y[j], Z[j] = kind, x, y, tonumber(ARGV[b + 4])
+  local sa, sb
+  if kind == 1 then
+    sa, sb = get2(key)
+    sa, sb = sa or 0, sb or 0
+  elseif kind == 2 then
+    sa, sb = get2(key)
+    sa, sb = sa or -1, sb or 0
   else
-    redis.call('ZREMRANGEBYSCORE', c.key, '-inf', S(now - c.x))
-    c.m = redis.call('ZCARD', c.key)
-    c.last = 0
-    if c.m > 0 then c.last = tonumber(redis.call('ZRANGE', c.key, -1, -1, 'WITHSCORES')[2]) end
-    if c.m >= c.y then c.e = tonumber(redis.call('ZRANGE', c.key, c.m - c.y, c.m - c.y, 'WITHSCORES')[2]) end
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', S(now - x))
+    local m = redis.call('ZCARD', key)
+    sa, sb = 0, -1
+    if m > 0 then sa = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
+    if m >= y then sb = tonumber(redis.call('ZRANGE', key, m - y, m - y, 'WITHSCORES')[2]) end
   end
-  st[j] = c
+  SA[j], SB[j] = sa, sb
 end
-local function earliest(c, t)
-  if c.kind == 1 then
-    return math.max(t, math.max(c.a, t) + c.x - c.y)
-  elseif c.kind == 2 then
-    local per = c.x
-    local w = math.floor(t / per)
+local function earliest(j, t)
+  local kind, x, y = K[j], X[j], Y[j]
+  if kind == 1 then
+    return math.max(t, math.max(SA[j], t) + x - y)
+  elseif kind == 2 then
+    local w, cw, c = math.floor(t / x), SA[j], SB[j]
     local r
-    if w > c.w or (w == c.w and c.c < c.y) then r = t
-    elseif w < c.w and c.c < c.y then r = c.w * per
-    else r = (math.max(w, c.w) + 1) * per end
-    if c.z > 0 and r - math.floor(r / per) * per >= per - c.z then r = (math.floor(r / per) + 1) * per end
+    if w > cw or (w == cw and c < y) then r = t
+    elseif w < cw and c < y then r = cw * x
+    else r = (math.max(w, cw) + 1) * x end
+    if Z[j] > 0 and r - math.floor(r / x) * x >= x - Z[j] then r = (math.floor(r / x) + 1) * x end
     return r
   end
-  local r = math.max(t, c.last)
-  if c.m >= c.y then r = math.max(r, c.e + c.x) end
+  local r = math.max(t, SA[j])
+  if SB[j] >= 0 then r = math.max(r, SB[j] + x) end
   return r
 end
+-- The earliest instant every part admits: one pass for one part (its
+-- earliest instant admits), passes until none moves for several.
 local t, settled = now, false
 for _ = 1, 16 do
   local moved = false
   for j = 1, np do
-    local r = earliest(st[j], t)
+    local r = earliest(j, t)
     if r > t then t, moved = r, true end
   end
-  if not moved then settled = true break end
+  if not moved or np == 1 then settled = true break end
 end
 if not settled then return {3, 0, 1, pr} end
 local d = t - now
 for j = 1, np do
-  if st[j].kind == 1 and st[j].z >= 0 and d > st[j].z then return {3, d, 2, pr} end
+  if K[j] == 1 and Z[j] >= 0 and d > Z[j] then return {3, d, 2, pr} end
 end
 if maxWait > 0 and d > maxWait then return {3, d, 1, pr} end
 if dlLeft >= 0 and d > 0 and d >= dlLeft then return {3, d, 3, pr} end
 local res = {0, d, g, s, probe, 0, t}
 for j = 1, np do
-  local c = st[j]
+  local kind, x, key = K[j], X[j], KEYS[1 + j]
   local mem = ''
-  if c.kind == 1 then
-    local a = math.max(c.a, t) + c.x
-    set2(c.key, a, math.max(c.b, t), a - now)
-  elseif c.kind == 2 then
-    local w, n = math.floor(t / c.x), 1
-    if w <= c.w then w, n = c.w, c.c + 1 end
-    set2(c.key, w, n, (w + 1) * c.x - now)
+  if kind == 1 then
+    local a = math.max(SA[j], t) + x
+    set2(key, a, math.max(SB[j], t), a - now)
+  elseif kind == 2 then
+    local w, n = math.floor(t / x), 1
+    if w <= SA[j] then w, n = SA[j], SB[j] + 1 end
+    set2(key, w, n, (w + 1) * x - now)
   else
     mem = S(t) .. '-' .. uid
-    redis.call('ZADD', c.key, S(t), mem)
-    expireIn(c.key, math.max(t, c.last) + c.x - now)
+    redis.call('ZADD', key, S(t), mem)
+    expireIn(key, math.max(t, SA[j]) + x - now)
   end
-  res[#res + 1] = mem
+  res[7 + j] = mem
 end
 if probe == 1 then
   pid = pid + 1

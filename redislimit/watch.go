@@ -23,25 +23,31 @@ type watches struct {
 // watch is the state of one key that requests of this process wait on.
 type watch struct {
 	refs int
-	wake chan struct{} // closed, and replaced, on every message for the key
+	seq  uint64        // messages for the key so far
+	wake chan struct{} // made by wakeAfter, closed (and cleared) by the next message
 	gen  uint64        // the latest pause generation a message announced
 }
 
-// add registers a waiter on key, before the decision it waits after, so
-// that no message that comes later is missed.
-func (ws *watches) add(key string) *watch {
+// closed is a channel that is closed.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// add registers a waiter on key, before the decision it waits after, and
+// returns the count of the key's messages so far, so that no message that
+// comes later is missed (see wakeAfter).
+func (ws *watches) add(key string) (*watch, uint64) {
 	ws.mu.Lock()
 	w := ws.m[key]
 	if w == nil {
 		if ws.m == nil {
 			ws.m = make(map[string]*watch)
 		}
-		w = &watch{wake: make(chan struct{})}
+		w = &watch{}
 		ws.m[key] = w
 	}
 	w.refs++
+	seq := w.seq
 	ws.mu.Unlock()
-	return w
+	return w, seq
 }
 
 // done unregisters a waiter on key.
@@ -53,12 +59,19 @@ func (ws *watches) done(key string, w *watch) {
 	ws.mu.Unlock()
 }
 
-// state returns the channel the key's next message closes and the latest
-// pause generation announced.
-func (ws *watches) state(w *watch) (<-chan struct{}, uint64) {
+// wakeAfter returns a channel that the first message for the key after
+// the seq-th closes (already closed if one came since), the count of
+// messages now, and the latest pause generation announced.
+func (ws *watches) wakeAfter(w *watch, seq uint64) (wake <-chan struct{}, now, gen uint64) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	return w.wake, w.gen
+	if w.seq != seq {
+		return closed, w.seq, w.gen
+	}
+	if w.wake == nil {
+		w.wake = make(chan struct{})
+	}
+	return w.wake, w.seq, w.gen
 }
 
 // deliver handles one message of the channel.
@@ -80,8 +93,11 @@ func (ws *watches) deliver(payload string) {
 		if kind == "p" {
 			w.gen = max(w.gen, n)
 		}
-		close(w.wake)
-		w.wake = make(chan struct{})
+		w.seq++
+		if w.wake != nil {
+			close(w.wake)
+			w.wake = nil
+		}
 	}
 	ws.mu.Unlock()
 }
