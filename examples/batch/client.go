@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +15,13 @@ type clientCounts struct {
 	seen429 atomic.Int64 // 429 responses received, retried or handed back
 	pauses  atomic.Int64 // times a 429 paused the whole host
 	retries atomic.Int64 // attempts the Transport sent again
+	urls    sync.Map     // the URLs of the calls the Transport sent again
+}
+
+// retried reports whether the Transport sent a call to url again.
+func (c *clientCounts) retried(url string) bool {
+	_, ok := c.urls.Load(url)
+	return ok
 }
 
 // onEvent counts ev. Every 429 the Transport receives ends in exactly one
@@ -26,6 +34,9 @@ func (c *clientCounts) onEvent(ev pace.Event) {
 		c.pauses.Add(1)
 	case pace.EventRetry:
 		c.retries.Add(1)
+		if ev.Request != nil && ev.Request.URL != nil {
+			c.urls.Store(ev.Request.URL.String(), true)
+		}
 		if ev.StatusCode == http.StatusTooManyRequests {
 			c.seen429.Add(1)
 		}

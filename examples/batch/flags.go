@@ -25,6 +25,11 @@ const (
 	// paces the client.
 	mismatchFactor = 1.5
 
+	// The faults of -faults: the shares of the API's answers that are a
+	// 503, and of its connections that are reset.
+	faultUnavailable = 0.2
+	faultReset       = 0.05
+
 	maxCalls       = 1_000_000 // results are held in memory
 	maxRate        = 1_000_000 // a pacer interval of at least a microsecond
 	maxConcurrency = 10_000
@@ -41,6 +46,7 @@ type config struct {
 	mismatch    bool          // -mismatch: pace the client at mismatchFactor × rate
 	journal     string        // -journal: JSON Lines file that makes the run resumable
 	timeout     time.Duration // -timeout: longest one call may take, its retries included
+	faults      bool          // -faults: a flaky local API, and the calls are charges (POST)
 }
 
 // clientRate returns the pace, in calls per second, the client keeps.
@@ -63,6 +69,7 @@ func flagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.url, "url", "", "call this http(s) URL instead of starting a local API; \"{i}\" in it becomes the item's number")
 	fs.BoolVar(&c.mismatch, "mismatch", false, fmt.Sprintf("pace the client at %g× the API's limit, to watch 429s and host pauses at work (not with -margin)", mismatchFactor))
 	fs.StringVar(&c.journal, "journal", "", "JSON Lines journal of finished items: a run started again with the same file skips them")
+	fs.BoolVar(&c.faults, "faults", false, fmt.Sprintf("a flaky local API: %g%% of answers 503, %g%% of connections reset (half after the charge was applied); the calls are charges (POST) with batch.HTTP's Idempotency-Key (not with -url)", 100*faultUnavailable, 100*faultReset))
 	fs.DurationVar(&c.timeout, "timeout", defaultTimeout, "longest one call may take, the Transport's waits and retries included; a call that takes longer fails")
 	return fs
 }
@@ -107,6 +114,8 @@ func parseArgs(args []string) (config, error) {
 		return c, fmt.Errorf("-concurrency must be from 1 to %d, got %d", maxConcurrency, c.concurrency)
 	case c.timeout <= 0:
 		return c, fmt.Errorf("-timeout must be positive, got %v", c.timeout)
+	case c.faults && set["url"]:
+		return c, errors.New("-faults and -url do not go together: -faults makes the local API flaky")
 	case c.mismatch && set["margin"]:
 		return c, errors.New("-margin and -mismatch do not go together: -mismatch sets the client's pace")
 	}

@@ -49,6 +49,21 @@
 // by pace's margin (0.67 ms there) and the up to 1 ms by which Go's timers
 // fire late; at 10/s the two cost about 2%.
 //
+// # A flaky API
+//
+// With -faults, the local API answers 20% of the requests it admits with
+// 503 Service Unavailable (an outage: no Retry-After, no RateLimit fields)
+// and resets 5% of connections (TCP RST), half of them after it applied
+// the request, and the calls are charges: POST requests, each of which
+// batch.HTTP gives the item's Idempotency-Key (batch.IdempotencyKey), so
+// that the API, which charges once per key, charges each item once however
+// often the call is sent. The Transport retries the 503s and the resets
+// (the key makes a POST safe to repeat), and what outlives its attempts
+// goes back in the batch's line (batch.Options.MaxRequeues). The summary
+// adds how many items were retried, how many are in doubt (started by a
+// killed run and not sent again: none without a -journal), and the API's
+// count of faults and of items charged twice.
+//
 // # Other APIs
 //
 // With -url, no local server starts: each call is a GET of that URL, with

@@ -40,6 +40,7 @@ func TestFlagErrors(t *testing.T) {
 		{"margin NaN", []string{"-margin", "NaN"}, "-margin must be"},
 		{"margin infinite", []string{"-margin", "+Inf"}, "-margin must be"},
 		{"margin with mismatch", []string{"-mismatch", "-margin", "0.1"}, "-mismatch"},
+		{"faults with url", []string{"-faults", "-url", "http://example.com/"}, "-faults and -url"},
 		{"zero concurrency", []string{"-concurrency", "0"}, "-concurrency must be"},
 		{"negative concurrency", []string{"-concurrency", "-1"}, "-concurrency must be"},
 		{"URL without scheme", []string{"-url", "::bad"}, "malformed -url"},
@@ -157,7 +158,7 @@ func TestRunClean(t *testing.T) {
 	}
 	for _, line := range []string{
 		"\nsummary\n", "\n  items      40\n", "\n  succeeded  40\n", "\n  failed     0\n", "\n  not done   0\n",
-		"\n  429s       ", "\n  retries    ", "\n  elapsed    ", "\n  ideal      ", "\nOK: all 40 calls succeeded, none lost\n",
+		"\n  429s       ", "\n  retried    ", "\n  elapsed    ", "\n  ideal      ", "\nOK: all 40 calls succeeded, none lost\n",
 	} {
 		if !strings.Contains(stdout, line) {
 			t.Errorf("summary lacks %q:\n%s", line, stdout)
@@ -295,7 +296,7 @@ func TestRunFailures(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit code %d, want 1", code)
 	}
-	if !strings.Contains(stdout, "\n  failed     3\n") || !strings.Contains(stdout, "NOT OK: 3 failed, 0 not done") {
+	if !strings.Contains(stdout, "\n  failed     3\n") || !strings.Contains(stdout, "NOT OK: 3 failed, 0 in doubt, 0 not done") {
 		t.Errorf("summary does not report 3 failures:\n%s", stdout)
 	}
 	if !strings.Contains(stderr, "404") || strings.Count(stderr, "\n") != 1 {
@@ -329,7 +330,7 @@ func TestRunCancelledJournal(t *testing.T) {
 		t.Errorf("exit code %d, want 1", code)
 	}
 	if !strings.Contains(stdout, "\n  not done   5 (interrupted or not started; a run with the same -journal does them") ||
-		!strings.Contains(stdout, "\nNOT OK: 0 failed, 5 not done (run again with the same -journal to do them)\n") ||
+		!strings.Contains(stdout, "\nNOT OK: 0 failed, 0 in doubt, 5 not done (run again with the same -journal to do them)\n") ||
 		strings.Contains(stdout, "lost") {
 		t.Errorf("summary does not say the 5 items not done will be resumed:\n%s", stdout)
 	}
@@ -394,4 +395,34 @@ func TestRunSetupError(t *testing.T) {
 	if strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "batch: ") || strings.Contains(stderr, "batch: batch:") {
 		t.Errorf("stderr = %q, want one line starting with one \"batch: \"", stderr)
 	}
+}
+
+// TestRunFaults runs the demo against its flaky API (-faults): 503s and
+// connection resets, some after the charge was applied. Every charge
+// succeeds, none is charged twice (the API's own count), and the summary
+// says how many items were retried, in doubt, failed and done.
+func TestRunFaults(t *testing.T) {
+	code, stdout, stderr := runArgs(t, t.Context(), "-n", "40", "-rate", "200", "-faults")
+	if code != 0 {
+		t.Fatalf("exit code %d, want 0; stderr %q; stdout:\n%s", code, stderr, stdout)
+	}
+	for _, line := range []string{
+		"\n  succeeded  40\n", "\n  failed     0\n", "\n  in doubt   0 ", "\n  retried    ", "\n  faults     ",
+		"charged twice: 0 (the API's count)", "\nOK: all 40 calls succeeded, none lost\n",
+	} {
+		if !strings.Contains(stdout, line) {
+			t.Errorf("summary lacks %q:\n%s", line, stdout)
+		}
+	}
+
+	tl, err := execute(t.Context(), mustConfig(t, "-n", "60", "-rate", "200", "-faults"), new(bytes.Buffer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Succeeded != 60 || tl.chargedTwice != 0 || tl.unavailable+tl.resets == 0 || tl.retriedItems == 0 {
+		t.Errorf("succeeded %d, charged twice %d, faults %d+%d, retried items %d; want 60, 0, some, some",
+			tl.Succeeded, tl.chargedTwice, tl.unavailable, tl.resets, tl.retriedItems)
+	}
+	t.Logf("60 charges: %d answered 503, %d resets (%d after applying), %d items retried, %d requeued, elapsed %v",
+		tl.unavailable, tl.resets, tl.resetsAfter, tl.retriedItems, tl.Requeued, tl.Elapsed)
 }

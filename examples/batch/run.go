@@ -62,7 +62,11 @@ func errorLine(err error) string {
 func execute(ctx context.Context, cfg config, stdout io.Writer) (t tally, err error) {
 	tmpl := cfg.url
 	if tmpl == "" {
-		a, err := demoapi.Start(cfg.rate, cfg.mismatch) // -mismatch: no RateLimit fields to pace from
+		var f demoapi.Faults
+		if cfg.faults {
+			f = demoapi.Faults{Unavailable: faultUnavailable, Reset: faultReset}
+		}
+		a, err := demoapi.StartFaulty(cfg.rate, cfg.mismatch, f) // -mismatch: no RateLimit fields to pace from
 		if err != nil {
 			return t, err
 		}
@@ -71,6 +75,15 @@ func execute(ctx context.Context, cfg config, stdout io.Writer) (t tally, err er
 				err = fmt.Errorf("stopping the local API: %w", cerr)
 			}
 			t.admitted, t.refused = a.Admitted(), a.Refused()
+			if cfg.faults {
+				t.faults = true
+				t.unavailable, t.resets, t.resetsAfter = a.Faults()
+				for _, n := range a.Charges() {
+					if n > 1 {
+						t.chargedTwice++
+					}
+				}
+			}
 		}()
 		t.local = true
 		tmpl = a.URL + "/items/{i}"
@@ -95,8 +108,12 @@ func execute(ctx context.Context, cfg config, stdout io.Writer) (t tally, err er
 	for i := range items {
 		items[i] = i
 	}
+	method := http.MethodGet
+	if cfg.faults {
+		method = http.MethodPost // a charge: batch.HTTP gives it the item's Idempotency-Key
+	}
 	get := func(ctx context.Context, i int) (*http.Request, error) {
-		return http.NewRequestWithContext(ctx, http.MethodGet, itemURL(tmpl, i), nil)
+		return http.NewRequestWithContext(ctx, method, itemURL(tmpl, i), nil)
 	}
 	// The printer shows what the batch saw: not the 429s the Transport
 	// retried on its own, which only the summary below counts.
@@ -124,6 +141,11 @@ func execute(ctx context.Context, cfg config, stdout io.Writer) (t tally, err er
 	pr.Finish(shown)
 	t.err = runErr
 	t.client429, t.pauses, t.transportRetries = counts.seen429.Load(), counts.pauses.Load(), counts.retries.Load()
+	for i, res := range rep.Results {
+		if res.Attempts > 1 || counts.retried(itemURL(tmpl, i)) {
+			t.retriedItems++
+		}
+	}
 	return t, nil
 }
 
@@ -157,7 +179,13 @@ func printHeader(w io.Writer, cfg config, tmpl string, local bool, interval time
 	}
 	fmt.Fprintf(w, "client  pace.Transport with a leaky-bucket pacer: %.4g calls/s, one every %v, %s\n",
 		float64(time.Second)/float64(interval), interval, why)
-	fmt.Fprintf(w, "batch   %d calls, at most %d in flight, each given up after %v (-timeout)\n", cfg.calls, cfg.concurrency, cfg.timeout)
+	if cfg.faults {
+		fmt.Fprintf(w, "faults  the API answers %g%% of requests 503 and resets %g%% of connections, half of them after the charge was applied (-faults)\n",
+			100*faultUnavailable, 100*faultReset)
+		fmt.Fprintf(w, "batch   %d charges (POST, each with batch.HTTP's Idempotency-Key), at most %d in flight, each given up after %v (-timeout)\n", cfg.calls, cfg.concurrency, cfg.timeout)
+	} else {
+		fmt.Fprintf(w, "batch   %d calls, at most %d in flight, each given up after %v (-timeout)\n", cfg.calls, cfg.concurrency, cfg.timeout)
+	}
 	if cfg.journal != "" {
 		fmt.Fprintf(w, "journal %s (items it records as done are skipped)\n", cfg.journal)
 	}

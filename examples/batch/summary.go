@@ -22,15 +22,22 @@ type tally struct {
 
 	// At the client, through Transport.OnEvent.
 	client429, pauses, transportRetries int64
+
+	retriedItems int // items sent more than once, by the Transport or the batch
+
+	// With -faults, at the local API.
+	faults                           bool
+	unavailable, resets, resetsAfter int64
+	chargedTwice                     int
 }
 
-// notDone returns the items that neither succeeded nor failed: interrupted
-// or never started (a cancelled run, say). Nothing is recorded for them,
-// so a run with the same -journal does them.
-func (t tally) notDone() int { return t.Items - t.Succeeded - t.Failed }
+// notDone returns the items that neither succeeded nor failed nor are in
+// doubt: interrupted or never started (a cancelled run, say). Nothing is
+// recorded for them, so a run with the same -journal does them.
+func (t tally) notDone() int { return t.Items - t.Succeeded - t.Failed - t.InDoubt }
 
 // ok reports whether every item succeeded.
-func (t tally) ok() bool { return t.Failed == 0 && t.notDone() == 0 }
+func (t tally) ok() bool { return t.Failed == 0 && t.InDoubt == 0 && t.notDone() == 0 }
 
 // resume says what becomes of the items not done.
 func (t tally) resume() string {
@@ -68,6 +75,7 @@ func (t tally) print(w io.Writer) {
 		row("succeeded", "%d", t.Succeeded)
 	}
 	row("failed", "%d", t.Failed)
+	row("in doubt", "%d%s", t.InDoubt, t.inDoubtNote())
 	if n := t.notDone(); n > 0 {
 		row("not done", "%d (interrupted or not started; %s)", n, t.resume())
 	} else {
@@ -81,7 +89,12 @@ func (t tally) print(w io.Writer) {
 			t.client429, t.pauses, plural(t.pauses, "pause", "pauses"))
 	}
 	row("throttled", "%s", t.throttledNote())
-	row("retries", "%d (%d by the Transport, %d by the batch)", t.transportRetries+int64(t.Retries), t.transportRetries, t.Retries)
+	row("retried", "%d %s sent more than once; %d retries (%d by the Transport, %d by the batch, %d of them requeued after the Transport gave up)",
+		t.retriedItems, plural(int64(t.retriedItems), "item", "items"), t.transportRetries+int64(t.Retries), t.transportRetries, t.Retries, t.requeueAttempts())
+	if t.faults {
+		row("faults", "%d answered 503, %d connections reset (%d after the charge was applied); charged twice: %d (the API's count)",
+			t.unavailable, t.resets, t.resetsAfter, t.chargedTwice)
+	}
 	row("elapsed", "%v", t.Elapsed.Round(time.Millisecond))
 	if t.Ideal > 0 {
 		ratio := "" // meaningless when the run stopped early
@@ -101,9 +114,27 @@ func (t tally) print(w io.Writer) {
 		if t.notDone() > 0 && t.journal != "" {
 			hint = " (run again with the same -journal to do them)"
 		}
-		fmt.Fprintf(w, "NOT OK: %d failed, %d not done%s\n", t.Failed, t.notDone(), hint)
+		fmt.Fprintf(w, "NOT OK: %d failed, %d in doubt, %d not done%s\n", t.Failed, t.InDoubt, t.notDone(), hint)
 	}
 }
+
+// inDoubtNote explains the in-doubt count: items a killed run left started
+// that this one did not send again.
+func (t tally) inDoubtNote() string {
+	switch {
+	case t.InDoubt > 0:
+		return " (started by a killed run and not sent again: no Idempotency-Key; check them with the API, or resume with batch.Options.ResendInDoubt)"
+	case t.Redone > 0:
+		return fmt.Sprintf(" (%d started by a killed run were sent again, as safe to repeat)", t.Redone)
+	case t.journal == "":
+		return " (only a run resumed from a -journal can have some)"
+	}
+	return ""
+}
+
+// requeueAttempts returns the batch's attempts of items that went back in
+// line after a retryable failure: its retries that were not throttles.
+func (t tally) requeueAttempts() int { return max(t.Retries-t.Throttled, 0) }
 
 func plural(n int64, one, many string) string {
 	if n == 1 {
