@@ -53,7 +53,7 @@
 // the batch included. [Options.Rate] adds a ceiling of Run's own, counted on
 // every attempt Run starts, retries and probes included, at the moment it
 // leaves (after any wait for its key): at most N starts in any window of
-// length Per. It is exact (a sliding log, [pace.Sliding]), so
+// length Per. It is exact (a sliding log, [pace.SlidingLog]), so
 // pace.PerSecond(5) never puts more than 5 starts in any 1 s, and it also gives
 // [Summary.Ideal], the least time the ceiling allows for the run.
 //
@@ -66,7 +66,9 @@
 // their results; an item started and not finished is in doubt, and is done
 // again only when that is safe (an idempotent request, the same
 // idempotency key, or [Options.Idempotent]), otherwise it ends [InDoubt].
-// So a job killed half-way and started again applies no item twice. See
+// So a job killed half-way and started again applies no item twice, given
+// a server that deduplicates requests by their idempotency key (as Stripe,
+// Adyen and PayPal do); an item in doubt is left for you to check. See
 // [Options.ID] for the choice of key. One run at a time may use a journal:
 // Run locks the file, and a second run fails at once with
 // [ErrJournalLocked] (see [Options.Journal] for the caveats).

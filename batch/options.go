@@ -54,7 +54,7 @@ type Options struct {
 
 	// Rate, if not zero, is a ceiling on how often Run starts attempts,
 	// retries and probes included: at most Rate.N starts in any window of
-	// length Rate.Per, counted by an exact sliding log ([pace.Sliding]), so
+	// length Rate.Per, counted by an exact sliding log ([pace.SlidingLog]), so
 	// the bound holds for every window, not only for aligned ones.
 	// pace.PerSecond(5) allows 5 starts at once and never more than 5 in
 	// any second; pace.Every(200 * time.Millisecond) spaces starts evenly,

@@ -1,7 +1,8 @@
 // Package middleware is the server side of pace: an [http.Handler] wrapper
 // that limits incoming requests per key with the same limits the client
-// side paces by (pace.Bucket, pace.Leaky, pace.Fixed, pace.Sliding,
-// pace.SlidingCounter and pace.All), and tells clients where they stand.
+// side paces by (pace.TokenBucket, pace.LeakyBucket, pace.FixedWindow,
+// pace.SlidingLog, pace.SlidingCounter and pace.All), and tells clients
+// where they stand.
 //
 //	m, err := middleware.New(middleware.Options{
 //		Limit: pace.SlidingLog(pace.PerSecond(10)), // at most 10 in any second, per client

@@ -12,7 +12,7 @@
 // fields (but with -mismatch, so that the client meets 429s rather than
 // pacing itself from them). It then sends -n GET requests, one per item,
 // through batch.Run and batch.HTTP, with an http.Client whose pace.Transport
-// paces the API's host with a leaky bucket (pace.Leaky): calls leave evenly
+// paces the API's host with a leaky bucket (pace.LeakyBucket): calls leave evenly
 // spaced, at most -concurrency in flight, each call given up after -timeout
 // (30 s by default), so that an API that never answers cannot hang the
 // batch. Progress shows as a bar on a terminal and as lines otherwise,
