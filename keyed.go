@@ -582,10 +582,31 @@ func (s *shard) evictable(k *Keyed) bool {
 func (s *shard) evict(k *Keyed, now int64, keep uint64) bool {
 	var victim uint64
 	found, best, seen := false, int64(0), 0
-	for h, w := range s.cells {
+	s.eachFree(func(h uint64) bool {
 		if h == keep {
-			continue
+			return true
 		}
+		if r := int64(k.alg.quota(&s.tmp, now, now).Reset); !found || r < best {
+			victim, best, found = h, r, true
+		}
+		seen++
+		return seen < evictSample
+	})
+	if !found {
+		return false
+	}
+	delete(s.cells, victim)
+	if len(s.exts) > 0 {
+		delete(s.exts, victim)
+	}
+	return true
+}
+
+// eachFree calls f for each key of s that has limit state and no keyState
+// (a key sweep and evict may forget), with its state loaded into s.tmp,
+// until f returns false; f may delete the key. s.mu must be held.
+func (s *shard) eachFree(f func(h uint64) bool) {
+	for h, w := range s.cells {
 		if len(s.keys) > 0 {
 			if _, ok := s.keys[h]; ok {
 				continue
@@ -595,22 +616,11 @@ func (s *shard) evict(k *Keyed, now int64, keep uint64) bool {
 		if len(s.exts) > 0 {
 			s.tmp.x = s.exts[h]
 		}
-		if r := int64(k.alg.quota(&s.tmp, now, now).Reset); !found || r < best {
-			victim, best, found = h, r, true
-		}
-		if seen++; seen == evictSample {
+		if !f(h) {
 			break
 		}
 	}
 	s.tmp = cell{}
-	if !found {
-		return false
-	}
-	delete(s.cells, victim)
-	if len(s.exts) > 0 {
-		delete(s.exts, victim)
-	}
-	return true
 }
 
 // sweep forgets at now the idle entries of s: keyStates whose throttle is
@@ -632,16 +642,7 @@ func (s *shard) sweep(k *Keyed, now int64) int {
 		}
 	}
 	if k.alg != nil {
-		for h, w := range s.cells {
-			if len(s.keys) > 0 {
-				if _, ok := s.keys[h]; ok {
-					continue
-				}
-			}
-			s.tmp = cell{a: w.a, b: w.b}
-			if len(s.exts) > 0 {
-				s.tmp.x = s.exts[h]
-			}
+		s.eachFree(func(h uint64) bool {
 			if k.alg.idle(&s.tmp, now) {
 				delete(s.cells, h)
 				if s.tmp.x != nil {
@@ -649,8 +650,8 @@ func (s *shard) sweep(k *Keyed, now int64) int {
 				}
 				n++
 			}
-		}
-		s.tmp = cell{}
+			return true
+		})
 	}
 	if len(s.keys) == 0 {
 		s.keys = nil
