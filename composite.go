@@ -258,5 +258,15 @@ func (*composite) core() *gcra { return nil }
 
 func (m *composite) parts() []algorithm { return m.list }
 
+// partsOf returns the parts of a composite, whose cell keeps one cell per
+// part (cell.x.parts), or nil for a limit of one algorithm, whose parts()
+// is itself: the test that needs no type assertion.
+func partsOf(a algorithm) []algorithm {
+	if ps := a.parts(); len(ps) != 1 || ps[0] != a {
+		return ps
+	}
+	return nil
+}
+
 // params is never asked of a composite (Limit.Params checks parts).
 func (m *composite) params() (string, Rate, int, LeakyOptions) { return "", Rate{}, 0, LeakyOptions{} }

@@ -25,15 +25,14 @@ import (
 // more than it can hold; the units beyond that (a queue) are carried only
 // into a token bucket or pacer, whose TAT holds them.
 func retune(from, to algorithm, c *cell, now int64) cell {
-	fm, fromAll := from.(*composite)
-	if tm, ok := to.(*composite); ok && fromAll && len(fm.list) == len(tm.list) {
-		nc := cell{x: &cellExt{parts: make([]cell, len(tm.list))}}
-		for i := range tm.list {
+	if fm, tm := partsOf(from), partsOf(to); fm != nil && tm != nil && len(fm) == len(tm) {
+		nc := cell{x: &cellExt{parts: make([]cell, len(tm))}}
+		for i := range tm {
 			var pc cell
 			if c.x != nil && c.x.parts != nil {
 				pc = c.x.parts[i]
 			}
-			nc.x.parts[i] = retune(fm.list[i], tm.list[i], &pc, now)
+			nc.x.parts[i] = retune(fm[i], tm[i], &pc, now)
 		}
 		return nc
 	}
@@ -60,28 +59,25 @@ func keep(from, to algorithm, c *cell, now int64) (cell, bool) {
 		}
 		return cell{a: max(c.a, now) - backlog + scaled, b: c.b}, true
 	}
-	switch f := from.(type) {
-	case *slidingLog:
-		if _, ok := to.(*slidingLog); ok {
-			return *c, true
-		}
-	case *fixedWindow:
-		if t, ok := to.(*fixedWindow); ok && t.per == f.per {
-			return *c, true
-		}
-	case *slidingCounter:
-		if t, ok := to.(*slidingCounter); ok && t.per == f.per {
-			return *c, true
-		}
+	if partsOf(from) != nil || partsOf(to) != nil {
+		return cell{}, false
+	}
+	fa, fr, _, _ := from.params()
+	ta, tr, _, _ := to.params()
+	switch {
+	case fa != ta:
+	case fa == "sliding log", // instants mean the same under any N and Per
+		(fa == "fixed window" || fa == "sliding counter") && fr.Per == tr.Per:
+		return *c, true
 	}
 	return cell{}, false
 }
 
 // usedUnits returns how many units of from c has used at now (see retune).
 func usedUnits(from algorithm, c *cell, now int64) int64 {
-	if m, ok := from.(*composite); ok {
+	if ps := partsOf(from); ps != nil {
 		used := int64(0)
-		for i, p := range m.list {
+		for i, p := range ps {
 			var pc cell
 			if c.x != nil && c.x.parts != nil {
 				pc = c.x.parts[i]
@@ -103,9 +99,9 @@ func carry(to algorithm, used, now int64) cell {
 	if used <= 0 {
 		return nc
 	}
-	if m, ok := to.(*composite); ok {
-		nc.x = &cellExt{parts: make([]cell, len(m.list))}
-		for i, p := range m.list {
+	if ps := partsOf(to); ps != nil {
+		nc.x = &cellExt{parts: make([]cell, len(ps))}
+		for i, p := range ps {
 			nc.x.parts[i] = carry(p, used, now)
 		}
 		return nc
