@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pacehttp/pace/internal/httptoken"
 )
 
 // DefaultMaxAttempts is the default number of attempts per request, the
@@ -223,13 +225,11 @@ func (p *RetryPolicy) validate() error {
 // headerNameErr returns a *ConfigError naming field when name is not a
 // header field name, a token of RFC 9110 §5.6.2 (§5.1), or nil.
 func headerNameErr(field, name string) error {
-	if name == "" {
+	switch {
+	case name == "":
 		return configErr(field, name, "empty header name")
-	}
-	for i := 0; i < len(name); i++ {
-		if !isTokenChar(name[i]) {
-			return configErr(field, name, "not a header name: a token of RFC 9110 §5.6.2 (letters, digits and !#$%&'*+-.^_`|~), no space, colon or control character")
-		}
+	case !httptoken.Valid(name):
+		return configErr(field, name, "not a header name: a token of RFC 9110 §5.6.2 (letters, digits and !#$%&'*+-.^_`|~), no space, colon or control character")
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package pace
 import (
 	"strconv"
 	"strings"
+
+	"github.com/pacehttp/pace/internal/httptoken"
 )
 
 // sfKind is the type of an RFC 9651 (Structured Field Values) bare item.
@@ -239,10 +241,7 @@ func (p *sfParser) sfString() (sfValue, bool) {
 }
 
 // isTokenChar reports whether c is a tchar (RFC 9110 §5.6.2).
-func isTokenChar(c byte) bool {
-	return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || isDigit(c) ||
-		strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
+func isTokenChar(c byte) bool { return httptoken.Char(c) }
 
 func isBase64Char(c byte) bool {
 	return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || isDigit(c) ||

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/httptoken"
 )
 
 // DefaultPolicyName names the policy in the RateLimit header fields when
@@ -143,7 +143,7 @@ func (o *Options) check() error {
 		return configErr("Limit", o.Limit, "is required (the zero Limit means no limit)")
 	case o.Key != nil && o.KeyHeader != "":
 		return configErr("KeyHeader", o.KeyHeader, "must be empty when Key is set")
-	case o.KeyHeader != "" && !isToken(o.KeyHeader):
+	case o.KeyHeader != "" && !httptoken.Valid(o.KeyHeader):
 		return configErr("KeyHeader", o.KeyHeader, "is not a valid HTTP field name")
 	case o.RequireKey && o.KeyHeader == "":
 		return configErr("RequireKey", o.RequireKey, "needs KeyHeader")
@@ -164,24 +164,6 @@ func (o *Options) check() error {
 
 func configErr(field string, value any, reason string) error {
 	return &pace.ConfigError{Field: field, Value: value, Reason: reason}
-}
-
-// isToken reports whether s is an HTTP token (RFC 9110 §5.6.2), the syntax
-// of a field name.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // isPrintable reports whether s holds only printable ASCII.
