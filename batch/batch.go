@@ -224,9 +224,14 @@ func (r *runner[T]) loop() {
 		if !r.stopped {
 			ctxDone = r.ctx.Done()
 		}
+		var newDue <-chan struct{} // an attempt's record became pending: set the alarm
+		if r.journal != nil {
+			newDue = r.journal.newDue
+		}
 		select {
 		case a := <-r.done:
 			r.finish(a)
+		case <-newDue:
 		case <-alarm:
 		case <-ctxDone:
 			r.halt(context.Cause(r.ctx))

@@ -105,6 +105,10 @@ type journal struct {
 	f       *os.File
 	pending int       // records written since the last sync
 	syncDue time.Time // when pending records must be synced
+	// newDue receives a value when a record becomes pending while none
+	// was, so that Run's loop, which may be waiting for something else,
+	// sets its alarm for syncDue. Capacity 1; sends never block.
+	newDue chan struct{}
 }
 
 // journalState is what a journal holds: the run ID and each item's state,
@@ -201,7 +205,7 @@ func openJournal(path string) (*journal, *journalState, error) {
 			return fail(err)
 		}
 	}
-	j := &journal{f: f}
+	j := &journal{f: f, newDue: make(chan struct{}, 1)}
 	if st.run == "" {
 		st.run = newRunID()
 		b, _ := json.Marshal(header{Journal: journalFormat, Version: journalVersion, Run: st.run})
@@ -293,6 +297,10 @@ func (j *journal) write(rec record, now time.Time) error {
 	}
 	if j.pending++; j.pending == 1 {
 		j.syncDue = now.Add(syncAfter)
+		select {
+		case j.newDue <- struct{}{}:
+		default:
+		}
 	}
 	if j.pending >= syncEvery {
 		return j.syncLocked()

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -309,4 +311,26 @@ func TestDuplicateIDWithoutJournal(t *testing.T) {
 	var ce *pace.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "ID", ce.Field)
+}
+
+// TestJournalSyncsStartsInFlight: a start record written while every
+// attempt is still in flight is synced within syncAfter, not when the
+// attempt ends (Run's loop, waiting for attempts, is told to set its
+// alarm).
+func TestJournalSyncsStartsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "run.jsonl")
+		var pendingAfter int
+		_, err := Run(t.Context(), ints(1), func(ctx context.Context, _ int) error {
+			j := attemptOf(ctx).item.run.journal
+			time.Sleep(syncAfter + time.Millisecond)
+			j.mu.Lock()
+			pendingAfter = j.pending
+			j.mu.Unlock()
+			time.Sleep(time.Hour)
+			return nil
+		}, Options{Journal: path})
+		require.NoError(t, err)
+		assert.Zero(t, pendingAfter, "the start record is synced within syncAfter")
+	})
 }
