@@ -104,7 +104,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 // finished counts the items that have reached their end.
-func finished(s batch.Summary) int { return s.Succeeded + s.Failed + s.Interrupted }
+func finished(s batch.Summary) int { return s.Succeeded + s.Failed + s.Interrupted + s.InDoubt }
 
 // Update shows p: it redraws the bar, or prints a line when one is due (see
 // [Printer]). It has the signature of batch.Options.OnProgress, and is safe
@@ -150,6 +150,9 @@ func (pr *Printer) describe(p batch.Progress) string {
 	if p.Failed > 0 {
 		parts = append(parts, fmt.Sprintf("%d failed", p.Failed))
 	}
+	if p.InDoubt > 0 {
+		parts = append(parts, fmt.Sprintf("%d in doubt", p.InDoubt))
+	}
 	if p.Throttled > 0 {
 		parts = append(parts, fmt.Sprintf("%d throttled", p.Throttled))
 	}
@@ -170,8 +173,11 @@ func (pr *Printer) line(p batch.Progress, now time.Time) string {
 	if p.Items > 0 {
 		pct = done * 100 / p.Items
 	}
-	fmt.Fprintf(&b, "%d/%d done (%d%%): %d succeeded, %d failed, %d throttled; elapsed %v",
-		done, p.Items, pct, p.Succeeded, p.Failed, p.Throttled, p.Elapsed.Round(100*time.Millisecond))
+	fmt.Fprintf(&b, "%d/%d done (%d%%): %d succeeded, %d failed", done, p.Items, pct, p.Succeeded, p.Failed)
+	if p.InDoubt > 0 {
+		fmt.Fprintf(&b, ", %d in doubt", p.InDoubt)
+	}
+	fmt.Fprintf(&b, ", %d throttled; elapsed %v", p.Throttled, p.Elapsed.Round(100*time.Millisecond))
 	switch {
 	case p.Paused:
 		// The pause may have ended by the time the line is printed (the

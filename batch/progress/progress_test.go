@@ -169,3 +169,16 @@ func TestLinePauseNeverNegative(t *testing.T) {
 		}
 	}
 }
+
+// TestLineInDoubt: items in doubt count as finished, and a line names them.
+func TestLineInDoubt(t *testing.T) {
+	pr := &Printer{Title: "t"}
+	s := batch.Summary{Items: 10, Succeeded: 8, InDoubt: 2}
+	line := pr.line(batch.Progress{Summary: s, Index: 3}, time.Now())
+	if !strings.HasPrefix(line, "t: 10/10 done (100%): 8 succeeded, 0 failed, 2 in doubt, 0 throttled;") {
+		t.Errorf("line %q", line)
+	}
+	if got := pr.describe(batch.Progress{Summary: s}); got != "t, 2 in doubt" {
+		t.Errorf("describe = %q", got)
+	}
+}
