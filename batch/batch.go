@@ -333,6 +333,7 @@ func (r *runner[T]) finish(a *attempt) {
 		r.throttled(a, delay, now)
 	case errors.Is(a.err, ErrInDoubt): // HTTP refused to send it again
 		r.gate.settle(p, a.start, now, false, 0)
+		r.sum.Redone-- // counted when it was scheduled to be redone
 		r.settle(res, InDoubt, now)
 	case errors.As(a.err, new(*JournalError)): // its start could not be recorded: nothing was done
 		r.gate.settle(p, a.start, now, false, 0)

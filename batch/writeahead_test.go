@@ -171,7 +171,7 @@ func TestInDoubt(t *testing.T) {
 	assert.Equal(t, map[string]string{"get": "", "keyed": "order-7", "derived": derivedKey("00000000000000aa", "derived"), "throttled": ""}, sent)
 	s := rep.Summary
 	assert.Equal(t, 3, s.InDoubt)
-	assert.Equal(t, 4, s.Redone, "get, keyed, derived, rekeyed (refused by HTTP)")
+	assert.Equal(t, 3, s.Redone, "get, keyed, derived; not rekeyed, refused by HTTP")
 	var e *Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, 3, e.InDoubt)
