@@ -46,6 +46,15 @@
 // it. It is what keeps a batch that meets a quota of N requests per rolling
 // window from throttling again on every window (GSA/sam_api#51).
 //
+// # Failures
+//
+// A failure that outlived the client's own retries (an answer of 408, 500,
+// 502, 503 or 504, or a pace.Transport that ran out of attempts, retry
+// budget or time) goes back in line when the item is safe to send again,
+// and is tried later in the run at a lower pace, at most
+// [Options.MaxRequeues] times (3 by default, after 0.5-1 s, 1-2 s and 2-4 s);
+// any other failure, and one that outlives the requeues, fails its item.
+//
 // # Rate
 //
 // Pacing belongs first to the client: an http.Client whose Transport paces
