@@ -6,8 +6,9 @@ import "github.com/redis/go-redis/v9"
 // microseconds, read from Redis's own clock (TIME), so that the clocks of
 // the machines that share a limit play no part. Every number stays below
 // 2^53, where Lua's doubles are exact (see maxMicros). Numbers written to
-// Redis are formatted by S ("%.0f"), never left to Lua's number-to-string
-// conversion, which prints large integers in exponent form.
+// Redis are formatted by S ("%d", which Redis's 64-bit Lua 5.1 prints
+// through a C long), never left to Lua's number-to-string conversion,
+// which prints large integers in exponent form.
 //
 // KEYS[1] is the key's throttle, a hash: u the end of its pause, l the
 // pause's length, g its count of pauses (the generation), s its strikes, p
@@ -20,7 +21,7 @@ import "github.com/redis/go-redis/v9"
 
 // scriptHead is the preamble of every script.
 const scriptHead = `
-local function S(x) return string.format('%.0f', x) end
+local function S(x) return string.format('%d', x) end
 local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
 local function expireIn(key, us)
@@ -74,15 +75,15 @@ if h == 1 then
   if q > now then return {2, q - now, g, pr} end
   probe = 1
 end
--- The parts' parameters and state, in flat arrays (a table per part costs
--- more than the decision): kind, x, y, z as in ARGV; sa, sb the state (a
--- GCRA's TAT and latest booking, a fixed window's index and count, a
--- sliding log's latest entry and the entry the next booking waits for).
-local K, X, Y, Z, SA, SB, SM = {}, {}, {}, {}, {}, {}, {}
+-- The parts' parameters and state, in one flat array (a table per part
+-- costs more than the decision), 6 slots per part from o = 6(j-1): kind, x,
+-- y, z as in ARGV, then the state: a GCRA's TAT and latest booking, a fixed
+-- window's index and count, a sliding log's latest entry and the entry the
+-- next booking waits for (-1: none).
+local P = {}
 for j = 1, np do
-  local b = 7 + (j - 1) * 4
+  local b, o = 7 + (j - 1) * 4, (j - 1) * 6
   local kind, x, y, key = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), KEYS[1 + j]
-  K[j], X[j], Y[j], Z[j] = kind, x, y, tonumber(ARGV[b + 4])
   local sa, sb
   if kind == 1 then
     sa, sb = get2(key)
@@ -97,23 +98,24 @@ for j = 1, np do
     if m > 0 then sa = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
     if m >= y then sb = tonumber(redis.call('ZRANGE', key, m - y, m - y, 'WITHSCORES')[2]) end
   end
-  SA[j], SB[j] = sa, sb
+  P[o + 1], P[o + 2], P[o + 3], P[o + 4], P[o + 5], P[o + 6] = kind, x, y, tonumber(ARGV[b + 4]), sa, sb
 end
 local function earliest(j, t)
-  local kind, x, y = K[j], X[j], Y[j]
+  local o = (j - 1) * 6
+  local kind, x, y, z, sa, sb = P[o + 1], P[o + 2], P[o + 3], P[o + 4], P[o + 5], P[o + 6]
   if kind == 1 then
-    return math.max(t, math.max(SA[j], t) + x - y)
+    return math.max(t, math.max(sa, t) + x - y)
   elseif kind == 2 then
-    local w, cw, c = math.floor(t / x), SA[j], SB[j]
+    local w = math.floor(t / x)
     local r
-    if w > cw or (w == cw and c < y) then r = t
-    elseif w < cw and c < y then r = cw * x
-    else r = (math.max(w, cw) + 1) * x end
-    if Z[j] > 0 and r - math.floor(r / x) * x >= x - Z[j] then r = (math.floor(r / x) + 1) * x end
+    if w > sa or (w == sa and sb < y) then r = t
+    elseif w < sa and sb < y then r = sa * x
+    else r = (math.max(w, sa) + 1) * x end
+    if z > 0 and r - math.floor(r / x) * x >= x - z then r = (math.floor(r / x) + 1) * x end
     return r
   end
-  local r = math.max(t, SA[j])
-  if SB[j] >= 0 then r = math.max(r, SB[j] + x) end
+  local r = math.max(t, sa)
+  if sb >= 0 then r = math.max(r, sb + x) end
   return r
 end
 -- The earliest instant every part admits: one pass for one part (its
@@ -130,25 +132,27 @@ end
 if not settled then return {3, 0, 1, pr} end
 local d = t - now
 for j = 1, np do
-  if K[j] == 1 and Z[j] >= 0 and d > Z[j] then return {3, d, 2, pr} end
+  local o = (j - 1) * 6
+  if P[o + 1] == 1 and P[o + 4] >= 0 and d > P[o + 4] then return {3, d, 2, pr} end
 end
 if maxWait > 0 and d > maxWait then return {3, d, 1, pr} end
 if dlLeft >= 0 and d > 0 and d >= dlLeft then return {3, d, 3, pr} end
 local res = {0, d, g, s, probe, 0, t}
 for j = 1, np do
-  local kind, x, key = K[j], X[j], KEYS[1 + j]
+  local o = (j - 1) * 6
+  local kind, x, sa, sb, key = P[o + 1], P[o + 2], P[o + 5], P[o + 6], KEYS[1 + j]
   local mem = ''
   if kind == 1 then
-    local a = math.max(SA[j], t) + x
-    set2(key, a, math.max(SB[j], t), a - now)
+    local a = math.max(sa, t) + x
+    set2(key, a, math.max(sb, t), a - now)
   elseif kind == 2 then
     local w, n = math.floor(t / x), 1
-    if w <= SA[j] then w, n = SA[j], SB[j] + 1 end
+    if w <= sa then w, n = sa, sb + 1 end
     set2(key, w, n, (w + 1) * x - now)
   else
     mem = S(t) .. '-' .. uid
     redis.call('ZADD', key, S(t), mem)
-    expireIn(key, math.max(t, SA[j]) + x - now)
+    expireIn(key, math.max(t, sa) + x - now)
   end
   res[7 + j] = mem
 end
