@@ -15,6 +15,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // variable, function, type, method, struct field and interface method that
 // `go doc -all` lists. Raise it only with a reason in the commit: a new
 // identifier should be worth more than the one more name a user must learn.
+// History: 236 before the single-key types and the constructors' second
+// names went (one Shaper, one name per algorithm), 195 right after; the
+// target of that change was 175, which the features added since (below)
+// put out of reach without removing a capability.
 const maxRootAPI = 222 // 200, plus Limit.Parts and Limit.Params for limiters outside the package (redislimit), plus Host, Host.Limit, Host.MaxAttempts and Host.Statuses (a retry policy per host), plus Transport.Stats and Stats' 12 fields (per-key figures, issue 9), plus Shaper.SetLimitAt, Keyed.SetLimitAt and Transport.SetLimit (limits changed live, issue 9)
 
 // TestRootAPIBound fails when package pace exports more than maxRootAPI
