@@ -66,10 +66,13 @@ type KeyedOptions struct {
 // Keyed holds one rate limit per key, for example per host or per API key,
 // created lazily on first use and forgotten once idle again: a key whose
 // state behaves like a fresh one (a token bucket idle for capacity/rate is
-// full again, a window limiter idle for its window is empty) is evicted,
+// full again, a window limiter idle for its window is empty) is swept,
 // because forgetting it changes nothing. A key whose limit is still in use
-// (a drained bucket, a booked slot) is never evicted, so eviction can never
-// reset a limit (ELares/IronTraffic#217, didip/tollbooth#32).
+// (a drained bucket, a booked slot) is never swept, so sweeping can never
+// reset a limit (ELares/IronTraffic#217, didip/tollbooth#32). Only past
+// [KeyedOptions].MaxKeys is a key in use forgotten, to make room for a new
+// one: the one nearest to whole again, never a paused or waited-on key
+// (see MaxKeys for what that lets an attacker do).
 //
 // Forgetting is lazy: a shard is swept when it is accessed and at least the
 // limit's span (and at least one second) has passed since its last sweep,
