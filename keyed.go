@@ -107,6 +107,7 @@ type Keyed struct {
 	// overflow's) and changed by SetLimitAt under all of them at once.
 	alg        algorithm // nil: no limit, pauses only
 	g          *gcra     // alg's GCRA core for token buckets and pacers, else nil
+	limited    bool      // alg != nil; read-only (SetLimitAt neither adds nor removes a limit)
 	epoch      time.Time
 	seed       maphash.Seed
 	shift      uint  // 64 - log2(len(shards)); the shard is hash >> shift
@@ -172,6 +173,7 @@ func NewKeyed(l Limit, o KeyedOptions) (*Keyed, error) {
 	n = 1 << (bits.Len(uint(n)) - 1) // round down to a power of two
 	k := &Keyed{
 		alg:        l.alg,
+		limited:    l.alg != nil,
 		epoch:      newEpoch(),
 		seed:       maphash.MakeSeed(),
 		shift:      uint(64 - bits.TrailingZeros(uint(n))),

@@ -114,6 +114,14 @@ func (st *keyState) giveBack(alg algorithm, c *cell, now int64) {
 		}
 	}
 	st.pending = st.pending[:i]
+	// The pace's latest booking goes back with them (to the latest one
+	// still held, or now), so that they book again from there, not behind
+	// their own given-back slots.
+	last := now
+	for _, b := range st.pending {
+		last = max(last, b.at)
+	}
+	st.th.pace.last = min(st.th.pace.last, last)
 	st.broadcast()
 }
 
@@ -259,6 +267,9 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 	p := Permit{Key: key}
 	var probes uint32
 	var b *booking
+	var held int64          // the pace slot this request holds and waits for; 0: none
+	var heldGen uint32      // the key's generation when it was taken: a pause voids it
+	var paced time.Duration // time waited for pace slots
 	for first := true; ; first = false {
 		now := start // the first look is at the start
 		if !first {
@@ -308,11 +319,37 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 			}
 			p.Strikes, p.Gen = int(st.th.strikes), uint64(st.th.gen)
 		}
-		// The key's quota pace (throttle.paceFrom), then its limit: the
-		// request books the later of the two slots.
+		// The key's pace (quota or adaptive, throttle.paceFrom), then its
+		// limit. With a limit, a request whose pace slot lies ahead first
+		// waits for it, holding it, and books the limit only then: a
+		// limit's unit booked far ahead for the pace could not all be given
+		// back by a pause (a token bucket's TAT keeps the gap), and the key
+		// would resume late. A probe books both at once, as before.
 		slot := e.now
-		if e.st != nil {
-			slot = e.st.th.paceFrom(e.now)
+		if st := e.st; st != nil {
+			if held != 0 && heldGen == st.th.gen {
+				slot = max(held, e.now)
+			} else {
+				held, slot = 0, st.th.paceFrom(e.now)
+			}
+		}
+		if slot > e.now && e.c != nil && !p.Probe {
+			d := time.Duration(slot - e.now)
+			if err := refuseWait(key, d, left, slot, deadline); err != nil {
+				e.close(false)
+				return p, err
+			}
+			if held == 0 {
+				e.st.th.paced(slot)
+				held, heldGen = slot, e.st.th.gen
+			}
+			ch := e.st.waitCh()
+			e.close(false)
+			if err := sleepOn(ctx, key, d, ch); err != nil {
+				return p, err
+			}
+			paced += time.Duration(clampNow(int64(time.Since(k.epoch))) - e.now)
+			continue
 		}
 		var r Reservation
 		var err error
@@ -341,7 +378,7 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 		if e.st != nil {
 			e.st.th.paced(r.at)
 		}
-		p.Delay = r.Delay
+		p.Delay = paced + r.Delay
 		if e.c != nil && r.Delay == 0 && !k.alg.binds(e.c, r.at) {
 			e.close(true)
 			return p, nil
@@ -516,6 +553,9 @@ func (k *Keyed) settle(p *Permit, o Outcome) {
 	}
 	switch {
 	case o.Pause > 0:
+		if o.cut && e.c != nil && (st == nil || uint32(p.Gen) == st.th.gen) { // a new strike, not the same news again
+			e.state().th.adapt.cut(e.now, e.k.alg.interval())
+		}
 		e.throttle(int64(o.Pause), uint32(p.Gen), p.Probe, true)
 	case st == nil:
 	case o.Response:

@@ -94,6 +94,10 @@ type Outcome struct {
 	// them over Reset (see Keyed.Settle). Unexported, so that the root's
 	// API stays small; the Transport fills it for its own Keyed stores.
 	quota Quota
+	// cut reports a throttle that named no delay and no quota, of a key
+	// whose configured limit may adapt: Keyed lowers the key's rate
+	// (adaptiveRate), once per strike.
+	cut bool
 }
 
 // Reservation is n units booked by ReserveAt. Delay is how long after the

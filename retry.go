@@ -546,6 +546,7 @@ type attemptEnd struct {
 	// otherwise decided; nil means no budget.
 	withdraw func(now time.Time, force bool) bool
 	strikes  int       // the key's consecutive throttles before this one (Permit.Strikes)
+	adaptive bool      // the key has a configured limit, whose rate adapts to throttles without a delay
 	deadline time.Time // the context's deadline; zero: none
 	// hookWait is RetryCheck.Wait: the delay Decide read from the response,
 	// taken as the server's; 0: none.
@@ -572,6 +573,7 @@ type verdict struct {
 	refused  time.Duration // the server delay or wait that was refused, for ReasonDelayTooLong and ReasonDeadline
 	deadline bool          // the wait would outlast the context's deadline
 	fail     error         // end the call with this error (RetryCheck.Fail); why is ReasonDecided
+	cut      bool          // a throttle without a delay of an adaptive key: lower its rate
 }
 
 // decide is the retry decision: from what an attempt ended with, whether to
@@ -590,7 +592,10 @@ type verdict struct {
 //     under DefaultThrottleBackoffInitial, or with a NewBackOff schedule its
 //     next wait, never under a second (env0/terraform-provider-env0#1127).
 //     Every pause is capped at maxRetryAfter; the request's own wait is the
-//     pause.
+//     pause. A key whose configured limit adapts (adaptive) slows its rate
+//     instead (verdict.cut, adaptiveRate): its first throttle without a
+//     delay pauses it only for MinThrottlePause; a probe throttled again
+//     gets the long pause, and the rate drops again.
 //   - Decide's Fail ends the call (ReasonDecided), after a throttle's
 //     pause is set.
 //   - A retryable failure is not retried, in this order, when: the policy
@@ -636,7 +641,14 @@ func decide(in attemptEnd) verdict {
 		if fromServer {
 			v.pause = min(max(serverWait, MinThrottlePause), in.maxRetryAfter)
 			wait = max(wait, v.pause)
+		} else if in.adaptive && in.strikes == 0 && !in.customBackoff {
+			// The key's rate adapts (adaptiveRate): it slows down instead
+			// of pausing for long; a brief pause and a probe, as after
+			// Retry-After: 0. A probe throttled again gets the long pause.
+			v.pause, v.cut = min(MinThrottlePause, in.maxRetryAfter), true
+			wait = v.pause
 		} else {
+			v.cut = in.adaptive
 			keyWait := wait // a NewBackOff schedule is the caller's choice: its next wait
 			if !in.customBackoff {
 				keyWait = in.jitter.apply(backoffDelay(in.strikes+1, DefaultThrottlePause, DefaultBackoffMax),

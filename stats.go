@@ -38,8 +38,9 @@ type Stats struct {
 	// Pace is the spacing between the key's requests in force now, 0 when
 	// nothing spaces them, and PaceSource where it comes from: "configured"
 	// (the key's limit, Rate.Interval), "quota" (the server's quota
-	// headers, slower than the limit), or "" when there is none. A custom
-	// Limiter reports none.
+	// headers, slower than the limit), "adaptive" (the rate the key slowed
+	// to after throttles without a hint, see [Transport]), or "" when there
+	// is none. A custom Limiter reports none.
 	Pace       time.Duration
 	PaceSource string
 }
@@ -120,31 +121,29 @@ func (ks *keyStats) snapshot(now time.Time) Stats {
 		Retries: ks.retries.Load(), Throttles: ks.throttles.Load(), GiveUps: ks.giveUps.Load(),
 	}
 	if k, ok := ks.lim.(*Keyed); ok && ks.key != "" {
-		pace, quota := k.paceAt(now, ks.key)
-		st.Pace = time.Duration(pace)
-		switch {
-		case quota:
-			st.PaceSource = "quota"
-		case pace > 0:
-			st.PaceSource = "configured"
-		}
+		pace, source := k.paceAt(now, ks.key)
+		st.Pace, st.PaceSource = time.Duration(pace), source
 	}
 	return st
 }
 
 // paceAt returns the spacing in force for key at now, in nanoseconds, and
-// whether it comes from the key's quota pace (throttle.pace) rather than
-// its limit (algorithm.interval); 0, false when nothing spaces the key.
-func (k *Keyed) paceAt(now time.Time, key string) (pace int64, quota bool) {
+// where it comes from (see Stats.PaceSource): the slowest of the key's
+// limit (algorithm.interval), its quota pace and its adaptive rate
+// (throttle.paceAt); 0, "" when nothing spaces the key.
+func (k *Keyed) paceAt(now time.Time, key string) (pace int64, source string) {
 	e := k.open(sinceEpoch(k.epoch, now), key, false)
 	defer e.close(false)
 	if k.alg != nil {
-		pace = k.alg.interval()
+		pace, source = k.alg.interval(), "configured"
 	}
 	if e.st != nil {
-		if p := &e.st.th.pace; p.interval > pace && p.until > e.now {
-			return p.interval, true
+		if i, adaptive := e.st.th.paceAt(e.now); i > pace {
+			pace, source = i, "quota"
+			if adaptive {
+				source = "adaptive"
+			}
 		}
 	}
-	return pace, false
+	return pace, source
 }

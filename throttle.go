@@ -1,9 +1,14 @@
 package pace
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // DefaultThrottlePause is how long a whole key pauses after a 429 that
-// carries no usable delay (no Retry-After or reset header). Each consecutive
+// carries no usable delay (no Retry-After or reset header), for a key that
+// no configured limit paces, or whose adaptive rate was already cut and
+// whose probe was throttled again (see [Transport], "Adaptive rate"). Each consecutive
 // throttle of the key (see [Permit].Strikes) doubles it, jittered, up to
 // DefaultBackoffMax. [Transport].MaxRetryAfter caps it. Five seconds follows
 // the fix in env0/terraform-provider-env0#1127: a server that gives no hint
@@ -53,7 +58,73 @@ type throttle struct {
 	halfOpen bool   // a probe's answer is needed before others may leave
 	probing  bool   // the probe is in flight
 
-	pace quotaPace // the spacing the server's quota headers ask for
+	pace  quotaPace    // the spacing the server's quota headers ask for
+	adapt adaptiveRate // the rate the key slowed to after throttles without a hint
+}
+
+// Constants of the adaptive rate, CUBIC (Ha, Rhee, Xu: "CUBIC: a new
+// TCP-friendly high-speed TCP variant", 2008) as the AWS SDKs' adaptive
+// retry mode applies it to a client's request rate (AWS SDKs and Tools
+// Reference Guide, "Retry behavior", adaptive mode; aws-sdk-go-v2
+// aws/retry's adaptive rate limit): on a throttle the rate drops to β times
+// the rate it had, and then grows again as C·(t−K)³ + Wmax, t seconds after
+// the throttle, with Wmax the rate before it and K = ∛(Wmax·(1−β)/C), so
+// that it is back at Wmax after K seconds, slowly near it, faster beyond.
+const (
+	cubicBeta = 0.7
+	cubicC    = 0.4
+	// adaptiveFloor is the slowest the adaptive rate goes, in requests a
+	// second: the AWS SDKs' minimum fill rate, 0.5 a second.
+	adaptiveFloor = 0.5
+)
+
+// adaptiveRate is a key's rate after throttles that named no delay and no
+// quota: pace's adaptive rate, between adaptiveFloor and the key's
+// configured limit (its ceiling), per key. It ends once CUBIC has brought
+// it back to the ceiling.
+type adaptiveRate struct {
+	since int64   // instant of the latest cut; 0: not adapting
+	ceil  float64 // the configured rate, requests a second
+	wMax  float64 // the rate before the latest cut
+	k     float64 // seconds from the cut until the rate is wMax again
+}
+
+// rate returns the adaptive rate at now, in requests a second, and false
+// when the key is not adapting (any more: at the ceiling it stops).
+func (a *adaptiveRate) rate(now int64) (float64, bool) {
+	if a.since == 0 {
+		return 0, false
+	}
+	t := float64(now-a.since)/1e9 - a.k
+	r := cubicC*t*t*t + a.wMax
+	if r >= a.ceil {
+		a.since = 0
+		return 0, false
+	}
+	return max(r, min(adaptiveFloor, a.ceil)), true
+}
+
+// cut lowers the rate at now, after a throttle without a hint of a key
+// whose configured limit spaces requests interval nanoseconds apart: to β
+// times its rate now (the configured one if it was not adapting).
+func (a *adaptiveRate) cut(now, interval int64) {
+	ceil := 1e9 / float64(max(interval, 1))
+	cur, ok := a.rate(now)
+	if !ok {
+		cur = ceil
+	}
+	a.since, a.ceil, a.wMax = max(now, 1), ceil, cur
+	a.k = math.Cbrt(cur * (1 - cubicBeta) / cubicC)
+}
+
+// interval returns the spacing of the adaptive rate at now, 0 when the key
+// is not adapting.
+func (a *adaptiveRate) interval(now int64) int64 {
+	r, ok := a.rate(now)
+	if !ok {
+		return 0
+	}
+	return int64(1e9 / r)
 }
 
 // quotaPace is the pace a key keeps after the server's quota headers said
@@ -80,19 +151,28 @@ const quotaTolerance = int64(time.Second)
 // window has ended (the quota is whole again then, and the next answer
 // tells the new pace).
 func (t *throttle) paceFrom(now int64) int64 {
-	p := &t.pace
-	if p.interval == 0 || p.until <= now {
+	i, _ := t.paceAt(now)
+	if i == 0 {
 		return now
 	}
-	return max(now, satAdd(p.last, p.interval))
+	return max(now, satAdd(t.pace.last, i))
+}
+
+// paceAt returns the spacing the key keeps at now beyond its limit: the
+// slower of its quota pace (while its window lasts) and its adaptive rate,
+// and whether it is the adaptive rate; 0 when neither applies.
+func (t *throttle) paceAt(now int64) (interval int64, adaptive bool) {
+	if p := &t.pace; p.interval > 0 && p.until > now {
+		interval = p.interval
+	}
+	if a := t.adapt.interval(now); a > interval {
+		return a, true
+	}
+	return interval, false
 }
 
 // paced records that a request of the key was booked to leave at at.
-func (t *throttle) paced(at int64) {
-	if t.pace.interval > 0 {
-		t.pace.last = max(t.pace.last, at)
-	}
-}
+func (t *throttle) paced(at int64) { t.pace.last = max(t.pace.last, at) }
 
 // learn records, at now, the server's word that remaining requests may go
 // in the next reset nanoseconds (reset > 0) of the quota named bucket. It
@@ -124,7 +204,7 @@ func (t *throttle) learn(now, remaining, reset int64, bucket string) (pause bool
 		}
 	}
 	if remaining == 0 {
-		*p = quotaPace{}
+		*p = quotaPace{last: p.last}
 		return true
 	}
 	// The answered request left before now: counting it at now is slower
@@ -222,7 +302,7 @@ func (t *throttle) released(probe bool) {
 // answer to a request sent before the pause, arriving late, is still known
 // as old news.
 func (t *throttle) forgettable(now int64) bool {
-	if t.probing || (t.pace.interval > 0 && t.pace.until > now) {
+	if _, adapting := t.adapt.rate(now); adapting || t.probing || (t.pace.interval > 0 && t.pace.until > now) {
 		return false
 	}
 	if t.length == 0 {

@@ -30,14 +30,20 @@ func main() {
 		for _, sc := range all {
 			fmt.Printf("%s\n\t%s\n", sc.name, sc.about)
 		}
+		fmt.Printf("%s\n\t%s\n", adaptiveName, adaptiveAbout)
 		return
 	}
 	var chosen []*scenario
+	adaptive := *only == ""
 	if *only == "" {
 		chosen = all
 	} else {
 		names := strings.Split(*only, ",")
 		for _, n := range names {
+			if strings.TrimSpace(n) == adaptiveName {
+				adaptive = true
+				continue
+			}
 			i := slices.IndexFunc(all, func(sc *scenario) bool { return sc.name == strings.TrimSpace(n) })
 			if i < 0 {
 				fmt.Fprintf(os.Stderr, "scenarios: no scenario %q (try -list)\n", n)
@@ -60,6 +66,11 @@ func main() {
 		rs := runScenario(sc, *runs, *serial)
 		printTable(os.Stdout, sc, rs, *runs)
 		fmt.Fprintf(os.Stderr, "scenarios: %s took %.1f s\n", sc.name, time.Since(t0).Seconds())
+	}
+	if adaptive {
+		t0 := time.Now()
+		runAdaptive(*runs)
+		fmt.Fprintf(os.Stderr, "scenarios: %s took %.1f s\n", adaptiveName, time.Since(t0).Seconds())
 	}
 	fmt.Fprintf(os.Stderr, "scenarios: all took %.1f s\n", time.Since(start).Seconds())
 }
