@@ -15,8 +15,10 @@ import (
 // every item in input order.
 //
 // fn's error decides the item's fate: nil is success; an error matching
-// [ErrThrottled] or [pace.ErrRateLimited] pauses the attempt's key and makes the item
-// try again (see the package documentation and [ErrThrottled]); any other
+// [ErrThrottled] pauses the attempt's key and makes the item try again, and
+// one matching [pace.ErrRateLimited] (a client-side refusal) makes it try
+// again after the wait the refusal names, pausing nothing (see the package
+// documentation and [ErrThrottled]); any other
 // error fails the item, unless the context had ended, which makes it
 // Interrupted. An error matching [pace.ErrInvalidConfig] (a
 // misconfigured pace.Transport, say) says the setup is wrong, not the item: Run stops dispatch as StopOnError would,
@@ -108,6 +110,7 @@ type runner[T any] struct {
 	inflight        int
 	stop            error // why dispatch stopped, or nil while it goes on
 	stopped         bool
+	lapsed          error // why the first item of a key of its own ran out of time (see outlasted), or nil
 
 	ceiling *pace.Shaper // Options.Rate, or nil
 	gate    *gate        // the throttles of the run's keys
@@ -249,21 +252,23 @@ func (r *runner[T]) hasWork() bool {
 }
 
 // dispatch starts attempts at now while there is room among Concurrency:
-// throttled items first, then requeued items that are due, then new ones.
+// throttled items first, then requeued and refused items that are due, then
+// new ones.
 // Each waits for the ceiling and its key in its own goroutine (see gate).
 func (r *runner[T]) dispatch(now time.Time) {
 	for !r.stopped && r.inflight < r.opts.Concurrency && r.hasWork() {
-		switch idx, ok := r.dueRequeue(now); {
+		switch q, ok := r.dueRequeue(now); {
 		case len(r.retry) > 0:
 			if ok { // put it back: the throttled item goes first
-				r.later = append([]requeued{{idx: idx, at: now}}, r.later...)
+				r.putLater(q)
 			}
-			idx, r.retry = r.retry[0], r.retry[1:]
+			idx := r.retry[0]
+			r.retry = r.retry[1:]
 			r.launch(idx, now, false)
 		case ok:
-			r.launch(idx, now, true)
+			r.launch(q.idx, now, !q.refused)
 		case r.next < len(r.results):
-			idx = r.next
+			idx := r.next
 			r.next++
 			r.launch(idx, now, false)
 		default:
@@ -319,7 +324,7 @@ func (r *runner[T]) finish(a *attempt) {
 		res.Status = s
 	}
 	res.Err = a.err
-	delay, throttled := throttleDelay(a.err)
+	delay, kind := throttleOf(a.err, now)
 	p := a.state.permit
 	switch {
 	case a.err == nil:
@@ -327,10 +332,14 @@ func (r *runner[T]) finish(a *attempt) {
 		if r.gate.settle(p, a.start, now, true, 0) {
 			r.progressPause() // the probe's answer opened its key
 		}
-	case throttled:
+	case kind == serverThrottle:
 		r.sum.Throttled++
 		r.unsent(a.idx, now)
 		r.throttled(a, delay, now)
+	case kind == clientRefusal:
+		r.sum.Throttled++
+		r.unsent(a.idx, now)
+		r.refused(a, delay, now)
 	case errors.Is(a.err, ErrInDoubt): // HTTP refused to send it again
 		r.gate.settle(p, a.start, now, false, 0)
 		r.sum.Redone-- // counted when it was scheduled to be redone
@@ -415,14 +424,64 @@ func (r *runner[T]) throttled(a *attempt, delay time.Duration, now time.Time) {
 		r.sum.Pauses++
 		r.progressPause()
 	}
-	if r.stopped {
-		r.settle(&r.results[a.idx], Interrupted, now)
-		return
+	r.again(a, pause, false, now)
+}
+
+// refused handles an attempt that a client-side limit refused, nothing
+// sent (see throttleOf): the item goes back in line, due when the wait the
+// limit named has passed (Options.Backoff when it named none; at most
+// Options.MaxBackoff); the key's other attempts wait as long at the gate.
+// The key is not paused and its learned limit is left as it is: the
+// refusal says nothing of the server, and the limit that refused goes on
+// pacing the item's next attempt.
+func (r *runner[T]) refused(a *attempt, delay time.Duration, now time.Time) {
+	if delay <= 0 {
+		delay = r.opts.Backoff
 	}
-	r.retry = append(r.retry, a.idx)
-	if dl, ok := r.ctx.Deadline(); ok && now.Add(pause).After(dl) {
-		r.halt(fmt.Errorf("%w: a pause of %v would outlast the context deadline: %w",
-			ErrThrottled, pause, context.DeadlineExceeded))
+	delay = min(delay, r.opts.MaxBackoff)
+	r.gate.refused(a.state.permit, now, delay)
+	r.again(a, delay, true, now)
+}
+
+// again puts the item of attempt a, throttled or refused at now, back in
+// line to go again after wait: a throttled one at once, to wait for its
+// key's pause at the gate, a refused one when wait has passed. An item
+// whose wait would outlast the context's deadline ends instead (see
+// outlasted), and so does every item once dispatch has stopped.
+func (r *runner[T]) again(a *attempt, wait time.Duration, refused bool, now time.Time) {
+	switch {
+	case r.stopped:
+		r.settle(&r.results[a.idx], Interrupted, now)
+	case r.outlasts(wait, now):
+		r.outlasted(a, wait, now)
+	case refused:
+		r.putLater(requeued{idx: a.idx, at: now.Add(wait), refused: true})
+	default:
+		r.retry = append(r.retry, a.idx)
+	}
+}
+
+// outlasts reports whether a wait of d from now would end after the
+// context's deadline.
+func (r *runner[T]) outlasts(d time.Duration, now time.Time) bool {
+	dl, ok := r.ctx.Deadline()
+	return ok && now.Add(d).After(dl)
+}
+
+// outlasted ends the item of attempt a, throttled or refused, whose next
+// attempt could not start before the context's deadline (it would wait d
+// from now): the item is Interrupted, not journaled, so that a resumed run
+// does it. Under a key of its own (the host of an [HTTP] request) only the
+// item ends, and the other keys go on (the key's other attempts meet the
+// same wait at the gate, and end likewise); under the run's key, which
+// every attempt of another item function shares, the run ends.
+func (r *runner[T]) outlasted(a *attempt, d time.Duration, now time.Time) {
+	r.settle(&r.results[a.idx], Interrupted, now)
+	why := fmt.Errorf("%w: a wait of %v would outlast the context deadline: %w", ErrThrottled, d, context.DeadlineExceeded)
+	if !a.state.keyed {
+		r.halt(why)
+	} else if r.lapsed == nil {
+		r.lapsed = why
 	}
 }
 
@@ -490,7 +549,11 @@ func (r *runner[T]) report() (*Report, error) {
 	if s.Failed == 0 && s.Interrupted == 0 && s.InDoubt == 0 && s.NotStarted == 0 && !r.stopJournal() {
 		return rep, nil // the context may have ended after the last start: nothing was lost
 	}
-	e := &Error{Failed: s.Failed, Interrupted: s.Interrupted, InDoubt: s.InDoubt, NotStarted: s.NotStarted, Stop: r.stop}
+	stop := r.stop
+	if stop == nil {
+		stop = r.lapsed
+	}
+	e := &Error{Failed: s.Failed, Interrupted: s.Interrupted, InDoubt: s.InDoubt, NotStarted: s.NotStarted, Stop: stop}
 	for i := range r.results {
 		if res := &r.results[i]; res.Outcome == Failed {
 			e.First = &ItemError{Index: i, ID: res.ID, Status: res.Status, Err: res.Err}

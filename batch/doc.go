@@ -9,32 +9,48 @@
 //
 // # Throttling
 //
-// An attempt that comes back throttled (an HTTP 429 through [HTTP], any
-// error matching [ErrThrottled], or a client-side refusal matching
-// [pace.ErrRateLimited], such as pace.ErrWaitExceedsDeadline, where the
-// client's own limit sent nothing) never fails its item: the item goes back
-// in line, and the throttle pauses its key. Run uses pace's throttle engine,
-// the one pace.Transport uses ([pace.Keyed]), with one key per host for the
-// attempts of [HTTP] (the request's host as pace.Hosts matches it) and one
-// key for the whole run for any other item function. While a key is paused
-// none of its attempts is sent; when the pause ends one attempt goes first
-// as a probe and the key's others wait for its answer: another throttle
-// pauses the key again, anything else lets them go. A throttle pauses only
-// its own key: the other hosts of a run go on. The pause is the delay the
-// server asked for (a [*ThrottledError] carries it), never under
-// pace.MinThrottlePause, or without one [Options.Backoff] doubled for each
-// consecutive throttle of the key; either way at most [Options.MaxBackoff],
-// the cap pace.Transport applies as MaxRetryAfter (five minutes by
-// default), so a Retry-After of a day pauses a key for five minutes, not a
-// day. Consecutive throttles are those of attempts that left after the
-// key's latest pause was set; a throttle of an attempt that left before it
-// is the same news again, and once the key is open again it is ignored. An
-// attempt waiting for its key holds its place among [Options.Concurrency].
-// A throttled item is retried until it is done or the run ends; it is never
-// lost and never run again after it succeeded. A throttle that runs out of
-// time is not a failure: when the pause would outlast the context's
-// deadline the run ends there, and the item is Interrupted, not journaled,
-// so that a resumed run does it.
+// An attempt the server throttled (through [HTTP], a 429, or a 503 that
+// names a delay, as [pace.Throttled] tells them, also when a pace.Transport
+// with ErrorOnGiveUp returns that answer inside a *pace.AttemptsError; any
+// error matching [ErrThrottled], or pace.ErrThrottled, the Transport's word
+// for a wait behind a probe that was throttled again) never fails its item:
+// the item goes back in line, and the throttle pauses its key. Run uses
+// pace's throttle engine, the one pace.Transport uses ([pace.Keyed]), with
+// one key per host for the attempts of [HTTP] (the request's host as
+// pace.Hosts matches it) and one key for the whole run for any other item
+// function. While a key is paused none of its attempts is sent; when the
+// pause ends one attempt goes first as a probe and the key's others wait
+// for its answer: another throttle pauses the key again, anything else
+// lets them go. A throttle pauses only its own key: the other hosts of a
+// run go on.
+//
+// The pause is the delay the server asked for (a [*ThrottledError] carries
+// it), never under pace.MinThrottlePause, or without one [Options.Backoff]
+// doubled for each consecutive throttle of the key; either way at most
+// [Options.MaxBackoff], the cap pace.Transport applies as MaxRetryAfter
+// (five minutes by default), so a Retry-After of a day, or of 9999999999
+// seconds, pauses a key for five minutes, not a day: a server cannot make
+// the run sleep without bound. ([Options.Backoff] and [Options.MaxBackoff]
+// refer to this rule.) Consecutive throttles are those of attempts that left
+// after the key's latest pause was set; a throttle of an attempt that left
+// before it is the same news again, and once the key is open again it is
+// ignored. An attempt waiting for its key holds its place among
+// [Options.Concurrency]. A throttled item is retried until it is done or the
+// run ends; it is never lost and never run again after it succeeded.
+//
+// A wait that would outlast the context's deadline, a pause or a client-side
+// refusal's (see below), is not slept in vain, and it is not a failure: the
+// item ends Interrupted at once, not journaled, so that a resumed run does
+// it. Under a key of its own (the host of an [HTTP] request) that ends the
+// key's items only: their attempts meet the same wait at the gate, before
+// anything is sent, and end likewise, while the other hosts go on. Under the
+// run's key, which every attempt of another item function shares, the run
+// ends there, and the items it had not reached are NotStarted. Either way
+// the [Error]'s Stop says so, matching ErrThrottled and
+// context.DeadlineExceeded. So with the defaults a Retry-After of a day
+// pauses its host for five minutes, and a run with 3 s left ends that host's
+// items at once, Interrupted: give the run a deadline past MaxBackoff, or a
+// shorter MaxBackoff, to wait instead.
 //
 // After a key's pause Run also keeps to the allowance the server showed for
 // that key: no more starts in any window than the server accepted (answered
@@ -46,14 +62,33 @@
 // it. It is what keeps a batch that meets a quota of N requests per rolling
 // window from throttling again on every window (GSA/sam_api#51).
 //
+// # Client-side refusals
+//
+// An attempt a client-side limit refused, nothing sent (an error matching
+// [pace.ErrRateLimited] that is none of the server throttles above:
+// pace.ErrWaitTooLong when a pace.Transport's MaxWait is shorter than its
+// limit's wait, pace.ErrQueueFull, pace.ErrWaitExceedsDeadline) does not
+// fail its item either, but it is no news of the server's: it pauses no key
+// and teaches Run no limit. The item goes back in line, due when the wait
+// the refusal named has passed ([*pace.WaitError].Delay; Options.Backoff
+// when it names none; at most Options.MaxBackoff), and the key's other
+// attempts wait as long at the gate, so that the run keeps the pace of the
+// limit that refused, at most Concurrency refusals for each start it
+// allows. Refusals count in [Summary].Throttled and Retries, not in Pauses
+// or Requeued, nor against Options.MaxRequeues. When a pace.Transport's
+// limiter refuses the retry of a failed answer (a *pace.AttemptsError), the
+// failure is that answer's (see Failures).
+//
 // # Failures
 //
 // A failure that outlived the client's own retries (an answer of 408, 500,
-// 502, 503 or 504, or a pace.Transport that ran out of attempts, retry
-// budget or time) goes back in line when the item is safe to send again,
-// and is tried later in the run at a lower pace, at most
-// [Options.MaxRequeues] times (3 by default, after 0.5-1 s, 1-2 s and 2-4 s);
-// any other failure, and one that outlives the requeues, fails its item.
+// 502, 503 or 504, returned or, with pace.Transport's ErrorOnGiveUp, inside
+// a *pace.AttemptsError; or a pace.Transport that ran out of attempts, retry
+// budget or time, or whose limiter refused the retry) goes back in line when
+// the item is safe to send again, and is tried later in the run at a lower
+// pace, at most [Options.MaxRequeues] times (3 by default, after 0.5-1 s,
+// 1-2 s and 2-4 s); any other failure, and one that outlives the requeues,
+// fails its item.
 //
 // # Rate
 //

@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,7 @@ type gate struct {
 // keyInfo is what a run knows of one key beyond its throttle.
 type keyInfo struct {
 	learn     learner
+	busy      time.Time // a client-side limit refused an attempt of the key until then (see refused)
 	until     time.Time // the end of the key's latest pause
 	throttled bool      // paused, or waiting for its probe's answer
 	gen       uint64    // the engine's count of the key's pauses, as far as seen
@@ -65,7 +67,8 @@ func (g *gate) info(key string) *keyInfo {
 }
 
 // pass waits until an attempt of key may be sent, and returns its Permit,
-// to be settled once. The waits, in order: the key's learned limit, then the
+// to be settled once. The waits, in order: the key's learned limit and the
+// end of its latest client-side refusal (see refused), then the
 // run's ceiling on starts (ceiling, Options.Rate; nil: none), which both
 // book the start, the ceiling last of the two because its promise is exact;
 // then the key's throttle, last, so that nothing of a paused key leaves: its pause, and if another attempt is its probe, that
@@ -75,15 +78,17 @@ func (g *gate) info(key string) *keyInfo {
 // attempts a probe's answer releases together still leave at the allowed
 // rate (a start may then be counted twice, never zero times). With took,
 // the attempt has already taken the ceiling for this start. It returns a
-// *pace.WaitError wrapping ctx.Err() when ctx ends first.
+// *pace.WaitError wrapping ctx.Err() when ctx ends first, or matching
+// pace.ErrWaitExceedsDeadline when a wait would outlast ctx's deadline,
+// with a Permit of key that admits nothing (settling it is harmless).
 func (g *gate) pass(ctx context.Context, key string, ceiling *pace.Shaper, took bool) (pace.Permit, error) {
 	for ; ; took = false {
 		if err := g.learned(ctx, key); err != nil {
-			return pace.Permit{}, err
+			return pace.Permit{Key: key}, err
 		}
 		if ceiling != nil && !took {
 			if err := ceiling.Wait(ctx, 1); err != nil {
-				return pace.Permit{}, err
+				return pace.Permit{Key: key}, err
 			}
 		}
 		p, err := g.engine.Wait(ctx, key, 0)
@@ -100,19 +105,26 @@ func (g *gate) pass(ctx context.Context, key string, ceiling *pace.Shaper, took 
 	}
 }
 
-// learned waits until key's learned limit allows a start, and records it.
+// learned waits until key's learned limit allows a start, and the wait a
+// client-side limit named when it last refused an attempt of the key has
+// passed, and records the start. A wait that would outlast ctx's deadline
+// fails at once, as pace's limiters fail it, with a *pace.WaitError
+// matching pace.ErrWaitExceedsDeadline and context.DeadlineExceeded.
 func (g *gate) learned(ctx context.Context, key string) error {
 	for {
 		now := time.Now()
 		g.mu.Lock()
 		ki := g.info(key)
-		d := ki.learn.wait(now)
+		d := max(ki.learn.wait(now), ki.busy.Sub(now))
 		if d <= 0 {
 			ki.learn.started(now)
 			g.mu.Unlock()
 			return nil
 		}
 		g.mu.Unlock()
+		if dl, ok := ctx.Deadline(); ok && now.Add(d).After(dl) {
+			return &pace.WaitError{Key: key, Delay: d, Err: errWaitExceedsDeadline}
+		}
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -170,6 +182,25 @@ func (g *gate) settle(p pace.Permit, start, now time.Time, answered bool, pause 
 	return false
 }
 
+// refused records at now that a client-side limit refused the attempt
+// admitted by p, nothing sent, and named a wait of delay: the key's other
+// attempts wait at the gate until it has passed (they would be refused
+// too), so that the attempts refused together do not all come back at
+// once, but the key is not paused and learns nothing (the refusal is no
+// news of the server's).
+func (g *gate) refused(p pace.Permit, now time.Time, delay time.Duration) {
+	g.engine.Settle(p, pace.Outcome{At: now})
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ki := g.info(p.Key); now.Add(delay).After(ki.busy) {
+		ki.busy = now.Add(delay)
+	}
+}
+
+// errWaitExceedsDeadline is the gate's refusal of a wait that would outlast
+// the context's deadline, as pace's limiters give it.
+var errWaitExceedsDeadline = fmt.Errorf("%w: %w", pace.ErrWaitExceedsDeadline, context.DeadlineExceeded)
+
 // paused reports whether a key of the run is paused or waits for its
 // probe's answer, and the latest end of those keys' pauses.
 func (g *gate) paused() (bool, time.Time) {
@@ -195,6 +226,8 @@ type attemptState struct {
 
 // enter passes the attempt through the gate under key (the host of an
 // [HTTP] request) instead of the run's key, which it settles as answered.
+// From then on the attempt is key's, even when the gate refuses it (its
+// error is then the gate's).
 // Only the goroutine running the attempt calls it, before Run reads the
 // state.
 func (a *attemptState) enter(ctx context.Context, key string) error {
@@ -204,11 +237,8 @@ func (a *attemptState) enter(ctx context.Context, key string) error {
 	now := time.Now()
 	a.gate.settle(a.permit, now, now, true, 0)       // the run's key lets it through
 	p, err := a.gate.pass(ctx, key, a.ceiling, true) // the run's key took the ceiling
-	if err != nil {
-		return err
-	}
-	a.permit, a.keyed = p, true
-	return nil
+	a.permit, a.keyed = p, true                      // also when refused: the attempt is key's now
+	return err
 }
 
 // attemptOf returns the attempt state of ctx, or nil.

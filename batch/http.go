@@ -43,12 +43,16 @@ import (
 // final response of each attempt. A final 429 is a throttle: Run pauses the
 // request's host (as pace.Hosts matches it) and probes it, as
 // the package documentation describes; each attempt waits for its host
-// before it is sent. An error
-// from client.Do comes as a *url.Error, which Run sees through: with
-// pace.Transport, one matching pace.ErrRateLimited (a client-side wait was
-// refused, even inside a *pace.AttemptsError) is a throttle too, and any
-// other fails the item. An error from build, a nil request or a request
-// with a nil URL fails the item, with nothing sent.
+// before it is sent. An error from client.Do comes as a *url.Error, which
+// Run sees through. With pace.Transport's ErrorOnGiveUp the final answer
+// comes inside a *pace.AttemptsError: Run reads it from its Response as if
+// it had been returned (a 429 is the same throttle, a 503 the same
+// retryable failure). One matching pace.ErrRateLimited with nothing sent
+// (the Transport's limiter refused the wait, as a short MaxWait does) is a
+// client-side refusal: the item is tried again after the wait it names,
+// and the host is not paused. Any other error fails the item, or sends it
+// back in line as [Options.MaxRequeues] says. An error from build, a nil
+// request or a request with a nil URL fails the item, with nothing sent.
 //
 // The returned function is safe for concurrent use if build and check are.
 func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*http.Request, error), check func(*http.Response) error) func(context.Context, T) error {

@@ -192,7 +192,8 @@ func testCheckResponse(t *testing.T) {
 			h.Set(k, v)
 		}
 		err := CheckResponse(&http.Response{StatusCode: tt.code, Header: h})
-		d, throttled := throttleDelay(err)
+		d, kind := throttleOf(err, time.Now())
+		throttled := kind == serverThrottle
 		var se *StatusError
 		if throttled != tt.throttled || d != tt.retryAfter || errors.As(err, &se) != tt.statusErr || statusOf(err) != tt.code && err != nil {
 			t.Errorf("CheckResponse(%d, %v) = %v; want throttled %v after %v, status error %v",

@@ -19,8 +19,8 @@ const (
 	// carries no server delay.
 	DefaultBackoff = time.Second
 
-	// DefaultMaxBackoff caps the doubling pause between probes when the
-	// server gives no delay. It is long enough that a quota counted per
+	// DefaultMaxBackoff caps a key's pause, the server's delay included
+	// (see Options.MaxBackoff). It is long enough that a quota counted per
 	// minute costs a handful of probes, and short enough that a batch loses
 	// at most five minutes after a quota counted per hour or per day resets.
 	DefaultMaxBackoff = 5 * time.Minute
@@ -75,23 +75,28 @@ type Options struct {
 
 	// Backoff is the first pause after a throttled attempt whose error
 	// carries no server delay; each failed probe doubles it up to
-	// MaxBackoff, and a successful probe resets it. Zero means
-	// DefaultBackoff. A delay the server gave is used as it is, whatever
-	// its length: bound the run with the context's deadline (a pause that
-	// would outlast it ends the run at once).
+	// MaxBackoff, and a successful probe resets it. A delay the server
+	// gave replaces it, capped at MaxBackoff too (the package
+	// documentation, Throttling, has the rule). It is also the wait after
+	// a client-side refusal that names none, and the first of the requeue
+	// waits (see MaxRequeues). Zero means DefaultBackoff.
 	Backoff time.Duration
 
-	// MaxBackoff caps the doubling pause. Zero means DefaultMaxBackoff. It
-	// must not be below Backoff.
+	// MaxBackoff caps every pause of a key: the doubling one and the
+	// server's delay alike (see the package documentation, Throttling), as
+	// well as the wait after a client-side refusal and the requeue waits.
+	// Zero means DefaultMaxBackoff. It must not be below Backoff.
 	MaxBackoff time.Duration
 
 	// MaxRequeues bounds how many times an item goes back in line after a
 	// retryable failure that outlived the client's own retries: an answer
 	// of 408, 500, 502, 503 or 504 (pace.DefaultRetryStatuses, but 429,
-	// which is a throttle), a *pace.AttemptsError whose Transport ran out
-	// of attempts, retry budget, backoff or time before the call's
-	// deadline (Reason pace.ReasonAttempts, pace.ReasonBudget,
-	// pace.ReasonBackoffStop or pace.ReasonDeadline), or the call's own
+	// which is a throttle), returned or as the Response of a
+	// *pace.AttemptsError (Transport.ErrorOnGiveUp), a *pace.AttemptsError
+	// whose Transport ran out of attempts, retry budget, backoff or time
+	// before the call's deadline (Reason pace.ReasonAttempts,
+	// pace.ReasonBudget, pace.ReasonBackoffStop or pace.ReasonDeadline) or
+	// whose limiter refused the wait for a retry, or the call's own
 	// timeout (context.DeadlineExceeded while the run's context is live),
 	// and only for an item
 	// safe to send again ([HTTP]'s with an idempotent method or an

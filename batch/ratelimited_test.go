@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/stretchr/testify/assert"
 )
 
 // TestRunTransportDeadline is the new-user trial's run: a server that always
@@ -69,39 +71,70 @@ func TestRunTransportDeadline(t *testing.T) {
 	})
 }
 
-// TestThrottleDelayClientSide checks which errors count as throttles: the
-// server's (ErrThrottled) and a client-side limit's refusal
-// (pace.ErrRateLimited and the errors that wrap it), with the delay they
-// carry; not a refusal that can never succeed, nor a context error.
-func TestThrottleDelayClientSide(t *testing.T) {
+// TestThrottleOf checks which errors count as throttles, and of which
+// kind: the server's (ErrThrottled, pace.ErrThrottled, and a final 429 that
+// a pace.Transport with ErrorOnGiveUp returns inside a *pace.AttemptsError)
+// and a client-side limit's refusal (pace.ErrRateLimited and the errors that
+// wrap it, nothing sent), with the delay they carry; not a refusal that can
+// never succeed, nor a context error, nor a failed answer whose retry the
+// Transport could not wait for.
+func TestThrottleOf(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	resp := func(code int, kv ...string) *http.Response {
+		h := http.Header{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			h.Set(kv[i], kv[i+1])
+		}
+		return &http.Response{StatusCode: code, Header: h}
+	}
 	tests := []struct {
-		name      string
-		err       error
-		throttled bool
-		delay     time.Duration
+		name  string
+		err   error
+		kind  throttleKind
+		delay time.Duration
 	}{
-		{"queue full", &pace.WaitError{Key: "h", Err: pace.ErrQueueFull}, true, 0},
-		{"wait too long", &pace.WaitError{Key: "h", Delay: time.Hour, Err: pace.ErrWaitTooLong}, true, time.Hour},
+		{"queue full", &pace.WaitError{Key: "h", Err: pace.ErrQueueFull}, clientRefusal, 0},
+		{"wait too long", &pace.WaitError{Key: "h", Delay: time.Hour, Err: pace.ErrWaitTooLong}, clientRefusal, time.Hour},
 		{"wait exceeds deadline", fmt.Errorf("get: %w", &pace.WaitError{Key: "h", Delay: 2 * time.Second,
-			Err: fmt.Errorf("%w: %w", pace.ErrWaitExceedsDeadline, context.DeadlineExceeded)}), true, 2 * time.Second},
-		{"plain rate limited", pace.ErrRateLimited, true, 0},
-		{"negative delay", &pace.WaitError{Delay: -time.Second, Err: pace.ErrQueueFull}, true, 0},
-		{"server throttle", &ThrottledError{RetryAfter: 3 * time.Second}, true, 3 * time.Second},
-		{"burst exceeded", &pace.WaitError{Err: pace.ErrBurstExceeded}, false, 0},
-		{"cancelled wait", &pace.WaitError{Err: context.Canceled}, false, 0},
-		{"deadline", context.DeadlineExceeded, false, 0},
-		{"other", errBad, false, 0},
+			Err: fmt.Errorf("%w: %w", pace.ErrWaitExceedsDeadline, context.DeadlineExceeded)}), clientRefusal, 2 * time.Second},
+		{"plain rate limited", pace.ErrRateLimited, clientRefusal, 0},
+		{"negative delay", &pace.WaitError{Delay: -time.Second, Err: pace.ErrQueueFull}, clientRefusal, 0},
+		{"server throttle", &ThrottledError{RetryAfter: 3 * time.Second}, serverThrottle, 3 * time.Second},
+		// The wait behind the key's probe, whose answer was another 429.
+		{"behind a throttled probe", &pace.WaitError{Key: "h", Err: pace.ErrThrottled}, serverThrottle, 0},
+		{"burst exceeded", &pace.WaitError{Err: pace.ErrBurstExceeded}, notThrottled, 0},
+		{"cancelled wait", &pace.WaitError{Err: context.Canceled}, notThrottled, 0},
+		{"deadline", context.DeadlineExceeded, notThrottled, 0},
+		{"other", errBad, notThrottled, 0},
 		// The Transport's backoff after a 503 would outlast the call's
 		// deadline: a failed answer, not a pause the host asked for.
 		{"backoff past the deadline after a 503", &pace.AttemptsError{Attempts: 2, StatusCode: 503, Reason: pace.ReasonDeadline,
-			Err: &pace.WaitError{Key: "h", Delay: time.Second, Err: pace.ErrWaitExceedsDeadline}}, false, 0},
+			Err: &pace.WaitError{Key: "h", Delay: time.Second, Err: pace.ErrWaitExceedsDeadline}}, notThrottled, 0},
+		// Its limiter refused the wait for the retry of a 503: a failure too.
+		{"retry refused after a 503", &pace.AttemptsError{Attempts: 1, StatusCode: 503,
+			Err: &pace.WaitError{Key: "h", Delay: time.Second, Err: pace.ErrWaitTooLong}}, notThrottled, 0},
 		{"pause past the deadline after a 429", &pace.AttemptsError{Attempts: 1, StatusCode: 429, Reason: pace.ReasonDeadline,
-			Err: &pace.WaitError{Key: "h", Delay: time.Second, Err: pace.ErrWaitExceedsDeadline}}, true, time.Second},
+			Err: &pace.WaitError{Key: "h", Delay: time.Second, Err: pace.ErrWaitExceedsDeadline}}, serverThrottle, time.Second},
+		{"attempts spent behind a throttled probe", &pace.AttemptsError{Attempts: 2, StatusCode: 429, Reason: pace.ReasonAttempts,
+			Err: &pace.WaitError{Key: "h", Err: pace.ErrThrottled}}, serverThrottle, 0},
+		// Transport.ErrorOnGiveUp: the final response rides in the error,
+		// and pace.Throttled judges it, as CheckResponse would.
+		{"ErrorOnGiveUp 429", &url.Error{Op: "Get", URL: "http://h/", Err: &pace.AttemptsError{Attempts: 2, StatusCode: 429,
+			Reason: pace.ReasonAttempts, Response: resp(429, "Retry-After", "0")}}, serverThrottle, 0},
+		{"ErrorOnGiveUp 429 with a delay", &pace.AttemptsError{Attempts: 2, StatusCode: 429,
+			Reason: pace.ReasonAttempts, Response: resp(429, "Retry-After", "7")}, serverThrottle, 7 * time.Second},
+		{"ErrorOnGiveUp 503 with a delay", &pace.AttemptsError{Attempts: 2, StatusCode: 503,
+			Reason: pace.ReasonDelayTooLong, Response: resp(503, "Retry-After", "3600")}, serverThrottle, time.Hour},
+		{"ErrorOnGiveUp 503", &pace.AttemptsError{Attempts: 2, StatusCode: 503,
+			Reason: pace.ReasonAttempts, Response: resp(503)}, notThrottled, 0},
+		{"ErrorOnGiveUp 429 past the deadline", &pace.AttemptsError{Attempts: 1, StatusCode: 429, Reason: pace.ReasonDeadline,
+			Err:      &pace.WaitError{Key: "h", Delay: 2 * time.Second, Err: pace.ErrWaitExceedsDeadline},
+			Response: resp(429, "Retry-After", "2")}, serverThrottle, 2 * time.Second},
 	}
 	for _, tt := range tests {
-		if d, ok := throttleDelay(tt.err); ok != tt.throttled || d != tt.delay {
-			t.Errorf("%s: throttleDelay(%v) = %v, %v; want %v, %v", tt.name, tt.err, d, ok, tt.delay, tt.throttled)
-		}
+		d, kind := throttleOf(tt.err, now)
+		assert.Equal(t, tt.kind, kind, "%s: kind of %v", tt.name, tt.err)
+		assert.Equal(t, tt.delay, d, "%s: delay of %v", tt.name, tt.err)
 	}
 }
 

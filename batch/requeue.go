@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"time"
 
@@ -14,32 +15,43 @@ import (
 // retryable failure when Options.MaxRequeues is zero.
 const DefaultMaxRequeues = 3
 
-// requeued is an item back in line after a retryable failure, due at at.
+// requeued is an item back in line, due at at: after a retryable failure,
+// or, when refused is set, after a client-side limit refused its attempt
+// (see refuse), which is no requeue: it is not counted against
+// MaxRequeues, and it takes none of the slots of requeueSlots.
 type requeued struct {
-	idx int
-	at  time.Time
+	idx     int
+	at      time.Time
+	refused bool
 }
 
 // retryableErr reports whether err is a failure worth trying again later
 // in the run: an answer with a status the Transport retries (408, 500, 502,
 // 503, 504: pace.DefaultRetryStatuses; a 429 is a throttle, handled
-// apart); a pace.Transport that gave up retrying a retryable failure
+// apart), as a [*StatusError] or as the Response of a *pace.AttemptsError
+// (Transport.ErrorOnGiveUp), so that the rule is the same with the option
+// and without; a pace.Transport that gave up retrying a retryable failure
 // because its attempts, its retry budget or its backoff schedule ran out,
 // or because the next wait would outlast the call's deadline (a
 // *pace.AttemptsError whose Reason is pace.ReasonAttempts,
-// pace.ReasonBudget, pace.ReasonBackoffStop or pace.ReasonDeadline); or the
-// call's own timeout (context.DeadlineExceeded, as http.Client.Timeout or a
-// per-call context gives; Run's context is still live here, or the item
-// would be Interrupted). A failure the Transport did not retry because the
-// request was not safe to repeat (pace.ReasonNotIdempotent) is not.
+// pace.ReasonBudget, pace.ReasonBackoffStop or pace.ReasonDeadline), or
+// because its limiter refused the wait for the next attempt (no Reason, an
+// Err matching pace.ErrRateLimited); or the call's own timeout
+// (context.DeadlineExceeded, as http.Client.Timeout or a per-call context
+// gives; Run's context is still live here, or the item would be
+// Interrupted). A failure the Transport did not retry because the request
+// was not safe to repeat (pace.ReasonNotIdempotent) is not.
 func retryableErr(err error) bool {
 	var ae *pace.AttemptsError
 	if errors.As(err, &ae) {
+		if ae.Response != nil {
+			return retryableStatus(ae.Response.StatusCode)
+		}
 		switch ae.Reason {
 		case pace.ReasonAttempts, pace.ReasonBudget, pace.ReasonBackoffStop, pace.ReasonDeadline:
 			return true
 		case "":
-			return errors.Is(err, context.DeadlineExceeded)
+			return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, pace.ErrRateLimited)
 		}
 		return false
 	}
@@ -47,7 +59,13 @@ func retryableErr(err error) bool {
 		return true
 	}
 	var se *StatusError
-	return errors.As(err, &se) && se.Code != 429 && slices.Contains(pace.DefaultRetryStatuses(), se.Code)
+	return errors.As(err, &se) && retryableStatus(se.Code)
+}
+
+// retryableStatus reports whether code is a status pace.Transport retries
+// by default and not a throttle's: 408, 500, 502, 503 or 504.
+func retryableStatus(code int) bool {
+	return code != http.StatusTooManyRequests && slices.Contains(pace.DefaultRetryStatuses(), code)
 }
 
 // replaySafe reports whether item idx may be sent again after a failure
@@ -71,16 +89,22 @@ func (r *runner[T]) requeue(a *attempt, now time.Time) bool {
 	if r.stopped || n > r.opts.MaxRequeues || !retryableErr(a.err) || !r.replaySafe(a.idx) {
 		return false
 	}
-	at := now.Add(r.requeueDelay(n))
-	if dl, ok := r.ctx.Deadline(); ok && at.After(dl) {
+	d := r.requeueDelay(n)
+	if r.outlasts(d, now) {
 		return false
 	}
+	at := now.Add(d)
 	if r.requeues[a.idx] = n; n == 1 {
 		r.sum.Requeued++
 	}
-	i, _ := slices.BinarySearchFunc(r.later, at, func(q requeued, t time.Time) int { return q.at.Compare(t) })
-	r.later = slices.Insert(r.later, i, requeued{idx: a.idx, at: at})
+	r.putLater(requeued{idx: a.idx, at: at})
 	return true
+}
+
+// putLater puts q in line among the items due later, by due time.
+func (r *runner[T]) putLater(q requeued) {
+	i, _ := slices.BinarySearchFunc(r.later, q.at, func(q requeued, t time.Time) int { return q.at.Compare(t) })
+	r.later = slices.Insert(r.later, i, q)
 }
 
 // requeueDelay returns the wait before an item's n-th requeued attempt:
@@ -98,23 +122,33 @@ func (r *runner[T]) requeueDelay(n int) time.Duration {
 // than the run's first attempts.
 func (r *runner[T]) requeueSlots() int { return max(1, r.opts.Concurrency/2) }
 
-// dueRequeue returns a requeued item due at now, if one is and a slot for
-// it is free.
-func (r *runner[T]) dueRequeue(now time.Time) (int, bool) {
-	if len(r.later) == 0 || r.later[0].at.After(now) || r.requeueInflight >= r.requeueSlots() {
-		return 0, false
+// dueRequeue returns an item back in line that is due at now and may
+// start (a refused one always, a requeued one when a slot is free), if one
+// is, and takes it out of line.
+func (r *runner[T]) dueRequeue(now time.Time) (requeued, bool) {
+	for i, q := range r.later {
+		if q.at.After(now) {
+			break
+		}
+		if q.refused || r.requeueInflight < r.requeueSlots() {
+			r.later = slices.Delete(r.later, i, i+1)
+			return q, true
+		}
 	}
-	idx := r.later[0].idx
-	r.later = r.later[1:]
-	return idx, true
+	return requeued{}, false
 }
 
-// requeueWake returns when the next requeued item is due, or the zero Time
-// when none is or none could start (the attempt that frees a slot wakes
-// Run's loop then).
+// requeueWake returns when the next item back in line that could start is
+// due, or the zero Time when none is or none could start (the attempt that
+// frees a slot wakes Run's loop then).
 func (r *runner[T]) requeueWake() time.Time {
-	if len(r.later) == 0 || r.requeueInflight >= r.requeueSlots() || r.inflight >= r.opts.Concurrency {
+	if r.inflight >= r.opts.Concurrency {
 		return time.Time{}
 	}
-	return r.later[0].at
+	for _, q := range r.later {
+		if q.refused || r.requeueInflight < r.requeueSlots() {
+			return q.at
+		}
+	}
+	return time.Time{}
 }

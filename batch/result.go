@@ -88,7 +88,7 @@ type Summary struct {
 	Resumed     int // restored from the journal, not run again (in-doubt items left alone included)
 	Redone      int // in doubt after an earlier run, and done again as safe to repeat
 
-	Throttled int // attempts that came back throttled (HTTP 429 and the like)
+	Throttled int // attempts that came back throttled (HTTP 429 and the like) or refused by a client-side limit, nothing sent
 	Requeued  int // items put back in line at least once after a retryable failure (see Options.MaxRequeues)
 	Retries   int // attempts beyond each item's first (throttled and requeued items')
 	Pauses    int // times a key was paused, or its pause extended, by a throttle
@@ -207,8 +207,11 @@ type Error struct {
 	// Stop is why the run ended before every item was done: the context's
 	// cause, the first failure when StopOnError is set (an *ItemError), the
 	// first item error matching pace.ErrInvalidConfig (an *ItemError), a
-	// journal error, or a pause that would outlast the context's deadline.
-	// It is nil when the run went through every item.
+	// journal error, or the first wait (a throttle's pause, or a
+	// client-side limit's) that would outlast the context's deadline, which
+	// ends the items of its key, not always the run (see the package
+	// documentation); it matches ErrThrottled and context.DeadlineExceeded.
+	// It is nil when nothing cut an item short.
 	Stop error
 
 	// First is the first failed item in input order, or nil.

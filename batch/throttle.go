@@ -14,12 +14,12 @@ import (
 // try the item again instead of failing it; [*ThrottledError] matches it and
 // can carry the server's delay.
 //
-// Run treats an error matching [pace.ErrRateLimited] the same way: a
-// client-side limit (a pace.Transport's limiter, say) refused the call and
-// nothing was sent, so the item is throttled, not failed, and the pause is
-// the wait a [*pace.WaitError] names (or the backoff, without one). That
-// includes pace.ErrWaitExceedsDeadline: if the pause would outlast the run's
-// deadline, the run ends and the item is Interrupted.
+// An error matching [pace.ErrRateLimited] (a client-side limit, a
+// pace.Transport's limiter say, refused the call and nothing was sent) does
+// not fail the item either, but pauses no key: the item is tried again
+// after the wait a [*pace.WaitError] names (see the package documentation,
+// Client-side refusals). A wait that would outlast the run's deadline ends
+// the item Interrupted.
 var ErrThrottled = errors.New("batch: throttled")
 
 // ThrottledError reports that the server throttled an attempt, and how long
@@ -61,40 +61,79 @@ func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
 // Unwrap returns e.Err.
 func (e *ThrottledError) Unwrap() error { return e.Err }
 
-// throttleDelay reports whether err marks a throttle, and the delay asked
-// for if one is known. A throttle is an error matching ErrThrottled (the
-// server said so; a [*ThrottledError] carries its delay) or one matching
-// pace.ErrRateLimited (a client-side limit refused the call before anything
-// was sent: pace.ErrQueueFull, pace.ErrWaitTooLong or
-// pace.ErrWaitExceedsDeadline; a [*pace.WaitError] carries the wait that
-// would have been needed).
+// throttleKind says how Run takes an attempt's error: see throttleOf.
+type throttleKind int8
+
+const (
+	notThrottled   throttleKind = iota // a success or a failure
+	serverThrottle                     // the server throttled: the key pauses
+	clientRefusal                      // a client-side limit refused: nothing was sent
+)
+
+// throttleOf reports whether err, met at now, marks a throttle, which kind,
+// and the delay asked for if one is known (0 otherwise).
 //
-// A *pace.AttemptsError whose Transport gave up because the backoff after
-// a failure other than a 429 would outlast the call's deadline
-// (pace.ReasonDeadline) is no throttle, although it matches
-// pace.ErrWaitExceedsDeadline: the host did not ask for a pause, its
-// answer failed (a 503, say), and pausing the whole host for it would stall
-// the run; it is a retryable failure (see Options.MaxRequeues).
-func throttleDelay(err error) (delay time.Duration, throttled bool) {
-	var ae *pace.AttemptsError
-	if errors.As(err, &ae) && ae.Reason == pace.ReasonDeadline && ae.StatusCode != http.StatusTooManyRequests {
-		return 0, false
-	}
-	switch {
-	case errors.Is(err, ErrThrottled):
+// The server throttled (serverThrottle) when err matches ErrThrottled (a
+// [*ThrottledError] carries its delay) or pace.ErrThrottled (the call
+// waited behind its key's probe, whose answer was another throttle), or is
+// a *pace.AttemptsError whose Response ([pace.Transport].ErrorOnGiveUp)
+// [pace.Throttled] calls a throttle, the one test CheckResponse applies, or
+// whose last status was a 429 and whose wait for the next attempt was
+// refused (by the call's deadline, say: pace.ReasonDeadline).
+//
+// A client-side limit refused the call (clientRefusal) when err matches
+// pace.ErrRateLimited otherwise, outside an AttemptsError: pace.ErrQueueFull,
+// pace.ErrWaitTooLong or pace.ErrWaitExceedsDeadline from a local limiter,
+// or a wait at Run's own gate; nothing was sent, and the [*pace.WaitError]
+// carries the wait that would have been needed. That is no news of the
+// server's: Run does not pause the key for it.
+//
+// A *pace.AttemptsError of any other kind is no throttle, although it may
+// match pace.ErrRateLimited: an attempt was answered with a failure (a 503,
+// say) and the Transport's wait for the next one was refused (its backoff
+// would outlast the call's deadline, pace.ReasonDeadline, or its limiter
+// refused it); pausing the whole host for it would stall the run. It is a
+// failure, retryable by the rules of Options.MaxRequeues.
+func throttleOf(err error, now time.Time) (time.Duration, throttleKind) {
+	if errors.Is(err, ErrThrottled) {
 		var te *ThrottledError
 		if errors.As(err, &te) {
-			return max(te.RetryAfter, 0), true
+			return max(te.RetryAfter, 0), serverThrottle
 		}
-		return 0, true
-	case errors.Is(err, pace.ErrRateLimited):
-		var we *pace.WaitError
-		if errors.As(err, &we) {
-			return max(we.Delay, 0), true
-		}
-		return 0, true
+		return 0, serverThrottle
 	}
-	return 0, false
+	var ae *pace.AttemptsError
+	if errors.As(err, &ae) {
+		if ae.Response != nil {
+			if d, ok := pace.Throttled(ae.Response, now); ok {
+				return max(d, 0), serverThrottle
+			}
+			return 0, notThrottled
+		}
+		if ae.StatusCode != http.StatusTooManyRequests && !errors.Is(err, pace.ErrThrottled) {
+			return 0, notThrottled
+		}
+		if !errors.Is(err, pace.ErrRateLimited) {
+			return 0, notThrottled
+		}
+		return waitDelay(err), serverThrottle
+	}
+	switch {
+	case errors.Is(err, pace.ErrThrottled):
+		return waitDelay(err), serverThrottle
+	case errors.Is(err, pace.ErrRateLimited):
+		return waitDelay(err), clientRefusal
+	}
+	return 0, notThrottled
+}
+
+// waitDelay returns the wait a [*pace.WaitError] in err names, or 0.
+func waitDelay(err error) time.Duration {
+	var we *pace.WaitError
+	if errors.As(err, &we) {
+		return max(we.Delay, 0)
+	}
+	return 0
 }
 
 // StatusError reports a response whose status [CheckResponse] does not
@@ -119,6 +158,10 @@ func statusOf(err error) int {
 	var te *ThrottledError
 	if errors.As(err, &te) {
 		return te.Status
+	}
+	var ae *pace.AttemptsError
+	if errors.As(err, &ae) && ae.Response != nil {
+		return ae.Response.StatusCode
 	}
 	return 0
 }

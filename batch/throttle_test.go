@@ -5,11 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // closedServer throttles every request that arrives within closedFor after
@@ -301,9 +308,76 @@ func TestThrottleDelay(t *testing.T) {
 		{&StatusError{Code: 500}, 0, false},
 	}
 	for _, tt := range tests {
-		d, ok := throttleDelay(tt.err)
-		if d != tt.delay || ok != tt.throttled {
-			t.Errorf("throttleDelay(%v) = %v, %v; want %v, %v", tt.err, d, ok, tt.delay, tt.throttled)
+		d, kind := throttleOf(tt.err, time.Now())
+		if ok := kind == serverThrottle; d != tt.delay || ok != tt.throttled {
+			t.Errorf("throttleOf(%v) = %v, %v; want %v, server throttle %v", tt.err, d, kind, tt.delay, tt.throttled)
 		}
 	}
+}
+
+// TestRunHugeRetryAfter: a Retry-After of 9999999999 seconds pauses its
+// host for Options.MaxBackoff (five minutes by default), never longer.
+// Within a 3 s deadline that pause cannot end, so the host's items end at
+// once, Interrupted (not journaled, so a resumed run does them), and the
+// run's error says why; the items of another host go on. Without a
+// deadline and with MaxBackoff 1 s, the item is done after a pause of 1 s.
+func TestRunHugeRetryAfter(t *testing.T) {
+	huge := func(throttled *atomic.Bool) func(*http.Request) (*http.Response, error) {
+		return func(req *http.Request) (*http.Response, error) {
+			if req.URL.Host == "slow.test" && throttled.CompareAndSwap(false, true) {
+				return testhttp.Response(http.StatusTooManyRequests, "Retry-After", "9999999999"), nil
+			}
+			return testhttp.Response(http.StatusOK), nil
+		}
+	}
+	build := func(ctx context.Context, i int) (*http.Request, error) {
+		host := [...]string{"slow.test", "fast.test"}[i%2]
+		return http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/items/%d", host, i), nil)
+	}
+	t.Run("3s deadline", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var throttled atomic.Bool
+			client := &http.Client{Transport: testhttp.RoundTripperFunc(huge(&throttled))}
+			path := filepath.Join(t.TempDir(), "run.jsonl")
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+			defer cancel()
+			t0 := time.Now()
+			rep, err := Run(ctx, ints(6), HTTP(client, build, nil), Options{Concurrency: 1, Journal: path})
+			elapsed := time.Since(t0)
+			t.Logf("%v in %v; err = %v", rep.Summary, elapsed, err)
+			assert.Zero(t, elapsed, "no pause is slept in vain")
+			for i, res := range rep.Results {
+				want := Succeeded
+				if i%2 == 0 {
+					want = Interrupted // slow.test's
+				}
+				assert.Equal(t, want, res.Outcome, "Results[%d]: %v", i, res.Err)
+			}
+			assert.Equal(t, http.StatusTooManyRequests, rep.Results[0].Status)
+			assert.ErrorIs(t, err, ErrThrottled)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			finished := 0
+			for _, rec := range readJournal(t, path) {
+				if rec.finished() {
+					finished++
+					assert.Equal(t, Succeeded.String(), rec.Outcome, "only fast.test's items finish: %+v", rec)
+				}
+			}
+			assert.Equal(t, 3, finished, "fast.test's 3 items are journaled as done")
+		})
+	})
+	t.Run("MaxBackoff 1s", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var throttled atomic.Bool
+			client := &http.Client{Transport: testhttp.RoundTripperFunc(huge(&throttled))}
+			t0 := time.Now()
+			rep, err := Run(t.Context(), ints(3), HTTP(client, build, nil), Options{Concurrency: 1, MaxBackoff: time.Second})
+			elapsed := time.Since(t0)
+			t.Logf("%v in %v", rep.Summary, elapsed)
+			require.NoError(t, err)
+			assert.Equal(t, 3, rep.Summary.Succeeded)
+			assert.Equal(t, 1, rep.Summary.Pauses)
+			assert.Equal(t, time.Second, elapsed, "the pause is MaxBackoff")
+		})
+	})
 }
