@@ -10,7 +10,8 @@
 // with a delay, pauses the whole key: for the delay the server asked for
 // (Retry-After, retry-after-ms, the reset headers; see [RetryAfter]), or,
 // after a 429 that names none, for [DefaultThrottlePause], doubling with each
-// consecutive one (a throttle of a request sent after the key's latest
+// consecutive one (a key with a configured limit slows its rate instead:
+// see [Transport], "Adaptive rate") (a throttle of a request sent after the key's latest
 // pause began, with no other answer between: the requests already in
 // flight when the first 429 came count once); never longer than
 // MaxRetryAfter, never shorter than
@@ -19,7 +20,10 @@
 // throttle; a throttled answer counts as an attempt of each of them. A
 // request's slot is counted when it is written to the wire, so a request
 // that leaves late pushes its key's later slots back (see [Transport],
-// "Spacing"). A failed attempt that is
+// "Spacing"). The quota headers of every answer (the IETF RateLimit
+// fields, X-RateLimit-*, and OpenAI's, Anthropic's, Discord's and
+// Shopify's) pace the key too, so that it never runs dry before the reset
+// (see [Transport], "Quota headers"). A failed attempt that is
 // safe to send again (see [RetryPolicy]) is retried after the server's delay
 // or a capped exponential backoff with [Jitter], within MaxAttempts and a
 // per-key [RetryBudget]. The zero Transport is ready to use, and every zero
@@ -102,7 +106,10 @@
 // multiple goroutines. A mutex guards each decision and is never held while
 // waiting or while a request is sent. Do not change
 // a Transport's fields, or copy it, after its first use. Limit, Rate and
-// Quota are plain values, safe to copy and share.
+// Quota are plain values, safe to copy and share. A limit can change on a
+// running store: [Shaper.SetLimitAt], [Keyed.SetLimitAt],
+// [Transport.SetLimit]. [Transport.Stats] is a snapshot per key of what
+// the Transport did.
 //
 // # Other packages
 //
@@ -111,6 +118,10 @@
 // go-retryablehttp client keep its code and gain pace's Retry-After reading,
 // host-wide cooldown and limits; its documentation maps each
 // go-retryablehttp setting to pace's.
+//
+// Module github.com/pacehttp/pace/metrics, of its own for its dependency
+// on OpenTelemetry, reports a Transport through the OpenTelemetry metric
+// API.
 //
 // Package [github.com/pacehttp/pace/batch] runs many calls through one
 // paced client with bounded concurrency, accounts for every item, and can
