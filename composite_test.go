@@ -2,7 +2,6 @@ package pace
 
 import (
 	"errors"
-	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -103,17 +102,21 @@ func TestCompositeAllOrNothing(t *testing.T) {
 		runWinAllow(t, l, []winAllow{{time.Second, 1, true}, {2 * time.Second, 1, false}})
 	})
 	t.Run("ReserveAt error", func(t *testing.T) {
-		// The fixed part can book the window at 0 and the one starting at
-		// MaxInt64 ns, and no later one.
-		huge := FixedWindow(Rate{N: 2, Per: math.MaxInt64})
+		// With the longest period a Rate may have, the fixed part can book
+		// the window at 0, the next one and the one starting at
+		// 2·maxPer = MaxInt64−1 ns, and no later one.
+		huge := FixedWindow(Rate{N: 2, Per: maxPer})
 		for _, order := range [][]Limit{{SlidingLog(PerSecond(5)), huge}, {huge, SlidingLog(PerSecond(5))}} {
 			l := mustComposite(t, order...)
 			runWinAllow(t, l, []winAllow{{0, 2, true}})
 			if _, err := l.ReserveAt(winAt(0), 1); err != nil {
+				t.Fatalf("%v: ReserveAt in the next window: %v", l, err)
+			}
+			if _, err := l.ReserveAt(winAt(0), 2); err != nil {
 				t.Fatalf("%v: ReserveAt in the last window: %v", l, err)
 			}
 			before := compositeSnapshot(l)
-			if _, err := l.ReserveAt(winAt(0), 2); !errors.Is(err, ErrWaitTooLong) {
+			if _, err := l.ReserveAt(winAt(0), 1); !errors.Is(err, ErrWaitTooLong) {
 				t.Fatalf("%v: ReserveAt past the end of time = %v, want ErrWaitTooLong", l, err)
 			}
 			if after := compositeSnapshot(l); !reflect.DeepEqual(before, after) {

@@ -26,7 +26,7 @@ import (
 // because the current window was full for them.
 //
 // The Limit carries a [*ConfigError] naming "Rate.N" or "Rate.Per" when
-// either is not positive.
+// either is not positive, or Per is over about 146 years (see [Rate]).
 func FixedWindow(r Rate) Limit {
 	if err := r.validate("Rate"); err != nil {
 		return newLimit(nil, err)

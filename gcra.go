@@ -48,12 +48,10 @@ type gcra struct {
 
 // newGCRA returns the core for r and capacity units, or a *ConfigError naming
 // field (with value, the setting as the user gave it) when
-// capacity·interval exceeds maxSpan. r must be valid and capacity >= 1.
+// capacity·interval exceeds maxSpan. r must be valid (Rate.validate bounds
+// its interval by maxPer = maxSpan) and capacity >= 1.
 func newGCRA(r Rate, capacity int, field string, value int) (gcra, error) {
 	i := int64(r.Interval())
-	if i > maxSpan {
-		return gcra{}, configErr("Rate.Per", r.Per, "interval Per/N must not exceed 146 years")
-	}
 	tau, ok := mulCheck(int64(capacity), i)
 	if !ok || tau > maxSpan {
 		return gcra{}, configErr(field, value, "with the interval "+time.Duration(i).String()+" spans over 146 years")

@@ -65,7 +65,7 @@ type LeakyOptions struct {
 // since a bigger n would release more than Slack+1 at one instant.
 //
 // The returned Limit carries a [*ConfigError] (see [Limit.Err]) naming
-// "Rate.N" or "Rate.Per" when r is not positive, "Queue", "Slack" or
+// "Rate.N" or "Rate.Per" when r is not valid (see [Rate]), "Queue", "Slack" or
 // "MaxDelay" when negative, and "Slack" or "Queue" when that many intervals
 // exceed about 146 years.
 func LeakyBucket(r Rate, o LeakyOptions) Limit {

@@ -9,14 +9,22 @@ import (
 // documentation quotes limits: Rate{N: 100, Per: time.Minute} is "100 requests
 // a minute", one every 600ms when paced evenly.
 //
-// Constructors that take a Rate reject N <= 0 and Per <= 0 with a
-// [*ConfigError], so the zero Rate is not a usable limit (batch.Options
-// reads it as "no ceiling"). A Rate is a plain value and safe to copy and
-// share.
+// Every constructor that takes a Rate ([TokenBucket], [LeakyBucket],
+// [FixedWindow], [SlidingLog], [SlidingCounter]) rejects N <= 0, Per <= 0
+// and Per over MaxInt64/2 nanoseconds (about 146 years) with a [*ConfigError] naming
+// "Rate.N" or "Rate.Per", so the zero Rate is not a usable limit
+// (batch.Options reads it as "no ceiling"). A Rate is a plain value and
+// safe to copy and share.
 type Rate struct {
 	N   int           // events per period; must be positive
 	Per time.Duration // length of the period; must be positive
 }
+
+// maxPer is the longest period a Rate may have, MaxInt64/2 nanoseconds
+// (about 146 years): a limiter counts instants within that span of its
+// creation, so a window or an interval up to maxPer added to any of them
+// cannot overflow. It bounds Per/N as well, since N >= 1.
+const maxPer = time.Duration(maxSpan)
 
 // PerSecond returns a Rate of n events per second; n must be positive for
 // the Rate to be valid.
@@ -47,13 +55,17 @@ func (r Rate) Interval() time.Duration {
 	return time.Duration(ceilDiv(int64(r.Per), int64(r.N)))
 }
 
-// validate reports a *ConfigError naming field when r is not usable.
+// validate reports a *ConfigError naming field when r is not usable: the
+// one check of a Rate every algorithm makes.
 func (r Rate) validate(field string) error {
 	if r.N <= 0 {
 		return configErr(field+".N", r.N, "must be positive")
 	}
 	if r.Per <= 0 {
 		return configErr(field+".Per", r.Per, "must be positive")
+	}
+	if r.Per > maxPer {
+		return configErr(field+".Per", r.Per, "must not exceed "+maxPer.String()+" (about 146 years), the span a limiter's clock covers")
 	}
 	return nil
 }

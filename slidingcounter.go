@@ -51,7 +51,8 @@ import (
 // as many units or more see exactly the state before the reservation.
 //
 // The Limit carries a [*ConfigError] naming "Rate.N" (not positive, or
-// above 4294967295) or "Rate.Per" (not positive).
+// above 4294967295) or "Rate.Per" (not positive, or over about 146 years:
+// see [Rate]).
 func SlidingCounter(r Rate) Limit {
 	if err := r.validate("Rate"); err != nil {
 		return newLimit(nil, err)

@@ -31,7 +31,7 @@ import (
 // request refused or cancelled costs nothing.
 //
 // The Limit carries a [*ConfigError] naming "Rate.N" or "Rate.Per" when
-// either is not positive.
+// either is not positive, or Per is over about 146 years (see [Rate]).
 func SlidingLog(r Rate) Limit {
 	if err := r.validate("Rate"); err != nil {
 		return newLimit(nil, err)

@@ -17,7 +17,7 @@ import (
 // rounded up to a whole nanosecond, so the bucket is never faster than r.
 //
 // The returned Limit carries a [*ConfigError] (see [Limit.Err]) naming
-// "Rate.N" or "Rate.Per" when r is not positive, and "Burst" when burst < 1
+// "Rate.N" or "Rate.Per" when r is not valid (see [Rate]), and "Burst" when burst < 1
 // or when burst·r.Interval() exceeds about 146 years. A burst of 0 is an
 // error, never "allow nothing" or "allow everything".
 func TokenBucket(r Rate, burst int) Limit {

@@ -10,9 +10,10 @@ import (
 const winMaxFuzzOps = 300
 
 // winFuzzRate maps fuzz inputs to a valid rate: N from 1 to 6 and Per from
-// 1 ns up to about 2^62 ns, so that huge windows reach the end of int64 time.
+// 1 ns up to maxPer (2^62−1 ns, the longest Rate.validate accepts), so that
+// huge windows reach the end of int64 time.
 func winFuzzRate(n, per uint16, shift uint8) Rate {
-	return Rate{N: 1 + int(n%6), Per: time.Duration(int64(1+int(per)) << (shift % 47))}
+	return Rate{N: 1 + int(n%6), Per: min(time.Duration(int64(1+int(per))<<(shift%47)), maxPer)}
 }
 
 // winFuzzOps runs ops, two bytes per operation (see winDriver.run), against d.

@@ -155,14 +155,13 @@ func TestWindowBadCount(t *testing.T) {
 	}
 }
 
-// TestWindowOverflow: a window too long for int64 time refuses with
-// ErrWaitTooLong instead of wrapping to a negative delay. (A fixed window
-// can still book the window starting at MaxInt64 ns, the last one that
-// exists; the others refuse at once.)
+// TestWindowOverflow: at the longest period a Rate may have (maxPer), a
+// window that would end past int64 time refuses with ErrWaitTooLong instead
+// of wrapping to a negative delay.
 func TestWindowOverflow(t *testing.T) {
 	for _, k := range windowKinds {
 		t.Run(k.name, func(t *testing.T) {
-			l := mustWindow(t, k.name, Rate{N: 1, Per: math.MaxInt64})
+			l := mustWindow(t, k.name, Rate{N: 1, Per: maxPer})
 			if !l.AllowAt(winAt(0), 1) {
 				t.Fatalf("first AllowAt refused")
 			}
