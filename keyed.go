@@ -326,7 +326,7 @@ func (k *Keyed) PauseUntil(key string, until time.Time) {
 	at := sinceEpoch(k.epoch, until)
 	e := k.open(0, key, false)
 	if at > e.now {
-		e.throttle(at-e.now, e.state().th.gen, false, false)
+		e.throttle(at-e.now, e.state().th.gen, 0, false)
 	}
 	e.close(e.c != nil)
 }

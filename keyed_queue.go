@@ -25,11 +25,11 @@ type keyState struct {
 
 // booking is one request's place in its key's queue.
 type booking struct {
-	at       int64 // booked instant, ns since the store's epoch; 0 once given back by a pause
-	floor    int64 // the earliest instant the key's quota pace allowed it (throttle.paceFrom); replan keeps it
-	released bool  // its wait is over; it is on its way to the wire
-	probe    bool  // it holds its key's probe role
-	over     bool  // booked on the shared overflow state
+	at       int64  // booked instant, ns since the store's epoch; 0 once given back by a pause
+	floor    int64  // the earliest instant the key's quota pace allowed it (throttle.paceFrom); replan keeps it
+	released bool   // its wait is over; it is on its way to the wire
+	probe    uint32 // the probe lease it holds (throttle.lease); 0: it is no probe
+	over     bool   // booked on the shared overflow state
 }
 
 // waitCh returns the channel that the next change of the key closes.
@@ -68,21 +68,21 @@ func (st *keyState) drop(b *booking) {
 }
 
 // throttle pauses the key for d nanoseconds from e.now, as the answer to a
-// request that left under generation gen (probe: it was the key's probe),
+// request that left under generation gen (probe: the probe lease it held, 0 for none),
 // and wakes the key's waiters if that changed anything. A new or longer
 // pause gives back the bookings of the requests still waiting for their
 // slot, latest first, so that they book again behind the probe instead of
 // ahead of it, and the key resumes at its steady rate when the pause ends
 // (algorithm.resume): the server's window has just been full, so the burst
 // that accrued meanwhile is not spent into it.
-func (e *entry) throttle(d int64, gen uint32, probe, halfOpen bool) {
+func (e *entry) throttle(d int64, gen, probe uint32, halfOpen bool) {
 	st := e.state()
 	set := st.th.pause
 	if halfOpen {
 		set = st.th.throttled
 	}
 	if !set(e.now, d, gen, probe) {
-		if probe {
+		if probe != 0 {
 			st.broadcast()
 		}
 		return
@@ -108,9 +108,9 @@ func (st *keyState) giveBack(alg algorithm, c *cell, now int64) {
 			alg.unbook(c, now, b.at, 1)
 		}
 		b.at = 0
-		if b.probe {
-			b.probe = false
-			st.th.released(true)
+		if b.probe != 0 {
+			st.th.released(b.probe)
+			b.probe = 0
 		}
 	}
 	st.pending = st.pending[:i]
@@ -204,7 +204,9 @@ func (e *entry) replan(i int, change func()) {
 // The key's throttle comes first: while the key is paused nothing leaves;
 // when the pause ends the first request to ask leaves as the key's probe
 // (Permit.Probe) and the others hold until [Keyed.Settle] reports its
-// answer. If the probe's answer is a throttle while a request waits for it,
+// answer, or until the probe's lease ends unanswered (as long as the
+// pause, at least 1 s and at most 30 s), when the next to ask becomes the
+// probe. If the probe's answer is a throttle while a request waits for it,
 // that request's Wait returns a *WaitError wrapping [ErrThrottled], so that
 // its caller can count the probe's attempt as its own, and may call Wait
 // again. Then the key's limit: the request books the earliest slot and
@@ -303,19 +305,20 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 				continue
 			case admitWaitProbe:
 				ch := st.waitCh()
+				leased := time.Duration(st.th.lease.until - e.now) // then the role passes on
 				e.close(false)
 				bound := time.Duration(-1) // no bound
 				if maxWait > 0 {
 					bound = left
 				}
-				w, err := waitProbe(ctx, key, ch, bound)
+				w, err := waitProbe(ctx, key, ch, bound, leased)
 				p.Held += w
 				if err != nil {
 					return p, err
 				}
 				continue
 			case admitProbe:
-				p.Probe = true
+				p.Probe, p.lease = true, st.th.lease.n
 			}
 			p.Strikes, p.Gen = int(st.th.strikes), uint64(st.th.gen)
 		}
@@ -365,9 +368,9 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 		}
 		if err != nil {
 			if p.Probe {
-				e.st.th.released(true)
+				e.st.th.released(p.lease)
 				e.st.broadcast()
-				p.Probe = false
+				p.Probe, p.lease = false, 0
 			}
 			e.close(false)
 			if _, ok := err.(*WaitError); ok {
@@ -387,7 +390,7 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 		// it joins the key's queue, so that its departure, or its giving up,
 		// can move the later bookings, and a pause can give its slot back.
 		st := e.state()
-		b = &booking{at: r.at, floor: slot, released: r.Delay == 0, probe: p.Probe, over: e.over()}
+		b = &booking{at: r.at, floor: slot, released: r.Delay == 0, probe: p.lease, over: e.over()}
 		st.pending = append(st.pending, b)
 		e.close(e.c != nil)
 		p.Track, p.b = e.c != nil, b // a pace alone does not need the departure
@@ -399,13 +402,13 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 			if err != nil {
 				p.Track, p.b = false, nil
 				if p.Probe {
-					k.releaseProbe(key, b.over)
+					k.releaseProbe(key, b.over, p.lease)
 				}
 			}
 			return p, err
 		}
 		// A pause gave the booking back: wait for it and book again.
-		p.Track, p.b, p.Probe = false, nil, false
+		p.Track, p.b, p.Probe, p.lease = false, nil, false, 0
 	}
 }
 
@@ -487,11 +490,11 @@ func (k *Keyed) sleepBooked(ctx context.Context, key string, b *booking, deadlin
 	}
 }
 
-// releaseProbe gives back the probe role of a request that gave up.
-func (k *Keyed) releaseProbe(key string, over bool) {
+// releaseProbe gives back the probe role (lease n) of a request that gave up.
+func (k *Keyed) releaseProbe(key string, over bool, n uint32) {
 	e := k.open(clampNow(int64(time.Since(k.epoch))), key, over)
 	if e.st != nil {
-		e.st.th.released(true)
+		e.st.th.released(n)
 		e.st.broadcast()
 	}
 	e.close(false)
@@ -556,15 +559,15 @@ func (k *Keyed) settle(p *Permit, o Outcome) {
 		if o.cut && e.c != nil && (st == nil || uint32(p.Gen) == st.th.gen) { // a new strike, not the same news again
 			e.state().th.adapt.cut(e.now, e.k.alg.interval())
 		}
-		e.throttle(int64(o.Pause), uint32(p.Gen), p.Probe, true)
+		e.throttle(int64(o.Pause), uint32(p.Gen), p.lease, true)
 	case st == nil:
 	case o.Response:
-		st.th.answered(e.now, p.Probe)
+		st.th.answered(e.now, p.lease)
 		if p.Probe {
 			st.broadcast()
 		}
 	case p.Probe:
-		st.th.released(true)
+		st.th.released(p.lease)
 		st.broadcast()
 	}
 	if o.quota.Reset > 0 { // after the throttle, so that a 429 still makes the key half-open
@@ -594,7 +597,7 @@ func (e *entry) learn(q Quota) {
 	}
 	st := e.state()
 	if st.th.learn(e.now, left, reset, q.bucket) {
-		e.throttle(reset, st.th.gen, false, false)
+		e.throttle(reset, st.th.gen, 0, false)
 	}
 }
 

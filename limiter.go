@@ -52,7 +52,9 @@ type Permit struct {
 	Key string
 	// Probe reports that the request is its key's probe: the key's pause
 	// has just ended, and its other requests hold until Settle reports
-	// this one's answer.
+	// this one's answer, or (Keyed) until its lease ends: as long as the
+	// key's pause, at least 1 s and at most 30 s; then the next request to
+	// ask probes.
 	Probe bool
 	// Track asks for Depart: the limit binds, so the instant the request
 	// actually leaves matters to the requests booked after it.
@@ -69,7 +71,8 @@ type Permit struct {
 	// and Delay how long for its slot of the key's limit.
 	Held, Delay time.Duration
 
-	b *booking // the request's place in its key's queue (Keyed), or nil
+	b     *booking // the request's place in its key's queue (Keyed), or nil
+	lease uint32   // the probe lease it holds (Keyed, with Probe), or 0
 }
 
 // Outcome is how the request of a [Permit] ended, for [Limiter].Settle.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,11 +17,11 @@ type thOp struct {
 	now   int64
 	d     int64  // throttled, pause: the pause length
 	gen   uint32 // throttled, pause: the generation the request left under
-	probe bool   // throttled, pause, answered, released: it was the probe
+	probe bool   // throttled, pause, answered, released: it holds the latest probe lease
 
 	admit admission // admit: the admission expected
 	set   bool      // throttled, pause: whether the pause was set or extended
-	after throttle  // the whole state expected after the call
+	after throttle  // the whole state expected after the call, but the probe's lease (TestThrottleProbeLease)
 }
 
 func (o thOp) String() string {
@@ -32,21 +33,27 @@ func (o thOp) String() string {
 func runThrottle(t *testing.T, th *throttle, ops []thOp) {
 	t.Helper()
 	for i, o := range ops {
+		probe := uint32(0)
+		if o.probe {
+			probe = th.lease.n
+		}
 		switch o.kind {
 		case "admit":
 			require.Equal(t, o.admit, th.admit(o.now), "step %d: %v", i, o)
 		case "throttled":
-			require.Equal(t, o.set, th.throttled(o.now, o.d, o.gen, o.probe), "step %d: %v", i, o)
+			require.Equal(t, o.set, th.throttled(o.now, o.d, o.gen, probe), "step %d: %v", i, o)
 		case "pause":
-			require.Equal(t, o.set, th.pause(o.now, o.d, o.gen, o.probe), "step %d: %v", i, o)
+			require.Equal(t, o.set, th.pause(o.now, o.d, o.gen, probe), "step %d: %v", i, o)
 		case "answered":
-			th.answered(o.now, o.probe)
+			th.answered(o.now, probe)
 		case "released":
-			th.released(o.probe)
+			th.released(probe)
 		default:
 			t.Fatalf("step %d: unknown op %q", i, o.kind)
 		}
-		require.Equal(t, o.after, *th, "step %d: state after %v", i, o)
+		got := *th
+		got.lease = lease{}
+		require.Equal(t, o.after, got, "step %d: state after %v", i, o)
 	}
 }
 
@@ -278,7 +285,9 @@ func TestThrottleStrikesCountFreshThrottles(t *testing.T) {
 func TestThrottleForgettable(t *testing.T) {
 	throttled := throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}
 	probing := throttled
-	probing.probing = true
+	probing.probing, probing.lease = true, lease{n: 1, until: 10 + probeLease(10)}
+	leased := probing
+	leased.lease.until = math.MaxInt64 // a lease that has not ended
 	closed := throttle{until: 10, length: 10, gen: 1}
 	long := throttle{until: 10, length: 2 * staleAfter, gen: 1}
 	pausedOnly := throttle{until: 10, gen: 1, strikes: 1} // PauseUntil: no length
@@ -293,8 +302,9 @@ func TestThrottleForgettable(t *testing.T) {
 		{"pause just ended, half-open", throttled, 10, false},
 		{"one pause length later, half-open", throttled, 20, false},
 		{"staleAfter later, half-open", throttled, 10 + staleAfter, true},
-		{"staleAfter later, probing", probing, 10 + staleAfter, false},
-		{"long after, probing", probing, 1 << 62, false},
+		{"staleAfter later, probing, its lease over", probing, 10 + staleAfter, true},
+		{"staleAfter later, under a probe's lease", leased, 10 + staleAfter, false},
+		{"long after, under a probe's lease", leased, 1 << 62, false},
 		{"closed, within a pause length", closed, 19, false},
 		{"closed, one pause length later", closed, 20, false},
 		{"closed, just before staleAfter", closed, 9 + staleAfter, false},
@@ -312,4 +322,58 @@ func TestThrottleForgettable(t *testing.T) {
 			assert.Equal(t, tt.th, th, "forgettable changes nothing")
 		})
 	}
+}
+
+// TestThrottleProbeLease: a probe holds its role for its lease, the length
+// of the key's latest pause within [1 s, 30 s] (redislimit's
+// Options.ProbeLease is the same idea across processes). Once the lease has
+// ended unanswered, the next request to ask becomes the probe under a new
+// lease; the old probe's late answer still counts as an answer, but only
+// the current lease's holder closes the key or counts in probes.
+func TestThrottleProbeLease(t *testing.T) {
+	const s = int64(time.Second)
+	assert.Equal(t, s, probeLease(0), "a pause without a length")
+	assert.Equal(t, s, probeLease(int64(MinThrottlePause)), "Retry-After: 0")
+	assert.Equal(t, 5*s, probeLease(int64(DefaultThrottlePause)))
+	assert.Equal(t, 30*s, probeLease(120*s), "a long Retry-After")
+
+	t.Run("the role passes on when the lease ends", func(t *testing.T) {
+		var th throttle
+		require.True(t, th.throttled(0, 2*s, 0, 0))
+		require.Equal(t, admitProbe, th.admit(2*s))
+		old := th.lease
+		assert.Equal(t, lease{n: 1, until: 4 * s}, old, "a 2 s pause: a 2 s lease")
+		assert.Equal(t, admitWaitProbe, th.admit(4*s-1), "within the lease")
+		require.Equal(t, admitProbe, th.admit(4*s), "the lease is over: the next one probes")
+		assert.Equal(t, lease{n: 2, until: 6 * s}, th.lease)
+		assert.Equal(t, admitWaitProbe, th.admit(4*s), "one probe at a time")
+
+		th.released(old.n) // the old probe gives up: not its role any more
+		assert.True(t, th.probing, "released by a stale lease")
+		th.answered(5*s, old.n) // or answers late
+		assert.True(t, th.probing && th.halfOpen, "a stale probe's answer does not close the key")
+		assert.Equal(t, admitWaitProbe, th.admit(5*s))
+
+		th.answered(5*s, th.lease.n)
+		assert.False(t, th.probing || th.halfOpen, "the current probe's answer closes it")
+		assert.Equal(t, admitGo, th.admit(5*s))
+	})
+	t.Run("a stale probe's throttle pauses but is no probe answer", func(t *testing.T) {
+		var th throttle
+		require.True(t, th.throttled(0, 2*s, 0, 0))
+		require.Equal(t, admitProbe, th.admit(2*s))
+		old := th.lease.n
+		require.Equal(t, admitProbe, th.admit(4*s))
+		require.True(t, th.throttled(5*s, 3*s, th.gen, old), "still a throttle: the key pauses")
+		assert.Equal(t, uint32(0), th.probes, "not the current probe's answer")
+		assert.True(t, th.probing, "the current probe keeps its role")
+		assert.Equal(t, uint32(2), th.strikes)
+	})
+	t.Run("a lease that was not taken over still names the probe", func(t *testing.T) {
+		var th throttle
+		require.True(t, th.throttled(0, 2*s, 0, 0))
+		require.Equal(t, admitProbe, th.admit(2*s))
+		th.answered(time.Hour.Nanoseconds(), th.lease.n) // long after its lease, nobody asked
+		assert.False(t, th.probing || th.halfOpen)
+	})
 }

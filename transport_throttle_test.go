@@ -233,23 +233,71 @@ func TestTransportThrottleCancelledProbePassesOn(t *testing.T) {
 	})
 }
 
+// TestTransportThrottleHungProbeLeaseEnds: a probe that never returns (no
+// client timeout) does not hold its host closed until MaxWait. A 429 with
+// Retry-After: 0 pauses the key for MinThrottlePause; the probe (A) leaves
+// at 60 ms and the server holds it 4 s; four requests start at 80 ms with
+// MaxWait 2 s. The probe's lease is the pause length within [1 s, 30 s],
+// so 1 s: at 1.06 s one of the four becomes the probe, gets 200, and the
+// other three follow at once. Before the lease, all four failed with
+// ErrWaitTooLong at 2.08 s. A's late 200 at 4.06 s changes nothing.
+// Arrivals: 0, 60 ms, then four at 1.06 s.
+func TestTransportThrottleHungProbeLeaseEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &ctxServer{start: time.Now(), handle: func(n int, req *http.Request) (*http.Response, error) {
+			switch n {
+			case 1:
+				return testhttp.Response(http.StatusTooManyRequests, "Retry-After", "0"), nil
+			case 2: // A's probe: the server hangs
+				select {
+				case <-time.After(4 * time.Second):
+				case <-req.Context().Done():
+					return nil, req.Context().Err()
+				}
+			}
+			return testhttp.Response(http.StatusOK), nil
+		}}
+		tr := &Transport{Base: srv, MaxWait: 2 * time.Second, MaxAttempts: 1}
+		code, err := get(t, tr, t.Context(), "http://api.test/")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusTooManyRequests, code)
+		time.Sleep(60 * ms)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			getOK(t, tr, "http://api.test/", "A, the hung probe")
+			assert.Equal(t, 4060*ms, time.Since(srv.start), "A ended")
+		})
+		time.Sleep(20 * ms)
+		for i := range 4 {
+			wg.Go(func() {
+				getOK(t, tr, "http://api.test/", "waiter %d", i)
+				assert.Equal(t, 1060*ms, time.Since(srv.start), "waiter %d ended", i)
+			})
+		}
+		wg.Wait()
+		want := []time.Duration{0, 60 * ms, 1060 * ms, 1060 * ms, 1060 * ms, 1060 * ms}
+		assert.Equal(t, want, srv.arrivals())
+	})
+}
+
 // TestTransportThrottleProbeWaitersObeyTheirLimits: while a probe is in
-// flight (sent at 1 s, answered 200 at 10 s), requests waiting for it
+// flight (sent at 10 s, answered 200 at 19 s, within its lease: as long
+// as the 10 s pause), requests waiting for it
 // honour their own limits (MaxWait 5 s): one cancelled 1 s into its wait
 // fails then with context.Canceled; one with a 1 s timeout fails at its
 // deadline with ErrWaitExceedsDeadline (and context.DeadlineExceeded);
 // one that would wait longer than MaxWait fails when MaxWait is reached
 // with ErrWaitTooLong. All three are *WaitErrors with Delay 0 (a probe's
 // end is not known in advance), and none is sent. A request that starts
-// at 6 s waits 4 s and gets the 200 at 10 s.
+// at 15 s waits 4 s and gets the 200 at 19 s.
 func TestTransportThrottleProbeWaitersObeyTheirLimits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &ctxServer{start: time.Now(), handle: func(n int, req *http.Request) (*http.Response, error) {
 			switch n {
 			case 1:
-				return testhttp.Response(http.StatusTooManyRequests, "Retry-After", "1"), nil
+				return testhttp.Response(http.StatusTooManyRequests, "Retry-After", "10"), nil
 			case 2:
-				time.Sleep(9 * time.Second) // the probe, answered at 10 s
+				time.Sleep(9 * time.Second) // the probe, answered at 19 s
 			}
 			return testhttp.Response(http.StatusOK), nil
 		}}
@@ -258,7 +306,7 @@ func TestTransportThrottleProbeWaitersObeyTheirLimits(t *testing.T) {
 		wg.Go(func() {
 			getOK(t, tr, "http://api.test/", "the probe's request")
 		})
-		time.Sleep(1500 * ms)
+		time.Sleep(10500 * ms)
 		tests := []struct {
 			name    string
 			ctx     func() (context.Context, context.CancelFunc)
@@ -269,13 +317,13 @@ func TestTransportThrottleProbeWaitersObeyTheirLimits(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				time.AfterFunc(time.Second, cancel)
 				return ctx, cancel
-			}, []error{context.Canceled}, 2500 * ms},
+			}, []error{context.Canceled}, 11500 * ms},
 			{"deadline", func() (context.Context, context.CancelFunc) {
 				return context.WithTimeout(t.Context(), time.Second)
-			}, []error{ErrWaitExceedsDeadline, context.DeadlineExceeded, ErrRateLimited}, 2500 * ms},
+			}, []error{ErrWaitExceedsDeadline, context.DeadlineExceeded, ErrRateLimited}, 11500 * ms},
 			{"MaxWait", func() (context.Context, context.CancelFunc) {
 				return context.WithCancel(t.Context())
-			}, []error{ErrWaitTooLong, ErrRateLimited}, 6500 * ms},
+			}, []error{ErrWaitTooLong, ErrRateLimited}, 15500 * ms},
 		}
 		for _, tt := range tests {
 			ctx, cancel := tt.ctx()
@@ -292,13 +340,13 @@ func TestTransportThrottleProbeWaitersObeyTheirLimits(t *testing.T) {
 				assert.Equal(t, tt.wantEnd, time.Since(srv.start), "%s: failed at", tt.name)
 			})
 		}
-		time.Sleep(4500 * ms) // 6 s
+		time.Sleep(4500 * ms) // 15 s
 		wg.Go(func() {
 			getOK(t, tr, "http://api.test/", "late waiter")
-			assert.Equal(t, 10*time.Second, time.Since(srv.start), "late waiter")
+			assert.Equal(t, 19*time.Second, time.Since(srv.start), "late waiter")
 		})
 		wg.Wait()
-		assert.Equal(t, []time.Duration{0, time.Second, 10 * time.Second}, srv.arrivals())
+		assert.Equal(t, []time.Duration{0, 10 * time.Second, 19 * time.Second}, srv.arrivals())
 	})
 }
 
