@@ -12,14 +12,20 @@ import (
 // Hosts maps a host to what applies to requests to it, for
 // [Transport.Limits]: the [Limit] that paces them and, if set, its own
 // retry policy ([Host]). A key is matched against the request's URL.Host as a
-// URL compares hosts (RFC 3986 §6.2.2–6.2.3): in lower case, without a
-// trailing dot, and without the scheme's default port (80 for http, 443 for
-// https), so "api.example" matches https://api.example/v1,
-// https://api.example:443/, http://api.example:80/ and
+// URL compares hosts (RFC 3986 §6.2.2–6.2.3), both brought to one form: in
+// lower case, without a trailing dot, an IPv6 literal in its canonical text
+// (RFC 5952: "[0:0::1]" is "[::1]"), an internationalized name in the ASCII
+// form net/http sends ("äpi.example" is "xn--pi-uia.example", IDNA2008 as
+// golang.org/x/net/idna's lookup profile maps it), and without port 80 or
+// 443. Those two ports do not count on either side, whatever the scheme: a
+// key cannot know the scheme of the requests it will meet, so
+// "api.example", "api.example:80" and "api.example:443" are one key, and
+// it matches https://api.example/v1, https://api.example:443/,
+// http://api.example:80/, http://api.example:443/ and
 // https://API.example./, but not https://api.example:8443/v1, which
-// "api.example:8443" matches. A key's own port 80 or 443 is dropped the same
-// way ("api.example:443" is "api.example"). Two keys that name the same host
-// so ("API.example", "api.example.") are an error. The key "*" is the
+// "api.example:8443" matches (any other port must be the same). Two keys
+// that name the same host so ("API.example", "api.example.",
+// "api.example:443") are an error. The key "*" is the
 // default for every host not listed; without it unlisted hosts are not
 // paced. The zero Host paces nothing and retries as the Transport does, so
 // {"*": {Limit: lim}, "internal.example": {}} exempts one host.
@@ -27,8 +33,14 @@ import (
 // A key that no URL.Host can ever equal is rejected, by
 // [Transport.Validate] and every RoundTrip, with a [*ConfigError] naming
 // Limits["key"]: an empty key, a URL ("https://api.example"), a key holding
-// '/', '?', '#', '@', a space or a control character, and a '*' anywhere
-// but in the key "*" itself (there are no wildcard patterns).
+// '/', '?', '#', '@', a space or a control character, a '*' anywhere
+// but in the key "*" itself (there are no wildcard patterns), a port that
+// is not a decimal number up to 65535 ("api.example:abc"), an IPv6 address
+// without brackets or without its closing bracket ("[::1"), an IPv6 zone
+// written URL-escaped (URL.Host holds "[fe80::1%eth0]", never
+// "[fe80::1%25eth0]"), a percent-escape or another character net/url
+// refuses in a host, and a non-ASCII name that is no valid
+// internationalized domain name.
 //
 // The Limit is chosen by host, but its state is kept per request key (see
 // [Transport].Key): with a Key that returns an API key, each API key gets
@@ -103,9 +115,10 @@ func compileHosts(h Hosts, policy *RetryPolicy, maxAttempts int) (*hostLimiters,
 			}
 			he.lim = k
 		}
-		if lh := hostkey.Of(host, ""); lh == DefaultHost {
+		if host == DefaultHost {
 			hl.def = he
 		} else {
+			lh, _ := hostkey.Key(host) // valid: validateHosts checked it
 			hl.byHost[lh] = he
 		}
 	}
@@ -126,8 +139,8 @@ func (hl *hostLimiters) forHost(host string) *hostEntry {
 
 // requestHost returns req's host in the form Hosts keys are matched in
 // (see [Hosts]): URL.Host, or req.Host when the URL has none. It allocates
-// only when the host has upper-case letters or a trailing dot before a
-// port that stays.
+// only when the host is not in that form already (hostkey.Of), but for a
+// port 80 or 443 to drop.
 func requestHost(req *http.Request) string { return hostkey.Request(req) }
 
 // validateHosts reports the first invalid entry of h as a *ConfigError
@@ -139,6 +152,13 @@ func validateHosts(h Hosts) error {
 		if reason := hostKeyProblem(host); reason != "" {
 			return configErr(field, host, reason)
 		}
+		lh := host
+		if host != DefaultHost {
+			var err error
+			if lh, err = hostkey.Key(host); err != nil {
+				return configErr(field, host, err.Error())
+			}
+		}
 		if err := e.Limit.Err(); err != nil {
 			return limitErr(field, err)
 		}
@@ -148,9 +168,8 @@ func validateHosts(h Hosts) error {
 		if err := (&RetryPolicy{Statuses: e.Statuses}).validate(); err != nil {
 			return limitErr(field, err)
 		}
-		lh := hostkey.Of(host, "")
 		if other, dup := seen[lh]; dup {
-			return configErr(field, host, "the same host as "+strconv.Quote(other)+" (hosts compare as in a URL: case, a trailing dot and ports 80 and 443 do not count)")
+			return configErr(field, host, "the same host as "+strconv.Quote(other)+" (hosts compare as in a URL: case, a trailing dot, how an IPv6 address or an internationalized name is written, and ports 80 and 443 do not count)")
 		}
 		seen[lh] = host
 	}

@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestHostsChooseTheLimit: each host gets its listed Limit, matched as a
-// URL compares hosts (case, a trailing dot and the scheme's default port do
-// not count; another port does); "*" covers the rest; the zero Limit
-// exempts a host.
+// URL compares hosts (case, a trailing dot and ports 80 and 443, whatever
+// the scheme, do not count; another port does); "*" covers the rest; the
+// zero Limit exempts a host.
 func TestHostsChooseTheLimit(t *testing.T) {
 	tests := []struct {
 		url     string
@@ -29,8 +31,9 @@ func TestHostsChooseTheLimit(t *testing.T) {
 		{"http://api.test:80/", 100 * time.Millisecond},   // http's default port
 		{"https://api.test:443/", 100 * time.Millisecond}, // https's default port
 		{"http://api.test./", 100 * time.Millisecond},     // a fully qualified name
-		{"https://api.test:80/", time.Second},             // not https's default: not "api.test"
-		{"http://api.test:8443/", time.Second},            // port kept: not "api.test"
+		{"https://api.test:80/", 100 * time.Millisecond},  // 80 and 443 never count: the key cannot know the scheme
+		{"http://api.test:443/", 100 * time.Millisecond},
+		{"http://api.test:8443/", time.Second}, // port kept: not "api.test"
 		{"http://other.test/", time.Second},
 		{"http://free.test/", 0},
 	}
@@ -279,5 +282,82 @@ func TestHostsRetryPolicyInvalid(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Field != tt.field || !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("Hosts %v: Validate() = %v, want a *ConfigError naming %s", tt.hosts, err, tt.field)
 		}
+	}
+}
+
+// TestHostsKeysAsURLHostsHoldThem: the keys of a new user's trial that no
+// URL.Host can equal are refused, each with its reason, and the forms a
+// URL takes for one host meet their key: an IPv6 literal however it is
+// written (RFC 5952), an internationalized name in Unicode or punycode, and
+// "api.example:443" for an http URL to port 443.
+func TestHostsKeysAsURLHostsHoldThem(t *testing.T) {
+	lim := TokenBucket(PerSecond(1), 1)
+	for key, reason := range map[string]string{
+		"[::1":              "closing ']'",
+		"api.example:abc":   "not a decimal number",
+		"api.example:9999":  "",
+		"api.example:99999": "above 65535",
+		"[fe80::1%25eth0]":  "unescaped",
+		"::1":               "in brackets",
+	} {
+		err := (&Transport{Limits: Hosts{key: {Limit: lim}}}).Validate()
+		if reason == "" {
+			assert.NoError(t, err, key)
+			continue
+		}
+		var ce *ConfigError
+		if assert.ErrorAs(t, err, &ce, key) {
+			assert.Equal(t, hostField(key), ce.Field)
+			assert.Contains(t, ce.Reason, reason, key)
+			assert.ErrorIs(t, err, ErrInvalidConfig)
+		}
+	}
+	for _, pair := range [][2]string{{"[::1]", "[0:0::1]"}, {"äpi.example", "xn--pi-uia.example"}, {"api.example:80", "api.example:443"}} {
+		err := (&Transport{Limits: Hosts{pair[0]: {Limit: lim}, pair[1]: {Limit: lim}}}).Validate()
+		assert.ErrorContains(t, err, "the same host as", "%q", pair)
+	}
+
+	matches := []struct{ key, url string }{
+		{"[::1]", "http://[0:0::1]/"},
+		{"[0:0::1]", "http://[::1]/"},
+		{"[fe80::1]", "http://[FE80::1]/"},
+		{"[fe80::1%eth0]", "http://[fe80::1%25eth0]/"},
+		{"äpi.example", "http://ÄPI.example/"},
+		{"äpi.example", "http://xn--pi-uia.example/"},
+		{"xn--pi-uia.example", "https://äpi.example/"},
+		{"api.example:443", "http://api.example:443/"},
+		{"api.example:443", "https://api.example/"},
+		{"api.example", "http://api.example:443/"},
+		{"api.example:8443", "https://API.example.:8443/"},
+	}
+	for _, m := range matches {
+		synctest.Test(t, func(t *testing.T) {
+			srv := &testhttp.Server{}
+			tr := &Transport{Base: srv, MaxWait: time.Millisecond, Limits: Hosts{
+				m.key: {Limit: LeakyBucket(Every(time.Hour), LeakyOptions{})},
+			}}
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", m.url, ""))
+			require.NoError(t, err, "%q %s: first", m.key, m.url)
+			resp.Body.Close()
+			_, err = tr.RoundTrip(newRequest(t, t.Context(), "GET", m.url, ""))
+			assert.ErrorIs(t, err, ErrWaitTooLong, "%q %s: the key's limit applies", m.key, m.url)
+		})
+	}
+	for _, m := range []struct{ key, url string }{
+		{"api.example:8443", "https://api.example/"},
+		{"api.example", "https://api.example:8443/"},
+		{"äpi.example", "http://xn--pi-yja.example/"}, // that is "ñpi"
+		{"[::1]", "http://[::2]/"},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			tr := &Transport{Base: &testhttp.Server{}, MaxWait: time.Millisecond, Limits: Hosts{
+				m.key: {Limit: LeakyBucket(Every(time.Hour), LeakyOptions{})},
+			}}
+			for range 2 {
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", m.url, ""))
+				require.NoError(t, err, "%q %s: not the key's host, not paced", m.key, m.url)
+				resp.Body.Close()
+			}
+		})
 	}
 }

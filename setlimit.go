@@ -231,9 +231,9 @@ func (t *Transport) SetLimit(host string, l Limit) error {
 	}
 	var he *hostEntry
 	if s.hosts != nil {
-		if h := hostkey.Of(host, ""); h == DefaultHost {
+		if host == DefaultHost {
 			he = s.hosts.def
-		} else {
+		} else if h, err := hostkey.Key(host); err == nil {
 			he = s.hosts.byHost[h]
 		}
 	}

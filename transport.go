@@ -141,7 +141,8 @@ type Transport struct {
 	// budget are kept under, for example the value of an API-key header,
 	// so that each credential has its own bucket. If nil, or if it returns
 	// "", the key is the request's host as [Hosts] matches it (URL.Host in
-	// lower case, without a trailing dot or the scheme's default port). The
+	// lower case, without a trailing dot or a port 80 or 443, an IPv6
+	// literal in canonical text, a Unicode name in punycode). The
 	// Limit applied is still chosen by host from Limits.
 	Key func(*http.Request) string
 

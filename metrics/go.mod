@@ -26,5 +26,7 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/net v0.34.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.21.0 // indirect
 )
