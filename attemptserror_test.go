@@ -27,7 +27,7 @@ func TestAttemptsErrorText(t *testing.T) {
 		{&AttemptsError{Attempts: 1, Reason: ReasonNotIdempotent, Err: io.EOF}, "pace: 1 attempt (gave up: method not safe to replay): EOF"},
 		{&AttemptsError{Attempts: 3, Reason: ReasonAttempts, Err: io.EOF}, "pace: 3 attempts (gave up: MaxAttempts reached): EOF"},
 		{&AttemptsError{Attempts: 1, Reason: ReasonBudget, Err: io.EOF}, "pace: 1 attempt (gave up: retry budget spent): EOF"},
-		{&AttemptsError{Attempts: 1, StatusCode: 429, Reason: ReasonDeadline, Err: &WaitError{Key: "api.test", Delay: 30 * time.Second, Err: errDeadline}},
+		{&AttemptsError{Attempts: 1, StatusCode: 429, Reason: ReasonDeadline, Err: &WaitError{Key: "api.test", Delay: 30 * time.Second, Err: errDeadline, hostKey: true}},
 			`pace: 1 attempt, last status 429 (gave up: the wait would outlast the context's deadline): "api.test": wait 30s: rate limited: wait exceeds context deadline: context deadline exceeded`},
 		{&AttemptsError{Attempts: 2, Reason: "custom", Err: io.EOF}, "pace: 2 attempts (gave up: custom): EOF"},
 	}

@@ -95,6 +95,7 @@
 //     later one it is in an *AttemptsError).
 //   - an error reading a request body that pace buffers to replay it (see
 //     [Transport].MaxBufferedBody), wrapped.
+//   - an error saying the request, or its URL, is nil: nothing was sent.
 //
 // Test errors with [errors.Is] and [errors.As]: they see through the
 // [*net/url.Error] that [http.Client] wraps around every error of its

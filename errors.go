@@ -83,9 +83,13 @@ func (e *ConfigError) Error() string {
 // Is reports whether target is ErrInvalidConfig.
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
-// errNilURL is RoundTrip's error for a request with no URL: nothing was
-// sent, so it is no [*AttemptsError].
-var errNilURL = errors.New("pace: nil Request.URL: nothing sent")
+// errNilRequest and errNilURL are RoundTrip's errors for a nil request and
+// for a request with no URL, which net/http's Transport refuses too:
+// nothing was sent, so they are no [*AttemptsError].
+var (
+	errNilRequest = errors.New("pace: nil Request: nothing sent")
+	errNilURL     = errors.New("pace: nil Request.URL: nothing sent")
+)
 
 func configErr(field string, value any, reason string) error {
 	return &ConfigError{Field: field, Value: value, Reason: reason}
@@ -99,19 +103,35 @@ func configErr(field string, value any, reason string) error {
 // with errors.Is and errors.As. [Keyed.Wait],
 // [Shaper.Wait] and [Transport.RoundTrip] return it.
 type WaitError struct {
-	Key   string        // the limiter key (by default the request's host); empty for a [Shaper]
+	// Key is the limiter key, empty for a [Shaper]: by default the
+	// request's host, else the key the caller chose ([Transport].Key, a
+	// [Keyed]'s key), which may be a secret such as an API key; take care
+	// where it is written. Error shows such a key only as a fingerprint.
+	Key   string
 	Delay time.Duration // the wait that would have been needed; 0 if unknown
 	Err   error         // why the request may not proceed; see the type's description
+
+	hostKey bool // Key is a request's host, set by the Transport: Error shows it
 }
 
-// Error returns "pace: "key": wait Delay: Err", leaving out the key when it
-// is empty (a [Shaper]), the wait when Delay is 0, and the "pace: "
-// that starts the text of the package's own errors.
+// Error returns "pace: "api.example": wait Delay: Err" for a request a
+// [Transport] keyed by its host, and "pace: key~1a2b3c4d5e6f: wait Delay:
+// Err" for any other key: a key the caller chose may be a credential, so
+// its text is "key~" and the first 12 hexadecimal digits of the key's
+// SHA-256, which the caller can compute to match it with its own records;
+// a host longer than 259 bytes (a DNS name and a port) is shown that way
+// too, so that the text stays short. Error leaves out the key when it is
+// empty (a [Shaper]), the wait when Delay is 0, and the "pace: " that
+// starts the text of the package's own errors.
 func (e *WaitError) Error() string {
 	var b strings.Builder
 	b.WriteString("pace: ")
 	if e.Key != "" {
-		b.WriteString(strconv.Quote(e.Key))
+		k, shown := keyText(e.Key, e.hostKey)
+		if shown {
+			k = strconv.Quote(k)
+		}
+		b.WriteString(k)
 		b.WriteString(": ")
 	}
 	if e.Delay > 0 {

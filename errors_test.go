@@ -31,9 +31,12 @@ func TestErrorText(t *testing.T) {
 		{"nil value", configErr("X", nil, "must be set"), `pace: invalid X: must be set`},
 		{"value kept", configErr("Burst", 0, "must be at least 1"), `pace: invalid Burst 0: must be at least 1`},
 		{"single-key limiter", tb.Wait(context.Background(), 0), `pace: unit count must be positive`},
-		{"keyed wait", &WaitError{Key: "api.test", Delay: 5 * time.Second, Err: ErrWaitTooLong},
+		{"host key wait", &WaitError{Key: "api.test", Delay: 5 * time.Second, Err: ErrWaitTooLong, hostKey: true},
 			`pace: "api.test": wait 5s: rate limited: wait too long`},
-		{"foreign error kept whole", &WaitError{Key: "k", Err: context.Canceled}, `pace: "k": context canceled`},
+		// A key not marked as a host (a Keyed's, Transport.Key's) is shown
+		// as the first 12 hex digits of its SHA-256:
+		// printf k | sha256sum = 8254c329a92850f6d539dd376f4816ee2764517da5e0235514af433164480d7a.
+		{"foreign error kept whole", &WaitError{Key: "k", Err: context.Canceled}, `pace: key~8254c329a928: context canceled`},
 		{"nil Err", &WaitError{}, `pace: <nil>`},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pacehttp/pace/internal/redact"
 )
 
 // EventKind says what an [Event] reports.
@@ -74,7 +76,7 @@ const (
 type Event struct {
 	Kind    EventKind     // what happened
 	Reason  Reason        // why; see the kinds for which reasons each carries
-	Key     string        // the request's key (by default its host)
+	Key     string        // the request's key (by default its host); a key from Transport.Key may be a secret, which the Logger shows only as a fingerprint
 	Request *http.Request // the caller's request; do not modify it
 	Attempt int           // the attempt concerned, counting from 1
 	// Delay is the wait the event is about (see the kinds).
@@ -89,16 +91,24 @@ type Event struct {
 	Err error
 }
 
-// defaultSecretHeaders are never logged with their value.
-var defaultSecretHeaders = []string{
-	"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie",
-	"X-Api-Key", "Api-Key", "X-Auth-Token", "X-Csrf-Token", "X-Xsrf-Token",
+// loggedHeaders are the request headers whose values the Logger shows:
+// content negotiation, caching and conditions, sizes, the client's name,
+// request and trace IDs, and the idempotency key (a per-request ID, no
+// credential). Every other header is logged by name only, its value
+// "[redacted]": credentials come under too many names (Authorization,
+// Cookie, X-Api-Key, Ocp-Apim-Subscription-Key, X-Access-Key,
+// Private-Token, X-Amz-Security-Token, vendors' own) for any list of
+// secret names or words to hold them all, so the list names what is safe
+// instead. Transport.SecretHeaders takes names off it.
+var loggedHeaders = []string{
+	"Accept", "Accept-Encoding", "Accept-Language", "Cache-Control",
+	"Content-Encoding", "Content-Language", "Content-Length", "Content-Type",
+	"Idempotency-Key", "If-Match", "If-Modified-Since", "If-None-Match",
+	"If-Range", "If-Unmodified-Since", "Pragma", "Range", "Traceparent",
+	"Tracestate", "User-Agent", "X-Correlation-Id", "X-Request-Id",
 }
 
-// secretWords mark a header as secret wherever they appear in its name.
-var secretWords = []string{"auth", "token", "secret", "password", "passwd", "session", "cookie", "api-key", "apikey", "signature", "credential"}
-
-// redacted replaces secret header values in logs.
+// redacted replaces the values of headers not in loggedHeaders in logs.
 const redacted = "[redacted]"
 
 // observer sends events to OnEvent and the Logger. It is built once per
@@ -106,62 +116,61 @@ const redacted = "[redacted]"
 type observer struct {
 	onEvent func(Event)
 	logger  *slog.Logger
-	secret  map[string]bool // canonical header names
+	logged  map[string]bool // canonical names of the headers whose values are logged
 }
 
-func newObserver(onEvent func(Event), logger *slog.Logger, extra []string) *observer {
+// newObserver returns the observer for onEvent and logger, or nil when
+// both are nil. The headers in secret are never logged with their value.
+func newObserver(onEvent func(Event), logger *slog.Logger, secret []string) *observer {
 	if onEvent == nil && logger == nil {
 		return nil
 	}
-	o := &observer{onEvent: onEvent, logger: logger, secret: make(map[string]bool)}
-	for _, h := range defaultSecretHeaders {
-		o.secret[http.CanonicalHeaderKey(h)] = true
+	o := &observer{onEvent: onEvent, logger: logger, logged: make(map[string]bool, len(loggedHeaders))}
+	for _, h := range loggedHeaders {
+		o.logged[h] = true
 	}
-	for _, h := range extra {
-		o.secret[http.CanonicalHeaderKey(h)] = true
+	for _, h := range secret {
+		delete(o.logged, http.CanonicalHeaderKey(h))
 	}
 	return o
 }
 
-// isSecret reports whether header name may carry a credential.
+// isSecret reports whether header name's value is kept out of logs: all
+// but loggedHeaders.
 func (o *observer) isSecret(name string) bool {
-	if o.secret[http.CanonicalHeaderKey(name)] {
-		return true
-	}
-	l := strings.ToLower(name)
-	for _, w := range secretWords {
-		if strings.Contains(l, w) {
-			return true
-		}
-	}
-	return false
+	return !o.logged[http.CanonicalHeaderKey(name)]
 }
 
 // emit delivers ev. A nil observer does nothing; callers check for nil
 // before building the Event, so that the success path builds nothing.
-func (o *observer) emit(ctx context.Context, ev Event) {
+// hostKey says whether ev.Key is the request's host, which the log may
+// show (see keyText).
+func (o *observer) emit(ctx context.Context, ev Event, hostKey bool) {
 	if o.onEvent != nil {
 		o.onEvent(ev)
 	}
 	if o.logger != nil && o.logger.Enabled(ctx, slog.LevelDebug) {
-		o.log(ctx, &ev)
+		o.log(ctx, &ev, hostKey)
 	}
 }
 
-// log writes ev at debug level. The URL is logged without its query and
-// user information, which often carry credentials; header values whose
-// names are secret are replaced by "[redacted]".
-func (o *observer) log(ctx context.Context, ev *Event) {
+// log writes ev at debug level. The key is shown as keyText has it (a
+// fingerprint unless it is the request's host); the URL without its query
+// and user information, which often carry credentials (see
+// redact.URL), as are URLs in the error's text; and the values of the
+// headers not in loggedHeaders are replaced by "[redacted]".
+func (o *observer) log(ctx context.Context, ev *Event, hostKey bool) {
 	attrs := make([]slog.Attr, 0, 12)
 	attrs = append(attrs, slog.String("event", ev.Kind.String()))
 	if ev.Reason != "" {
 		attrs = append(attrs, slog.String("reason", string(ev.Reason)))
 	}
-	attrs = append(attrs, slog.String("key", ev.Key))
+	key, _ := keyText(ev.Key, hostKey)
+	attrs = append(attrs, slog.String("key", key))
 	if r := ev.Request; r != nil {
 		attrs = append(attrs, slog.String("method", r.Method))
 		if r.URL != nil {
-			attrs = append(attrs, slog.String("url", r.URL.Scheme+"://"+r.URL.Host+r.URL.EscapedPath()))
+			attrs = append(attrs, slog.String("url", redact.URL(r.URL)))
 		}
 		if len(r.Header) > 0 {
 			h := make([]any, 0, len(r.Header))
@@ -188,7 +197,7 @@ func (o *observer) log(ctx context.Context, ev *Event) {
 		attrs = append(attrs, slog.Int("status", ev.StatusCode))
 	}
 	if ev.Err != nil {
-		attrs = append(attrs, slog.String("error", ev.Err.Error()))
+		attrs = append(attrs, slog.String("error", redact.ErrorText(ev.Err)))
 	}
 	o.logger.LogAttrs(ctx, slog.LevelDebug, "pace: "+ev.Kind.String(), attrs...)
 }

@@ -10,6 +10,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/pacehttp/pace/internal/testhttp"
 )
 
@@ -71,8 +74,9 @@ func TestEventsWait(t *testing.T) {
 }
 
 // TestLogsNeverHoldSecrets: debug logs of every kind of event carry no
-// credential: not the values of Authorization, Proxy-Authorization, Cookie,
-// API-key-like headers or configured secret headers, nor the URL's query.
+// credential: no header value outside the allow-list (Authorization,
+// Proxy-Authorization, Cookie, API-key and token headers under any name),
+// none named in SecretHeaders, nor the URL's query or user information.
 func TestLogsNeverHoldSecrets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		secrets := map[string]string{
@@ -82,7 +86,14 @@ func TestLogsNeverHoldSecrets(t *testing.T) {
 			"X-Api-Key":            "key-DDDD",
 			"X-Goog-Api-Key":       "key-EEEE",
 			"X-Amz-Security-Token": "tok-FFFF",
-			"X-Custom-Cred":        "GGGG", // named in SecretHeaders
+			"X-Custom-Cred":        "GGGG",
+			// Found in clear by a new-user trial: no list of secret
+			// names held them.
+			"Ocp-Apim-Subscription-Key": "JJJJ", // Azure API Management
+			"X-Access-Key":              "KKKK",
+			"Private-Token":             "LLLL", // GitLab
+			"X-Secret":                  "MMMM",
+			"User-Agent":                "app/1 token=NNNN", // allow-listed, named in SecretHeaders
 		}
 		srv := &testhttp.Server{Steps: []testhttp.Step{
 			testhttp.Status(http.StatusTooManyRequests, "Retry-After", "1"),
@@ -94,7 +105,7 @@ func TestLogsNeverHoldSecrets(t *testing.T) {
 			Base:          srv,
 			Limiter:       &spacer{every: 1500 * time.Millisecond}, // the retry at 1s waits 0.5s
 			Logger:        slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
-			SecretHeaders: []string{"x-custom-cred"},
+			SecretHeaders: []string{"user-agent"},
 		}
 		for i := range 2 { // the first call leaves api0.test paused for an hour
 			req := newRequest(t, t.Context(), "GET", fmt.Sprintf("https://user:HHHH@api%d.test/v1/items?api_key=IIII", i), "")
@@ -114,7 +125,7 @@ func TestLogsNeverHoldSecrets(t *testing.T) {
 				t.Errorf("no %q record in the log:\n%s", kind, out)
 			}
 		}
-		for _, s := range []string{"AAAA", "cHJveHk6QkJCQg", "CCCC", "DDDD", "EEEE", "FFFF", "GGGG", "HHHH", "IIII"} {
+		for _, s := range []string{"AAAA", "cHJveHk6QkJCQg", "CCCC", "DDDD", "EEEE", "FFFF", "GGGG", "HHHH", "IIII", "JJJJ", "KKKK", "LLLL", "MMMM", "NNNN"} {
 			if strings.Contains(out, s) {
 				t.Errorf("log holds secret %q:\n%s", s, out)
 			}
@@ -138,5 +149,32 @@ func TestLogsSilentAboveDebug(t *testing.T) {
 		if buf.Len() != 0 {
 			t.Errorf("info-level logger got records:\n%s", buf.String())
 		}
+	})
+}
+
+// TestLogsShowAllowedHeaders: the Logger shows every request header by
+// name, the values of the allow-listed ones only, and "[redacted]" for
+// the rest, whatever their name.
+func TestLogsShowAllowedHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusServiceUnavailable), testhttp.Status(http.StatusOK)}}
+		var buf bytes.Buffer
+		tr := &Transport{Base: srv, Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+		req := newRequest(t, t.Context(), "GET", "http://api.test/", "")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Request-Id", "req-1")
+		req.Header.Set("Idempotency-Key", "idem-1")
+		req.Header.Set("X-Plain", "not-on-the-list")
+		req.Header["x-noncanonical"] = []string{"raw"} // set without canonicalizing
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		out := buf.String()
+		for _, kv := range []string{"header.Content-Type=application/json", "header.X-Request-Id=req-1", "header.Idempotency-Key=idem-1",
+			"header.X-Plain=" + redacted, "header.x-noncanonical=" + redacted} {
+			assert.Contains(t, out, kv)
+		}
+		assert.NotContains(t, out, "not-on-the-list")
+		assert.NotContains(t, out, "raw")
 	})
 }

@@ -17,7 +17,9 @@ const maxStatsKeys = 4096
 // RoundTrip calls (Requests, GiveUps) and of attempts (the rest).
 type Stats struct {
 	// Key is the key (see [Transport].Key), or "" for the keys past the
-	// first 4,096, counted together.
+	// first 4,096, counted together. A key from Transport.Key is held
+	// whole and may be a secret, such as an API key: do not log or export
+	// it as it is (label with Host, or a fingerprint).
 	Key string
 	// Host is the request host of the key's first request (lower case,
 	// port kept): what to label it with where the key itself is a secret,

@@ -144,6 +144,14 @@ type Transport struct {
 	// lower case, without a trailing dot or a port 80 or 443, an IPv6
 	// literal in canonical text, a Unicode name in punycode). The
 	// Limit applied is still chosen by host from Limits.
+	//
+	// A key Key returns may be a secret, so the Transport never shows it:
+	// in Logger records and in the text of its errors ([*WaitError], and
+	// the [*AttemptsError] that holds one) it is "key~" and the first 12
+	// hexadecimal digits of the key's SHA-256 (compute it to find your
+	// key's lines); a host key is shown as it is (a host longer than 259
+	// bytes is fingerprinted too). The fields that hand the key to your
+	// code hold it whole: [WaitError].Key, [Event].Key, [Stats].Key.
 	Key func(*http.Request) string
 
 	// Limiter, if non-nil, paces every request instead of Limits, under the
@@ -251,15 +259,27 @@ type Transport struct {
 	OnEvent func(Event)
 
 	// Logger, if non-nil, receives the same events as debug-level records.
-	// Values of secret headers (Authorization, Proxy-Authorization, Cookie,
-	// API-key and token headers, and SecretHeaders) are never logged, nor
-	// is the URL's query.
+	// Records hold no credential: a key chosen by Key is shown as a
+	// fingerprint (see Key), the URL as scheme://host/path, without its
+	// user information and query, as are URLs in error text, and request
+	// headers by name, their values "[redacted]", except for an
+	// allow-list of headers that carry no credential: Accept,
+	// Accept-Encoding, Accept-Language, Cache-Control, Content-Encoding,
+	// Content-Language, Content-Length, Content-Type, Idempotency-Key,
+	// If-Match, If-Modified-Since, If-None-Match, If-Range,
+	// If-Unmodified-Since, Pragma, Range, Traceparent, Tracestate,
+	// User-Agent, X-Correlation-Id and X-Request-Id. An allow-list, not a
+	// list of secret names: credentials travel under too many names
+	// (Authorization, Cookie, X-Api-Key, Ocp-Apim-Subscription-Key,
+	// X-Access-Key, Private-Token, …) for such a list to hold them all.
 	Logger *slog.Logger
 
-	// SecretHeaders names more request headers whose values must never be
-	// logged. Names are case-insensitive; a name that is not a header name
-	// (an RFC 9110 §5.6.2 token, such as "a b" or one holding a newline) is
-	// refused with a [*ConfigError].
+	// SecretHeaders names request headers of the allow-list above whose
+	// values must not be logged either (a User-Agent that carries a
+	// token, say); other headers' values are never logged. Names are
+	// case-insensitive; a name that is not a header name (an RFC 9110
+	// §5.6.2 token, such as "a b" or one holding a newline) is refused
+	// with a [*ConfigError].
 	SecretHeaders []string
 
 	once sync.Once
@@ -393,6 +413,9 @@ func (t *Transport) CloseIdleConnections() {
 // RoundTrip sends req, paced and retried as the Transport's documentation
 // says. See [Transport] for the contract and the errors.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req == nil {
+		return nil, errNilRequest
+	}
 	s, err := t.init()
 	if err != nil {
 		closeRequestBody(req)
@@ -407,9 +430,12 @@ type call struct {
 	req *http.Request // the caller's, never modified
 	ctx context.Context
 	key string
-	lim Limiter
-	kd  *Keyed // lim, when it is a *Keyed: called directly, Permits by pointer
-	st  *keyStats
+	// hostKey: key is the request's host, not chosen by Transport.Key, so
+	// logs and error text may show it (see keyText).
+	hostKey bool
+	lim     Limiter
+	kd      *Keyed // lim, when it is a *Keyed: called directly, Permits by pointer
+	st      *keyStats
 
 	policy      *RetryPolicy // the host's (Host.Statuses) or the Transport's
 	maxAttempts int          // the host's (Host.MaxAttempts) or the Transport's
@@ -436,7 +462,7 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c := call{s: s, req: req, ctx: req.Context()}
 	host := requestHost(req)
-	c.key = c.keyWith(host)
+	c.key, c.hostKey = c.keyWith(host)
 	c.lim, c.policy, c.maxAttempts = s.limiter, s.policy, s.maxAttempts
 	if c.lim == nil {
 		if e := s.hosts.forHost(host); e != nil {
@@ -449,6 +475,16 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	c.kd, _ = c.lim.(*Keyed)
 	c.st = s.stats.of(c.key, host, c.lim)
 	c.st.requests.Add(1)
+	resp, err := c.run()
+	if err != nil && c.hostKey {
+		err = withHostKey(err, c.key) // its text may show the host
+	}
+	return resp, err
+}
+
+// run sends the call's attempts, the call's key and limiter chosen.
+func (c *call) run() (*http.Response, error) {
+	s, req := c.s, c.req
 	send, replayable, err := prepareBody(req, s.maxBody) // closes req.Body on error
 	if err != nil {
 		return nil, err
@@ -578,16 +614,20 @@ func giveUpReason(r Reason) Reason {
 }
 
 // keyOf returns the request's key.
-func (c *call) keyOf() string { return c.keyWith(requestHost(c.req)) }
+func (c *call) keyOf() string {
+	k, _ := c.keyWith(requestHost(c.req))
+	return k
+}
 
-// keyWith returns the request's key, given its host (requestHost).
-func (c *call) keyWith(host string) string {
+// keyWith returns the request's key, given its host (requestHost), and
+// whether that key is the host (Transport.Key is nil or returned "").
+func (c *call) keyWith(host string) (key string, isHost bool) {
 	if c.s.key != nil {
 		if k := c.s.key(c.req); k != "" {
-			return k
+			return k, false
 		}
 	}
-	return host
+	return host, true
 }
 
 // admit waits for the key's limiter before *attempt, for at most maxWait
@@ -807,7 +847,10 @@ func (c *call) emit(ev Event) {
 		return
 	}
 	ev.Key, ev.Request = c.key, c.req
-	c.s.obs.emit(c.ctx, ev)
+	if c.hostKey {
+		ev.Err = withHostKey(ev.Err, c.key)
+	}
+	c.s.obs.emit(c.ctx, ev, c.hostKey)
 }
 
 func statusOf(resp *http.Response) int {

@@ -3,6 +3,8 @@ package redislimit
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -81,6 +83,37 @@ func TestBadKeys(t *testing.T) {
 	keys, err := rdb.Keys(context.Background(), "*").Result()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"pace:{x}}:0"}, keys, "only the good key's booking")
+}
+
+// TestErrorTextHidesKey: a new-user trial found the key in redislimit's
+// error text, whole (a 1 MiB key made a 1 MiB error string). A key is the
+// caller's and may be a credential: the text shows "key~" and 12 hex
+// digits of its SHA-256, bounded whatever the key; WaitError.Key keeps it.
+func TestErrorTextHidesKey(t *testing.T) {
+	_, rdb := startRedis(t)
+	lim := newLimiter(t, rdb, pace.TokenBucket(pace.PerMinute(1), 1), Options{})
+	huge := "sk_live_" + strings.Repeat("k", 1<<20)
+	for _, key := range []string{"sk_live_SUPERSECRET", huge, "}" + huge} {
+		if key[0] != '}' {
+			p, err := lim.Wait(context.Background(), key, 0) // the key's one unit
+			require.NoError(t, err)
+			lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+		}
+		_, err := lim.Wait(context.Background(), key, 10*time.Millisecond)
+		require.Error(t, err)
+		if key[0] == '}' {
+			assert.ErrorIs(t, err, ErrBadKey)
+		} else {
+			assert.ErrorIs(t, err, pace.ErrWaitTooLong)
+		}
+		sum := sha256.Sum256([]byte(key))
+		assert.Contains(t, err.Error(), "key~"+hex.EncodeToString(sum[:6]))
+		assert.NotContains(t, err.Error(), "sk_live_")
+		assert.Less(t, len(err.Error()), 200, "%.200s", err)
+		var we *pace.WaitError
+		require.ErrorAs(t, err, &we)
+		assert.Equal(t, key, we.Key, "WaitError.Key holds the key")
+	}
 }
 
 // TestUnexpectedReply: a "Redis" that answers a script with a reply of

@@ -315,7 +315,11 @@ func validKey(key string) bool { return key != "" && key[0] != '}' }
 // is given back (exactly, when nothing was booked after it) and the error
 // wraps ctx.Err(). When Redis fails to answer within Options.Timeout, the
 // failure policy decides: the Fallback limiter's answer, or a *WaitError
-// wrapping [ErrUnavailable]. Safe for concurrent use.
+// wrapping [ErrUnavailable]. The WaitError's Key holds key whole, and
+// may be a secret (an API key); its text shows key only as a fingerprint
+// ("key~" and 12 hexadecimal digits of its SHA-256; see pace.WaitError),
+// of bounded length, unless a pace.Transport keyed the request by host.
+// Safe for concurrent use.
 func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (pace.Permit, error) {
 	p := pace.Permit{Key: key}
 	if err := ctx.Err(); err != nil {

@@ -1,0 +1,92 @@
+// Package redact keeps credentials that ride in URLs out of logs and
+// files: the user information (RFC 3986 §3.2.1, "user:password@") and the
+// query (RFC 3986 §3.4), where APIs put keys and tokens (?api_key=,
+// ?access_token=, a pre-signed URL's signature). It is the one rule that
+// package pace's Logger and package batch's journal share.
+package redact
+
+import (
+	"net/url"
+	"strings"
+)
+
+// URL returns u as scheme://host/path: without its user information, its
+// query and its fragment. A URL with no host (a relative or opaque one) is
+// shown as its path alone.
+func URL(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	if u.Host == "" {
+		return u.EscapedPath()
+	}
+	return u.Scheme + "://" + u.Host + u.EscapedPath()
+}
+
+// urlString returns s, a URL as a *url.Error holds it, redacted as URL
+// does, or "[redacted URL]" when it does not parse.
+func urlString(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "[redacted URL]"
+	}
+	return URL(u)
+}
+
+// ErrorText returns err's text with the URL of every [*url.Error] in its
+// tree (through Unwrap() error and Unwrap() []error) redacted as URL does:
+// net/http's client errors read `Get "https://user:***@host/p?api_key=…":
+// …`. It returns "" for a nil err.
+func ErrorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	text := err.Error()
+	for _, u := range urlErrors(err, nil) {
+		if u.URL != "" {
+			text = strings.ReplaceAll(text, u.URL, urlString(u.URL))
+		}
+	}
+	return text
+}
+
+// Error returns err with its URL redacted as URL does when err is a
+// [*url.Error] (a copy: Op and Err are kept, so errors.Is and errors.As
+// see what they saw), and err itself otherwise.
+func Error(err error) error {
+	u, ok := err.(*url.Error)
+	if !ok {
+		return err
+	}
+	c := *u
+	c.URL = urlString(u.URL)
+	return &c
+}
+
+// urlErrors appends the *url.Error values in err's tree to found, at most
+// a few dozen: an error tree is small, and the bound keeps a cyclic or
+// huge one from costing much.
+func urlErrors(err error, found []*url.Error) []*url.Error {
+	const maxVisit = 64
+	stack := []error{err}
+	for n := 0; len(stack) > 0 && n < maxVisit; n++ {
+		e := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if u, ok := e.(*url.Error); ok {
+			found = append(found, u)
+		}
+		switch w := e.(type) {
+		case interface{ Unwrap() error }:
+			if next := w.Unwrap(); next != nil {
+				stack = append(stack, next)
+			}
+		case interface{ Unwrap() []error }:
+			for _, next := range w.Unwrap() {
+				if next != nil {
+					stack = append(stack, next)
+				}
+			}
+		}
+	}
+	return found
+}

@@ -1,0 +1,70 @@
+package redact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func mustParse(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	require.NoError(t, err)
+	return u
+}
+
+// TestURL: user information, query and fragment are dropped; scheme, host,
+// port and path kept.
+func TestURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:PASS@api.example:8443/v1/items?api_key=Q#frag": "https://api.example:8443/v1/items",
+		"http://user:***@127.0.0.1:1/x?api_key=QUERYSECRET":          "http://127.0.0.1:1/x",
+		"http://api.example":           "http://api.example",
+		"/relative/path?token=T":       "/relative/path",
+		"http://api.example/a%20b?x=1": "http://api.example/a%20b",
+	} {
+		assert.Equal(t, want, URL(mustParse(t, in)), in)
+	}
+	assert.Empty(t, URL(nil))
+}
+
+// TestErrorText: the URL of every *url.Error in the tree is redacted,
+// however deep it is wrapped, and the rest of the text is kept.
+func TestErrorText(t *testing.T) {
+	ue := &url.Error{Op: "Put", URL: "http://user:***@127.0.0.1:1/x?api_key=QUERYSECRET", Err: errors.New("dial tcp 127.0.0.1:1: connect: connection refused")}
+	want := `Put "http://127.0.0.1:1/x": dial tcp 127.0.0.1:1: connect: connection refused`
+	assert.Equal(t, want, ErrorText(ue))
+	assert.Equal(t, "item 3: "+want, ErrorText(fmt.Errorf("item 3: %w", ue)))
+	other := &url.Error{Op: "Get", URL: "https://h.example/?sig=SIGSECRET", Err: context.Canceled}
+	joined := ErrorText(errors.Join(fmt.Errorf("a: %w", ue), other))
+	assert.NotContains(t, joined, "QUERYSECRET")
+	assert.NotContains(t, joined, "SIGSECRET")
+	assert.Contains(t, joined, `Get "https://h.example/": context canceled`)
+	assert.Equal(t, `Get "[redacted URL]": EOF`, ErrorText(&url.Error{Op: "Get", URL: "http://[::1/?k=SECRET", Err: errors.New("EOF")}))
+	assert.Equal(t, "plain", ErrorText(errors.New("plain")))
+	assert.Empty(t, ErrorText(nil))
+}
+
+// TestError: a *url.Error comes back as a redacted copy that errors.Is and
+// errors.As still see through; the original is not changed.
+func TestError(t *testing.T) {
+	ue := &url.Error{Op: "Get", URL: "http://u:p@h.example/p?token=T", Err: context.DeadlineExceeded}
+	got := Error(ue)
+	var gu *url.Error
+	require.ErrorAs(t, got, &gu)
+	assert.Equal(t, "http://h.example/p", gu.URL)
+	assert.Equal(t, "Get", gu.Op)
+	assert.ErrorIs(t, got, context.DeadlineExceeded)
+	assert.Equal(t, "http://u:p@h.example/p?token=T", ue.URL, "the original is kept")
+	plain := errors.New("x")
+	assert.Same(t, plain, Error(plain))
+	assert.NoError(t, Error(nil))
+}
