@@ -9,6 +9,7 @@ import (
 
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/hostkey"
+	"github.com/pacehttp/pace/internal/redact"
 )
 
 // HTTP returns an item function for [Run] that sends one request per item
@@ -44,7 +45,10 @@ import (
 // request's host (as pace.Hosts matches it) and probes it, as
 // the package documentation describes; each attempt waits for its host
 // before it is sent. An error from client.Do comes as a *url.Error, which
-// Run sees through. With pace.Transport's ErrorOnGiveUp the final answer
+// Run sees through; its URL is cut to scheme://host/path (no user
+// information, no query: they often carry credentials), so that neither
+// the journal nor the Report holds them, and Op and the wrapped error are
+// kept. With pace.Transport's ErrorOnGiveUp the final answer
 // comes inside a *pace.AttemptsError: Run reads it from its Response as if
 // it had been returned (a 429 is the same throttle, a 503 the same
 // retryable failure). One matching pace.ErrRateLimited with nothing sent
@@ -88,7 +92,7 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return err
+			return redact.Error(err) // its URL without user information and query
 		}
 		defer drainAndClose(resp.Body)
 		RecordStatus(ctx, resp.StatusCode)

@@ -11,6 +11,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/pacehttp/pace/internal/redact"
 )
 
 // The journal format. Version 1, the format before versions, is a file of
@@ -65,7 +67,7 @@ type header struct {
 func newRecord(r *Result) record {
 	rec := record{ID: r.ID, Outcome: r.Outcome.String(), Status: r.Status, Attempts: r.Attempts, Duration: int64(r.Duration)}
 	if r.Err != nil {
-		rec.Error = r.Err.Error()
+		rec.Error = redact.ErrorText(r.Err) // no URL's query or user information on disk
 	}
 	return rec
 }
@@ -175,7 +177,7 @@ var errNewerJournal = fmt.Errorf("journal format newer than version %d", journal
 // their own. A journal without a header (new, or version 1) gets one, with
 // a new run ID.
 func openJournal(path string) (*journal, *journalState, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, nil, &JournalError{Path: path, Err: err}
 	}

@@ -153,6 +153,17 @@ type Options struct {
 	// on NFS, Linux emulates flock with byte-range locks, which do not
 	// conflict within one process; and on systems without flock (Windows,
 	// AIX, Solaris, Plan 9, js/wasm, WASI) there is no lock at all.
+	//
+	// What the file holds: a header (format, version, run ID); per item,
+	// its ID, its outcome, status, attempts and duration, the method and
+	// idempotency key HTTP sent, and for a failed item its error's text,
+	// with every URL of a [*url.Error] in it cut to scheme://host/path,
+	// without the user information and the query, which often carry
+	// credentials (user:password@, ?api_key=). Never a request's headers
+	// or body. An item function's own error text is written as it is,
+	// apart from those URLs: keep secrets out of it. Run creates a
+	// missing file with mode 0600 (read and write for its owner only,
+	// before the umask); an existing file keeps its mode.
 	Journal string
 
 	// ID returns the journal key of items[i]: a string that names the item
