@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/pacehttp/pace"
@@ -19,7 +20,11 @@ import (
 // bucket far above what any run reaches (10⁶ a second, burst 10⁶), so every
 // decision is one script that admits at once: what is timed is the round
 // trip and the script. rtt/op counts the calls Redis received (EVALSHA and
-// EVAL, from INFO commandstats) per decision.
+// EVAL, from INFO commandstats) per decision, redis-µs/op the time Redis
+// spent in them per call (commandstats' usec), client-µs/op the CPU time
+// (user and system) of this process per decision: the two sides of a
+// decision's cost, which the machine's other load disturbs less than
+// decisions/s.
 const (
 	redisRate  = 1_000_000
 	redisBurst = 1_000_000
@@ -68,7 +73,7 @@ func BenchmarkRedisDecision(b *testing.B) {
 	for _, goroutines := range []int{1, 8} {
 		for _, c := range contestants { // side by side, at each number of goroutines
 			b.Run(fmt.Sprintf("goroutines=%d/%s", goroutines, c.name), func(b *testing.B) {
-				before := scriptCalls(b, rdb)
+				before, cpu0 := scriptCalls(b, rdb), processCPU()
 				if goroutines == 1 {
 					for b.Loop() {
 						if err := c.decide(); err != nil {
@@ -88,33 +93,109 @@ func BenchmarkRedisDecision(b *testing.B) {
 					})
 				}
 				b.StopTimer()
-				b.ReportMetric(float64(scriptCalls(b, rdb)-before)/float64(b.N), "rtt/op")
+				cpu := processCPU() - cpu0
+				after := scriptCalls(b, rdb)
+				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "client-µs/op")
+				b.ReportMetric(float64(after.calls-before.calls)/float64(b.N), "rtt/op")
+				b.ReportMetric(float64(after.usec-before.usec)/float64(after.calls-before.calls), "redis-µs/op")
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 			})
 		}
 	}
 }
 
-// scriptCalls returns the EVALSHA and EVAL calls Redis has received, from
-// its own INFO commandstats (commands that scripts run are counted under
-// their own names).
-func scriptCalls(b *testing.B, rdb *redis.Client) int64 {
+// scripts is what Redis's INFO commandstats counts of EVALSHA and EVAL.
+type scripts struct{ calls, usec int64 }
+
+// scriptCalls returns the EVALSHA and EVAL calls Redis has received and the
+// microseconds it spent in them, from its own INFO commandstats (commands
+// that scripts run are counted under their own names).
+func scriptCalls(b *testing.B, rdb *redis.Client) scripts {
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var n int64
+	var n scripts
 	for _, line := range strings.Split(info, "\n") {
 		line = strings.TrimSpace(line)
 		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
 			if rest, ok := strings.CutPrefix(line, cmd); ok {
-				var calls int64
-				if _, err := fmt.Sscanf(rest, "%d", &calls); err != nil {
+				var calls, usec int64
+				if _, err := fmt.Sscanf(rest, "%d,usec=%d,", &calls, &usec); err != nil {
 					b.Fatal(err)
 				}
-				n += calls
+				n.calls += calls
+				n.usec += usec
 			}
 		}
 	}
 	return n
+}
+
+// cannedScripts is a go-redis hook that answers every EVALSHA itself, with
+// reply, without sending anything to Redis.
+type cannedScripts struct{ reply func() any }
+
+func (cannedScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h cannedScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if c, ok := cmd.(*redis.Cmd); ok && cmd.Name() == "evalsha" {
+			c.SetVal(h.reply())
+			return nil
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (cannedScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// The client's own cost of a decision: the same contestants as
+// BenchmarkRedisDecision, serially, with every script answered by a go-redis
+// hook (cannedScripts) with the reply an admitting decision gets, so that no
+// network, no Redis and no other process is timed. It measures what each
+// library does around the round trip: building the command, its context,
+// reading the reply, its own bookkeeping. go-redis's encoding of the command
+// and decoding of the reply, which happen on the connection, are not in it.
+func BenchmarkRedisClientSide(b *testing.B) {
+	ctx := context.Background()
+	now := time.Now().UnixMicro()
+	paceReply := func() any { // see decideScript: booked at once, no strikes, no probe
+		return []any{int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), now, ""}
+	}
+	rrReply := func() any { // see redis_rate's allowN: allowed, remaining, retry_after, reset_after
+		return []any{int64(1), int64(999_999), "-1", "0.000001"}
+	}
+	newClient := func(reply func() any) *redis.Client {
+		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+		rdb.AddHook(cannedScripts{reply})
+		b.Cleanup(func() { _ = rdb.Close() })
+		return rdb
+	}
+
+	b.Run("pace", func(b *testing.B) {
+		lim, err := redislimit.New(newClient(paceReply), pace.TokenBucket(pace.PerSecond(redisRate), redisBurst), redislimit.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer lim.Close()
+		for b.Loop() {
+			p, err := lim.Wait(ctx, "bench", 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+		}
+	})
+	b.Run("redis_rate", func(b *testing.B) {
+		rr := redis_rate.NewLimiter(newClient(rrReply))
+		limit := redis_rate.Limit{Rate: redisRate, Burst: redisBurst, Period: 1e9}
+		for b.Loop() {
+			if _, err := rr.Allow(ctx, "bench", limit); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -21,7 +21,7 @@ type inflight struct {
 	lease   int64     // the probe role's lease number, or 0
 	at      int64     // the booked instant, µs on Redis's clock
 	slot    time.Time // the booked instant on this machine's clock, at the latest
-	members []string  // the decision's sorted-set members, per part
+	members []string  // the decision's sorted-set members, per part (see decision)
 	moved   bool      // Depart has moved the booking
 }
 

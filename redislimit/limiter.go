@@ -50,7 +50,10 @@ type Options struct {
 	// Timeout bounds each round trip to Redis (one per decision). Zero
 	// means DefaultTimeout; it must not be negative. It holds on the
 	// network only with a client that honours contexts (go-redis's
-	// ContextTimeoutEnabled, which [New] requires).
+	// ContextTimeoutEnabled, which [New] requires). When the caller's
+	// context cannot be cancelled (context.Background), round trips share
+	// one deadline per millisecond, so a round trip may be given up to
+	// min(Timeout/20, 1 ms) less than Timeout, never more.
 	Timeout time.Duration
 
 	// Fallback, if not the zero Limit, is the policy when Redis cannot
@@ -87,15 +90,16 @@ type Options struct {
 type Limiter struct {
 	rdb      redis.UniversalClient
 	parts    []part
-	args     []any // decideScript's per-part arguments
-	fixed    []any // decideScript's arguments that never change: lease, stale, parts
-	sliding  bool  // a part is a sliding log: decisions need a unique id
-	cancelKX []any // cancelScript's kind and x per part
+	args     []any    // decideScript's per-part arguments
+	fixed    []any    // decideScript's arguments that never change: lease, stale, parts
+	sliding  bool     // a part is a sliding log: decisions need a unique id
+	cancelKX []any    // cancelScript's kind and x per part
+	suffixes []string // of the decision's keys: "t", then the parts' "0", "1", …
 	prefix   string
 	channel  string
-	timeout  time.Duration
-	lease    int64 // µs
-	stale    int64 // µs
+	dl       deadlines // bounds each round trip by timeout
+	lease    int64     // µs
+	stale    int64     // µs
 	fallback *pace.Keyed
 
 	inflight  inflights
@@ -164,15 +168,18 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	}
 	lim := &Limiter{
 		rdb: rdb, parts: parts, prefix: prefix, channel: prefix + "throttle",
-		timeout: timeout, lease: micros(lease), stale: micros(pace.DefaultMaxRetryAfter), margin: margin,
+		lease: micros(lease), stale: micros(pace.DefaultMaxRetryAfter), margin: margin,
 	}
+	lim.dl.init(timeout)
 	if !o.Fallback.IsZero() {
 		if lim.fallback, err = pace.NewKeyed(o.Fallback, pace.KeyedOptions{}); err != nil {
 			return nil, fmt.Errorf("redislimit: Fallback: %w", err)
 		}
 	}
 	lim.fixed = []any{lim.lease, lim.stale, len(parts)}
-	for _, p := range parts {
+	lim.suffixes = append(lim.suffixes, "t")
+	for i, p := range parts {
+		lim.suffixes = append(lim.suffixes, strconv.Itoa(i))
 		lim.sliding = lim.sliding || p.kind == kindSliding
 		lim.args = append(lim.args, p.kind, p.x, p.y, p.z)
 		lim.cancelKX = append(lim.cancelKX, p.kind, p.x)
@@ -209,13 +216,27 @@ func (l *Limiter) Close() error {
 }
 
 // keys returns the Redis keys of one decision for key: its throttle, then
-// one per part, all with the hash tag {key} so that they share a slot.
+// one per part, all with the hash tag {key} so that they share a slot. The
+// keys are slices of one string, built in one allocation.
 func (l *Limiter) keys(key string) []string {
-	base := l.prefix + "{" + key + "}:"
-	ks := make([]string, 1+len(l.parts))
-	ks[0] = base + "t"
-	for i := range l.parts {
-		ks[1+i] = base + strconv.Itoa(i)
+	base := len(l.prefix) + len(key) + 3 // prefix{key}:
+	n := 0
+	for _, suf := range l.suffixes {
+		n += base + len(suf)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, suf := range l.suffixes {
+		b.WriteString(l.prefix)
+		b.WriteByte('{')
+		b.WriteString(key)
+		b.WriteString("}:")
+		b.WriteString(suf)
+	}
+	all := b.String()
+	ks := make([]string, len(l.suffixes))
+	for i, suf := range l.suffixes {
+		ks[i], all = all[:base+len(suf)], all[base+len(suf):]
 	}
 	return ks
 }
@@ -225,7 +246,27 @@ type decision struct {
 	status, a, gen, b int64 // see decideScript: a the delay or wait, gen the refusal's reason, b strikes or probes
 	probe             bool
 	lease, at         int64
-	members           []string
+	members           []string // per part; nil when all are "" (no sliding log)
+}
+
+// member returns the i-th of members (see decision), "" when there are none.
+func member(members []string, i int) string {
+	if members == nil {
+		return ""
+	}
+	return members[i]
+}
+
+// minusOne is int64(-1) in an interface, boxed once: decideScript's "none".
+var minusOne any = int64(-1)
+
+// boxed returns n in an interface, without allocating for -1 (small
+// non-negative ones never allocate).
+func boxed(n int64) any {
+	if n == -1 {
+		return minusOne
+	}
+	return n
 }
 
 // decide runs decideScript: one round trip.
@@ -235,9 +276,9 @@ func (l *Limiter) decide(ctx context.Context, keys []string, maxWait, dlLeft, pr
 		uid = strconv.FormatUint(rand.Uint64(), 36)
 	}
 	args := make([]any, 0, 7+len(l.args))
-	args = append(args, maxWait, dlLeft, l.fixed[0], l.fixed[1], probes, l.fixed[2], uid)
+	args = append(args, maxWait, boxed(dlLeft), l.fixed[0], l.fixed[1], boxed(probes), l.fixed[2], uid)
 	args = append(args, l.args...)
-	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	ctx, cancel := l.dl.bound(ctx)
 	defer cancel()
 	v, err := decideScript.Run(ctx, l.rdb, keys, args...).Result()
 	if err != nil {
@@ -270,12 +311,17 @@ func parseDecision(v any, parts int) (decision, error) {
 		return decision{}, fmt.Errorf("%w: %d elements for %d parts", ErrUnexpectedReply, len(xs), parts)
 	}
 	d.probe, d.lease, d.at = n[4] == 1, n[5], n[6]
-	for _, m := range xs[7:] {
+	for i, m := range xs[7:] {
 		s, ok := m.(string)
 		if !ok {
 			return decision{}, fmt.Errorf("%w: member is %T", ErrUnexpectedReply, m)
 		}
-		d.members = append(d.members, s)
+		if s != "" && d.members == nil {
+			d.members = make([]string, parts)
+		}
+		if d.members != nil {
+			d.members[i] = s
+		}
 	}
 	return d, nil
 }
@@ -489,9 +535,9 @@ func (l *Limiter) cancel(ctx context.Context, key string, keys []string, d decis
 	}
 	args = append(args, d.at, probe, d.lease, l.channel, key, len(l.parts))
 	for i := range l.parts {
-		args = append(args, l.cancelKX[2*i], l.cancelKX[2*i+1], d.members[i])
+		args = append(args, l.cancelKX[2*i], l.cancelKX[2*i+1], member(d.members, i))
 	}
-	ctx, stop := context.WithTimeout(ctx, l.timeout)
+	ctx, stop := l.dl.bound(ctx)
 	defer stop()
 	_ = cancelScript.Run(ctx, l.rdb, keys, args...).Err()
 }
@@ -552,9 +598,9 @@ func (l *Limiter) Depart(p pace.Permit, at time.Time) {
 	args := make([]any, 0, 3+3*len(l.parts))
 	args = append(args, e.at, min(micros(late), maxMicros), len(l.parts))
 	for i := range l.parts {
-		args = append(args, l.cancelKX[2*i], l.cancelKX[2*i+1], e.members[i])
+		args = append(args, l.cancelKX[2*i], l.cancelKX[2*i+1], member(e.members, i))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	ctx, cancel := l.dl.bound(context.Background())
 	defer cancel()
 	_ = departScript.Run(ctx, l.rdb, l.keys(p.Key), args...).Err() // if Redis fails, the slot stays where it was booked
 }
@@ -597,7 +643,7 @@ func (l *Limiter) Settle(p pace.Permit, o pace.Outcome) {
 	if o.Pause > 0 {
 		pause = min(micros(o.Pause), maxMicros)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	ctx, cancel := l.dl.bound(context.Background())
 	defer cancel()
 	keys := []string{l.prefix + "{" + p.Key + "}:t"}
 	err := settleScript.Run(ctx, l.rdb, keys, gen, lease, probe, pause, resp, l.stale, l.channel, p.Key).Err()
