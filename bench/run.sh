@@ -7,6 +7,7 @@
 #   ./run.sh                 every benchmark
 #   ./run.sh 'Allow'         only those matching a -bench pattern
 #   COUNT=10 BENCHTIME=1s ./run.sh
+#   ROUNDS=8 COUNT=1 BENCHTIME=500ms OUT=results-redis.txt ./run.sh RedisDecision
 #
 # If benchstat is installed (go install golang.org/x/perf/cmd/benchstat@latest)
 # the medians and their 95% confidence intervals are printed at the end
@@ -26,10 +27,16 @@ OUT=${OUT:-results.txt}
   echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')"
   echo "# cores: $(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)"
   echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
-  echo "# command: go test -run '^\$' -bench '$PATTERN' -benchmem -benchtime=$BENCHTIME -count=$COUNT"
+  echo "# command: go test -run '^\$' -bench '$PATTERN' -benchmem -benchtime=$BENCHTIME -count=$COUNT (${ROUNDS:-1} rounds)"
 } >"$OUT"
 
-go test -run '^$' -bench "$PATTERN" -benchmem -benchtime="$BENCHTIME" -count="$COUNT" -timeout 30m . | tee -a "$OUT"
+# ROUNDS=n runs the whole pattern n times with -count=$COUNT each, so that
+# contestants alternate (with -count alone, go test runs each benchmark's
+# counts back to back, and a change in the machine's load between them
+# shows up as a difference between contestants).
+for _ in $(seq "${ROUNDS:-1}"); do
+  go test -run '^$' -bench "$PATTERN" -benchmem -benchtime="$BENCHTIME" -count="$COUNT" -timeout 30m . | tee -a "$OUT"
+done
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >>"$OUT"
 
 if command -v benchstat >/dev/null; then
