@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/batch"
@@ -130,6 +131,10 @@ func (c *countAttempts) RoundTrip(req *http.Request) (*http.Response, error) {
 // ending more than 50 ms past its deadline.
 func TestFlakyUpstream(t *testing.T) {
 	const items = 1000
+	// Runs last: toxiproxy's Proxy.Stop does not wait for its links, and a
+	// response the latency toxic holds keeps its goroutines for up to 3 s
+	// after it, longer than goleak's own retries in TestMain (about 2 s).
+	defer waitNoGoroutines(t, 10*time.Second)
 	u := &upstream{rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5)),
 		applied: map[string]int{}, keys: map[string]string{}, reads: map[string]int{}}
 	srv := httptest.NewServer(u)
@@ -210,4 +215,22 @@ func startProxy(t *testing.T, upstream string, toxics ...string) *toxiproxy.Prox
 		require.NoError(t, err, tx)
 	}
 	return proxy
+}
+
+// waitNoGoroutines waits, up to limit, until goleak finds no goroutine
+// beyond the test's own, and reports what is left then.
+func waitNoGoroutines(t *testing.T, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		err := goleak.Find()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("goroutines left %v after the proxy stopped: %v", limit, err)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
