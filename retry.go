@@ -587,7 +587,14 @@ type verdict struct {
 //     headers serverDelay reads), else the backoff schedule's next wait,
 //     jittered.
 //   - A throttle (isThrottle) pauses the key: for the server's delay, never
-//     less than MinThrottlePause; without a delay (a 429 that names none)
+//     less than MinThrottlePause. A server delay below MinThrottlePause
+//     (Retry-After: 0, a past date, a reset already reached) is legal (RFC
+//     9110 §10.2.3) and its first throttle pauses for MinThrottlePause, but
+//     on a key with strikes it is the server's overload, not a schedule:
+//     the pause is MinThrottlePause doubled by the key's strikes (100 ms
+//     on the second consecutive throttle, 200 ms on the third), jittered,
+//     never under MinThrottlePause, capped at DefaultBackoffMax. Without a
+//     delay (a 429 that names none)
 //     for DefaultThrottlePause doubled by the key's strikes, jittered, never
 //     under DefaultThrottleBackoffInitial, or with a NewBackOff schedule its
 //     next wait, never under a second (env0/terraform-provider-env0#1127).
@@ -639,7 +646,16 @@ func decide(in attemptEnd) verdict {
 	}
 	if throttle {
 		if fromServer {
-			v.pause = min(max(serverWait, MinThrottlePause), in.maxRetryAfter)
+			v.pause = max(serverWait, MinThrottlePause)
+			if serverWait < MinThrottlePause && in.strikes > 0 {
+				// Retry-After: 0 again (RFC 9110 §10.2.3 allows it): the
+				// server is overloaded, not keeping a schedule. Double
+				// from MinThrottlePause per strike, as a 429 without a
+				// delay doubles from DefaultThrottlePause.
+				v.pause = in.jitter.apply(backoffDelay(in.strikes+1, MinThrottlePause, DefaultBackoffMax),
+					0, MinThrottlePause, DefaultBackoffMax, in.rnd)
+			}
+			v.pause = min(v.pause, in.maxRetryAfter)
 			wait = max(wait, v.pause)
 		} else if in.adaptive && in.strikes == 0 && !in.customBackoff {
 			// The key's rate adapts (adaptiveRate): it slows down instead

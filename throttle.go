@@ -20,8 +20,12 @@ const DefaultThrottlePause = 5 * time.Second
 // server delay is zero or already past (Retry-After: 0, a past HTTP-date):
 // the key still pauses this long and then sends one probe, so that a herd of
 // waiting requests does not hit the server again at once (without it, 50
-// waiting callers sent 54 requests in 4 ms). A throttle without any delay
-// pauses for DefaultThrottlePause instead.
+// waiting callers sent 54 requests in 4 ms). Each consecutive such
+// throttle of the key (see [Permit].Strikes) doubles it, jittered, up to
+// DefaultBackoffMax: a server that answers Retry-After: 0 again and again
+// is overloaded, not keeping a schedule (RFC 9110 §10.2.3 allows the 0, not
+// a retry storm). A throttle without any delay pauses for
+// DefaultThrottlePause instead.
 const MinThrottlePause = 50 * time.Millisecond
 
 // throttle is the throttle engine of one key: the state machine that the

@@ -723,7 +723,9 @@ func TestKeyedCancelledWaitersCloseUpTheQueue(t *testing.T) {
 // that 429, the 50 waiting callers (the probe's own retry included) send
 // at most 2 requests beyond the ones in flight (there are none: the
 // probe's own was answered), not 50; the next probe leaves at the end of
-// MinThrottlePause.
+// the pause, MinThrottlePause doubled (no jitter): the zero-delay 429 is
+// the key's second consecutive throttle (RFC 9110 §10.2.3 allows the 0;
+// the server is still throttling after the second it asked for).
 func TestTransportZeroDelayStillPauses(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -754,7 +756,7 @@ func TestTransportZeroDelayStillPauses(t *testing.T) {
 				// The budget is off: after 50 failures it would refuse the probe's
 				// retry after its zero-delay 429 (no positive server delay), a
 				// rule of RetryBudget, not of the pause.
-				tr := &Transport{Base: srv, MaxAttempts: 5, Budget: RetryBudget{Disabled: true}}
+				tr := &Transport{Base: srv, MaxAttempts: 5, Budget: RetryBudget{Disabled: true}, Jitter: NoJitter}
 				var wg sync.WaitGroup
 				for i := range 50 {
 					wg.Go(func() {
@@ -769,7 +771,7 @@ func TestTransportZeroDelayStillPauses(t *testing.T) {
 				sent := countIn(at, answered, answered+MinThrottlePause)
 				t.Logf("arrivals after the first burst: %v", at[50:])
 				assert.LessOrEqual(t, sent, 2+inFlight, "requests in the %v after the zero-delay 429", MinThrottlePause)
-				assert.Equal(t, answered+MinThrottlePause, at[51], "the next probe")
+				assert.Equal(t, answered+2*MinThrottlePause, at[51], "the next probe")
 			})
 		})
 	}
@@ -832,4 +834,35 @@ func getOK(t *testing.T, tr *Transport, url, what string, args ...any) {
 	code, err := get(t, tr, t.Context(), url)
 	assert.NoError(t, err, append([]any{what}, args...)...)
 	assert.Equal(t, http.StatusOK, code, append([]any{what}, args...)...)
+}
+
+// TestTransportThrottleRepeatedRetryAfterZeroBacksOff: a server that
+// answers every request 429 with Retry-After: 0 is overloaded, not keeping
+// a schedule (RFC 9110 §10.2.3 allows the 0): the key's pause doubles from
+// MinThrottlePause per consecutive throttle instead of bringing the
+// request back every 50 ms. One GET, MaxAttempts 5, no jitter: attempts at
+// 0, 50, 150, 350 and 750 ms (pauses 50, 100, 200, 400 ms, then 800 ms set
+// by the last); a second GET right after waits that pause out and keeps the
+// strikes: 1.55, 3.15, 6.35, 12.75 and 25.55 s (pauses 1.6 s doubling,
+// capped at DefaultBackoffMax). A past HTTP-date is the same delay of 0.
+func TestTransportThrottleRepeatedRetryAfterZeroBacksOff(t *testing.T) {
+	for _, ra := range []string{"0", "Fri, 31 Dec 1999 23:00:00 GMT"} {
+		t.Run("Retry-After: "+ra, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				srv := &testhttp.Server{Handle: func(int, testhttp.Received) (*http.Response, error) {
+					return testhttp.Response(http.StatusTooManyRequests, "Retry-After", ra), nil
+				}}
+				tr := &Transport{Base: srv, MaxAttempts: 5, Jitter: NoJitter}
+				for range 2 {
+					status, err := get(t, tr, t.Context(), "http://api.test/items")
+					require.NoError(t, err)
+					assert.Equal(t, http.StatusTooManyRequests, status)
+				}
+				want := []time.Duration{0, 50 * ms, 150 * ms, 350 * ms, 750 * ms,
+					1550 * ms, 3150 * ms, 6350 * ms, 12750 * ms, 25550 * ms}
+				assert.Equal(t, want, since(start, srv.Requests()), "arrivals")
+			})
+		})
+	}
 }
