@@ -162,15 +162,16 @@ func (e *WaitError) Unwrap() error { return e.Err }
 //
 // With [Transport].ErrorOnGiveUp, a response that could have been retried
 // but was not comes back in Response, and Err is nil, unless the wait
-// would have outlasted the deadline (Err says so then).
+// would have outlasted the deadline (Err says so then) or Decide's Fail
+// ended the call on that response (Err is Fail then).
 type AttemptsError struct {
 	Attempts   int    // the attempts made, the first included: those sent, and the throttled answers of the key's probe that counted as this request's (see Transport)
 	StatusCode int    // status of the last response received and discarded, the probe's for a request that waited behind it; 0 if the last attempt got none
 	Reason     Reason // why a retryable failure was not retried; empty when Err explains the end
 	Err        error  // the last transport error, or why retrying stopped; nil only with Response set
 
-	// Response is the last response, only with Transport.ErrorOnGiveUp,
-	// else nil: status and headers as received, Request the caller's, and
+	// Response is the last response, only with Transport.ErrorOnGiveUp
+	// (a give-up, or Decide's Fail on a response), else nil: status and headers as received, Request the caller's, and
 	// a Body that holds a copy of at most the first 4 KiB of the body
 	// (ContentLength is the copy's length). The original body is closed,
 	// so the error holds no connection and there is nothing to close.

@@ -74,7 +74,10 @@ func DefaultRetryStatuses() []int {
 //   - A server hint wins over all of the above: an error response (4xx,
 //     5xx) with "Stripe-Should-Retry: false" is never retried, one with
 //     "true" is retried whatever its status if the method is safe to send
-//     again. A success is never retried.
+//     again.
+//   - A success or a redirect (a status below 400) is never retried, and
+//     never turned into an error by ErrorOnGiveUp: Decide returning true on
+//     one is ignored. Only Decide's Fail ends such a call with an error.
 //
 // The Transport also needs a replayable body (see DefaultMaxBufferedBody)
 // and attempts left; Decide cannot lift those limits.
@@ -109,7 +112,8 @@ type RetryPolicy struct {
 
 	// Decide, if non-nil, is called after every attempt with pace's default
 	// decision in c.Retry and its reason in c.Reason, and returns whether to
-	// retry. It may set c.Reason to explain its choice to observers, read
+	// retry; true on a response whose status is below 400 (a success or a
+	// redirect) is ignored, such a response is never retried. It may set c.Reason to explain its choice to observers, read
 	// the first bytes of the response body with c.Body (the caller still
 	// gets the whole body), set c.Wait to the delay the server named in the
 	// body, and set c.Fail to end the call with an error of its own (see
@@ -152,8 +156,11 @@ type RetryCheck struct {
 	// Fail, if Decide sets it, ends the call with that error, whatever
 	// Decide returns: nothing more is sent, the response's body is closed,
 	// and RoundTrip returns an [*AttemptsError] with Reason [ReasonDecided]
-	// whose Err is Fail, so errors.Is and errors.As find it. A throttle
-	// still pauses the key.
+	// whose Err is Fail, so errors.Is and errors.As find it. With
+	// Transport.ErrorOnGiveUp its Response keeps the response that Fail
+	// ended the call on, as for any give-up: status, headers and the first
+	// 4 KiB of the body (what Body read included). A throttle still pauses
+	// the key.
 	Fail error
 
 	body     []byte // what Body read
@@ -308,6 +315,9 @@ func (p *RetryPolicy) check(req *http.Request, resp *http.Response, err error, a
 	}
 	c := &RetryCheck{Request: req, Response: resp, Err: err, Attempt: attempt, Retry: retry, Reason: reason}
 	decided := p.Decide(c)
+	if resp != nil && resp.StatusCode < 400 {
+		decided = false // a success or a redirect is never retried, whatever Decide says
+	}
 	if (decided != retry || c.Fail != nil) && c.Reason == reason {
 		c.Reason = reasonDecideHook
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -115,6 +116,83 @@ func TestRetryCheckFail(t *testing.T) {
 				assert.ErrorIs(t, last.Err, errCardDeclined)
 			})
 		})
+	}
+}
+
+// TestRetryCheckFailKeepsResponse: with ErrorOnGiveUp, the response that
+// Decide's Fail ended the call on comes back in AttemptsError.Response, as a
+// give-up's does (go-retryablehttp's CheckRetry error keeps the response
+// for its ErrorHandler): status, headers, the first 4 KiB of the body
+// (the bytes Decide read with Body included), the original body closed.
+func TestRetryCheckFailKeepsResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		long := `{"error":{"code":"card_declined"}}` + strings.Repeat("x", 10<<10)
+		var body *testhttp.Body
+		srv := &testhttp.Server{Handle: func(int, testhttp.Received) (*http.Response, error) {
+			resp := testhttp.ResponseBody(http.StatusPaymentRequired, long, "X-Request-Id", "req_7")
+			body = resp.Body.(*testhttp.Body)
+			return resp, nil
+		}}
+		tr := &Transport{Base: srv, ErrorOnGiveUp: true, RetryPolicy: RetryPolicy{Decide: func(c *RetryCheck) bool {
+			if b, _ := c.Body(); bytes.Contains(b, []byte("card_declined")) {
+				c.Fail = errCardDeclined
+			}
+			return c.Retry
+		}}}
+		req := newRequest(t, t.Context(), http.MethodPost, "http://api.test/v1/charges", "amount=1")
+
+		resp, err := tr.RoundTrip(req)
+		require.Nil(t, resp)
+		require.ErrorIs(t, err, errCardDeclined)
+		var ae *AttemptsError
+		require.ErrorAs(t, err, &ae)
+		assert.Equal(t, ReasonDecided, ae.Reason)
+		require.NotNil(t, ae.Response, "the response Fail ended the call on")
+		assert.Equal(t, http.StatusPaymentRequired, ae.Response.StatusCode)
+		assert.Equal(t, "req_7", ae.Response.Header.Get("X-Request-Id"))
+		assert.Same(t, req, ae.Response.Request)
+		got, err := io.ReadAll(ae.Response.Body)
+		require.NoError(t, err)
+		assert.True(t, long[:4<<10] == string(got), "the body's first 4 KiB: %d bytes", len(got))
+		assert.EqualValues(t, 4<<10, ae.Response.ContentLength)
+		assert.True(t, body.Closed(), "the original body is closed")
+	})
+}
+
+// TestRetryCheckNeverRetriesSuccess: Decide returning true on a success
+// or a redirect is ignored: the response comes back, unread, with a nil
+// error, also with ErrorOnGiveUp; one attempt is sent.
+func TestRetryCheckNeverRetriesSuccess(t *testing.T) {
+	for _, status := range []int{http.StatusOK, http.StatusNoContent, http.StatusNotModified} {
+		for _, onGiveUp := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d ErrorOnGiveUp=%v", status, onGiveUp), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					var body *testhttp.Body
+					srv := &testhttp.Server{Handle: func(int, testhttp.Received) (*http.Response, error) {
+						resp := testhttp.ResponseBody(status, "ok")
+						body = resp.Body.(*testhttp.Body)
+						return resp, nil
+					}}
+					var events []Event
+					tr := &Transport{Base: srv, ErrorOnGiveUp: onGiveUp, OnEvent: func(e Event) { events = append(events, e) },
+						RetryPolicy: RetryPolicy{Decide: func(*RetryCheck) bool { return true }}}
+
+					resp, err := tr.RoundTrip(newRequest(t, t.Context(), http.MethodGet, "http://api.test/v1", ""))
+					require.NoError(t, err)
+					defer resp.Body.Close()
+					assert.Equal(t, status, resp.StatusCode)
+					assert.Equal(t, 1, srv.Count(), "attempts sent")
+					assert.Zero(t, body.BytesRead(), "body unread")
+					for _, e := range events {
+						assert.NotContains(t, []EventKind{EventRetry, EventGiveUp}, e.Kind)
+					}
+					st := tr.Stats()
+					require.Len(t, st, 1)
+					assert.Zero(t, st[0].Retries)
+					assert.Zero(t, st[0].GiveUps)
+				})
+			})
+		}
 	}
 }
 

@@ -551,8 +551,8 @@ func (c *call) run() (*http.Response, error) {
 			}
 			switch {
 			case v.fail != nil: // Decide ended the call
-				drainAndClose(bodyOf(resp), 0)
-				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: ReasonDecided, Err: v.fail}
+				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: ReasonDecided, Err: v.fail,
+					Response: c.giveUpResponse(resp)}
 			case v.deadline: // the wait would outlast the context's deadline
 				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: ReasonDeadline,
 					Err: &WaitError{Key: c.key, Delay: v.refused, Err: errDeadline}, Response: c.giveUpResponse(resp)}
