@@ -29,7 +29,9 @@ const (
 	EventRetry
 	// EventGiveUp: attempt Attempt failed in a way that could have been
 	// retried, and the Transport stops; Reason says why, Delay is the wait
-	// that was refused (for example the server's Retry-After), if any.
+	// that was refused (for example the server's Retry-After), if any. A
+	// call whose MaxAttempts is 1 makes no retries and never gives up for
+	// ReasonAttempts (see [Stats].GiveUps).
 	EventGiveUp
 )
 

@@ -114,3 +114,52 @@ func BenchmarkTransportStats(b *testing.B) {
 		}
 	}
 }
+
+// TestTransportStatsGiveUpsWithOneAttempt: a Transport (or a host) with
+// MaxAttempts 1 makes no retries, so a final 503 is no give-up: GiveUps
+// stays 0 and no EventGiveUp is emitted (under retryable.Install the
+// retryablehttp.Client retries it). With MaxAttempts 2 the same answers
+// are one give-up (ReasonAttempts). ErrorOnGiveUp still makes the final
+// response an *AttemptsError with MaxAttempts 1.
+func TestTransportStatsGiveUpsWithOneAttempt(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		tr          func() *Transport
+		wantGiveUps int64
+	}{
+		{"MaxAttempts 1", func() *Transport { return &Transport{MaxAttempts: 1} }, 0},
+		{"a host's MaxAttempts 1", func() *Transport { return &Transport{MaxAttempts: 3, Limits: Hosts{"api.test": {MaxAttempts: 1}}} }, 0},
+		{"MaxAttempts 1, ErrorOnGiveUp", func() *Transport { return &Transport{MaxAttempts: 1, ErrorOnGiveUp: true} }, 0},
+		{"MaxAttempts 2", func() *Transport { return &Transport{MaxAttempts: 2} }, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &testhttp.Server{Handle: func(int, testhttp.Received) (*http.Response, error) {
+					return testhttp.Response(http.StatusServiceUnavailable), nil
+				}}
+				tr := tt.tr()
+				tr.Base = srv
+				var giveUps []Reason
+				tr.OnEvent = func(e Event) {
+					if e.Kind == EventGiveUp {
+						giveUps = append(giveUps, e.Reason)
+					}
+				}
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), http.MethodGet, "http://api.test/v1", ""))
+				if tr.ErrorOnGiveUp {
+					var ae *AttemptsError
+					require.ErrorAs(t, err, &ae)
+					assert.Equal(t, ReasonAttempts, ae.Reason)
+				} else {
+					require.NoError(t, err)
+					resp.Body.Close()
+					assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+				}
+				st := tr.Stats()
+				require.Len(t, st, 1)
+				assert.Equal(t, tt.wantGiveUps, st[0].GiveUps, "Stats.GiveUps")
+				assert.Len(t, giveUps, int(tt.wantGiveUps), "EventGiveUp")
+			})
+		})
+	}
+}

@@ -533,10 +533,11 @@ func (c *call) run() (*http.Response, error) {
 			}
 		}
 		if !v.retry {
-			if giveUpReason(v.why) != "" {
+			gaveUp := c.gaveUp(v.why)
+			if gaveUp {
 				c.st.giveUps.Add(1)
 			}
-			if v.why != "" && v.why != ReasonServerDelay && v.why != ReasonBackoff && s.obs != nil {
+			if gaveUp && s.obs != nil {
 				var gerr error = err
 				switch {
 				case v.fail != nil:
@@ -613,6 +614,16 @@ func giveUpReason(r Reason) Reason {
 	return r
 }
 
+// gaveUp reports whether a call that ended for reason r, a verdict's why,
+// is a give-up, counted in Stats.GiveUps and emitted as EventGiveUp: a
+// retryable failure the Transport could have retried but did not. A call
+// whose MaxAttempts is 1 makes no retries, so running out of attempts is no
+// give-up there: under retryable.Install, for one, the retryablehttp.Client
+// makes the retries, and most of its 429s are retried and succeed.
+func (c *call) gaveUp(r Reason) bool {
+	return giveUpReason(r) != "" && (r != ReasonAttempts || c.maxAttempts > 1)
+}
+
 // keyOf returns the request's key.
 func (c *call) keyOf() string {
 	k, _ := c.keyWith(requestHost(c.req))
@@ -671,8 +682,10 @@ func (c *call) admit(attempt *int, lastStatus int, p *Permit) error {
 		waited += p.Held // the Permit says how long it waited, also with an error
 		lastStatus = http.StatusTooManyRequests
 		if *attempt >= c.maxAttempts {
-			c.st.giveUps.Add(1)
-			if c.s.obs != nil {
+			if c.gaveUp(ReasonAttempts) {
+				c.st.giveUps.Add(1)
+			}
+			if c.gaveUp(ReasonAttempts) && c.s.obs != nil {
 				c.giveUp(*attempt, ReasonAttempts, 0, lastStatus, err)
 			}
 			return &AttemptsError{Attempts: *attempt, StatusCode: lastStatus, Reason: ReasonAttempts, Err: err}

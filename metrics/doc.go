@@ -17,10 +17,14 @@
 //	pace.client.attempts        counter    {attempt}   attempts the limiter let go
 //	pace.client.retries         counter    {retry}     attempts sent again
 //	pace.client.throttles       counter    {throttle}  answers that paused the key (429, 503 with a delay)
-//	pace.client.give_ups        counter    {call}      calls that ended on a retryable failure
+//	pace.client.give_ups        counter    {call}      calls that ended on a retryable failure not retried
 //	pace.client.pace            gauge      s           spacing in force (pace.source: configured, quota)
 //	pace.client.wait.duration   histogram  s           wait for the key's pause or limit (pace.wait.reason)
 //	pace.client.retry_delay     histogram  s           wait before a retry (pace.retry.reason)
+//
+// give_ups is [pace.Stats].GiveUps: a Transport with MaxAttempts 1 (as
+// retryable.Install wants it, the client making the retries) makes no
+// retries and counts no give-up for running out of attempts.
 //
 // server.address takes at most [Options].MaxHosts values (the first hosts
 // seen); later hosts are reported as "_OTHER", so that the cardinality of

@@ -83,7 +83,7 @@ func Instrument(t *pace.Transport, o Options) (*Metrics, error) {
 		{"pace.client.attempts", "{attempt}", "Attempts the key's limiter let go, retries included.", func(s pace.Stats) int64 { return s.Admitted }},
 		{"pace.client.retries", "{retry}", "Attempts sent again (gRFC A96 retries).", func(s pace.Stats) int64 { return s.Retries }},
 		{"pace.client.throttles", "{throttle}", "Answers that paused their key: 429, or 503 with a delay.", func(s pace.Stats) int64 { return s.Throttles }},
-		{"pace.client.give_ups", "{call}", "Calls that ended on a failure that could have been retried.", func(s pace.Stats) int64 { return s.GiveUps }},
+		{"pace.client.give_ups", "{call}", "Calls that ended on a failure the Transport could have retried but did not (none for running out of attempts with MaxAttempts 1).", func(s pace.Stats) int64 { return s.GiveUps }},
 	}
 	obs := make([]metric.Observable, 0, len(counters)+1)
 	ctrs := make([]metric.Int64ObservableCounter, len(counters))

@@ -33,6 +33,13 @@
 //     every goroutine and every client that shares the Transport: no
 //     request of that host is sent before the pause ends, and then one goes
 //     first as a probe.
+//   - The Transport's [pace.Stats] (and package metrics' counters) count
+//     every attempt the client makes as a request of its own. GiveUps does
+//     not count the 429s and 5xx the Transport hands back: with
+//     MaxAttempts 1 it makes no retries, so running out of attempts is no
+//     give-up, and the client retries them (its own "giving up after N
+//     attempt(s)" is for its ErrorHandler to report). A server delay above
+//     MaxRetryAfter still counts ([pace.ReasonDelayTooLong]).
 //
 // # Moving to pace.Transport
 //
