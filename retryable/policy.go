@@ -3,7 +3,10 @@ package retryable
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -108,13 +111,27 @@ func (p *Policy) Backoff(lo, hi time.Duration, attemptNum int, resp *http.Respon
 	return max(min(d, limit), 0)
 }
 
+// oneAttemptPerHost returns a [*pace.ConfigError] naming the first entry of
+// h, in key order, whose MaxAttempts would make the Transport retry (above
+// 1): its retries would multiply the client's.
+func oneAttemptPerHost(h pace.Hosts) error {
+	for _, host := range slices.Sorted(maps.Keys(h)) {
+		if n := h[host].MaxAttempts; n > 1 {
+			return &pace.ConfigError{Field: "Limits[" + strconv.Quote(host) + "].MaxAttempts", Value: n,
+				Reason: "must be 0 or 1: the retryablehttp.Client makes the retries"}
+		}
+	}
+	return nil
+}
+
 // Install makes c wait and retry by p and send every attempt through t: it
 // sets c.CheckRetry and c.Backoff to p's methods, and c.HTTPClient to a
 // copy of it (Timeout, Jar and CheckRedirect kept) whose Transport is t.
 // t paces each attempt by its Limits or Limiter, makes each wait out its
 // host's cooldown, and pauses the host on a 429 (or a 503 with a delay) for
 // every goroutine and every client that shares t. t must make one attempt
-// per call (MaxAttempts 1: c makes the retries) and return responses, not
+// per call (MaxAttempts 1, and no [pace.Host] of its Limits with a
+// MaxAttempts above 1: c makes the retries) and return responses, not
 // errors (ErrorOnGiveUp false: c's CheckRetry and Backoff read them); t.Base
 // nil means http.DefaultTransport, as always (set Base to
 // c.HTTPClient.Transport to keep the client's own). Install returns, and
@@ -135,6 +152,9 @@ func (p *Policy) Install(c *retryablehttp.Client, t *pace.Transport) error {
 		return &pace.ConfigError{Field: "MaxAttempts", Value: t.MaxAttempts, Reason: "must be 1: the retryablehttp.Client makes the retries"}
 	case t.ErrorOnGiveUp:
 		return &pace.ConfigError{Field: "ErrorOnGiveUp", Value: true, Reason: "must be false: CheckRetry and Backoff read the response"}
+	}
+	if err := oneAttemptPerHost(t.Limits); err != nil {
+		return err
 	}
 	if err := t.Validate(); err != nil {
 		return err

@@ -304,7 +304,7 @@ func TestInstall(t *testing.T) {
 	c, _ := newClient(t, 1, time.Millisecond, time.Millisecond)
 	c.HTTPClient.Timeout = 7 * time.Second
 	old := c.HTTPClient
-	tr := &pace.Transport{MaxAttempts: 1}
+	tr := &pace.Transport{MaxAttempts: 1, Limits: pace.Hosts{"api.example": {MaxAttempts: 1}, "*": {}}}
 	require.NoError(t, (&Policy{}).Install(c, tr))
 	assert.Same(t, tr, c.HTTPClient.Transport)
 	assert.Equal(t, 7*time.Second, c.HTTPClient.Timeout)
@@ -320,6 +320,12 @@ func TestInstall(t *testing.T) {
 	}{
 		{"MaxAttempts 0 (3 attempts)", Policy{}, retryablehttp.NewClient(), &pace.Transport{}, "MaxAttempts"},
 		{"ErrorOnGiveUp", Policy{}, retryablehttp.NewClient(), &pace.Transport{MaxAttempts: 1, ErrorOnGiveUp: true}, "ErrorOnGiveUp"},
+		{"a host's MaxAttempts above 1", Policy{}, retryablehttp.NewClient(),
+			&pace.Transport{MaxAttempts: 1, Limits: pace.Hosts{"api.example": {}, "b.example": {MaxAttempts: 4}}}, `Limits["b.example"].MaxAttempts`},
+		{"the default host's MaxAttempts above 1", Policy{}, retryablehttp.NewClient(),
+			&pace.Transport{MaxAttempts: 1, Limits: pace.Hosts{"*": {MaxAttempts: 2}}}, `Limits["*"].MaxAttempts`},
+		{"an invalid host entry", Policy{}, retryablehttp.NewClient(),
+			&pace.Transport{MaxAttempts: 1, Limits: pace.Hosts{"api.example": {MaxAttempts: -2}}}, `Limits["api.example"].MaxAttempts`},
 		{"an invalid Transport", Policy{}, retryablehttp.NewClient(), &pace.Transport{MaxAttempts: 1, MaxWait: -1}, "MaxWait"},
 		{"a negative MaxRetryAfter", Policy{MaxRetryAfter: -1}, retryablehttp.NewClient(), &pace.Transport{MaxAttempts: 1}, "MaxRetryAfter"},
 		{"no client", Policy{}, nil, &pace.Transport{MaxAttempts: 1}, "Client"},
