@@ -2,8 +2,8 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"net"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,11 +49,18 @@ type Metrics struct {
 // Instrument makes t report through OpenTelemetry, as the package
 // documentation lists. It must be called before t's first use, since it
 // sets t.OnEvent (an OnEvent already set is still called, first). It
-// returns an error for a negative MaxHosts or when the Meter refuses an
-// instrument. The returned Metrics is safe for concurrent use.
+// returns a [*pace.ConfigError] (matching [pace.ErrInvalidConfig]) for a
+// nil t or a negative MaxHosts, and the Meter's error when it refuses an
+// instrument. The Meter's instrumentation scope is this package's import
+// path, with the module's version as the binary's build information
+// records it (runtime/debug.ReadBuildInfo; none for a development build
+// or a replaced module). The returned Metrics is safe for concurrent use.
 func Instrument(t *pace.Transport, o Options) (*Metrics, error) {
-	if o.MaxHosts < 0 {
-		return nil, errors.New("metrics: negative MaxHosts " + strconv.Itoa(o.MaxHosts))
+	switch {
+	case t == nil:
+		return nil, &pace.ConfigError{Field: "Transport", Reason: "nil"}
+	case o.MaxHosts < 0:
+		return nil, &pace.ConfigError{Field: "MaxHosts", Value: o.MaxHosts, Reason: "must not be negative"}
 	}
 	mp := o.MeterProvider
 	if mp == nil {
@@ -63,7 +70,11 @@ func Instrument(t *pace.Transport, o Options) (*Metrics, error) {
 	if maxHosts == 0 {
 		maxHosts = DefaultMaxHosts
 	}
-	meter := mp.Meter("github.com/pacehttp/pace/metrics")
+	var scope []metric.MeterOption
+	if v := scopeVersion(); v != "" {
+		scope = append(scope, metric.WithInstrumentationVersion(v))
+	}
+	meter := mp.Meter(scopeName, scope...)
 	m := &Metrics{hosts: hostSet{max: maxHosts, seen: make(map[string]bool)}, chain: t.OnEvent, t: t}
 	var err error
 	buckets := metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
@@ -137,6 +148,48 @@ func Instrument(t *pace.Transport, o Options) (*Metrics, error) {
 	}
 	t.OnEvent = m.onEvent
 	return m, nil
+}
+
+// scopeName is the Meter's instrumentation scope: this package's import
+// path, as the OpenTelemetry specification asks of instrumentation
+// libraries.
+const scopeName = "github.com/pacehttp/pace/metrics"
+
+// scopeVersion is the version of this module in the running binary, read
+// once from its build information, or "".
+var scopeVersion = sync.OnceValue(func() string {
+	bi, _ := debug.ReadBuildInfo()
+	return moduleVersion(bi, scopeName)
+})
+
+// moduleVersion returns the version bi records for the module path: the
+// main module's or a dependency's, the replacement's when it is replaced.
+// It is "" when bi is nil, the module is absent, or it has no version (a
+// "(devel)" build or a replacement by a directory).
+func moduleVersion(bi *debug.BuildInfo, path string) string {
+	if bi == nil {
+		return ""
+	}
+	m := &bi.Main
+	if m.Path != path {
+		m = nil
+		for _, d := range bi.Deps {
+			if d.Path == path {
+				m = d
+				break
+			}
+		}
+	}
+	if m == nil {
+		return ""
+	}
+	if m.Replace != nil {
+		m = m.Replace
+	}
+	if m.Version == "(devel)" {
+		return ""
+	}
+	return m.Version
 }
 
 // onEvent records the histograms and passes ev on to the OnEvent that was

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"net/http"
+	"runtime/debug"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -134,8 +135,58 @@ func TestInstrument(t *testing.T) {
 	})
 }
 
-// TestInstrumentRejectsNegativeMaxHosts: invalid configuration is an error.
-func TestInstrumentRejectsNegativeMaxHosts(t *testing.T) {
-	_, err := Instrument(&pace.Transport{}, Options{MaxHosts: -1})
-	assert.Error(t, err)
+// TestInstrumentRejectsInvalidConfig: a negative MaxHosts or a nil
+// Transport is a *pace.ConfigError matching pace.ErrInvalidConfig, not a
+// panic, as retryable.Install(nil, ...) is.
+func TestInstrumentRejectsInvalidConfig(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		t     *pace.Transport
+		o     Options
+		field string
+	}{
+		{"negative MaxHosts", &pace.Transport{}, Options{MaxHosts: -1}, "MaxHosts"},
+		{"nil Transport", nil, Options{}, "Transport"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var m *Metrics
+			var err error
+			require.NotPanics(t, func() { m, err = Instrument(tt.t, tt.o) })
+			assert.Nil(t, m)
+			require.ErrorIs(t, err, pace.ErrInvalidConfig)
+			var ce *pace.ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, tt.field, ce.Field)
+		})
+	}
+}
+
+// TestModuleVersion: the scope's version is the module's, as the build
+// information records it: as a dependency, replaced by another version,
+// or the main module; none for a development build, a replacement by a
+// directory, or a binary without the module.
+func TestModuleVersion(t *testing.T) {
+	dep := func(m debug.Module) *debug.BuildInfo {
+		return &debug.BuildInfo{Main: debug.Module{Path: "example.com/app", Version: "(devel)"}, Deps: []*debug.Module{
+			{Path: "github.com/pacehttp/pace", Version: "v1.0.0"}, &m}}
+	}
+	for _, tt := range []struct {
+		name string
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{"a dependency", dep(debug.Module{Path: scopeName, Version: "v0.4.1"}), "v0.4.1"},
+		{"replaced by a version", dep(debug.Module{Path: scopeName, Version: "v0.4.1",
+			Replace: &debug.Module{Path: "example.com/fork/metrics", Version: "v0.4.2-fork"}}), "v0.4.2-fork"},
+		{"replaced by a directory", dep(debug.Module{Path: scopeName, Version: "v0.0.0-00010101000000-000000000000",
+			Replace: &debug.Module{Path: "../metrics"}}), ""},
+		{"the main module", &debug.BuildInfo{Main: debug.Module{Path: scopeName, Version: "v0.5.0"}}, "v0.5.0"},
+		{"a development build", &debug.BuildInfo{Main: debug.Module{Path: scopeName, Version: "(devel)"}}, ""},
+		{"absent", dep(debug.Module{Path: "example.com/other", Version: "v1.2.3"}), ""},
+		{"no build information", nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, moduleVersion(tt.bi, scopeName))
+		})
+	}
 }
