@@ -20,9 +20,17 @@ const maxSpan = math.MaxInt64 / 2
 //
 //   - c.a is the theoretical arrival time TAT: the instant at which the
 //     bucket would be full again if nothing more were booked.
-//   - c.b is an upper bound on the latest instant anything still booked was
-//     booked at; cancel uses it to tell whether later bookings depend on the
-//     one being given back.
+//   - c.b bounds the latest instant anything still booked was booked at
+//     (latest), so that cancel can tell whether later bookings depend on
+//     the one being given back. It has two forms. As a chain threshold
+//     k >= 0: every booking still held at an instant s > k was booked
+//     behind a drained bucket and nothing held since has changed that, so
+//     that s + τ <= TAT (a queue of reservations, each at the instant the
+//     one before it left TAT at); then latest <= max(k, TAT − τ), and
+//     cancelling such a queue latest first finds each booking in turn the
+//     latest and gives it back whole. As a plain bound ^b < 0: nothing
+//     held was booked after b (what relax learns, when TAT − τ lies beyond
+//     it). Either way latest <= TAT − i.
 //
 // With capacity C units and one unit every i nanoseconds, n units may be
 // taken at t when TAT + n·i − C·i <= t, and taking them moves TAT to
@@ -72,30 +80,88 @@ func (g *gcra) earliest(c *cell, now int64, n int) (int64, error) {
 }
 
 // book takes n units at t, an instant earliest returned (or now, when
-// earliest returned now or earlier).
-func (g *gcra) book(c *cell, _, t int64, n int) {
+// earliest returned now or earlier). A booking after every one held that
+// leaves TAT at exactly t + τ (the bucket drained behind it: any booking
+// that had to wait) keeps the chain (see cell.b); any other joins the
+// threshold, as one taken at once (t <= now) does, as in allow1.
+func (g *gcra) book(c *cell, now, t int64, n int) {
+	if t <= now {
+		c.a = satAdd(max(c.a, t), int64(n)*g.i)
+		c.b = bookedNow(c.b, t)
+		return
+	}
+	l, k := g.bounds(c)
 	c.a = satAdd(max(c.a, t), int64(n)*g.i)
-	c.b = max(c.b, t)
+	if t <= l || c.a-g.tau != t {
+		k = max(k, t)
+	}
+	g.mark(c, k, max(l, t))
 }
 
 // unbook gives back n units booked at t. Units booked later than t were
 // scheduled behind these, so only the part of n·i that no later booking
 // overlaps is given back, as golang.org/x/time/rate's Reservation.CancelAt
-// does: TAT −= max(0, n·i − (L − t)), where L bounds the latest booking. When
-// nothing was booked after t, TAT moves back by exactly n·i, so cancelling a
-// group of reservations latest first restores the state exactly (thrasher-corp/gocryptotrader#2371).
+// does: TAT −= max(0, n·i − (L − t)), where L bounds the latest booking
+// (latest). When nothing was booked after t, TAT moves back by exactly n·i,
+// and the bound moves back to the booking before it when the chain holds
+// (see cell.b), so that cancelling a group of reservations latest first
+// restores the state exactly, however large the burst
+// (thrasher-corp/gocryptotrader#2371).
 // The cut keeps the promise: booking maintains TAT >= s + W(s)·i for every
 // held booking instant s, where W(s) counts the units held at or after s, and
 // that is all the promise needs; units after t number at most
 // (TAT − t)/i − n, so this cut preserves it for s > t as well as s <= t.
+// The chain's TAT >= s + τ + (W(s) − n(s))·i survives a whole give-back; a
+// cut ends it for what is held (the threshold moves up to L).
 func (g *gcra) unbook(c *cell, _, t int64, n int) {
 	n64 := min(int64(max(n, 0)), g.c) // a foreign Reservation must not overflow
-	give := n64*g.i - max(0, c.b-t)
+	l, k := g.bounds(c)
+	give := n64*g.i - max(0, l-t)
 	if give > 0 {
 		c.a = max(c.a-give, 0)
 	}
-	// Every booking still held was made at least one interval before TAT.
-	c.b = min(c.b, c.a-g.i)
+	if t >= l { // the latest: given back whole
+		l = min(l, c.a-g.i, max(k, c.a-g.tau))
+	} else {
+		if give > 0 {
+			k = l
+		}
+		l = min(l, c.a-g.i)
+	}
+	g.mark(c, k, l)
+}
+
+// bounds returns latest, the bound on the latest held booking, and the
+// chain threshold k <= latest (see cell.b; the plain bound b is a
+// threshold too: nothing is held after it).
+func (g *gcra) bounds(c *cell) (latest, k int64) {
+	if c.b < 0 {
+		latest = min(c.a-g.i, ^c.b)
+		return latest, latest
+	}
+	latest = min(c.a-g.i, max(c.b, c.a-g.tau))
+	return latest, min(c.b, latest)
+}
+
+// mark stores in c.b the chain threshold k when it bounds the latest booking
+// as well as latest does (TAT − τ <= latest), else latest as a plain bound.
+// Both move up to 0 at least: a higher bound is always safe, and no instant
+// a limiter sees is below 1.
+func (g *gcra) mark(c *cell, k, latest int64) {
+	if c.a-g.tau <= latest {
+		c.b = max(min(k, latest), 0)
+	} else {
+		c.b = ^max(latest, 0)
+	}
+}
+
+// bookedNow returns the word b of a cell after one unit was taken at now
+// at once (allow1, Keyed's fast path): now joins the threshold or the bound.
+func bookedNow(b, now int64) int64 {
+	if b < 0 {
+		return ^max(^b, now)
+	}
+	return max(b, now)
 }
 
 // allow1 takes one unit at now if it can go at once: earliest and book for
@@ -107,14 +173,16 @@ func (g *gcra) allow1(c *cell, now int64) bool {
 		return false
 	}
 	c.a = tat + g.i
-	c.b = max(c.b, now)
+	c.b = bookedNow(c.b, now)
 	return true
 }
 
-// depart shifts TAT by the lateness: left − t.
+// depart shifts TAT by the lateness: left − t. The unit at left joins the
+// threshold.
 func (g *gcra) depart(c *cell, _, t, left int64) {
+	l, k := g.bounds(c)
 	c.a = satAdd(c.a, left-t)
-	c.b = max(c.b, left)
+	g.mark(c, max(k, left), max(l, left))
 }
 
 // binds reports whether no unit is left at t.
@@ -124,11 +192,20 @@ func (g *gcra) binds(c *cell, t int64) bool { return c.a-t > g.tau-g.i }
 func (g *gcra) interval() int64 { return g.i }
 
 // relax lowers the bound on the latest booking (see algorithm).
-func (g *gcra) relax(c *cell, latest int64) { c.b = min(c.b, latest) }
+func (g *gcra) relax(c *cell, latest int64) {
+	l, k := g.bounds(c)
+	l = min(l, latest)
+	g.mark(c, min(k, l), l)
+}
 
 // resume leaves one unit for at and none saved beyond it: TAT becomes at
-// least at + τ − i, so the unit after the one at at comes i later.
-func (g *gcra) resume(c *cell, at int64) { c.a = max(c.a, satAdd(at, g.tau-g.i)) }
+// least at + τ − i, so the unit after the one at at comes i later. What is
+// held stays bounded as before.
+func (g *gcra) resume(c *cell, at int64) {
+	l, k := g.bounds(c)
+	c.a = max(c.a, satAdd(at, g.tau-g.i))
+	g.mark(c, k, l)
+}
 
 // core returns g: the token bucket and the pacer, built on GCRA, give it to
 // the fast paths of Allow, which skip the interface calls.

@@ -282,7 +282,12 @@ func (k *Keyed) allow1(now int64, key string) bool {
 // now gives nothing back: its units count as used (the rule of
 // golang.org/x/time/rate's Reservation.CancelAt). Otherwise the algorithm
 // decides how much can be returned: all of it when nothing was booked after
-// r. The units go back to the key's own limit if it is tracked (a key
+// r, as for [Shaper.CancelAt], so that reservations cancelled latest first
+// all come back; a reservation that later ones were booked behind gives
+// back only what they do not overlap, nothing of a token bucket's queue
+// while they are held, and its slot is not handed out again. (The queue of
+// [Keyed.Wait] is different: its waiters move up in whatever order they
+// give up, since the store knows them all.) The units go back to the key's own limit if it is tracked (a key
 // forgotten since, swept or evicted, gets nothing back), or to the shared
 // overflow limit (see [KeyedOptions].MaxKeys) unless that is idle. Cancelling the zero Reservation does nothing; cancelling
 // twice gives units back twice, so avoid it. Safe for concurrent use.

@@ -449,7 +449,7 @@ func (k *Keyed) waitFast(now int64, key string) bool {
 		s.mu.Unlock()
 		return false
 	}
-	s.cells[h] = words{tat + g.i, max(w.b, now)}
+	s.cells[h] = words{tat + g.i, bookedNow(w.b, now)}
 	if !tracked && len(s.cells) > s.peak {
 		s.peak = len(s.cells)
 	}

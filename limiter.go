@@ -437,7 +437,11 @@ func (s *Shaper) allowLocked(at int64, n int) bool {
 // CancelAt gives back the units of r when the caller abandons its wait at
 // now. When nothing was booked after r, the Shaper is left exactly as if r
 // had never been booked, so reservations cancelled latest first are all
-// given back exactly. Units that later reservations were scheduled behind
+// given back exactly, whatever the burst, for a queue: reservations that
+// each had to wait for their slot, after any taken at once at one instant.
+// Of reservations granted at once at different instants, only the latest
+// is sure to come back whole (a token bucket's state, two instants, does
+// not record where the one before it lies). Units that later reservations were scheduled behind
 // are not handed out again while those are held (as in x/time/rate's
 // Reservation.CancelAt), so cancelling never breaks the limit's promise.
 // A Reservation whose instant lies before now gives nothing back: its units
