@@ -15,7 +15,8 @@ import (
 
 // retune returns, at now, a cell of to that has used what c, a cell of
 // from, had used then: the same state when it means the same under to
-// (keep: a token bucket's or pacer's backlog in the new interval, a
+// (keep: a token bucket's or pacer's backlog in the new interval, its
+// bucket's part capped at the new capacity and the queue beyond it whole, a
 // sliding log's instants, a window's counts under the same window length);
 // else what it had used, Limit − Remaining (booked at now, so that it
 // leaves the new window no earlier than it would have left the old; for a
@@ -44,20 +45,25 @@ func retune(from, to algorithm, c *cell, now int64) cell {
 
 // keep returns c as a cell of to when its state means the same under to:
 // a token bucket or pacer's backlog (TAT − now) scaled from the old
-// interval to the new one, exact when they are equal; a sliding log's
+// interval to the new one, exact when they are equal: the part of it
+// within a drained bucket (τ) is what the bucket used, and counts up to the
+// new bucket's capacity, so that a drained bucket changed to a smaller one
+// is drained, not in debt, and goes on at the new rate at once; the part
+// beyond it, reservations queued, is kept whole; a sliding log's
 // instants, whatever the new N and Per; a fixed window's or sliding
 // estimate's counts when the window length is the same.
 func keep(from, to algorithm, c *cell, now int64) (cell, bool) {
 	if f, t := from.core(), to.core(); f != nil && t != nil {
 		backlog := max(c.a-now, 0)
-		hi, lo := bits.Mul64(uint64(backlog), uint64(t.i))
-		scaled := int64(maxSpan)
-		if hi < uint64(f.i) {
-			if q, _ := bits.Div64(hi, lo, uint64(f.i)); q < uint64(maxSpan) {
-				scaled = int64(q)
-			}
+		queued := max(backlog-f.tau, 0) // booked beyond a drained bucket
+		used := min(rescale(backlog-queued, f.i, t.i), t.tau)
+		scaled := min(satAdd(rescale(queued, f.i, t.i), used), maxSpan)
+		nc := cell{a: max(c.a, now) - backlog + scaled, b: c.b}
+		if f.i != t.i || f.tau != t.tau { // the chain (cell.b) does not carry over
+			l, _ := f.bounds(c)
+			t.mark(&nc, l, l)
 		}
-		return cell{a: max(c.a, now) - backlog + scaled, b: c.b}, true
+		return nc, true
 	}
 	if partsOf(from) != nil || partsOf(to) != nil {
 		return cell{}, false
@@ -71,6 +77,19 @@ func keep(from, to algorithm, c *cell, now int64) (cell, bool) {
 		return *c, true
 	}
 	return cell{}, false
+}
+
+// rescale returns d·to/from (d >= 0, to and from >= 1), or maxSpan when
+// that exceeds it: a span of d at one unit every from nanoseconds as a
+// span of as many units every to.
+func rescale(d, from, to int64) int64 {
+	hi, lo := bits.Mul64(uint64(d), uint64(to))
+	if hi < uint64(from) {
+		if q, _ := bits.Div64(hi, lo, uint64(from)); q < uint64(maxSpan) {
+			return int64(q)
+		}
+	}
+	return maxSpan
 }
 
 // usedUnits returns how many units of from c has used at now (see retune).
@@ -111,7 +130,8 @@ func carry(to algorithm, used, now int64) cell {
 		if !ok || backlog > maxSpan {
 			backlog = maxSpan
 		}
-		nc.a, nc.b = satAdd(now, backlog), now
+		nc.a = satAdd(now, backlog)
+		g.mark(&nc, now, now)
 		return nc
 	}
 	to.book(&nc, now, now, int(min(used, int64(to.maxN()))))
@@ -125,10 +145,28 @@ func carry(to algorithm, used, now int64) cell {
 // its current window counts), so that in no interval do the two together
 // admit more than the larger of them allows on its own (when one allows at
 // least as much as the other at every length of interval, as a faster rate
-// with a burst at least as large does); x/time/rate's SetLimitAt keeps its
-// tokens the same way. Reservations made before the change keep their
-// instants. It returns l's error for an invalid l and a [*ConfigError] for
-// the zero Limit, changing nothing. Safe for concurrent use.
+// with a burst at least as large does). Reservations made before the
+// change keep their instants. It returns l's error for an invalid l and a
+// [*ConfigError] for the zero Limit, changing nothing. Safe for concurrent
+// use.
+//
+// What a change keeps depends on the two algorithms. The same limit again
+// changes nothing. Between token buckets and pacers, the state is kept in
+// the new interval: what the bucket used counts up to the new burst (a
+// drained bucket is drained under a smaller one too, and goes on at the new
+// rate at once, as x/time/rate's SetLimitAt, which keeps the tokens, does),
+// and reservations queued beyond it stay queued. A sliding log keeps its
+// instants under any rate; a fixed window or sliding counter keeps its
+// counts under the same window length. Every other change (across
+// algorithms, or to another window length) keeps only a count: the units
+// the old limit counted at now (Limit − Remaining of [Shaper.QuotaAt]),
+// booked at now, since when each was used is not known. They cost what a
+// burst at now would: a window or log holds them for a whole window of the
+// new limit (20 used under SlidingCounter(PerSecond(20)), changed to
+// SlidingLog(PerSecond(20)), admit nothing for 1 s), and a token bucket or
+// pacer drains them at its rate (the same 20 under TokenBucket(PerSecond(20),
+// 5): the next unit after 800 ms). That is the price of never admitting more
+// than the larger of the two in any interval.
 func (s *Shaper) SetLimitAt(now time.Time, l Limit) error {
 	if err := l.Err(); err != nil {
 		return err

@@ -249,3 +249,109 @@ func TestTransportSetLimit(t *testing.T) {
 		assert.ErrorIs(t, tr.SetLimit("api.test", Limit{}), ErrInvalidConfig)
 	})
 }
+
+// setLimitUnderLoad runs g goroutines sending GETs in a loop through a
+// Transport whose host starts at from, changes the host's limit to to at
+// 1 s, stops at 2 s, and returns the arrivals in the second after the change
+// and the errors (each goroutine stops at its first).
+func setLimitUnderLoad(t *testing.T, g int, from, to Limit) (after []time.Duration, errs []error) {
+	srv := &testhttp.Server{Handle: func(int, testhttp.Received) (*http.Response, error) {
+		return testhttp.Response(http.StatusOK), nil
+	}}
+	tr := &Transport{Base: srv, Limits: Hosts{"api.test": {Limit: from}}, MaxWait: 5 * time.Second}
+	start := time.Now()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer time.AfterFunc(2*time.Second, cancel).Stop()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range g {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.test/", nil)
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					if ctx.Err() == nil {
+						mu.Lock()
+						errs = append(errs, err)
+						mu.Unlock()
+					}
+					return
+				}
+				resp.Body.Close()
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	require.NoError(t, tr.SetLimit("api.test", to))
+	wg.Wait()
+	for _, r := range srv.Requests() {
+		if d := r.At.Sub(start); d >= time.Second && d < 2*time.Second {
+			after = append(after, d)
+		}
+	}
+	return after, errs
+}
+
+// TestTransportSetLimitSameTokenBucketKeepsPace: setting a token-bucket
+// host's limit to the one it has, while 20 requests are queued, changes
+// nothing: the queue keeps leaving 50 ms apart (the waiters' slots are given
+// back whole and booked again where they were), with no gap and no error.
+func TestTransportSetLimitSameTokenBucketKeepsPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		after, errs := setLimitUnderLoad(t, 20, TokenBucket(PerSecond(20), 5), TokenBucket(PerSecond(20), 5))
+		assert.Empty(t, errs)
+		require.NotEmpty(t, after)
+		assert.InDelta(t, 19, len(after), 1, "arrivals in the second after the change at 20/s")
+		prev := time.Second
+		for _, d := range after {
+			assert.LessOrEqual(t, d-prev, 55*time.Millisecond, "gap ending at %v", d) // 50 ms and the departure margin
+			prev = d
+		}
+	})
+}
+
+// TestTransportSetLimitSlowerTokenBucketTakesOver: a change to a slower
+// token bucket while 20 requests are queued paces them at the new rate at
+// once: 5/s in the second after the change, and none refused (their waits,
+// 200 ms apart, stay within MaxWait).
+func TestTransportSetLimitSlowerTokenBucketTakesOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		after, errs := setLimitUnderLoad(t, 20, TokenBucket(PerSecond(20), 5), TokenBucket(PerSecond(5), 1))
+		assert.Empty(t, errs)
+		assert.InDelta(t, 5, len(after), 1, "arrivals in the second after the change at 5/s")
+		if assert.NotEmpty(t, after) {
+			assert.Less(t, after[0], 1250*time.Millisecond, "the first arrival after the change")
+		}
+	})
+}
+
+// TestShaperSetLimitAcrossAlgorithmsCost pins the cost that Shaper.SetLimitAt
+// documents for a change across algorithms: the old limit's count is booked
+// at the change, so a sliding log holds it for a whole window and a token
+// bucket drains it at its rate; between token buckets, a drained bucket
+// changed to a smaller one is drained, not in debt.
+func TestShaperSetLimitAcrossAlgorithmsCost(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	for _, tt := range []struct {
+		name     string
+		from, to Limit
+		next     time.Duration // the next unit's delay after the change at t0
+	}{
+		{"sliding counter to sliding log", SlidingCounter(PerSecond(20)), SlidingLog(PerSecond(20)), time.Second},
+		{"sliding counter to token bucket", SlidingCounter(PerSecond(20)), TokenBucket(PerSecond(20), 5), 800 * time.Millisecond},
+		{"token bucket to a smaller one", TokenBucket(PerSecond(20), 20), TokenBucket(PerSecond(5), 1), 200 * time.Millisecond},
+		{"token bucket to the same", TokenBucket(PerSecond(20), 20), TokenBucket(PerSecond(20), 20), 50 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := NewShaper(tt.from)
+			require.NoError(t, err)
+			for range 20 {
+				require.True(t, s.AllowAt(t0, 1))
+			}
+			require.NoError(t, s.SetLimitAt(t0, tt.to))
+			r, err := s.ReserveAt(t0, 1)
+			require.NoError(t, err)
+			assert.Equal(t, tt.next, r.Delay)
+		})
+	}
+}
