@@ -8,9 +8,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pacehttp/pace/internal/testhttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // TestAdaptiveRateCubic checks the adaptive rate on explicit instants
@@ -71,7 +73,9 @@ func TestTransportAdaptsWithoutHints(t *testing.T) {
 		})
 		var sources sync.Map
 		var pauses []time.Duration
-		tr := &Transport{Base: base, MaxAttempts: 10,
+		tr := &Transport{Base: base, Retry: retry.Policy{
+			MaxAttempts: 10,
+		},
 			Limits: Hosts{"*": {Limit: LeakyBucket(PerSecond(40), LeakyOptions{Queue: 1000})}},
 			OnEvent: func(e Event) {
 				if e.Kind == EventThrottle {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // TestAttemptsErrorText: one attempt is singular, the give-up reason is
@@ -51,9 +52,9 @@ func TestAttemptsErrorReason(t *testing.T) {
 		wantAttempts int
 		wantReason   Reason
 	}{
-		{"attempts", &Transport{}, "GET", "", reset, DefaultMaxAttempts, ReasonAttempts},
+		{"attempts", &Transport{}, "GET", "", reset, retry.DefaultMaxAttempts, ReasonAttempts},
 		{"not idempotent", &Transport{}, "POST", "x", reset, 1, ReasonNotIdempotent},
-		{"budget", &Transport{Budget: RetryBudget{MinRetriesPerSec: -1, PercentCanRetry: -1}}, "GET", "", reset, 1, ReasonBudget},
+		{"budget", &Transport{Retry: retry.Policy{Budget: retry.Budget{MinRetriesPerSec: -1, PercentCanRetry: -1}}}, "GET", "", reset, 1, ReasonBudget},
 		{"not replayable", &Transport{MaxBufferedBody: -1}, "PUT", "x", reset, 1, ReasonNotReplayable},
 		{"never retried", &Transport{}, "GET", "", context.Canceled, 1, ""},
 	}
@@ -62,7 +63,7 @@ func TestAttemptsErrorReason(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Fail(tt.err)}}
 				tr := tt.tr
-				tr.Base, tr.NewBackOff = srv, constBackOff(time.Millisecond)
+				tr.Base, tr.Retry.NewBackOff = srv, constBackOff(time.Millisecond)
 				var giveUp Reason
 				tr.OnEvent = func(e Event) {
 					if e.Kind == EventGiveUp {

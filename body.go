@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+
+	"github.com/pacehttp/pace/internal/bodyprefix"
 )
 
 // DefaultMaxBufferedBody is the default limit, in bytes, on a request body
@@ -77,7 +79,7 @@ func prepareBody(req *http.Request, limit int64) (out *http.Request, replayable 
 	}
 	out = req.Clone(req.Context())
 	if n > limit {
-		out.Body = &prefixedBody{Reader: io.MultiReader(&buf, req.Body), orig: req.Body}
+		out.Body = bodyprefix.Join(&buf, req.Body) // the bytes read, then the rest; Close closes req.Body
 		return out, false, nil
 	}
 	req.Body.Close()
@@ -94,15 +96,6 @@ func prepareBody(req *http.Request, limit int64) (out *http.Request, replayable 
 	out.Body, _ = out.GetBody()
 	return out, true, nil
 }
-
-// prefixedBody is a body too long to buffer: the bytes already read, then
-// the rest of the caller's body, whose Close it forwards.
-type prefixedBody struct {
-	io.Reader
-	orig io.Closer
-}
-
-func (b *prefixedBody) Close() error { return b.orig.Close() }
 
 // rewindBody returns a clone of r, a request prepareBody returned as
 // replayable, for another attempt: with ctx as its context and a fresh Body
@@ -139,12 +132,6 @@ func drainAndClose(body io.ReadCloser, limit int64) {
 	}
 	_, _ = io.CopyN(io.Discard, body, limit)
 	_ = body.Close()
-}
-
-// readPrefix reads at most n bytes of body without closing it. err is the
-// read error, nil at io.EOF; the bytes read before an error are returned.
-func readPrefix(body io.Reader, n int64) ([]byte, error) {
-	return io.ReadAll(io.LimitReader(body, n))
 }
 
 // closeRequestBody closes req.Body, as the RoundTripper contract requires on

@@ -5,13 +5,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacehttp/pace/retry"
 )
 
-// DefaultBudgetMaxKeys is the default number of keys whose retry budget is
-// remembered at once (RetryBudget.MaxKeys).
-const DefaultBudgetMaxKeys = 10_000
-
-// The defaults of RetryBudget's other fields, Finagle's
+// The defaults of retry.Budget's fields other than MaxKeys, Finagle's
 // (com.twitter.finagle.service.RetryBudget.apply()).
 const (
 	defaultBudgetTTL              = 10 * time.Second
@@ -24,72 +22,9 @@ const (
 // the TTL and the whole TTL.
 const budgetSlots = 10
 
-// RetryBudget limits retries per key to a reserve plus a share of recent
-// requests, so that a dead or overloaded upstream receives a bounded number
-// of retries, while a client that sends little can still retry each of its
-// few requests. The rule is Finagle's RetryBudget
-// (com.twitter.finagle.service.RetryBudget, "Retry Budgets" in Finagle's
-// user guide): a retry is allowed when
-//
-//	MinRetriesPerSec × TTL (in seconds)  +  PercentCanRetry × (requests)  −  (retries)  ≥  1
-//
-// where requests and retries are the key's counts of the last TTL: a
-// request is counted once, however many attempts it makes, and a retry
-// when it is allowed. The counts are kept in ten slices of TTL/10, as
-// Finagle's WindowedAdder keeps them, so a count lasts between 9/10 of the
-// TTL and the TTL: in any stretch of 9/10 of the TTL, a key makes at most
-// the reserve plus PercentCanRetry × (its requests of the TTL before the
-// stretch's last retry) retries. With the defaults (TTL 10 s,
-// MinRetriesPerSec 10, PercentCanRetry 0.2, Finagle's) that is 100 retries
-// plus one for every five requests: 50 sequential calls that each need two
-// retries all get them (100 retries, within the reserve), and 1,000
-// concurrent calls to a host that fails every time cost at most 1,000 +
-// 200 + 100 = 1,300 attempts, not MaxAttempts × 1,000. A host that stays
-// dead gets the reserve again as the window turns over: at most 100
-// retries per 9 s, plus one per five requests.
-//
-// A retry takes from the budget only when it would otherwise be made (the
-// method is safe to repeat, attempts remain, the deadline allows the
-// wait). Retries the server scheduled itself with a positive delay
-// (Retry-After and the other headers the Transport reads) are not held
-// back by the budget, as the key's cooldown already paces them; they are
-// still counted. The window is kept in ten slices of TTL/10, so a count
-// expires between 9/10 of TTL and TTL after it was made.
-//
-// Memory: a key is tracked from its first retryable failure until a
-// request of it ends with no retry counted in its window; a key not
-// tracked holds the whole reserve and costs nothing (its successful
-// requests are not counted, which can only make the budget stricter, as
-// the reserve stands for them). At most MaxKeys keys are tracked; when a
-// new one comes, the one with the fewest recent retries of a few sampled
-// entries is forgotten (it gets its whole reserve back).
-//
-// The zero RetryBudget means the defaults. An invalid one makes the
-// Transport invalid ([*ConfigError] naming "Budget.TTL" and so on). A
-// RetryBudget is a plain value.
-type RetryBudget struct {
-	// TTL is the length of the window over which requests and retries are
-	// counted, within [1s, 60s] as Finagle requires. Zero means 10s.
-	TTL time.Duration
-	// MinRetriesPerSec is the reserve: the retries per second a key may
-	// make however few requests it sends. Zero means 10; a negative value
-	// means no reserve.
-	MinRetriesPerSec int
-	// PercentCanRetry is the share of a key's recent requests that may be
-	// retried on top of the reserve, as a fraction (0.2 is 20%, as in
-	// Finagle), at most 1000, three decimal places used. Zero means 0.2; a
-	// negative value means none.
-	PercentCanRetry float64
-	// MaxKeys bounds how many keys with a tracked budget are remembered.
-	// Zero means DefaultBudgetMaxKeys; it must not be negative.
-	MaxKeys int
-	// Disabled turns the budget off: retries are limited only by
-	// MaxAttempts and the retry policy.
-	Disabled bool
-}
-
-// validate reports the first invalid setting of b.
-func (b RetryBudget) validate() error {
+// validateBudget reports the first invalid setting of b, its Field relative
+// to the Policy ("Budget.TTL").
+func validateBudget(b retry.Budget) error {
 	switch {
 	case b.TTL != 0 && (b.TTL < time.Second || b.TTL > time.Minute):
 		return configErr("Budget.TTL", b.TTL, "must be within [1s, 60s], or 0 for the default")
@@ -103,7 +38,7 @@ func (b RetryBudget) validate() error {
 	return nil
 }
 
-// budget is the running state of a RetryBudget. Amounts are in thousandths
+// budget is the running state of a retry.Budget. Amounts are in thousandths
 // of a retry: a retry withdraws 1000, a request deposits PercentCanRetry ×
 // 1000. A key absent from the map holds its whole reserve.
 type budget struct {
@@ -125,7 +60,7 @@ type budgetWindow struct {
 
 // newBudget returns the state for b, or nil when b is disabled. b must be
 // valid.
-func newBudget(b RetryBudget) *budget {
+func newBudget(b retry.Budget) *budget {
 	if b.Disabled {
 		return nil
 	}
@@ -140,7 +75,7 @@ func newBudget(b RetryBudget) *budget {
 		pct = defaultBudgetPercentCanRetry
 	}
 	if keys == 0 {
-		keys = DefaultBudgetMaxKeys
+		keys = retry.DefaultBudgetMaxKeys
 	}
 	return &budget{
 		slot:    ttl / budgetSlots,

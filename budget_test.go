@@ -13,15 +13,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 var budgetT0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
-// TestBudgetRule walks Finagle's RetryBudget rule with the defaults: a
+// TestBudgetRule walks Finagle's retry.Budget rule with the defaults: a
 // reserve of 10 retries a second over a 10 s TTL (100 retries), plus 0.2 of
 // a retry per request, counts expiring after the TTL.
 func TestBudgetRule(t *testing.T) {
-	b := newBudget(RetryBudget{})
+	b := newBudget(retry.Budget{})
 	now := budgetT0
 	for i := range 100 {
 		require.True(t, b.withdraw("k", now, false), "retry %d is within the reserve", i+1)
@@ -54,7 +55,7 @@ func TestBudgetRule(t *testing.T) {
 }
 
 func TestBudgetMaxKeys(t *testing.T) {
-	b := newBudget(RetryBudget{MaxKeys: 100})
+	b := newBudget(retry.Budget{MaxKeys: 100})
 	for i := range 10_000 {
 		b.request(fmt.Sprint("host-", i), true, budgetT0)
 		b.withdraw(fmt.Sprint("host-", i), budgetT0, false)
@@ -63,7 +64,7 @@ func TestBudgetMaxKeys(t *testing.T) {
 }
 
 func TestBudgetCustom(t *testing.T) {
-	b := newBudget(RetryBudget{TTL: time.Second, MinRetriesPerSec: -1, PercentCanRetry: 0.5})
+	b := newBudget(retry.Budget{TTL: time.Second, MinRetriesPerSec: -1, PercentCanRetry: 0.5})
 	assert.False(t, b.withdraw("k", budgetT0, false), "no reserve")
 	b.request("k", true, budgetT0)
 	b.request("k", true, budgetT0)
@@ -71,13 +72,13 @@ func TestBudgetCustom(t *testing.T) {
 	assert.False(t, b.withdraw("k", budgetT0, false))
 	assert.True(t, b.withdraw("k", budgetT0.Add(time.Second), false) == false, "deposits expire too")
 
-	b = newBudget(RetryBudget{TTL: 2 * time.Second, MinRetriesPerSec: 3, PercentCanRetry: -1})
+	b = newBudget(retry.Budget{TTL: 2 * time.Second, MinRetriesPerSec: 3, PercentCanRetry: -1})
 	n := 0
 	for b.withdraw("k", budgetT0, false) {
 		n++
 	}
 	assert.Equal(t, 6, n, "3 a second over 2 s")
-	assert.Nil(t, newBudget(RetryBudget{Disabled: true}), "a disabled budget has state")
+	assert.Nil(t, newBudget(retry.Budget{Disabled: true}), "a disabled budget has state")
 }
 
 // TestBudgetQuietClient is the starved quiet client of the batch-safety
@@ -102,7 +103,7 @@ func TestBudgetQuietClient(t *testing.T) {
 					}
 					return testhttp.Response(http.StatusServiceUnavailable), nil
 				}}
-				tr := &Transport{Base: srv, NewBackOff: tt.backoff}
+				tr := &Transport{Base: srv, Retry: retry.Policy{NewBackOff: tt.backoff}}
 				start, ok := time.Now(), 0
 				for range 50 {
 					resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.test/", ""))
@@ -126,7 +127,7 @@ func TestBudgetQuietClient(t *testing.T) {
 func TestBudgetDeadUpstreamConcurrent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusServiceUnavailable)}}
-		tr := &Transport{Base: srv, NewBackOff: constBackOff(time.Millisecond)}
+		tr := &Transport{Base: srv, Retry: retry.Policy{NewBackOff: constBackOff(time.Millisecond)}}
 		var wg sync.WaitGroup
 		for range 1000 {
 			wg.Go(func() {
@@ -153,21 +154,21 @@ func TestBudgetDeadUpstreamConcurrent(t *testing.T) {
 func TestBudgetDeadUpstream(t *testing.T) {
 	tests := []struct {
 		name         string
-		budget       RetryBudget
+		budget       retry.Budget
 		spacing      time.Duration // between calls
 		wantAttempts int
 	}{
-		{"default budget", RetryBudget{}, 0, 1300},
-		{"no budget", RetryBudget{Disabled: true}, 0, 3000},
+		{"default budget", retry.Budget{}, 0, 1300},
+		{"no budget", retry.Budget{Disabled: true}, 0, 3000},
 		// 600 calls over 60 s: 600 first attempts, 120 for the requests,
 		// and the reserve refilled as each 10 s window turns over.
-		{"default budget, a minute", RetryBudget{}, 100 * time.Millisecond, 0},
+		{"default budget, a minute", retry.Budget{}, 100 * time.Millisecond, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusServiceUnavailable)}}
-				tr := &Transport{Base: srv, Budget: tt.budget, NewBackOff: constBackOff(time.Millisecond)}
+				tr := &Transport{Base: srv, Retry: retry.Policy{Budget: tt.budget, NewBackOff: constBackOff(time.Millisecond)}}
 				giveUps := map[Reason]int{}
 				tr.OnEvent = func(e Event) {
 					if e.Kind == EventGiveUp {
@@ -215,7 +216,7 @@ func TestBudgetServerDelayExempt(t *testing.T) {
 			}
 			return testhttp.Response(http.StatusOK), nil
 		}}
-		tr := &Transport{Base: srv, Budget: RetryBudget{MinRetriesPerSec: -1, PercentCanRetry: -1}}
+		tr := &Transport{Base: srv, Retry: retry.Policy{Budget: retry.Budget{MinRetriesPerSec: -1, PercentCanRetry: -1}}}
 		for i := range 20 {
 			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.test/", ""))
 			require.NoError(t, err)

@@ -4,14 +4,16 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/pacehttp/pace/retry"
 )
 
 // TestBudgetBoundProperty: over 500 random schedules of requests and
 // retries spread over two minutes, each with a random TTL, reserve and
 // percentage, the retries the budget allows in any stretch of 9/10 of the
 // TTL number at most MinRetriesPerSec × TTL + PercentCanRetry × (the
-// requests of the TTL up to the stretch's last retry), the bound RetryBudget
-// documents (Finagle's RetryBudget; the window is kept in ten slices, so a
+// requests of the TTL up to the stretch's last retry), the bound retry.Budget
+// documents (Finagle's retry.Budget; the window is kept in ten slices, so a
 // count lasts between 9/10 of the TTL and the TTL).
 func TestBudgetBoundProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(20261201, 11))
@@ -21,12 +23,12 @@ func TestBudgetBoundProperty(t *testing.T) {
 		allowed bool
 	}
 	for i := range 500 {
-		rb := RetryBudget{
+		rb := retry.Budget{
 			TTL:              time.Duration(1+rng.IntN(60)) * time.Second,
 			MinRetriesPerSec: rng.IntN(20) - 2, // some negative: no reserve
 			PercentCanRetry:  float64(rng.IntN(2000)-200) / 1000,
 		}
-		if err := rb.validate(); err != nil {
+		if err := validateBudget(rb); err != nil {
 			t.Fatalf("schedule %d: %v", i, err)
 		}
 		b := newBudget(rb)

@@ -23,11 +23,13 @@
 // "Spacing"). The quota headers of every answer (the IETF RateLimit
 // fields, X-RateLimit-*, and OpenAI's, Anthropic's, Discord's and
 // Shopify's) pace the key too, so that it never runs dry before the reset
-// (see [Transport], "Quota headers"). A failed attempt that is
-// safe to send again (see [RetryPolicy]) is retried after the server's delay
-// or a capped exponential backoff with [Jitter], within MaxAttempts and a
-// per-key [RetryBudget]. The zero Transport is ready to use, and every zero
-// field means a documented default:
+// (see [Transport], "Quota headers"). A failed attempt that is safe to
+// send again is retried after the server's delay or a capped exponential
+// backoff with jitter, within a number of attempts and a per-key retry
+// budget: [Transport].Retry, a [retry.Policy] of package
+// [github.com/pacehttp/pace/retry], holds that configuration. The zero
+// Transport is ready to use, and every zero field means a documented
+// default:
 //
 //	client := &http.Client{Transport: &pace.Transport{
 //		Limits: pace.Hosts{
@@ -44,12 +46,12 @@
 // [Transport].PrepareAttempt changes pace's own copy of each attempt,
 // the first included, after its waits: re-sign it over a fresh timestamp,
 // set a refreshed bearer token, count attempts in a header; the caller's
-// request is never modified. [RetryPolicy].Decide sees each attempt's
-// outcome in a [RetryCheck] and has the last word on retrying: it may read
-// the first 4 KiB of the response body ([RetryCheck.Body]; the caller
+// request is never modified. [retry.Policy].Decide sees each attempt's
+// outcome in a [retry.Check] and has the last word on retrying: it may read
+// the first 4 KiB of the response body ([retry.Check.Body]; the caller
 // still gets the whole body), take the wait before the next attempt from
-// the body (RetryCheck.Wait, capped like a Retry-After), or end the call
-// with an error of its own (RetryCheck.Fail). [Transport].ErrorOnGiveUp
+// the body (retry.Check.Wait, capped like a Retry-After), or end the call
+// with an error of its own (retry.Check.Fail). [Transport].ErrorOnGiveUp
 // turns a final retryable status into an [*AttemptsError] that carries the
 // response.
 //
@@ -90,7 +92,7 @@
 //     is returned. It records the attempts, the last status and why the
 //     Transport gave up, and unwraps to the last transport error, to the
 //     *WaitError that stopped a retry, or to the error Decide set in
-//     RetryCheck.Fail; with ErrorOnGiveUp it holds the last response.
+//     retry.Check.Fail; with ErrorOnGiveUp it holds the last response.
 //   - the error of [Transport].PrepareAttempt on the first attempt (on a
 //     later one it is in an *AttemptsError).
 //   - an error reading a request body that pace buffers to replay it (see

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // TestErrorOnGiveUp: with ErrorOnGiveUp, a final retryable status comes
@@ -45,7 +46,7 @@ func TestErrorOnGiveUp(t *testing.T) {
 					bodies = append(bodies, resp.Body.(*testhttp.Body))
 					return resp, nil
 				}}
-				tr := &Transport{Base: srv, ErrorOnGiveUp: tt.on, NewBackOff: constBackOff(time.Second)}
+				tr := &Transport{Base: srv, ErrorOnGiveUp: tt.on, Retry: retry.Policy{NewBackOff: constBackOff(time.Second)}}
 				req := newRequest(t, t.Context(), http.MethodGet, "http://api.test/v1", "")
 
 				resp, err := tr.RoundTrip(req)
@@ -121,7 +122,7 @@ func TestErrorOnGiveUpDeadline(t *testing.T) {
 func TestErrorOnGiveUpThroughClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusBadGateway)}}
-		client := &http.Client{Transport: &Transport{Base: srv, ErrorOnGiveUp: true, MaxAttempts: 1}}
+		client := &http.Client{Transport: &Transport{Base: srv, ErrorOnGiveUp: true, Retry: retry.Policy{MaxAttempts: 1}}}
 		resp, err := client.Get("http://api.test/v1")
 		require.Nil(t, resp)
 		var ae *AttemptsError

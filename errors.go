@@ -157,7 +157,7 @@ func (e *WaitError) Unwrap() error { return e.Err }
 // [ReasonBudget], [ReasonNotIdempotent] or [ReasonDeadline]. It is empty
 // when Err alone explains the end: an error that is never retried, a wait
 // before an attempt refused, or the context ending during a wait. errors.Is
-// and errors.As see through it to Err. With [RetryPolicy].Decide's Fail,
+// and errors.As see through it to Err. With [retry.Policy].Decide's Fail,
 // Err is Fail and Reason is [ReasonDecided].
 //
 // With [Transport].ErrorOnGiveUp, a response that could have been retried
@@ -219,7 +219,7 @@ func (r Reason) text() string {
 	case ReasonBackoffStop:
 		return "backoff schedule stopped"
 	case ReasonDecided:
-		return "RetryPolicy.Decide said no"
+		return "retry.Policy.Decide said no"
 	case ReasonDelayTooLong:
 		return "server delay above MaxRetryAfter"
 	}

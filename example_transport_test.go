@@ -12,6 +12,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/retry"
 )
 
 // noWait is a backoff schedule that retries at once.
@@ -32,7 +33,9 @@ func ExampleTransport() {
 	defer srv.Close()
 
 	tr := &pace.Transport{
-		MaxAttempts: 4,
+		Retry: retry.Policy{
+			MaxAttempts: 4,
+		},
 		OnEvent: func(e pace.Event) {
 			fmt.Printf("%s after attempt %d: status %d (%s)\n", e.Kind, e.Attempt, e.StatusCode, e.Reason)
 		},
@@ -63,7 +66,7 @@ func ExampleTransport_lastResponse() {
 	}))
 	defer srv.Close()
 
-	tr := &pace.Transport{MaxAttempts: 3}
+	tr := &pace.Transport{Retry: retry.Policy{MaxAttempts: 3}}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
 	if err != nil {
@@ -84,7 +87,7 @@ func ExampleAttemptsError() {
 	url := srv.URL
 	srv.Close() // nothing listens any more: connection refused
 
-	tr := &pace.Transport{MaxAttempts: 2, NewBackOff: noWait}
+	tr := &pace.Transport{Retry: retry.Policy{MaxAttempts: 2, NewBackOff: noWait}}
 	defer tr.CloseIdleConnections()
 	_, err := (&http.Client{Transport: tr}).Get(url)
 	var ae *pace.AttemptsError

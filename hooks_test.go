@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 func TestEventsOfOneRequest(t *testing.T) {
@@ -25,8 +26,10 @@ func TestEventsOfOneRequest(t *testing.T) {
 		}}
 		var got []string
 		tr := &Transport{
-			Base:       srv,
-			NewBackOff: constBackOff(time.Second),
+			Base: srv,
+			Retry: retry.Policy{
+				NewBackOff: constBackOff(time.Second),
+			},
 			OnEvent: func(e Event) {
 				got = append(got, fmt.Sprintf("%v/%s #%d %v %d", e.Kind, e.Reason, e.Attempt, e.Delay > 0, e.StatusCode))
 				if e.Key != "api.test" || e.Request == nil {

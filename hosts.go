@@ -61,15 +61,15 @@ type Host struct {
 	// Limit paces the host's requests; the zero Limit paces nothing.
 	Limit Limit
 
-	// MaxAttempts, if positive, replaces the Transport's MaxAttempts for
-	// the host (the first attempt included; 1 disables retries). Zero
+	// MaxAttempts, if positive, replaces the Transport's Retry.MaxAttempts
+	// for the host (the first attempt included; 1 disables retries). Zero
 	// means the Transport's. Must not be negative.
 	MaxAttempts int
 
-	// Statuses, if non-nil, replaces the Transport's RetryPolicy.Statuses
-	// for the host; a non-nil empty slice retries no status. Codes must be
+	// Statuses, if non-nil, replaces the Transport's Retry.Statuses for
+	// the host; a non-nil empty slice retries no status. Codes must be
 	// error statuses, 400..599. The rest of the retry policy (idempotency,
-	// transport errors, Decide) is the Transport's.
+	// transport errors, backoff, budget, Decide) is the Transport's.
 	Statuses []int
 }
 
@@ -87,13 +87,13 @@ type hostLimiters struct {
 // Transport's filled in for zero fields.
 type hostEntry struct {
 	lim         Limiter // nil: not paced
-	policy      *RetryPolicy
+	policy      *retryPolicy
 	maxAttempts int
 }
 
 // compileHosts validates h and builds one entry per host, with policy and
 // maxAttempts the Transport's.
-func compileHosts(h Hosts, policy *RetryPolicy, maxAttempts int) (*hostLimiters, error) {
+func compileHosts(h Hosts, policy *retryPolicy, maxAttempts int) (*hostLimiters, error) {
 	if len(h) == 0 {
 		return nil, nil
 	}
@@ -165,7 +165,7 @@ func validateHosts(h Hosts) error {
 		if e.MaxAttempts < 0 {
 			return configErr(field+".MaxAttempts", e.MaxAttempts, "must not be negative")
 		}
-		if err := (&RetryPolicy{Statuses: e.Statuses}).validate(); err != nil {
+		if err := (&retryPolicy{Statuses: e.Statuses}).validate(); err != nil {
 			return limitErr(field, err)
 		}
 		if other, dup := seen[lh]; dup {
@@ -176,10 +176,10 @@ func validateHosts(h Hosts) error {
 	return nil
 }
 
-// limitErr returns a Limit's error err as a *ConfigError for the setting
-// field that holds the Limit: the Limit's own *ConfigError with field before
-// its Field, or for a part of All, field and the part, the inner error
-// quoted once.
+// limitErr returns the error err of a Limit, or of a retry policy, as a
+// *ConfigError for the setting field that holds it: err's own *ConfigError
+// with field before its Field, or for a part of All, field and the part,
+// the inner error quoted once.
 func limitErr(field string, err error) error {
 	if ce, ok := err.(*ConfigError); ok {
 		return configErr(field+"."+ce.Field, ce.Value, ce.Reason)

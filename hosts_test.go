@@ -12,9 +12,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pacehttp/pace/internal/testhttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // TestHostsChooseTheLimit: each host gets its listed Limit, matched as a
@@ -250,7 +252,9 @@ func TestHostsRetryPolicy(t *testing.T) {
 						n.Add(1)
 						return testhttp.Response(tt.status), nil
 					}),
-					MaxAttempts: 3,
+					Retry: retry.Policy{
+						MaxAttempts: 3,
+					},
 					Limits: Hosts{
 						"pay.test":   {MaxAttempts: 1},
 						"data.test":  {MaxAttempts: 5, Statuses: []int{500}},

@@ -2,92 +2,28 @@ package pace
 
 import (
 	"math/rand/v2"
-	"strconv"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/pacehttp/pace/retry"
 )
 
-// Backoff defaults, used when the server gives no delay. They follow the AWS
-// SDKs' standard retry mode (AWS SDKs and Tools Reference Guide, "Retry
-// behavior"; the 2026 revision in aws/aws-sdk-go-v2#3400): exponential
-// backoff doubling up to MAX_BACKOFF = 20 s, applied before jitter, with a
-// longer 1 s base after a throttling error. AWS now starts transient errors
-// at 50 ms; pace starts them at 100 ms, a little gentler on the server.
-const (
-	// DefaultBackoffInitial is the first backoff delay after a failed
-	// attempt (a transport error or a retryable 5xx without a delay).
-	DefaultBackoffInitial = 100 * time.Millisecond
+// DefaultThrottleBackoffInitial is the first backoff delay after a
+// throttle: a 429 or 503 that carries no usable delay (the AWS SDKs'
+// standard retry mode uses a 1 s base after a throttling error; see
+// retry.DefaultBackoffInitial for the others). With the default schedule it
+// is also the shortest wait jitter may give after a throttle, so a key
+// throttled without a delay never pauses for less than a second
+// (env0/terraform-provider-env0#1127) unless MaxRetryAfter is shorter. A
+// throttle whose delay is zero or past pauses its key for MinThrottlePause
+// instead: the server said when to come back.
+const DefaultThrottleBackoffInitial = time.Second
 
-	// DefaultBackoffMax caps every backoff delay, before and after jitter.
-	DefaultBackoffMax = 20 * time.Second
-
-	// DefaultThrottleBackoffInitial is the first backoff delay after a
-	// throttle: a 429 or 503 that carries no usable delay. With the default
-	// schedule it is also the shortest wait jitter may give after a
-	// throttle, so a key throttled without a delay never pauses for less
-	// than a second (env0/terraform-provider-env0#1127) unless MaxRetryAfter
-	// is shorter. A throttle whose delay is zero or past pauses its key for
-	// MinThrottlePause instead: the server said when to come back.
-	DefaultThrottleBackoffInitial = time.Second
-)
-
-// Jitter chooses how a backoff delay is randomized, so that clients that
-// failed together do not retry together. The strategies are those of Marc
-// Brooker, "Exponential Backoff And Jitter", AWS Architecture Blog, 2015.
-// Whatever the strategy, pace keeps every wait above zero and at or below
-// the backoff cap: jitter is applied under the cap, never above it (unlike
-// cenkalti/backoff's RandomizationFactor, cenkalti/backoff#117), and never
-// shortens a wait below a floor. With the default schedule the floor is
-// half of DefaultBackoffInitial (50ms) after a transport error or a 5xx, so
-// that no retry fires at once, and DefaultThrottleBackoffInitial (1s) after
-// a throttle; with a schedule from [Transport].NewBackOff it is 1ns. The cap
-// is [Transport].MaxRetryAfter, and with the default schedule also
-// DefaultBackoffMax (20s); a floor above the cap is lowered to it.
-//
-// The zero value is FullJitter. Values are plain integers, safe to copy.
-type Jitter int
-
-const (
-	// FullJitter waits a uniformly random time between the floor and the
-	// backoff delay. It spreads retries the most; the blog found it does
-	// the least total work. The default.
-	FullJitter Jitter = iota
-
-	// EqualJitter waits half the backoff delay plus a uniformly random part
-	// of the other half, so a wait is never shorter than half the delay.
-	EqualJitter
-
-	// DecorrelatedJitter ignores the schedule after the first retry and
-	// draws each wait uniformly between the floor and three times the
-	// previous wait, capped.
-	DecorrelatedJitter
-
-	// NoJitter waits exactly the backoff delay (capped, floored). Useful in
-	// tests and for a single client; fleets should jitter.
-	NoJitter
-)
-
-// String returns the strategy's name, e.g. "full jitter", or "Jitter(n)"
-// for a value that is not a strategy.
-func (j Jitter) String() string {
-	switch j {
-	case FullJitter:
-		return "full jitter"
-	case EqualJitter:
-		return "equal jitter"
-	case DecorrelatedJitter:
-		return "decorrelated jitter"
-	case NoJitter:
-		return "no jitter"
-	}
-	return "Jitter(" + strconv.Itoa(int(j)) + ")"
-}
-
-// validate reports a *ConfigError naming field when j is not one of the
-// defined strategies.
-func (j Jitter) validate(field string) error {
-	if j < FullJitter || j > NoJitter {
+// validateJitter reports a *ConfigError naming field when j is not one of
+// the defined strategies.
+func validateJitter(field string, j retry.Jitter) error {
+	if j < retry.FullJitter || j > retry.NoJitter {
 		return configErr(field, j, "unknown jitter strategy")
 	}
 	return nil
@@ -97,8 +33,8 @@ func (j Jitter) validate(field string) error {
 // doubling up to maxDelay, then maxDelay forever (MaxElapsedTime 0: the
 // attempt count and the context bound retries, not the schedule).
 // Randomization is off because Jitter owns it, which keeps the cap a cap
-// (cenkalti/backoff#117, #139). initial <= 0 means DefaultBackoffInitial,
-// maxDelay <= 0 DefaultBackoffMax, and an initial above maxDelay starts at
+// (cenkalti/backoff#117, #139). initial <= 0 means retry.DefaultBackoffInitial,
+// maxDelay <= 0 retry.DefaultBackoffMax, and an initial above maxDelay starts at
 // maxDelay. The policy is stateful and not safe for concurrent use: each
 // request needs its own.
 func newBackOff(initial, maxDelay time.Duration) backoff.BackOff {
@@ -115,10 +51,10 @@ func newBackOff(initial, maxDelay time.Duration) backoff.BackOff {
 // backoffBounds applies newBackOff's defaults to initial and maxDelay.
 func backoffBounds(initial, maxDelay time.Duration) (time.Duration, time.Duration) {
 	if initial <= 0 {
-		initial = DefaultBackoffInitial
+		initial = retry.DefaultBackoffInitial
 	}
 	if maxDelay <= 0 {
-		maxDelay = DefaultBackoffMax
+		maxDelay = retry.DefaultBackoffMax
 	}
 	return min(initial, maxDelay), maxDelay
 }
@@ -161,7 +97,7 @@ func backoffFloor(initial time.Duration, throttled bool) time.Duration {
 // retryWait returns the wait before the next retry when the server gave no
 // delay: the next delay of the request's policy b, jittered by j. prev is
 // the previous wait this function returned for the request (0 before the
-// first retry); floor and cap bound the result as apply explains. ok is
+// first retry); floor and cap bound the result as applyJitter explains. ok is
 // false, and b must not be asked again, when b returns backoff.Stop: the
 // policy says stop retrying (a nil b says the same). Any other value b
 // returns, zero, negative or huge, is brought into [floor, cap], so a
@@ -169,7 +105,7 @@ func backoffFloor(initial time.Duration, throttled bool) time.Duration {
 // rnd(n) must return a uniform integer in [0, n); nil means math/rand/v2's
 // Int64N, which is safe for concurrent use. b is not safe for concurrent
 // use; the rest is pure.
-func retryWait(b backoff.BackOff, j Jitter, prev, floor, cap time.Duration, rnd func(n int64) int64) (wait time.Duration, ok bool) {
+func retryWait(b backoff.BackOff, j retry.Jitter, prev, floor, cap time.Duration, rnd func(n int64) int64) (wait time.Duration, ok bool) {
 	if b == nil {
 		return 0, false
 	}
@@ -177,36 +113,36 @@ func retryWait(b backoff.BackOff, j Jitter, prev, floor, cap time.Duration, rnd 
 	if d == backoff.Stop {
 		return 0, false
 	}
-	return j.apply(d, prev, floor, cap, rnd), true
+	return applyJitter(j, d, prev, floor, cap, rnd), true
 }
 
-// apply jitters the backoff delay d. The result is always in [lo, cap] with
+// applyJitter jitters the backoff delay d by j. The result is always in [lo, cap] with
 // lo = min(max(floor, 1ns), cap), so it is above zero and never above cap:
 //
 //   - d is first brought into [lo, cap]: a d <= 0 from a misbehaving policy
 //     counts as lo, a d above cap as cap. Call this hi.
-//   - FullJitter: uniform in [lo, hi].
-//   - EqualJitter: uniform in [max(⌈hi/2⌉, lo), hi].
-//   - DecorrelatedJitter: uniform in [lo, min(cap, 3·prev)], prev being the
+//   - retry.FullJitter: uniform in [lo, hi].
+//   - retry.EqualJitter: uniform in [max(⌈hi/2⌉, lo), hi].
+//   - retry.DecorrelatedJitter: uniform in [lo, min(cap, 3·prev)], prev being the
 //     previous wait (hi when prev <= 0, i.e. on the first retry), as
 //     sleep = min(cap, random_between(base, sleep·3)) in the blog, with lo
 //     for base. 3·prev is computed without overflow.
-//   - NoJitter: hi.
+//   - retry.NoJitter: hi.
 //
-// cap <= 0 means DefaultBackoffMax; an unknown j behaves as FullJitter.
+// cap <= 0 means retry.DefaultBackoffMax; an unknown j behaves as retry.FullJitter.
 // rnd is as in retryWait; a value it returns outside [0, n) is clamped.
-func (j Jitter) apply(d, prev, floor, cap time.Duration, rnd func(n int64) int64) time.Duration {
+func applyJitter(j retry.Jitter, d, prev, floor, cap time.Duration, rnd func(n int64) int64) time.Duration {
 	if cap <= 0 {
-		cap = DefaultBackoffMax
+		cap = retry.DefaultBackoffMax
 	}
 	lo := min(max(floor, 1), cap)
 	hi := min(max(d, lo), cap)
 	switch j {
-	case NoJitter:
+	case retry.NoJitter:
 		return hi
-	case EqualJitter:
+	case retry.EqualJitter:
 		return uniformWait(max(hi-hi/2, lo), hi, rnd)
-	case DecorrelatedJitter:
+	case retry.DecorrelatedJitter:
 		if prev <= 0 {
 			prev = hi
 		}

@@ -8,22 +8,24 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/pacehttp/pace/retry"
 )
 
-var allJitters = []Jitter{FullJitter, EqualJitter, DecorrelatedJitter, NoJitter}
+var allJitters = []retry.Jitter{retry.FullJitter, retry.EqualJitter, retry.DecorrelatedJitter, retry.NoJitter}
 
 // TestJitterWaitBoundsProperty drives each jitter kind through 10,000
 // attempts of the exponential schedule for several caps and floors, feeding
 // each wait back as prev, and checks every wait is above zero, at least the
 // floor (or the cap when the floor is above it) and at most the cap.
 func TestJitterWaitBoundsProperty(t *testing.T) {
-	caps := []time.Duration{1, time.Millisecond, time.Second, DefaultBackoffMax, math.MaxInt64}
+	caps := []time.Duration{1, time.Millisecond, time.Second, retry.DefaultBackoffMax, math.MaxInt64}
 	floors := []time.Duration{0, 50 * time.Millisecond, math.MaxInt64}
 	for _, j := range allJitters {
 		for _, cap := range caps {
 			for _, floor := range floors {
 				rng := rand.New(rand.NewPCG(uint64(j)+1, uint64(cap)))
-				b := newBackOff(DefaultBackoffInitial, cap)
+				b := newBackOff(retry.DefaultBackoffInitial, cap)
 				lo := min(max(floor, 1), cap)
 				var prev time.Duration
 				for attempt := 1; attempt <= 10_000; attempt++ {
@@ -59,10 +61,10 @@ func TestJitterHostilePolicyProperty(t *testing.T) {
 		for range 10_000 {
 			d, prev, floor := arbitrary(), arbitrary(), arbitrary()
 			cap := arbitrary()
-			w := j.apply(d, prev, floor, cap, rng.Int64N)
+			w := applyJitter(j, d, prev, floor, cap, rng.Int64N)
 			wantCap := cap
 			if cap <= 0 {
-				wantCap = DefaultBackoffMax
+				wantCap = retry.DefaultBackoffMax
 			}
 			if w <= 0 || w > wantCap {
 				t.Fatalf("%v.apply(%v, %v, %v, %v) = %v; want in (0, %v]", j, d, prev, floor, cap, w, wantCap)
@@ -81,39 +83,39 @@ func TestJitterApplyEdges(t *testing.T) {
 	const s = time.Second
 	tests := []struct {
 		name                string
-		j                   Jitter
+		j                   retry.Jitter
 		d, prev, floor, cap time.Duration
 		rnd                 func(int64) int64
 		want                time.Duration
 	}{
-		{"full lowest is the floor", FullJitter, 4 * s, 0, s / 2, 20 * s, lowest, s / 2},
-		{"full highest is d", FullJitter, 4 * s, 0, s / 2, 20 * s, highest, 4 * s},
-		{"full above cap", FullJitter, 40 * s, 0, s / 2, 20 * s, highest, 20 * s},
-		{"full zero floor is 1ns", FullJitter, 4 * s, 0, 0, 20 * s, lowest, 1},
-		{"equal lowest is half", EqualJitter, 4 * s, 0, 0, 20 * s, lowest, 2 * s},
-		{"equal lowest odd rounds up", EqualJitter, 3, 0, 0, 20 * s, lowest, 2},
-		{"equal highest is d", EqualJitter, 4 * s, 0, 0, 20 * s, highest, 4 * s},
-		{"equal floor above half", EqualJitter, 4 * s, 0, 3 * s, 20 * s, lowest, 3 * s},
-		{"decorrelated first retry up to 3d", DecorrelatedJitter, s, 0, s / 2, 20 * s, highest, 3 * s},
-		{"decorrelated up to 3 prev", DecorrelatedJitter, s, 5 * s, s / 2, 20 * s, highest, 15 * s},
-		{"decorrelated capped", DecorrelatedJitter, s, 9 * s, s / 2, 20 * s, highest, 20 * s},
-		{"decorrelated huge prev does not overflow", DecorrelatedJitter, s, math.MaxInt64, s / 2, 20 * s, highest, 20 * s},
-		{"decorrelated lowest is the floor", DecorrelatedJitter, s, 5 * s, s / 2, 20 * s, lowest, s / 2},
-		{"decorrelated prev below floor", DecorrelatedJitter, s, 1, s / 2, 20 * s, highest, s / 2},
-		{"none is d", NoJitter, 4 * s, 0, s / 2, 20 * s, nil, 4 * s},
-		{"none capped", NoJitter, math.MaxInt64, 0, s / 2, 20 * s, nil, 20 * s},
-		{"zero delay means floor", NoJitter, 0, 0, s / 2, 20 * s, nil, s / 2},
-		{"negative delay means floor", FullJitter, -5, 0, s / 2, 20 * s, highest, s / 2},
-		{"floor above cap means cap", FullJitter, s, 0, 30 * s, 20 * s, lowest, 20 * s},
-		{"zero cap means default", NoJitter, time.Hour, 0, 0, 0, nil, DefaultBackoffMax},
-		{"huge cap and delay", FullJitter, math.MaxInt64, 0, 1, math.MaxInt64, highest, math.MaxInt64},
-		{"unknown kind is full", Jitter(42), 4 * s, 0, s / 2, 20 * s, lowest, s / 2},
-		{"rnd out of range clamped", FullJitter, 4 * s, 0, s / 2, 20 * s, broken, 4 * s},
-		{"negative rnd clamped", FullJitter, 4 * s, 0, s / 2, 20 * s, func(int64) int64 { return -9 }, s / 2},
+		{"full lowest is the floor", retry.FullJitter, 4 * s, 0, s / 2, 20 * s, lowest, s / 2},
+		{"full highest is d", retry.FullJitter, 4 * s, 0, s / 2, 20 * s, highest, 4 * s},
+		{"full above cap", retry.FullJitter, 40 * s, 0, s / 2, 20 * s, highest, 20 * s},
+		{"full zero floor is 1ns", retry.FullJitter, 4 * s, 0, 0, 20 * s, lowest, 1},
+		{"equal lowest is half", retry.EqualJitter, 4 * s, 0, 0, 20 * s, lowest, 2 * s},
+		{"equal lowest odd rounds up", retry.EqualJitter, 3, 0, 0, 20 * s, lowest, 2},
+		{"equal highest is d", retry.EqualJitter, 4 * s, 0, 0, 20 * s, highest, 4 * s},
+		{"equal floor above half", retry.EqualJitter, 4 * s, 0, 3 * s, 20 * s, lowest, 3 * s},
+		{"decorrelated first retry up to 3d", retry.DecorrelatedJitter, s, 0, s / 2, 20 * s, highest, 3 * s},
+		{"decorrelated up to 3 prev", retry.DecorrelatedJitter, s, 5 * s, s / 2, 20 * s, highest, 15 * s},
+		{"decorrelated capped", retry.DecorrelatedJitter, s, 9 * s, s / 2, 20 * s, highest, 20 * s},
+		{"decorrelated huge prev does not overflow", retry.DecorrelatedJitter, s, math.MaxInt64, s / 2, 20 * s, highest, 20 * s},
+		{"decorrelated lowest is the floor", retry.DecorrelatedJitter, s, 5 * s, s / 2, 20 * s, lowest, s / 2},
+		{"decorrelated prev below floor", retry.DecorrelatedJitter, s, 1, s / 2, 20 * s, highest, s / 2},
+		{"none is d", retry.NoJitter, 4 * s, 0, s / 2, 20 * s, nil, 4 * s},
+		{"none capped", retry.NoJitter, math.MaxInt64, 0, s / 2, 20 * s, nil, 20 * s},
+		{"zero delay means floor", retry.NoJitter, 0, 0, s / 2, 20 * s, nil, s / 2},
+		{"negative delay means floor", retry.FullJitter, -5, 0, s / 2, 20 * s, highest, s / 2},
+		{"floor above cap means cap", retry.FullJitter, s, 0, 30 * s, 20 * s, lowest, 20 * s},
+		{"zero cap means default", retry.NoJitter, time.Hour, 0, 0, 0, nil, retry.DefaultBackoffMax},
+		{"huge cap and delay", retry.FullJitter, math.MaxInt64, 0, 1, math.MaxInt64, highest, math.MaxInt64},
+		{"unknown kind is full", retry.Jitter(42), 4 * s, 0, s / 2, 20 * s, lowest, s / 2},
+		{"rnd out of range clamped", retry.FullJitter, 4 * s, 0, s / 2, 20 * s, broken, 4 * s},
+		{"negative rnd clamped", retry.FullJitter, 4 * s, 0, s / 2, 20 * s, func(int64) int64 { return -9 }, s / 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.j.apply(tt.d, tt.prev, tt.floor, tt.cap, tt.rnd); got != tt.want {
+			if got := applyJitter(tt.j, tt.d, tt.prev, tt.floor, tt.cap, tt.rnd); got != tt.want {
 				t.Errorf("%v.apply(%v, %v, %v, %v) = %v, want %v", tt.j, tt.d, tt.prev, tt.floor, tt.cap, got, tt.want)
 			}
 		})
@@ -129,7 +131,7 @@ func TestFullJitterSpreads(t *testing.T) {
 	var sum float64
 	lowest, highest := d, floor
 	for range n {
-		w := FullJitter.apply(d, 0, floor, DefaultBackoffMax, nil)
+		w := applyJitter(retry.FullJitter, d, 0, floor, retry.DefaultBackoffMax, nil)
 		sum += float64(w)
 		lowest, highest = min(lowest, w), max(highest, w)
 	}
@@ -151,7 +153,7 @@ func TestBackoffManyAttempts(t *testing.T) {
 	const base, cap = 100 * time.Millisecond, time.Second
 	b := newBackOff(base, cap)
 	for attempt := 1; attempt <= 10_000; attempt++ {
-		w, ok := retryWait(b, NoJitter, 0, backoffFloor(base, false), cap, nil)
+		w, ok := retryWait(b, retry.NoJitter, 0, backoffFloor(base, false), cap, nil)
 		if !ok || w < base || w > cap {
 			t.Fatalf("attempt %d: wait = %v, %v; want in [%v, %v]", attempt, w, ok, base, cap)
 		}
@@ -176,7 +178,7 @@ func TestBackoffManyAttempts(t *testing.T) {
 func TestBackoffFixedPoint(t *testing.T) {
 	for _, tc := range []struct{ initial, max time.Duration }{
 		{100 * time.Millisecond, time.Second},
-		{DefaultThrottleBackoffInitial, DefaultBackoffMax},
+		{DefaultThrottleBackoffInitial, retry.DefaultBackoffMax},
 		{1, math.MaxInt64},
 	} {
 		eb := newBackOff(tc.initial, tc.max).(*backoff.ExponentialBackOff)
@@ -220,15 +222,15 @@ func TestBackoffDelayMatchesSchedule(t *testing.T) {
 
 func TestNewBackOffDefaults(t *testing.T) {
 	b := newBackOff(0, 0)
-	if d := b.NextBackOff(); d != DefaultBackoffInitial {
-		t.Errorf("newBackOff(0, 0) first delay = %v, want %v", d, DefaultBackoffInitial)
+	if d := b.NextBackOff(); d != retry.DefaultBackoffInitial {
+		t.Errorf("newBackOff(0, 0) first delay = %v, want %v", d, retry.DefaultBackoffInitial)
 	}
 	var last time.Duration
 	for range 100 {
 		last = b.NextBackOff()
 	}
-	if last != DefaultBackoffMax {
-		t.Errorf("newBackOff(0, 0) settles at %v, want %v", last, DefaultBackoffMax)
+	if last != retry.DefaultBackoffMax {
+		t.Errorf("newBackOff(0, 0) settles at %v, want %v", last, retry.DefaultBackoffMax)
 	}
 	if d := newBackOff(2*time.Second, time.Second).NextBackOff(); d != time.Second {
 		t.Errorf("newBackOff(2s, 1s) first delay = %v, want 1s", d)
@@ -257,23 +259,23 @@ func TestRetryWaitPluggedPolicies(t *testing.T) {
 	p := &stepPolicy{vals: []time.Duration{0, -5, math.MaxInt64, time.Second}}
 	want := []time.Duration{floor, floor, cap, time.Second}
 	for i, w := range want {
-		got, ok := retryWait(p, NoJitter, 0, floor, cap, nil)
+		got, ok := retryWait(p, retry.NoJitter, 0, floor, cap, nil)
 		if !ok || got != w {
 			t.Errorf("retryWait on value %d = %v, %v; want %v, true", i, got, ok, w)
 		}
 	}
-	if got, ok := retryWait(p, NoJitter, 0, floor, cap, nil); ok || got != 0 {
+	if got, ok := retryWait(p, retry.NoJitter, 0, floor, cap, nil); ok || got != 0 {
 		t.Errorf("retryWait after Stop = %v, %v; want 0, false", got, ok)
 	}
-	if _, ok := retryWait(nil, FullJitter, 0, floor, cap, nil); ok {
+	if _, ok := retryWait(nil, retry.FullJitter, 0, floor, cap, nil); ok {
 		t.Error("retryWait(nil policy) ok = true, want false")
 	}
-	if _, ok := retryWait(&backoff.StopBackOff{}, FullJitter, 0, floor, cap, nil); ok {
+	if _, ok := retryWait(&backoff.StopBackOff{}, retry.FullJitter, 0, floor, cap, nil); ok {
 		t.Error("retryWait(StopBackOff) ok = true, want false")
 	}
 	limited := backoff.WithMaxRetries(newBackOff(0, 0), 2)
 	for i, wantOK := range []bool{true, true, false} {
-		if _, ok := retryWait(limited, FullJitter, 0, floor, cap, nil); ok != wantOK {
+		if _, ok := retryWait(limited, retry.FullJitter, 0, floor, cap, nil); ok != wantOK {
 			t.Errorf("retryWait(WithMaxRetries(2)) call %d ok = %v, want %v", i+1, ok, wantOK)
 		}
 	}
@@ -285,7 +287,7 @@ func TestBackoffFloor(t *testing.T) {
 		throttled bool
 		want      time.Duration
 	}{
-		{DefaultBackoffInitial, false, DefaultBackoffInitial / 2},
+		{retry.DefaultBackoffInitial, false, retry.DefaultBackoffInitial / 2},
 		{DefaultThrottleBackoffInitial, true, DefaultThrottleBackoffInitial},
 		{1, false, 1},
 		{0, true, 1},
@@ -304,12 +306,12 @@ func TestThrottleWaitNeverUnderBase(t *testing.T) {
 	floor := backoffFloor(DefaultThrottleBackoffInitial, true)
 	for _, j := range allJitters {
 		rng := rand.New(rand.NewPCG(3, uint64(j)))
-		b := newBackOff(DefaultThrottleBackoffInitial, DefaultBackoffMax)
+		b := newBackOff(DefaultThrottleBackoffInitial, retry.DefaultBackoffMax)
 		var prev time.Duration
 		for attempt := 1; attempt <= 1000; attempt++ {
-			w, _ := retryWait(b, j, prev, floor, DefaultBackoffMax, rng.Int64N)
-			if w < DefaultThrottleBackoffInitial || w > DefaultBackoffMax {
-				t.Fatalf("%v attempt %d: throttle wait %v, want in [%v, %v]", j, attempt, w, DefaultThrottleBackoffInitial, DefaultBackoffMax)
+			w, _ := retryWait(b, j, prev, floor, retry.DefaultBackoffMax, rng.Int64N)
+			if w < DefaultThrottleBackoffInitial || w > retry.DefaultBackoffMax {
+				t.Fatalf("%v attempt %d: throttle wait %v, want in [%v, %v]", j, attempt, w, DefaultThrottleBackoffInitial, retry.DefaultBackoffMax)
 			}
 			prev = w
 		}
@@ -318,35 +320,35 @@ func TestThrottleWaitNeverUnderBase(t *testing.T) {
 
 func TestJitterStringAndValidate(t *testing.T) {
 	for _, j := range allJitters {
-		if err := j.validate("Jitter"); err != nil {
-			t.Errorf("%v.validate() = %v, want nil", j, err)
+		if err := validateJitter("Jitter", j); err != nil {
+			t.Errorf("validateJitter(%v) = %v, want nil", j, err)
 		}
 	}
-	for _, j := range []Jitter{-1, NoJitter + 1} {
-		err := j.validate("Jitter")
+	for _, j := range []retry.Jitter{-1, retry.NoJitter + 1} {
+		err := validateJitter("Jitter", j)
 		var ce *ConfigError
 		if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != "Jitter" {
-			t.Errorf("Jitter(%d).validate() = %v, want a *ConfigError for field Jitter", int(j), err)
+			t.Errorf("validateJitter(Jitter(%d)) = %v, want a *ConfigError for field Jitter", int(j), err)
 		}
 	}
 	names := map[string]bool{}
-	for _, j := range append(allJitters, Jitter(9)) {
+	for _, j := range append(allJitters, retry.Jitter(9)) {
 		names[j.String()] = true
 	}
-	if len(names) != len(allJitters)+1 || Jitter(9).String() != "Jitter(9)" || FullJitter.String() != "full jitter" {
+	if len(names) != len(allJitters)+1 || retry.Jitter(9).String() != "Jitter(9)" || retry.FullJitter.String() != "full jitter" {
 		t.Errorf("Jitter names not distinct or unexpected: %v", names)
 	}
-	var zero Jitter
-	if zero != FullJitter {
+	var zero retry.Jitter
+	if zero != retry.FullJitter {
 		t.Errorf("zero Jitter = %v, want FullJitter", zero)
 	}
 }
 
 func BenchmarkRetryWait(b *testing.B) {
 	p := newBackOff(0, 0)
-	floor := backoffFloor(DefaultBackoffInitial, false)
+	floor := backoffFloor(retry.DefaultBackoffInitial, false)
 	b.ReportAllocs()
 	for b.Loop() {
-		retryWait(p, FullJitter, 0, floor, DefaultBackoffMax, nil)
+		retryWait(p, retry.FullJitter, 0, floor, retry.DefaultBackoffMax, nil)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // fingerprint is keyText's form of a key that is not a host, computed here
@@ -88,11 +89,13 @@ func keyTrial(t *testing.T, key func(*http.Request) string) (log string, tr *Tra
 	srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusTooManyRequests, "Retry-After", "1")}}
 	var buf bytes.Buffer
 	tr = &Transport{
-		Base:        srv,
-		Limits:      Hosts{"*": {Limit: TokenBucket(PerSecond(1), 1)}},
-		Key:         key,
-		Logger:      slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		MaxAttempts: 1,
+		Base:   srv,
+		Limits: Hosts{"*": {Limit: TokenBucket(PerSecond(1), 1)}},
+		Key:    key,
+		Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Retry: retry.Policy{
+			MaxAttempts: 1,
+		},
 	}
 	send := func(tr *Transport, timeout time.Duration) error {
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)
@@ -109,7 +112,7 @@ func keyTrial(t *testing.T, key func(*http.Request) string) (log string, tr *Tra
 	waitErr = send(tr, 200*time.Millisecond)
 	require.ErrorIs(t, waitErr, ErrWaitExceedsDeadline)
 
-	tr2 := &Transport{Base: srv, Key: key, Logger: tr.Logger, MaxAttempts: 2}
+	tr2 := &Transport{Base: srv, Key: key, Logger: tr.Logger, Retry: retry.Policy{MaxAttempts: 2}}
 	attemptsErr = send(tr2, 200*time.Millisecond)
 	var ae *AttemptsError
 	require.ErrorAs(t, attemptsErr, &ae)
@@ -165,7 +168,7 @@ func TestLongHostKeyBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		host := strings.Repeat("h", 1<<20)
 		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusTooManyRequests, "Retry-After", "1")}}
-		tr := &Transport{Base: srv, MaxAttempts: 2}
+		tr := &Transport{Base: srv, Retry: retry.Policy{MaxAttempts: 2}}
 		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 		defer cancel()
 		req := newRequest(t, ctx, "GET", "http://api.test/", "")

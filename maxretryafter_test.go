@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // TestTransportResetInMicroseconds: a 429 whose X-RateLimit-Reset is an
@@ -148,7 +149,7 @@ func TestTransportMaxRetryAfterCapsOwnWaits(t *testing.T) {
 					}
 					return testhttp.Response(http.StatusOK), nil
 				}}
-				tr := &Transport{Base: srv, MaxRetryAfter: tt.maxRetryAfter, Jitter: NoJitter}
+				tr := &Transport{Base: srv, MaxRetryAfter: tt.maxRetryAfter, Retry: retry.Policy{Jitter: retry.NoJitter}}
 				if code := roundTrip(t, tr, "GET", "http://api.test/"); code != http.StatusOK {
 					t.Fatalf("status %d, want 200", code)
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // signingKey is the shared secret of the signature tests.
@@ -125,13 +126,15 @@ func TestPrepareAttemptRefreshesTokenAfter401(t *testing.T) {
 						req.Header.Set("Authorization", "Bearer "+src.token())
 						return nil
 					},
-					RetryPolicy: RetryPolicy{Decide: func(c *RetryCheck) bool {
-						if c.Response != nil && c.Response.StatusCode == http.StatusUnauthorized && c.Attempt == 1 {
-							src.refresh()
-							return true
-						}
-						return c.Retry
-					}},
+					Retry: retry.Policy{
+						Decide: func(c *retry.Check) bool {
+							if c.Response != nil && c.Response.StatusCode == http.StatusUnauthorized && c.Attempt == 1 {
+								src.refresh()
+								return true
+							}
+							return c.Retry
+						},
+					},
 				}
 				req := newRequest(t, t.Context(), http.MethodGet, "http://api.test/v1/me", "")
 				req.Header.Set("Authorization", "Bearer caller-token")
@@ -161,7 +164,9 @@ func TestPrepareAttemptError(t *testing.T) {
 		t.Run("attempt "+strconv.Itoa(failOn), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusServiceUnavailable)}}
-				tr := &Transport{Base: srv, NewBackOff: constBackOff(time.Second), PrepareAttempt: func(_ *http.Request, attempt int) error {
+				tr := &Transport{Base: srv, Retry: retry.Policy{
+					NewBackOff: constBackOff(time.Second),
+				}, PrepareAttempt: func(_ *http.Request, attempt int) error {
 					if attempt == failOn {
 						return errSign
 					}

@@ -1,7 +1,6 @@
 package pace
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -17,185 +16,14 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace/internal/httptoken"
+	"github.com/pacehttp/pace/retry"
 )
 
-// DefaultMaxAttempts is the default number of attempts per request, the
-// first one included: 3 means the request is sent at most three times, so at
-// most two retries. It is the AWS SDKs' standard-mode default.
-const DefaultMaxAttempts = 3
-
-// DefaultIdempotencyHeader is the request header whose presence makes a
-// POST or PATCH safe to retry, and the one AddIdempotencyKey sets
-// (draft-ietf-httpapi-idempotency-key-header; Stripe, PayPal, Adyen and
-// others use it).
-const DefaultIdempotencyHeader = "Idempotency-Key"
-
-// DefaultRetryStatuses returns the response status codes retried by default,
-// in a new slice: 408 Request Timeout, 429 Too Many Requests, 500 Internal
-// Server Error, 502 Bad Gateway, 503 Service Unavailable and 504 Gateway
-// Timeout. Statuses that mean the request itself is wrong or will not work
-// however often it is sent are not retried: 400, 401, 403, 404, 405, 409,
-// 422, and the permanent 5xx 501 Not Implemented, 505 HTTP Version Not
-// Supported, 506, 510 and 511 (aws/aws-sdk-go#1819).
-func DefaultRetryStatuses() []int {
-	return []int{
-		http.StatusRequestTimeout,
-		http.StatusTooManyRequests,
-		http.StatusInternalServerError,
-		http.StatusBadGateway,
-		http.StatusServiceUnavailable,
-		http.StatusGatewayTimeout,
-	}
-}
-
-// RetryPolicy decides which failed attempts are retried: the statuses, the
-// transport errors and the methods that are safe to send again. Its zero
-// value is the documented default, and the [Transport] embeds it, so its
-// fields are set on the Transport. Do not change a RetryPolicy while it is
-// in use; reading it is safe for concurrent use.
-//
-// What is retried by default:
-//
-//   - Responses with a status in Statuses (DefaultRetryStatuses when nil).
-//   - Transport errors that mean the request did not complete: connection
-//     refused or reset, an unexpected EOF, a timeout that is not the
-//     request context's deadline, an HTTP/2 GOAWAY, a closed idle
-//     connection. Never a cancelled or expired request context, a TLS or
-//     certificate error, an invalid URL or scheme, too many redirects, or
-//     an error pace does not recognize.
-//   - Only requests that are safe to send twice: the idempotent methods of
-//     RFC 9110 §9.2.2 (GET, HEAD, OPTIONS, TRACE, PUT, DELETE), or any
-//     method carrying the idempotency header, or any method when
-//     RetryNonIdempotent is set. A POST without a key is not retried after
-//     a transport error, because the server may have processed it
-//     (digitalocean/netbox-ip-controller#14). The exception is an error that proves nothing was sent (the
-//     connection was refused or never dialled): that is retried for every
-//     method.
-//   - A server hint wins over all of the above: an error response (4xx,
-//     5xx) with "Stripe-Should-Retry: false" is never retried, one with
-//     "true" is retried whatever its status if the method is safe to send
-//     again.
-//   - A success or a redirect (a status below 400) is never retried, and
-//     never turned into an error by ErrorOnGiveUp: Decide returning true on
-//     one is ignored. Only Decide's Fail ends such a call with an error.
-//
-// The Transport also needs a replayable body (see DefaultMaxBufferedBody)
-// and attempts left; Decide cannot lift those limits.
-type RetryPolicy struct {
-	// Statuses lists the response status codes to retry. Nil means
-	// DefaultRetryStatuses(); a non-nil empty slice retries no status.
-	// Codes must be error statuses, 400..599: a list holding a 2xx or 3xx
-	// is refused with a [*ConfigError], since a success or a redirect is
-	// never retried.
-	Statuses []int
-
-	// IdempotencyHeader names the request header whose presence makes a
-	// non-idempotent request (POST, PATCH) safe to retry: the server
-	// deduplicates attempts that carry the same key. Empty means
-	// DefaultIdempotencyHeader, and then X-Idempotency-Key also counts, as
-	// in net/http. The header counts when it has a non-empty value, or when
-	// it is present with a nil value (net/http's way to mark a request
-	// idempotent without sending the header).
-	IdempotencyHeader string
-
-	// RetryNonIdempotent, if true, retries requests of every method as if
-	// they were idempotent, including after a transport error. Use it only
-	// when the server tolerates duplicates.
-	RetryNonIdempotent bool
-
-	// AddIdempotencyKey, if true, gives each POST and PATCH request that
-	// lacks the idempotency header a random one (a UUIDv4, from
-	// crypto/rand) before the first attempt, the same on every attempt, so
-	// that such requests become safe to retry. The caller's request is not
-	// modified; the key is set on pace's copy.
-	AddIdempotencyKey bool
-
-	// Decide, if non-nil, is called after every attempt with pace's default
-	// decision in c.Retry and its reason in c.Reason, and returns whether to
-	// retry; true on a response whose status is below 400 (a success or a
-	// redirect) is ignored, such a response is never retried. It may set c.Reason to explain its choice to observers, read
-	// the first bytes of the response body with c.Body (the caller still
-	// gets the whole body), set c.Wait to the delay the server named in the
-	// body, and set c.Fail to end the call with an error of its own (see
-	// [RetryCheck]; go-retryablehttp's CheckRetry returning an error). It
-	// must not read c.Response.Body directly, close it, nor modify
-	// c.Request. It is called from the goroutine running RoundTrip and must
-	// be safe for concurrent use when the Transport is.
-	Decide func(c *RetryCheck) bool
-}
-
-// RetryCheck is what [RetryPolicy.Decide] sees of one finished attempt. It
-// is a struct so that fields can be added later.
-type RetryCheck struct {
-	// Request is the attempt's request. Do not modify it.
-	Request *http.Request
-	// Response is the attempt's response, nil when Err is set. Its body is
-	// unread; do not read or close it.
-	Response *http.Response
-	// Err is the attempt's transport error, nil when Response is set.
-	Err error
-	// Attempt is the number of the attempt that just finished, from 1.
-	Attempt int
-	// Retry is pace's default decision.
-	Retry bool
-	// Reason says why, e.g. "retryable status", "connection reset" or
-	// "method not safe to replay". Decide may replace it.
-	Reason string
-
-	// Wait, if Decide sets it above zero on an attempt that has a Response,
-	// is the delay before the next attempt, for a server that names it in
-	// the body rather than in a header. It is taken as the server's delay,
-	// in place of the headers' (Retry-After and the others [RetryAfter]
-	// reads): never jittered or shortened; on a 429 or 503 it pauses the
-	// request's whole key; a Wait above MaxRetryAfter is not slept (the
-	// response goes back unretried, [ReasonDelayTooLong]); one that would
-	// outlast the context's deadline fails at once ([ReasonDeadline]). It
-	// has no effect when Decide returns false, nor after a transport error.
-	Wait time.Duration
-
-	// Fail, if Decide sets it, ends the call with that error, whatever
-	// Decide returns: nothing more is sent, the response's body is closed,
-	// and RoundTrip returns an [*AttemptsError] with Reason [ReasonDecided]
-	// whose Err is Fail, so errors.Is and errors.As find it. With
-	// Transport.ErrorOnGiveUp its Response keeps the response that Fail
-	// ended the call on, as for any give-up: status, headers and the first
-	// 4 KiB of the body (what Body read included). A throttle still pauses
-	// the key.
-	Fail error
-
-	body     []byte // what Body read
-	bodyErr  error
-	bodyRead bool
-}
-
-// maxBodyPrefix is how much of a response body [RetryCheck.Body] reads,
-// and how much of it an [AttemptsError] made by Transport.ErrorOnGiveUp
-// keeps: 4 KiB, enough for an API's error object.
-const maxBodyPrefix = 4 << 10
-
-// Body returns the first bytes of the response body, at most 4 KiB, read
-// the first time it is called (later calls return the same bytes), for a
-// decision that depends on an error code in the body. The response keeps
-// its whole body: the bytes read are put back in front of the rest, so the
-// caller, when the response is returned, reads it from the start. err is
-// the read error, if any other than io.EOF; the bytes read before it are
-// returned and put back too. Body returns nil, nil when there is no
-// Response or its body is nil or http.NoBody. Reading waits for the server
-// to send up to 4 KiB or end the body, so do not call it on a streamed
-// response. It is not safe for concurrent use.
-func (c *RetryCheck) Body() ([]byte, error) {
-	if c.bodyRead {
-		return c.body, c.bodyErr
-	}
-	c.bodyRead = true
-	if c.Response == nil || c.Response.Body == nil || c.Response.Body == http.NoBody {
-		return nil, nil
-	}
-	orig := c.Response.Body
-	c.body, c.bodyErr = readPrefix(orig, maxBodyPrefix)
-	c.Response.Body = &prefixedBody{Reader: io.MultiReader(bytes.NewReader(c.body), orig), orig: orig}
-	return c.body, c.bodyErr
-}
+// retryPolicy is a [retry.Policy] with the Transport's decisions on it:
+// which statuses, errors and methods are retried, and the idempotency key.
+// The Transport converts its Retry field, copied on first use, to one.
+// Its methods only read it, and are safe for concurrent use.
+type retryPolicy retry.Policy
 
 // Reasons reported with a retry decision. They are constants so that a
 // decision allocates nothing.
@@ -206,7 +34,7 @@ const (
 	reasonServerSaysYes   = "server said Stripe-Should-Retry: true"
 	reasonUnsafeMethod    = "method not safe to replay"
 	reasonMayBeProcessed  = "request may have been processed; method not safe to replay"
-	reasonDecideHook      = "decided by RetryPolicy.Decide"
+	reasonDecideHook      = "decided by retry.Policy.Decide"
 )
 
 // hdrStripeShouldRetry is Stripe's explicit retry hint (Stripe API
@@ -214,19 +42,30 @@ const (
 // request should be retried, overriding status-based rules).
 const hdrStripeShouldRetry = "Stripe-Should-Retry"
 
-// validate reports a *ConfigError for a status that is not an error status
-// (4xx or 5xx: a success or a redirect is never retried, so listing one is a
-// mistake) or an idempotency header name that is not an HTTP token.
-func (p *RetryPolicy) validate() error {
+// validate reports the first invalid setting of p as a *ConfigError whose
+// Field is relative to the Policy ("Statuses", "Budget.TTL"; the Transport
+// prefixes "Retry."): a negative MaxAttempts, a status that is not an
+// error status (4xx or 5xx: a success or a redirect is never retried, so
+// listing one is a mistake), an idempotency header name that is not an
+// HTTP token, an unknown Jitter, or an invalid Budget.
+func (p *retryPolicy) validate() error {
+	if p.MaxAttempts < 0 {
+		return configErr("MaxAttempts", p.MaxAttempts, "must not be negative")
+	}
 	for _, code := range p.Statuses {
 		if code < 400 || code > 599 {
 			return configErr("Statuses", code, "not an HTTP error status (400..599); only error responses are retried")
 		}
 	}
 	if h := p.IdempotencyHeader; h != "" {
-		return headerNameErr("IdempotencyHeader", h)
+		if err := headerNameErr("IdempotencyHeader", h); err != nil {
+			return err
+		}
 	}
-	return nil
+	if err := validateJitter("Jitter", p.Jitter); err != nil {
+		return err
+	}
+	return validateBudget(p.Budget)
 }
 
 // headerNameErr returns a *ConfigError naming field when name is not a
@@ -242,7 +81,7 @@ func headerNameErr(field, name string) error {
 }
 
 // retryStatus reports whether code is one of the statuses to retry.
-func (p *RetryPolicy) retryStatus(code int) bool {
+func (p *retryPolicy) retryStatus(code int) bool {
 	if p.Statuses != nil {
 		return slices.Contains(p.Statuses, code)
 	}
@@ -256,16 +95,16 @@ func (p *RetryPolicy) retryStatus(code int) bool {
 }
 
 // idempotencyHeader returns the canonical name of the idempotency header.
-func (p *RetryPolicy) idempotencyHeader() string {
+func (p *retryPolicy) idempotencyHeader() string {
 	if p.IdempotencyHeader == "" {
-		return DefaultIdempotencyHeader
+		return retry.DefaultIdempotencyHeader
 	}
 	return http.CanonicalHeaderKey(p.IdempotencyHeader)
 }
 
 // hasIdempotencyKey reports whether req carries the idempotency header
-// (see RetryPolicy.IdempotencyHeader for what counts).
-func (p *RetryPolicy) hasIdempotencyKey(req *http.Request) bool {
+// (see retry.Policy.IdempotencyHeader for what counts).
+func (p *retryPolicy) hasIdempotencyKey(req *http.Request) bool {
 	if headerCounts(req.Header, p.idempotencyHeader()) {
 		return true
 	}
@@ -280,7 +119,7 @@ func headerCounts(h http.Header, key string) bool {
 // replaySafe reports whether req may be sent again when the server may have
 // processed it: its method is idempotent (RFC 9110 §9.2.2), it carries an
 // idempotency key, or the policy retries every method.
-func (p *RetryPolicy) replaySafe(req *http.Request) bool {
+func (p *retryPolicy) replaySafe(req *http.Request) bool {
 	return isIdempotentMethod(req.Method) || p.RetryNonIdempotent || p.hasIdempotencyKey(req)
 }
 
@@ -298,33 +137,33 @@ func isIdempotentMethod(m string) bool {
 
 // check decides whether to retry after attempt number attempt (from 1) of
 // req ended with resp or err (exactly one non-nil). It applies the default
-// rules of RetryPolicy, then Decide. reason says why, for observers; it is
+// rules of retry.Policy, then Decide. reason says why, for observers; it is
 // empty for a plain success. hook is what Decide saw and set (its Wait and
 // Fail), nil when there is no Decide. check does not look at the attempt
 // count or the request's deadline: the Transport checks those. It reads
-// resp.Body only when Decide asks (RetryCheck.Body), and is safe for
+// resp.Body only when Decide asks (retry.Check.Body), and is safe for
 // concurrent use.
-func (p *RetryPolicy) check(req *http.Request, resp *http.Response, err error, attempt int) (retry bool, reason string, hook *RetryCheck) {
+func (p *retryPolicy) check(req *http.Request, resp *http.Response, err error, attempt int) (again bool, reason string, hook *retry.Check) {
 	if err != nil {
-		retry, reason = p.checkError(req, err)
+		again, reason = p.checkError(req, err)
 	} else {
-		retry, reason = p.checkResponse(req, resp)
+		again, reason = p.checkResponse(req, resp)
 	}
 	if p.Decide == nil {
-		return retry, reason, nil
+		return again, reason, nil
 	}
-	c := &RetryCheck{Request: req, Response: resp, Err: err, Attempt: attempt, Retry: retry, Reason: reason}
+	c := &retry.Check{Request: req, Response: resp, Err: err, Attempt: attempt, Retry: again, Reason: reason}
 	decided := p.Decide(c)
 	if resp != nil && resp.StatusCode < 400 {
 		decided = false // a success or a redirect is never retried, whatever Decide says
 	}
-	if (decided != retry || c.Fail != nil) && c.Reason == reason {
+	if (decided != again || c.Fail != nil) && c.Reason == reason {
 		c.Reason = reasonDecideHook
 	}
 	return decided, c.Reason, c
 }
 
-func (p *RetryPolicy) checkResponse(req *http.Request, resp *http.Response) (bool, string) {
+func (p *retryPolicy) checkResponse(req *http.Request, resp *http.Response) (bool, string) {
 	if resp == nil {
 		return false, ""
 	}
@@ -353,7 +192,7 @@ func (p *RetryPolicy) checkResponse(req *http.Request, resp *http.Response) (boo
 	return true, reasonRetryableStatus
 }
 
-func (p *RetryPolicy) checkError(req *http.Request, err error) (bool, string) {
+func (p *retryPolicy) checkError(req *http.Request, err error) (bool, string) {
 	class, reason := classifyError(req.Context(), err)
 	switch class {
 	case errNotSent:
@@ -372,7 +211,7 @@ func (p *RetryPolicy) checkError(req *http.Request, err error) (bool, string) {
 // of req (same context, same Body) whose header carries a fresh random key.
 // The Transport calls it once per request, before the first attempt, so
 // every attempt sends the same key. The caller's request is never modified.
-func (p *RetryPolicy) withIdempotencyKey(req *http.Request) *http.Request {
+func (p *retryPolicy) withIdempotencyKey(req *http.Request) *http.Request {
 	if !p.AddIdempotencyKey || (req.Method != http.MethodPost && req.Method != http.MethodPatch) || p.hasIdempotencyKey(req) {
 		return req
 	}
@@ -546,7 +385,7 @@ type attemptEnd struct {
 	attempt  int            // the attempt that ended, from 1
 	resp     *http.Response // nil when err is set
 	err      error
-	retry    bool   // RetryPolicy.check's verdict
+	retry    bool   // retryPolicy.check's verdict
 	why      string // and its reason
 	failed   bool   // a retryable failure, whether or not this request may repeat it
 	canRetry bool   // the body can be sent again
@@ -558,15 +397,15 @@ type attemptEnd struct {
 	strikes  int       // the key's consecutive throttles before this one (Permit.Strikes)
 	adaptive bool      // the key has a configured limit, whose rate adapts to throttles without a delay
 	deadline time.Time // the context's deadline; zero: none
-	// hookWait is RetryCheck.Wait: the delay Decide read from the response,
+	// hookWait is retry.Check.Wait: the delay Decide read from the response,
 	// taken as the server's; 0: none.
 	hookWait time.Duration
-	fail     error // RetryCheck.Fail: end the call with this error
+	fail     error // retry.Check.Fail: end the call with this error
 
 	maxAttempts   int
 	maxRetryAfter time.Duration
-	jitter        Jitter
-	customBackoff bool // the schedule comes from Transport.NewBackOff
+	jitter        retry.Jitter
+	customBackoff bool // the schedule comes from retry.Policy.NewBackOff
 	// backoff returns the next wait of the request's backoff schedule,
 	// jittered, and false when the schedule says stop; throttled selects
 	// the schedule for a throttle. It is called at most once.
@@ -582,7 +421,7 @@ type verdict struct {
 	why      Reason        // the retry's reason (ReasonServerDelay, ReasonBackoff), or why a retryable failure is not retried
 	refused  time.Duration // the server delay or wait that was refused, for ReasonDelayTooLong and ReasonDeadline
 	deadline bool          // the wait would outlast the context's deadline
-	fail     error         // end the call with this error (RetryCheck.Fail); why is ReasonDecided
+	fail     error         // end the call with this error (retry.Check.Fail); why is ReasonDecided
 	cut      bool          // a throttle without a delay of an adaptive key: lower its rate
 }
 
@@ -592,7 +431,7 @@ type verdict struct {
 // never its body, and takes explicit time; apart from the backoff schedule
 // and the jitter it is a pure function. The rules:
 //
-//   - The wait is the server's delay when it gave one (RetryCheck.Wait, a
+//   - The wait is the server's delay when it gave one (retry.Check.Wait, a
 //     delay Decide read from the body, or else Retry-After and the other
 //     headers serverDelay reads), else the backoff schedule's next wait,
 //     jittered.
@@ -603,7 +442,7 @@ type verdict struct {
 //     on a key with strikes it is the server's overload, not a schedule:
 //     the pause is MinThrottlePause doubled by the key's strikes (100 ms
 //     on the second consecutive throttle, 200 ms on the third), jittered,
-//     never under MinThrottlePause, capped at DefaultBackoffMax. Without a
+//     never under MinThrottlePause, capped at retry.DefaultBackoffMax. Without a
 //     delay (a 429 that names none)
 //     for DefaultThrottlePause doubled by the key's strikes, jittered, never
 //     under DefaultThrottleBackoffInitial, or with a NewBackOff schedule its
@@ -662,8 +501,8 @@ func decide(in attemptEnd) verdict {
 				// server is overloaded, not keeping a schedule. Double
 				// from MinThrottlePause per strike, as a 429 without a
 				// delay doubles from DefaultThrottlePause.
-				v.pause = in.jitter.apply(backoffDelay(in.strikes+1, MinThrottlePause, DefaultBackoffMax),
-					0, MinThrottlePause, DefaultBackoffMax, in.rnd)
+				v.pause = applyJitter(in.jitter, backoffDelay(in.strikes+1, MinThrottlePause, retry.DefaultBackoffMax),
+					0, MinThrottlePause, retry.DefaultBackoffMax, in.rnd)
 			}
 			v.pause = min(v.pause, in.maxRetryAfter)
 			wait = max(wait, v.pause)
@@ -677,8 +516,8 @@ func decide(in attemptEnd) verdict {
 			v.cut = in.adaptive
 			keyWait := wait // a NewBackOff schedule is the caller's choice: its next wait
 			if !in.customBackoff {
-				keyWait = in.jitter.apply(backoffDelay(in.strikes+1, DefaultThrottlePause, DefaultBackoffMax),
-					0, DefaultThrottlePause, DefaultBackoffMax, in.rnd)
+				keyWait = applyJitter(in.jitter, backoffDelay(in.strikes+1, DefaultThrottlePause, retry.DefaultBackoffMax),
+					0, DefaultThrottlePause, retry.DefaultBackoffMax, in.rnd)
 			}
 			v.pause = min(max(wait, keyWait, DefaultThrottleBackoffInitial), in.maxRetryAfter)
 			wait = v.pause

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // decideNow is the instant every decide case is decided at.
@@ -39,14 +40,14 @@ func (b *decideBackoff) next(throttled bool) (time.Duration, bool) {
 func decideEnd(t *testing.T, method string, resp *http.Response, err error, bo *decideBackoff) attemptEnd {
 	t.Helper()
 	req := newRequest(t, t.Context(), method, "http://api.test/v1", "")
-	var p RetryPolicy
-	retry, why, _ := p.check(req, resp, err, 1)
-	failed := retry || (resp != nil && p.retryStatus(resp.StatusCode)) ||
+	var p retryPolicy
+	again, why, _ := p.check(req, resp, err, 1)
+	failed := again || (resp != nil && p.retryStatus(resp.StatusCode)) ||
 		(err != nil && errClassOf(req.Context(), err) != errFinal)
 	return attemptEnd{
-		now: decideNow, attempt: 1, resp: resp, err: err, retry: retry, why: why,
+		now: decideNow, attempt: 1, resp: resp, err: err, retry: again, why: why,
 		failed: failed, canRetry: true,
-		maxAttempts: DefaultMaxAttempts, maxRetryAfter: DefaultMaxRetryAfter, jitter: NoJitter,
+		maxAttempts: retry.DefaultMaxAttempts, maxRetryAfter: DefaultMaxRetryAfter, jitter: retry.NoJitter,
 		backoff: bo.next, rnd: func(n int64) int64 { return n - 1 },
 	}
 }
@@ -117,9 +118,9 @@ func TestDecide(t *testing.T) {
 		{name: "429 without a delay, 2 strikes: 20s", resp: testhttp.Response(429), bo: decideBackoff{wait: s},
 			edit: func(in *attemptEnd) { in.strikes = 2 },
 			want: verdict{retry: true, wait: 20 * s, pause: 20 * s, why: ReasonBackoff}, calls: []bool{true}},
-		{name: "429 without a delay, 40 strikes: DefaultBackoffMax", resp: testhttp.Response(429), bo: decideBackoff{wait: s},
+		{name: "429 without a delay, 40 strikes: retry.DefaultBackoffMax", resp: testhttp.Response(429), bo: decideBackoff{wait: s},
 			edit: func(in *attemptEnd) { in.strikes = 40 },
-			want: verdict{retry: true, wait: DefaultBackoffMax, pause: DefaultBackoffMax, why: ReasonBackoff}, calls: []bool{true}},
+			want: verdict{retry: true, wait: retry.DefaultBackoffMax, pause: retry.DefaultBackoffMax, why: ReasonBackoff}, calls: []bool{true}},
 		{name: "429 without a delay, 1 strike, capped by maxRetryAfter", resp: testhttp.Response(429), bo: decideBackoff{wait: s},
 			edit: func(in *attemptEnd) { in.strikes, in.maxRetryAfter = 1, 7*s },
 			want: verdict{retry: true, wait: 7 * s, pause: 7 * s, why: ReasonBackoff}, calls: []bool{true}},
@@ -130,11 +131,11 @@ func TestDecide(t *testing.T) {
 			want: verdict{retry: true, wait: 8 * s, pause: 8 * s, why: ReasonBackoff}, calls: []bool{true}},
 		{name: "429 without a delay, full jitter at its lowest: never under DefaultThrottlePause", resp: testhttp.Response(429), bo: decideBackoff{wait: s},
 			edit: func(in *attemptEnd) {
-				in.strikes, in.jitter, in.rnd = 1, FullJitter, func(int64) int64 { return 0 }
+				in.strikes, in.jitter, in.rnd = 1, retry.FullJitter, func(int64) int64 { return 0 }
 			},
 			want: verdict{retry: true, wait: 5 * s, pause: 5 * s, why: ReasonBackoff}, calls: []bool{true}},
 		{name: "429 without a delay, full jitter at its highest", resp: testhttp.Response(429), bo: decideBackoff{wait: s},
-			edit: func(in *attemptEnd) { in.strikes, in.jitter = 1, FullJitter },
+			edit: func(in *attemptEnd) { in.strikes, in.jitter = 1, retry.FullJitter },
 			want: verdict{retry: true, wait: 10 * s, pause: 10 * s, why: ReasonBackoff}, calls: []bool{true}},
 		{name: "429 without a delay, NewBackOff schedule: its next wait, not the strikes", resp: testhttp.Response(429), bo: decideBackoff{wait: 3 * s},
 			edit: func(in *attemptEnd) { in.strikes, in.customBackoff = 4, true },
@@ -182,19 +183,19 @@ func TestDecide(t *testing.T) {
 		{name: "Decide's Wait of 10ms on a 429, 1 strike: 100ms", resp: testhttp.Response(429),
 			edit: func(in *attemptEnd) { in.strikes, in.hookWait = 1, 10*ms },
 			want: verdict{retry: true, wait: 100 * ms, pause: 100 * ms, why: ReasonServerDelay}},
-		{name: "429 with Retry-After: 0, 40 strikes: DefaultBackoffMax", resp: testhttp.Response(429, "Retry-After", "0"),
+		{name: "429 with Retry-After: 0, 40 strikes: retry.DefaultBackoffMax", resp: testhttp.Response(429, "Retry-After", "0"),
 			edit: func(in *attemptEnd) { in.strikes = 40 },
-			want: verdict{retry: true, wait: DefaultBackoffMax, pause: DefaultBackoffMax, why: ReasonServerDelay}},
+			want: verdict{retry: true, wait: retry.DefaultBackoffMax, pause: retry.DefaultBackoffMax, why: ReasonServerDelay}},
 		{name: "429 with Retry-After: 0, 40 strikes, capped by maxRetryAfter", resp: testhttp.Response(429, "Retry-After", "0"),
 			edit: func(in *attemptEnd) { in.strikes, in.maxRetryAfter = 40, 7*s },
 			want: verdict{retry: true, wait: 7 * s, pause: 7 * s, why: ReasonServerDelay}},
 		{name: "429 with Retry-After: 0, 3 strikes, full jitter at its lowest: never under MinThrottlePause", resp: testhttp.Response(429, "Retry-After", "0"),
 			edit: func(in *attemptEnd) {
-				in.strikes, in.jitter, in.rnd = 3, FullJitter, func(int64) int64 { return 0 }
+				in.strikes, in.jitter, in.rnd = 3, retry.FullJitter, func(int64) int64 { return 0 }
 			},
 			want: verdict{retry: true, wait: MinThrottlePause, pause: MinThrottlePause, why: ReasonServerDelay}},
 		{name: "429 with Retry-After: 0, 3 strikes, full jitter at its highest", resp: testhttp.Response(429, "Retry-After", "0"),
-			edit: func(in *attemptEnd) { in.strikes, in.jitter = 3, FullJitter },
+			edit: func(in *attemptEnd) { in.strikes, in.jitter = 3, retry.FullJitter },
 			want: verdict{retry: true, wait: 400 * ms, pause: 400 * ms, why: ReasonServerDelay}},
 		{name: "429 with Retry-After: 1, strikes do not matter", resp: testhttp.Response(429, "Retry-After", "1"),
 			edit: func(in *attemptEnd) { in.strikes = 9 },

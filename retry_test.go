@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pacehttp/pace/retry"
 )
 
 func newReq(t *testing.T, method string, kv ...string) *http.Request {
@@ -35,12 +37,12 @@ func newReq(t *testing.T, method string, kv ...string) *http.Request {
 }
 
 // TestDefaultRetryStatusesEveryCode checks every status code from 100 to 599
-// against the default policy for a GET: exactly DefaultRetryStatuses are
+// against the default policy for a GET: exactly retry.DefaultStatuses are
 // retried, and never the permanent ones (aws/aws-sdk-go#1819).
 func TestDefaultRetryStatusesEveryCode(t *testing.T) {
-	var p RetryPolicy
+	var p retryPolicy
 	req := newReq(t, http.MethodGet)
-	defaults := DefaultRetryStatuses()
+	defaults := retry.DefaultStatuses()
 	for code := 100; code <= 599; code++ {
 		retry, reason, _ := p.check(req, response(code), nil, 1)
 		if want := slices.Contains(defaults, code); retry != want {
@@ -53,50 +55,50 @@ func TestDefaultRetryStatusesEveryCode(t *testing.T) {
 		}
 	}
 	if want := []int{408, 429, 500, 502, 503, 504}; !slices.Equal(defaults, want) {
-		t.Errorf("DefaultRetryStatuses() = %v, want %v", defaults, want)
+		t.Errorf("retry.DefaultStatuses() = %v, want %v", defaults, want)
 	}
 	defaults[0] = 200 // a caller's copy cannot change the defaults
-	if slices.Contains(DefaultRetryStatuses(), 200) {
-		t.Error("DefaultRetryStatuses returned a shared slice")
+	if slices.Contains(retry.DefaultStatuses(), 200) {
+		t.Error("retry.DefaultStatuses returned a shared slice")
 	}
 }
 
 func TestRetryPolicyCheckResponse(t *testing.T) {
 	tests := []struct {
 		name       string
-		policy     RetryPolicy
+		policy     retryPolicy
 		method     string
 		reqHeaders []string
 		resp       *http.Response
 		want       bool
 		wantReason string
 	}{
-		{"200", RetryPolicy{}, "GET", nil, response(200), false, ""},
-		{"GET 503", RetryPolicy{}, "GET", nil, response(503), true, reasonRetryableStatus},
-		{"empty method is GET", RetryPolicy{}, "", nil, response(503), true, reasonRetryableStatus},
-		{"PUT 429", RetryPolicy{}, "PUT", nil, response(429), true, reasonRetryableStatus},
-		{"DELETE 502", RetryPolicy{}, "DELETE", nil, response(502), true, reasonRetryableStatus},
-		{"HEAD OPTIONS TRACE", RetryPolicy{}, "TRACE", nil, response(504), true, reasonRetryableStatus},
-		{"GET 501", RetryPolicy{}, "GET", nil, response(501), false, reasonFinalStatus},
-		{"POST 503 no key", RetryPolicy{}, "POST", nil, response(503), false, reasonUnsafeMethod},
-		{"PATCH 429 no key", RetryPolicy{}, "PATCH", nil, response(429), false, reasonUnsafeMethod},
-		{"lowercase get is not GET", RetryPolicy{}, "get", nil, response(503), false, reasonUnsafeMethod},
-		{"POST 503 with key", RetryPolicy{}, "POST", []string{"Idempotency-Key", "k1"}, response(503), true, reasonRetryableStatus},
-		{"POST 503 with X-Idempotency-Key", RetryPolicy{}, "POST", []string{"X-Idempotency-Key", "k1"}, response(503), true, reasonRetryableStatus},
-		{"POST 503 empty key", RetryPolicy{}, "POST", []string{"Idempotency-Key", ""}, response(503), false, reasonUnsafeMethod},
-		{"POST 503 custom header", RetryPolicy{IdempotencyHeader: "x-request-key"}, "POST", []string{"X-Request-Key", "k1"}, response(503), true, reasonRetryableStatus},
-		{"custom header replaces the default", RetryPolicy{IdempotencyHeader: "X-Request-Key"}, "POST", []string{"Idempotency-Key", "k1"}, response(503), false, reasonUnsafeMethod},
-		{"POST 503 opt-in", RetryPolicy{RetryNonIdempotent: true}, "POST", nil, response(503), true, reasonRetryableStatus},
-		{"custom statuses", RetryPolicy{Statuses: []int{418}}, "GET", nil, response(418), true, reasonRetryableStatus},
-		{"custom statuses replace defaults", RetryPolicy{Statuses: []int{418}}, "GET", nil, response(503), false, reasonFinalStatus},
-		{"empty statuses retry none", RetryPolicy{Statuses: []int{}}, "GET", nil, response(503), false, reasonFinalStatus},
-		{"Stripe false beats 503", RetryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", "false"), false, reasonServerSaysNo},
-		{"Stripe true on 409", RetryPolicy{}, "GET", nil, response(409, "Stripe-Should-Retry", "true"), true, reasonServerSaysYes},
-		{"Stripe true POST with key", RetryPolicy{}, "POST", []string{"Idempotency-Key", "k"}, response(409, "Stripe-Should-Retry", "true"), true, reasonServerSaysYes},
-		{"Stripe true POST without key", RetryPolicy{}, "POST", nil, response(500, "Stripe-Should-Retry", "true"), false, reasonUnsafeMethod},
-		{"Stripe hint case and OWS", RetryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", " False "), false, reasonServerSaysNo},
-		{"Stripe true never retries a success", RetryPolicy{}, "GET", nil, response(200, "Stripe-Should-Retry", "true"), false, ""},
-		{"Stripe garbage ignored", RetryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", "maybe"), true, reasonRetryableStatus},
+		{"200", retryPolicy{}, "GET", nil, response(200), false, ""},
+		{"GET 503", retryPolicy{}, "GET", nil, response(503), true, reasonRetryableStatus},
+		{"empty method is GET", retryPolicy{}, "", nil, response(503), true, reasonRetryableStatus},
+		{"PUT 429", retryPolicy{}, "PUT", nil, response(429), true, reasonRetryableStatus},
+		{"DELETE 502", retryPolicy{}, "DELETE", nil, response(502), true, reasonRetryableStatus},
+		{"HEAD OPTIONS TRACE", retryPolicy{}, "TRACE", nil, response(504), true, reasonRetryableStatus},
+		{"GET 501", retryPolicy{}, "GET", nil, response(501), false, reasonFinalStatus},
+		{"POST 503 no key", retryPolicy{}, "POST", nil, response(503), false, reasonUnsafeMethod},
+		{"PATCH 429 no key", retryPolicy{}, "PATCH", nil, response(429), false, reasonUnsafeMethod},
+		{"lowercase get is not GET", retryPolicy{}, "get", nil, response(503), false, reasonUnsafeMethod},
+		{"POST 503 with key", retryPolicy{}, "POST", []string{"Idempotency-Key", "k1"}, response(503), true, reasonRetryableStatus},
+		{"POST 503 with X-Idempotency-Key", retryPolicy{}, "POST", []string{"X-Idempotency-Key", "k1"}, response(503), true, reasonRetryableStatus},
+		{"POST 503 empty key", retryPolicy{}, "POST", []string{"Idempotency-Key", ""}, response(503), false, reasonUnsafeMethod},
+		{"POST 503 custom header", retryPolicy{IdempotencyHeader: "x-request-key"}, "POST", []string{"X-Request-Key", "k1"}, response(503), true, reasonRetryableStatus},
+		{"custom header replaces the default", retryPolicy{IdempotencyHeader: "X-Request-Key"}, "POST", []string{"Idempotency-Key", "k1"}, response(503), false, reasonUnsafeMethod},
+		{"POST 503 opt-in", retryPolicy{RetryNonIdempotent: true}, "POST", nil, response(503), true, reasonRetryableStatus},
+		{"custom statuses", retryPolicy{Statuses: []int{418}}, "GET", nil, response(418), true, reasonRetryableStatus},
+		{"custom statuses replace defaults", retryPolicy{Statuses: []int{418}}, "GET", nil, response(503), false, reasonFinalStatus},
+		{"empty statuses retry none", retryPolicy{Statuses: []int{}}, "GET", nil, response(503), false, reasonFinalStatus},
+		{"Stripe false beats 503", retryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", "false"), false, reasonServerSaysNo},
+		{"Stripe true on 409", retryPolicy{}, "GET", nil, response(409, "Stripe-Should-Retry", "true"), true, reasonServerSaysYes},
+		{"Stripe true POST with key", retryPolicy{}, "POST", []string{"Idempotency-Key", "k"}, response(409, "Stripe-Should-Retry", "true"), true, reasonServerSaysYes},
+		{"Stripe true POST without key", retryPolicy{}, "POST", nil, response(500, "Stripe-Should-Retry", "true"), false, reasonUnsafeMethod},
+		{"Stripe hint case and OWS", retryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", " False "), false, reasonServerSaysNo},
+		{"Stripe true never retries a success", retryPolicy{}, "GET", nil, response(200, "Stripe-Should-Retry", "true"), false, ""},
+		{"Stripe garbage ignored", retryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", "maybe"), true, reasonRetryableStatus},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,7 +114,7 @@ func TestRetryPolicyCheckResponse(t *testing.T) {
 // TestIdempotencyMarkerWithoutValue follows net/http: a nil-valued
 // Idempotency-Key entry marks the request idempotent without sending it.
 func TestIdempotencyMarkerWithoutValue(t *testing.T) {
-	var p RetryPolicy
+	var p retryPolicy
 	req := newReq(t, http.MethodPost)
 	req.Header["Idempotency-Key"] = nil
 	if retry, reason, _ := p.check(req, response(503), nil, 1); !retry {
@@ -221,20 +223,20 @@ func TestCheckErrorMethods(t *testing.T) {
 	refused := opErr("dial", syscall.ECONNREFUSED)
 	tests := []struct {
 		name    string
-		policy  RetryPolicy
+		policy  retryPolicy
 		method  string
 		headers []string
 		err     error
 		want    bool
 	}{
-		{"GET reset", RetryPolicy{}, "GET", nil, reset, true},
-		{"PUT reset", RetryPolicy{}, "PUT", nil, reset, true},
-		{"POST reset", RetryPolicy{}, "POST", nil, reset, false},
-		{"PATCH reset", RetryPolicy{}, "PATCH", nil, reset, false},
-		{"POST reset with key", RetryPolicy{}, "POST", []string{"Idempotency-Key", "k"}, reset, true},
-		{"POST reset opt-in", RetryPolicy{RetryNonIdempotent: true}, "POST", nil, reset, true},
-		{"POST refused", RetryPolicy{}, "POST", nil, refused, true},
-		{"POST TLS opt-in", RetryPolicy{RetryNonIdempotent: true}, "POST", nil, x509.UnknownAuthorityError{}, false},
+		{"GET reset", retryPolicy{}, "GET", nil, reset, true},
+		{"PUT reset", retryPolicy{}, "PUT", nil, reset, true},
+		{"POST reset", retryPolicy{}, "POST", nil, reset, false},
+		{"PATCH reset", retryPolicy{}, "PATCH", nil, reset, false},
+		{"POST reset with key", retryPolicy{}, "POST", []string{"Idempotency-Key", "k"}, reset, true},
+		{"POST reset opt-in", retryPolicy{RetryNonIdempotent: true}, "POST", nil, reset, true},
+		{"POST refused", retryPolicy{}, "POST", nil, refused, true},
+		{"POST TLS opt-in", retryPolicy{RetryNonIdempotent: true}, "POST", nil, x509.UnknownAuthorityError{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -271,7 +273,7 @@ func TestClassifyRealErrors(t *testing.T) {
 		ln.Close()
 		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/", strings.NewReader("x"))
 		err = roundTripOnce(t, &http.Transport{DisableKeepAlives: true}, req)
-		var p RetryPolicy
+		var p retryPolicy
 		if class, _ := classifyError(req.Context(), err); class != errNotSent {
 			t.Errorf("refused: classifyError(%v) = %d, want errNotSent", err, class)
 		}
@@ -336,7 +338,7 @@ func TestClassifyRealErrors(t *testing.T) {
 		cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 		err := roundTripOnce(t, &http.Transport{DisableKeepAlives: true}, req)
-		var p RetryPolicy
+		var p retryPolicy
 		if retry, reason, _ := p.check(req, nil, err, 1); retry || reason != "request canceled" {
 			t.Errorf("cancelled: check = %v, %q; want false, request canceled", retry, reason)
 		}
@@ -374,14 +376,14 @@ func TestServerDropsAfterReadingPOST(t *testing.T) {
 	tests := []struct {
 		method  string
 		headers []string
-		policy  RetryPolicy
+		policy  retryPolicy
 		want    bool
 	}{
-		{http.MethodPost, nil, RetryPolicy{}, false},
-		{http.MethodPut, nil, RetryPolicy{}, true},
-		{http.MethodGet, nil, RetryPolicy{}, true},
-		{http.MethodPost, []string{"Idempotency-Key", "order-42"}, RetryPolicy{}, true},
-		{http.MethodPost, nil, RetryPolicy{RetryNonIdempotent: true}, true},
+		{http.MethodPost, nil, retryPolicy{}, false},
+		{http.MethodPut, nil, retryPolicy{}, true},
+		{http.MethodGet, nil, retryPolicy{}, true},
+		{http.MethodPost, []string{"Idempotency-Key", "order-42"}, retryPolicy{}, true},
+		{http.MethodPost, nil, retryPolicy{RetryNonIdempotent: true}, true},
 	}
 	for _, tt := range tests {
 		req, _ := http.NewRequest(tt.method, "http://"+ln.Addr().String()+"/orders", strings.NewReader("hello world"))
@@ -401,7 +403,7 @@ func TestServerDropsAfterReadingPOST(t *testing.T) {
 var uuidV4 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 func TestWithIdempotencyKey(t *testing.T) {
-	on := RetryPolicy{AddIdempotencyKey: true}
+	on := retryPolicy{AddIdempotencyKey: true}
 	t.Run("POST gets a key on a clone", func(t *testing.T) {
 		req := newReq(t, http.MethodPost, "Content-Type", "application/json")
 		before := req.Header.Clone()
@@ -430,7 +432,7 @@ func TestWithIdempotencyKey(t *testing.T) {
 		}
 	})
 	t.Run("custom header name", func(t *testing.T) {
-		p := RetryPolicy{AddIdempotencyKey: true, IdempotencyHeader: "x-request-key"}
+		p := retryPolicy{AddIdempotencyKey: true, IdempotencyHeader: "x-request-key"}
 		got := p.withIdempotencyKey(newReq(t, http.MethodPost))
 		if !uuidV4.MatchString(got.Header.Get("X-Request-Key")) || got.Header.Get("Idempotency-Key") != "" {
 			t.Errorf("custom header: got header %v", got.Header)
@@ -438,13 +440,13 @@ func TestWithIdempotencyKey(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		name   string
-		policy RetryPolicy
+		policy retryPolicy
 		req    *http.Request
 	}{
 		{"existing key kept", on, newReq(t, http.MethodPost, "Idempotency-Key", "mine")},
 		{"GET untouched", on, newReq(t, http.MethodGet)},
 		{"PUT untouched", on, newReq(t, http.MethodPut)},
-		{"option off", RetryPolicy{}, newReq(t, http.MethodPost)},
+		{"option off", retryPolicy{}, newReq(t, http.MethodPost)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.policy.withIdempotencyKey(tc.req); got != tc.req {
@@ -475,8 +477,8 @@ func equalHeader(a, b http.Header) bool {
 }
 
 func TestRetryPolicyDecide(t *testing.T) {
-	var seen RetryCheck
-	p := RetryPolicy{Decide: func(c *RetryCheck) bool {
+	var seen retry.Check
+	p := retryPolicy{Decide: func(c *retry.Check) bool {
 		seen = *c
 		switch {
 		case c.Response != nil && c.Response.StatusCode == 501:
@@ -510,20 +512,20 @@ func TestRetryPolicyDecide(t *testing.T) {
 func TestRetryPolicyValidate(t *testing.T) {
 	tests := []struct {
 		name      string
-		p         RetryPolicy
+		p         retryPolicy
 		wantField string
 	}{
-		{"zero", RetryPolicy{}, ""},
-		{"custom", RetryPolicy{Statuses: []int{425, 599}, IdempotencyHeader: "X-Key"}, ""},
-		{"status too low", RetryPolicy{Statuses: []int{99}}, "Statuses"},
-		{"status too high", RetryPolicy{Statuses: []int{600}}, "Statuses"},
-		{"informational status", RetryPolicy{Statuses: []int{100}}, "Statuses"},
-		{"success status", RetryPolicy{Statuses: []int{503, 200}}, "Statuses"},
-		{"redirect status", RetryPolicy{Statuses: []int{301}}, "Statuses"},
-		{"lowest error status", RetryPolicy{Statuses: []int{400}}, ""},
-		{"header with newline", RetryPolicy{IdempotencyHeader: "Idempotency-Key\n"}, "IdempotencyHeader"},
-		{"header with space", RetryPolicy{IdempotencyHeader: "Idempotency Key"}, "IdempotencyHeader"},
-		{"header with colon", RetryPolicy{IdempotencyHeader: "Key:"}, "IdempotencyHeader"},
+		{"zero", retryPolicy{}, ""},
+		{"custom", retryPolicy{Statuses: []int{425, 599}, IdempotencyHeader: "X-Key"}, ""},
+		{"status too low", retryPolicy{Statuses: []int{99}}, "Statuses"},
+		{"status too high", retryPolicy{Statuses: []int{600}}, "Statuses"},
+		{"informational status", retryPolicy{Statuses: []int{100}}, "Statuses"},
+		{"success status", retryPolicy{Statuses: []int{503, 200}}, "Statuses"},
+		{"redirect status", retryPolicy{Statuses: []int{301}}, "Statuses"},
+		{"lowest error status", retryPolicy{Statuses: []int{400}}, ""},
+		{"header with newline", retryPolicy{IdempotencyHeader: "Idempotency-Key\n"}, "IdempotencyHeader"},
+		{"header with space", retryPolicy{IdempotencyHeader: "Idempotency Key"}, "IdempotencyHeader"},
+		{"header with colon", retryPolicy{IdempotencyHeader: "Key:"}, "IdempotencyHeader"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -540,7 +542,7 @@ func TestRetryPolicyValidate(t *testing.T) {
 }
 
 func BenchmarkRetryCheckSuccess(b *testing.B) {
-	var p RetryPolicy
+	var p retryPolicy
 	req, _ := http.NewRequest(http.MethodGet, "http://api.test/", nil)
 	resp := response(200, "Content-Type", "application/json")
 	b.ReportAllocs()

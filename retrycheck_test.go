@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // TestRetryCheckBodyPrefix: Decide reads the first 4 KiB of a 10 KiB body
@@ -36,14 +37,17 @@ func TestRetryCheckBodyPrefix(t *testing.T) {
 			return resp, nil
 		}}
 		var prefixes [][]byte
-		tr := &Transport{Base: srv, NewBackOff: constBackOff(time.Second), RetryPolicy: RetryPolicy{Decide: func(c *RetryCheck) bool {
-			b, err := c.Body()
-			require.NoError(t, err)
-			again, _ := c.Body()
-			assert.Equal(t, b, again, "a second call returns the same bytes")
-			prefixes = append(prefixes, b)
-			return c.Retry || bytes.Contains(b, []byte(`"lock_timeout"`)) // Stripe's retryable 409
-		}}}
+		tr := &Transport{Base: srv, Retry: retry.Policy{
+			NewBackOff: constBackOff(time.Second),
+			Decide: func(c *retry.Check) bool {
+				b, err := c.Body()
+				require.NoError(t, err)
+				again, _ := c.Body()
+				assert.Equal(t, b, again, "a second call returns the same bytes")
+				prefixes = append(prefixes, b)
+				return c.Retry || bytes.Contains(b, []byte(`"lock_timeout"`)) // Stripe's retryable 409
+			},
+		}}
 
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), http.MethodGet, "http://api.test/v1", ""))
 		require.NoError(t, err)
@@ -60,20 +64,6 @@ func TestRetryCheckBodyPrefix(t *testing.T) {
 		assert.True(t, bodies[0].Closed(), "discarded 409 closed")
 		assert.True(t, bodies[1].Closed(), "returned body closed by the caller's Close")
 	})
-}
-
-// TestRetryCheckBodyNone: Body of an attempt without a response, or with
-// an empty one, is nil.
-func TestRetryCheckBodyNone(t *testing.T) {
-	for _, c := range []*RetryCheck{
-		{Err: io.ErrUnexpectedEOF},
-		{Response: &http.Response{StatusCode: 204, Body: http.NoBody}},
-		{Response: &http.Response{StatusCode: 204}},
-	} {
-		b, err := c.Body()
-		assert.Nil(t, b)
-		assert.NoError(t, err)
-	}
 }
 
 var errCardDeclined = errors.New("card declined")
@@ -94,12 +84,14 @@ func TestRetryCheckFail(t *testing.T) {
 				}}
 				var events []Event
 				tr := &Transport{Base: srv, OnEvent: func(e Event) { events = append(events, e) },
-					RetryPolicy: RetryPolicy{Decide: func(c *RetryCheck) bool {
-						if b, _ := c.Body(); bytes.Contains(b, []byte("decline_code")) {
-							c.Fail = errCardDeclined
-						}
-						return true // Fail wins
-					}}}
+					Retry: retry.Policy{
+						Decide: func(c *retry.Check) bool {
+							if b, _ := c.Body(); bytes.Contains(b, []byte("decline_code")) {
+								c.Fail = errCardDeclined
+							}
+							return true // Fail wins
+						},
+					}}
 
 				resp, err := tr.RoundTrip(newRequest(t, t.Context(), http.MethodGet, "http://api.test/v1", ""))
 				require.Nil(t, resp)
@@ -133,12 +125,14 @@ func TestRetryCheckFailKeepsResponse(t *testing.T) {
 			body = resp.Body.(*testhttp.Body)
 			return resp, nil
 		}}
-		tr := &Transport{Base: srv, ErrorOnGiveUp: true, RetryPolicy: RetryPolicy{Decide: func(c *RetryCheck) bool {
-			if b, _ := c.Body(); bytes.Contains(b, []byte("card_declined")) {
-				c.Fail = errCardDeclined
-			}
-			return c.Retry
-		}}}
+		tr := &Transport{Base: srv, ErrorOnGiveUp: true, Retry: retry.Policy{
+			Decide: func(c *retry.Check) bool {
+				if b, _ := c.Body(); bytes.Contains(b, []byte("card_declined")) {
+					c.Fail = errCardDeclined
+				}
+				return c.Retry
+			},
+		}}
 		req := newRequest(t, t.Context(), http.MethodPost, "http://api.test/v1/charges", "amount=1")
 
 		resp, err := tr.RoundTrip(req)
@@ -175,7 +169,9 @@ func TestRetryCheckNeverRetriesSuccess(t *testing.T) {
 					}}
 					var events []Event
 					tr := &Transport{Base: srv, ErrorOnGiveUp: onGiveUp, OnEvent: func(e Event) { events = append(events, e) },
-						RetryPolicy: RetryPolicy{Decide: func(*RetryCheck) bool { return true }}}
+						Retry: retry.Policy{
+							Decide: func(*retry.Check) bool { return true },
+						}}
 
 					resp, err := tr.RoundTrip(newRequest(t, t.Context(), http.MethodGet, "http://api.test/v1", ""))
 					require.NoError(t, err)
@@ -202,7 +198,7 @@ func TestRetryCheckNeverRetriesSuccess(t *testing.T) {
 // is not slept, and the response comes back at once; on a 429 it pauses
 // the whole key.
 func TestRetryCheckWaitFromBody(t *testing.T) {
-	decide := func(c *RetryCheck) bool {
+	decide := func(c *retry.Check) bool {
 		b, _ := c.Body()
 		var msg struct {
 			RetryAfter float64 `json:"retry_after"`
@@ -232,8 +228,10 @@ func TestRetryCheckWaitFromBody(t *testing.T) {
 					return testhttp.Response(http.StatusOK), nil
 				}}
 				var throttles []time.Duration
-				tr := &Transport{Base: srv, MaxRetryAfter: time.Minute, NewBackOff: constBackOff(time.Hour),
-					RetryPolicy: RetryPolicy{Decide: decide},
+				tr := &Transport{Base: srv, MaxRetryAfter: time.Minute, Retry: retry.Policy{
+					NewBackOff: constBackOff(time.Hour),
+					Decide:     decide,
+				},
 					OnEvent: func(e Event) {
 						if e.Kind == EventThrottle {
 							throttles = append(throttles, e.Delay)
@@ -266,10 +264,12 @@ func TestRetryCheckWaitFromBody(t *testing.T) {
 func TestRetryCheckWaitDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusServiceUnavailable)}}
-		tr := &Transport{Base: srv, RetryPolicy: RetryPolicy{Decide: func(c *RetryCheck) bool {
-			c.Wait = 30 * time.Second
-			return c.Retry
-		}}}
+		tr := &Transport{Base: srv, Retry: retry.Policy{
+			Decide: func(c *retry.Check) bool {
+				c.Wait = 30 * time.Second
+				return c.Retry
+			},
+		}}
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
 		start := time.Now()

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // TestRoundTripNilRequest: a nil request, or one with a nil URL, is
@@ -18,7 +19,7 @@ func TestRoundTripNilRequest(t *testing.T) {
 	for name, tr := range map[string]*Transport{
 		"zero":    {},
 		"base":    {Base: srv},
-		"invalid": {Base: srv, MaxAttempts: -1},
+		"invalid": {Base: srv, Retry: retry.Policy{MaxAttempts: -1}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var resp *http.Response

@@ -9,9 +9,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pacehttp/pace/internal/testhttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // TestTransportStats counts one key's calls through a throttle, a retry, a
@@ -30,7 +32,7 @@ func TestTransportStats(t *testing.T) {
 			}
 			return testhttp.Response(http.StatusOK), nil
 		}}
-		tr := &Transport{Base: srv, MaxAttempts: 2, Limits: Hosts{"api.test": {Limit: TokenBucket(PerSecond(10), 1)}}}
+		tr := &Transport{Base: srv, Retry: retry.Policy{MaxAttempts: 2}, Limits: Hosts{"api.test": {Limit: TokenBucket(PerSecond(10), 1)}}}
 		assert.Empty(t, tr.Stats())
 		get := func(path string) {
 			req, _ := http.NewRequest("GET", "http://API.test"+path, nil)
@@ -127,10 +129,12 @@ func TestTransportStatsGiveUpsWithOneAttempt(t *testing.T) {
 		tr          func() *Transport
 		wantGiveUps int64
 	}{
-		{"MaxAttempts 1", func() *Transport { return &Transport{MaxAttempts: 1} }, 0},
-		{"a host's MaxAttempts 1", func() *Transport { return &Transport{MaxAttempts: 3, Limits: Hosts{"api.test": {MaxAttempts: 1}}} }, 0},
-		{"MaxAttempts 1, ErrorOnGiveUp", func() *Transport { return &Transport{MaxAttempts: 1, ErrorOnGiveUp: true} }, 0},
-		{"MaxAttempts 2", func() *Transport { return &Transport{MaxAttempts: 2} }, 1},
+		{"MaxAttempts 1", func() *Transport { return &Transport{Retry: retry.Policy{MaxAttempts: 1}} }, 0},
+		{"a host's MaxAttempts 1", func() *Transport {
+			return &Transport{Retry: retry.Policy{MaxAttempts: 3}, Limits: Hosts{"api.test": {MaxAttempts: 1}}}
+		}, 0},
+		{"MaxAttempts 1, ErrorOnGiveUp", func() *Transport { return &Transport{Retry: retry.Policy{MaxAttempts: 1}, ErrorOnGiveUp: true} }, 0},
+		{"MaxAttempts 2", func() *Transport { return &Transport{Retry: retry.Policy{MaxAttempts: 2}} }, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

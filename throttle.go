@@ -10,7 +10,7 @@ import (
 // no configured limit paces, or whose adaptive rate was already cut and
 // whose probe was throttled again (see [Transport], "Adaptive rate"). Each consecutive
 // throttle of the key (see [Permit].Strikes) doubles it, jittered, up to
-// DefaultBackoffMax. [Transport].MaxRetryAfter caps it. Five seconds follows
+// retry.DefaultBackoffMax. [Transport].MaxRetryAfter caps it. Five seconds follows
 // the fix in env0/terraform-provider-env0#1127: a server that gives no hint
 // usually counts in windows of seconds, and a shorter pause only buys
 // another 429.
@@ -22,7 +22,7 @@ const DefaultThrottlePause = 5 * time.Second
 // waiting requests does not hit the server again at once (without it, 50
 // waiting callers sent 54 requests in 4 ms). Each consecutive such
 // throttle of the key (see [Permit].Strikes) doubles it, jittered, up to
-// DefaultBackoffMax: a server that answers Retry-After: 0 again and again
+// retry.DefaultBackoffMax: a server that answers Retry-After: 0 again and again
 // is overloaded, not keeping a schedule (RFC 9110 §10.2.3 allows the 0, not
 // a retry storm). A throttle without any delay pauses for
 // DefaultThrottlePause instead.

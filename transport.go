@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/pacehttp/pace/internal/bodyprefix"
+	"github.com/pacehttp/pace/retry"
 )
 
 // DefaultMaxWait is the longest a request waits, by default, for its key's
@@ -43,7 +46,7 @@ const DefaultMaxWait = 5 * time.Minute
 // they wait for the next probe. A probe's throttled answer counts as an
 // attempt of every request waiting behind it (it would have met the same
 // answer), so a caller's latency against a host that keeps throttling is
-// bounded by its own MaxAttempts: a request whose attempts are spent that
+// bounded by its own Retry.MaxAttempts: a request whose attempts are spent that
 // way ends with an [*AttemptsError] matching [ErrThrottled], having sent
 // nothing more. A probe that ends without an answer (its context ended, a
 // transport error) passes the role to another waiting request at once. A
@@ -122,7 +125,7 @@ const DefaultMaxWait = 5 * time.Minute
 // at once with an error matching [ErrWaitExceedsDeadline] and
 // context.DeadlineExceeded. The package documentation lists the errors.
 //
-// The zero Transport is ready to use: no pacing, DefaultMaxAttempts attempts,
+// The zero Transport is ready to use: no pacing, retry.DefaultMaxAttempts attempts,
 // the default retry policy. Its fields must not be changed after first use,
 // and a Transport must not be copied after first use. A Transport is safe
 // for concurrent use by multiple goroutines. Invalid settings are reported
@@ -168,11 +171,6 @@ type Transport struct {
 	// pauses are capped at it.
 	MaxWait time.Duration
 
-	// MaxAttempts is the number of attempts per request, the first
-	// included. Zero means DefaultMaxAttempts; 1 disables retries. A
-	// [Host]'s own MaxAttempts replaces it for that host.
-	MaxAttempts int
-
 	// MaxRetryAfter bounds every wait between attempts and every pause of
 	// a key. A server delay (Retry-After or a reset header) above it is not
 	// slept: the response is returned to the caller at once, unretried, and
@@ -186,30 +184,15 @@ type Transport struct {
 	// (five minutes).
 	MaxRetryAfter time.Duration
 
-	// RetryPolicy says which statuses and transport errors are retried and
-	// which requests are safe to send again (methods, Idempotency-Key); its
-	// zero value is the default. Its fields are set on the Transport.
-	RetryPolicy
-
-	// NewBackOff returns the backoff schedule for one request, used when the
-	// server gives no delay; schedules are stateful, so each request gets
-	// its own. If nil, the schedule starts at DefaultBackoffInitial (100ms),
-	// or DefaultThrottleBackoffInitial (1s) after a 503 without a delay, and
-	// doubles up to DefaultBackoffMax (20s); a 429 without a delay pauses its
-	// whole key for DefaultThrottlePause (5s), doubling with each
-	// consecutive one (a throttle of a request sent after the key's latest
-	// pause began, with no other answer in between); all of these are
-	// capped at MaxRetryAfter. A schedule
-	// from NewBackOff is reset before use, its waits are jittered and kept
-	// within (0, MaxRetryAfter], and backoff.Stop (or a nil schedule) ends
-	// the retries. NewBackOff is called from the goroutines of concurrent
-	// requests, so it must be safe for concurrent use.
-	NewBackOff func() backoff.BackOff
-
-	// Jitter randomizes backoff waits: FullJitter (the zero value),
-	// EqualJitter, DecorrelatedJitter or NoJitter. It never makes a wait
-	// longer than the cap or zero. Server-given delays are never jittered.
-	Jitter Jitter
+	// Retry is the retry configuration: how many attempts a request gets
+	// (MaxAttempts), which statuses and transport errors are retried, which
+	// requests are safe to send again (methods, Idempotency-Key), the
+	// backoff schedule and its jitter, the per-key retry budget, and the
+	// Decide hook; see [retry.Policy]. Its zero value is the default. A
+	// [Host] may replace its MaxAttempts and Statuses for one host. An
+	// invalid setting is reported as a [*ConfigError] whose Field starts
+	// with "Retry.", such as "Retry.Statuses".
+	Retry retry.Policy
 
 	// MaxBufferedBody is the largest request body, in bytes, that is read
 	// into memory so that it can be sent again, when the request has no
@@ -218,10 +201,6 @@ type Transport struct {
 	// retried. Zero means DefaultMaxBufferedBody (1 MiB); a negative value
 	// means never buffer: such bodies are always sent once.
 	MaxBufferedBody int64
-
-	// Budget limits retries per key to a share of recent traffic: see
-	// [RetryBudget]. The zero value means the default budget.
-	Budget RetryBudget
 
 	// PrepareAttempt, if non-nil, is called before each attempt, the first
 	// included, once the attempt's waits are over, with pace's own copy of
@@ -298,9 +277,9 @@ type state struct {
 	maxWait       time.Duration
 	maxAttempts   int
 	maxRetryAfter time.Duration
-	policy        *RetryPolicy
+	policy        *retryPolicy
 	newBackOff    func() backoff.BackOff
-	jitter        Jitter
+	jitter        retry.Jitter
 	maxBody       int64
 	budget        *budget
 	prepare       func(*http.Request, int) error
@@ -325,7 +304,6 @@ func (t *Transport) compile(build bool) (*state, error) {
 		v     int64
 	}{
 		{"MaxWait", int64(t.MaxWait)},
-		{"MaxAttempts", int64(t.MaxAttempts)},
 		{"MaxRetryAfter", int64(t.MaxRetryAfter)},
 	} {
 		if c.v < 0 {
@@ -335,14 +313,8 @@ func (t *Transport) compile(build bool) (*state, error) {
 	if t.Limiter != nil && len(t.Limits) > 0 {
 		return nil, configErr("Limiter", fmt.Sprintf("%T", t.Limiter), "set together with Limits; use one")
 	}
-	if err := t.Budget.validate(); err != nil {
-		return nil, err
-	}
-	if err := t.RetryPolicy.validate(); err != nil {
-		return nil, err
-	}
-	if err := t.Jitter.validate("Jitter"); err != nil {
-		return nil, err
+	if err := (*retryPolicy)(&t.Retry).validate(); err != nil {
+		return nil, limitErr("Retry", err)
 	}
 	for i, h := range t.SecretHeaders {
 		if err := headerNameErr(fmt.Sprintf("SecretHeaders[%d]", i), h); err != nil {
@@ -352,20 +324,20 @@ func (t *Transport) compile(build bool) (*state, error) {
 	if !build {
 		return nil, validateHosts(t.Limits)
 	}
-	policy := t.RetryPolicy
+	policy := retryPolicy(t.Retry)
 	policy.Statuses = slices.Clone(policy.Statuses)
 	s := &state{
 		base:          t.Base,
 		key:           t.Key,
 		limiter:       t.Limiter,
 		maxWait:       orDefault(t.MaxWait, DefaultMaxWait),
-		maxAttempts:   orDefault(t.MaxAttempts, DefaultMaxAttempts),
+		maxAttempts:   orDefault(t.Retry.MaxAttempts, retry.DefaultMaxAttempts),
 		maxRetryAfter: orDefault(t.MaxRetryAfter, DefaultMaxRetryAfter),
 		policy:        &policy,
-		newBackOff:    t.NewBackOff,
-		jitter:        t.Jitter,
+		newBackOff:    t.Retry.NewBackOff,
+		jitter:        t.Retry.Jitter,
 		maxBody:       orDefault(t.MaxBufferedBody, DefaultMaxBufferedBody),
-		budget:        newBudget(t.Budget),
+		budget:        newBudget(t.Retry.Budget),
 		prepare:       t.PrepareAttempt,
 		errorOnGiveUp: t.ErrorOnGiveUp,
 		obs:           newObserver(t.OnEvent, t.Logger, t.SecretHeaders),
@@ -437,7 +409,7 @@ type call struct {
 	kd      *Keyed // lim, when it is a *Keyed: called directly, Permits by pointer
 	st      *keyStats
 
-	policy      *RetryPolicy // the host's (Host.Statuses) or the Transport's
+	policy      *retryPolicy // the host's (Host.Statuses) or the Transport's
 	maxAttempts int          // the host's (Host.MaxAttempts) or the Transport's
 
 	send     *http.Request // what the first attempt sends: req, or a copy
@@ -733,11 +705,11 @@ func (c *call) request(attempt int, pp *Permit) (*http.Request, error) {
 // returns the instant it was made. On the success path it leaves *v alone
 // (the zero verdict) and returns the zero Time, reading no clock.
 func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Response, err error, v *verdict) time.Time {
-	retry, why, hook := c.policy.check(out, resp, err, attempt)
+	again, why, hook := c.policy.check(out, resp, err, attempt)
 	status := statusOf(resp)
 	// failed: an outcome that costs budget, a retryable failure whether
 	// or not this request may repeat it.
-	failed := retry || (resp != nil && c.policy.retryStatus(status)) ||
+	failed := again || (resp != nil && c.policy.retryStatus(status)) ||
 		(err != nil && errClassOf(c.ctx, err) != errFinal)
 	if !failed && status < 400 && (hook == nil || hook.Fail == nil) {
 		if attempt == 1 && c.s.budget != nil && c.s.budget.tracking() { // the success path: one atomic load when nothing failed lately
@@ -753,7 +725,7 @@ func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Respon
 		c.s.budget.request(c.key, failed, now)
 	}
 	in := attemptEnd{
-		now: now, attempt: attempt, resp: resp, err: err, retry: retry, why: why,
+		now: now, attempt: attempt, resp: resp, err: err, retry: again, why: why,
 		failed: failed, canRetry: c.canRetry, withdraw: c.withdraw, strikes: strikes,
 		maxAttempts: c.maxAttempts, maxRetryAfter: c.s.maxRetryAfter, jitter: c.s.jitter,
 		customBackoff: c.s.newBackOff != nil, backoff: c.bo.next,
@@ -783,9 +755,9 @@ func (c *call) withdraw(now time.Time, force bool) bool {
 // backoff schedule, jittered; ok is false when the schedule says stop.
 // throttled selects the default schedule for a throttle (a 429 or 503
 // without a delay: 1s first) over the one for other failures (100ms first);
-// its waits are capped at the lower of DefaultBackoffMax and MaxRetryAfter.
-// A schedule from Transport.NewBackOff is used as given, with waits from
-// 1ns up to MaxRetryAfter.
+// its waits are capped at the lower of retry.DefaultBackoffMax and
+// MaxRetryAfter. A schedule from retry.Policy.NewBackOff is used as given,
+// with waits from 1ns up to MaxRetryAfter.
 func (c *backoffState) next(throttled bool) (time.Duration, bool) {
 	if c.bo == nil {
 		if c.s.newBackOff != nil {
@@ -794,12 +766,12 @@ func (c *backoffState) next(throttled bool) (time.Duration, bool) {
 				c.bo.Reset()
 			}
 		} else {
-			initial := DefaultBackoffInitial
+			initial := retry.DefaultBackoffInitial
 			if throttled {
 				initial = DefaultThrottleBackoffInitial
 			}
-			c.bo = newBackOff(initial, DefaultBackoffMax)
-			c.cap = min(DefaultBackoffMax, c.s.maxRetryAfter)
+			c.bo = newBackOff(initial, retry.DefaultBackoffMax)
+			c.cap = min(retry.DefaultBackoffMax, c.s.maxRetryAfter)
 			c.floor = min(backoffFloor(initial, throttled), c.cap)
 		}
 	}
@@ -812,7 +784,7 @@ func (c *backoffState) next(throttled bool) (time.Duration, bool) {
 
 // giveUpResponse returns resp, or nil, for an [*AttemptsError] when
 // ErrorOnGiveUp is set: its body replaced by a copy of its first 4 KiB
-// (maxBodyPrefix) and the original drained and closed, so that the error
+// (bodyprefix.Max) and the original drained and closed, so that the error
 // holds no connection; ContentLength is the copy's length. Without
 // ErrorOnGiveUp it drains and closes resp's body and returns nil.
 func (c *call) giveUpResponse(resp *http.Response) *http.Response {
@@ -822,7 +794,7 @@ func (c *call) giveUpResponse(resp *http.Response) *http.Response {
 	}
 	var prefix []byte
 	if resp.Body != nil && resp.Body != http.NoBody {
-		prefix, _ = readPrefix(resp.Body, maxBodyPrefix) // a read error leaves the bytes read so far
+		prefix, _ = bodyprefix.Read(resp.Body, bodyprefix.Max) // a read error leaves the bytes read so far
 		drainAndClose(resp.Body, 0)
 	}
 	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(prefix)), int64(len(prefix))
@@ -834,7 +806,7 @@ func (c *call) giveUp(attempt int, r Reason, d time.Duration, status int, err er
 	c.emit(Event{Kind: EventGiveUp, Reason: r, Attempt: attempt, Delay: d, StatusCode: status, Err: err})
 }
 
-// policyReason maps a RetryPolicy reason for not retrying a retryable
+// policyReason maps a retryPolicy reason for not retrying a retryable
 // failure to an event Reason.
 func policyReason(why string) Reason {
 	switch why {

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // gaps returns the time between consecutive requests a server received.
@@ -99,7 +100,7 @@ func TestTransportRetryAfterOn503(t *testing.T) {
 			testhttp.Status(http.StatusServiceUnavailable, "Retry-After", "7"),
 			testhttp.Status(http.StatusOK),
 		}}
-		tr := &Transport{Base: srv, NewBackOff: constBackOff(time.Second)}
+		tr := &Transport{Base: srv, Retry: retry.Policy{NewBackOff: constBackOff(time.Second)}}
 		if code := roundTrip(t, tr, "GET", "http://api.test/"); code != http.StatusOK {
 			t.Fatalf("status %d, want 200", code)
 		}
@@ -119,7 +120,9 @@ func TestTransportRetryAfterAboveCap(t *testing.T) {
 		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusTooManyRequests, "Retry-After", "3600")}}
 		var giveUp Event
 		tr := &Transport{
-			Base: srv, MaxAttempts: 4, MaxRetryAfter: 10 * time.Second, MaxWait: 10 * time.Second,
+			Base: srv, Retry: retry.Policy{
+				MaxAttempts: 4,
+			}, MaxRetryAfter: 10 * time.Second, MaxWait: 10 * time.Second,
 			OnEvent: func(e Event) {
 				if e.Kind == EventGiveUp {
 					giveUp = e
@@ -205,7 +208,7 @@ func TestTransportPermanentServerErrors(t *testing.T) {
 		t.Run(http.StatusText(code), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(code)}}
-				tr := &Transport{Base: srv, MaxAttempts: 4, NewBackOff: constBackOff(time.Second)}
+				tr := &Transport{Base: srv, Retry: retry.Policy{MaxAttempts: 4, NewBackOff: constBackOff(time.Second)}}
 				start := time.Now()
 				if got := roundTrip(t, tr, "GET", "http://api.test/"); got != code {
 					t.Errorf("status %d, want %d", got, code)
@@ -237,7 +240,7 @@ func TestTransportPostNotReplayed(t *testing.T) {
 			srv := newResetServer(t)
 			base := &http.Transport{}
 			defer base.CloseIdleConnections()
-			tr := &Transport{Base: base, MaxAttempts: 4, NewBackOff: constBackOff(time.Millisecond)} // RetryMax 3
+			tr := &Transport{Base: base, Retry: retry.Policy{MaxAttempts: 4, NewBackOff: constBackOff(time.Millisecond)}} // RetryMax 3
 			body := ""
 			if tt.method != "GET" {
 				body = "hello world"
@@ -614,7 +617,7 @@ func TestTransportInvalidRetryAfter(t *testing.T) {
 					}
 					return testhttp.Response(http.StatusOK), nil
 				}}
-				tr := &Transport{Base: srv, NewBackOff: constBackOff(2 * time.Second), Jitter: NoJitter}
+				tr := &Transport{Base: srv, Retry: retry.Policy{NewBackOff: constBackOff(2 * time.Second), Jitter: retry.NoJitter}}
 				if code := roundTrip(t, tr, "GET", "http://api.test/"); code != http.StatusOK {
 					t.Fatalf("status %d, want 200", code)
 				}
@@ -633,7 +636,7 @@ func TestTransportInvalidRetryAfter(t *testing.T) {
 func TestTransportCancelDuringBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusServiceUnavailable)}}
-		tr := &Transport{Base: srv, MaxAttempts: 4, NewBackOff: constBackOff(5 * time.Second), Jitter: NoJitter}
+		tr := &Transport{Base: srv, Retry: retry.Policy{MaxAttempts: 4, NewBackOff: constBackOff(5 * time.Second), Jitter: retry.NoJitter}}
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		time.AfterFunc(200*time.Millisecond, cancel)
@@ -656,11 +659,15 @@ func TestTransportBackoffAfterManyAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusBadGateway)}}
 		tr := &Transport{
-			Base: srv, MaxAttempts: 200, Jitter: NoJitter, Budget: RetryBudget{Disabled: true},
-			NewBackOff: func() backoff.BackOff {
-				return backoff.NewExponentialBackOff(backoff.WithInitialInterval(100*time.Millisecond),
-					backoff.WithMultiplier(2), backoff.WithMaxInterval(time.Second),
-					backoff.WithRandomizationFactor(0), backoff.WithMaxElapsedTime(0))
+			Base: srv, Retry: retry.Policy{
+				MaxAttempts: 200,
+				Jitter:      retry.NoJitter,
+				Budget:      retry.Budget{Disabled: true},
+				NewBackOff: func() backoff.BackOff {
+					return backoff.NewExponentialBackOff(backoff.WithInitialInterval(100*time.Millisecond),
+						backoff.WithMultiplier(2), backoff.WithMaxInterval(time.Second),
+						backoff.WithRandomizationFactor(0), backoff.WithMaxElapsedTime(0))
+				},
 			},
 		}
 		if code := roundTrip(t, tr, "GET", "http://api.test/"); code != http.StatusBadGateway {

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // newRequest returns a request with ctx; body "" means none.
@@ -180,7 +181,7 @@ func TestTransportNeverResponseAndError(t *testing.T) {
 	base := testhttp.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 200, Body: body, Header: http.Header{}}, io.ErrUnexpectedEOF
 	})
-	tr := &Transport{Base: base, MaxAttempts: 1}
+	tr := &Transport{Base: base, Retry: retry.Policy{MaxAttempts: 1}}
 	resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.test/x", ""))
 	if resp != nil || err == nil {
 		t.Fatalf("RoundTrip = %v, %v; want nil response and an error", resp, err)
@@ -212,7 +213,7 @@ func TestTransportContract(t *testing.T) {
 		{"attempts out on error", func(b http.RoundTripper) *Transport { return &Transport{Base: b} },
 			[]testhttp.Step{testhttp.Fail(io.ErrUnexpectedEOF)}, "PUT", "", true},
 		{"limiter refuses", func(b http.RoundTripper) *Transport { return &Transport{Base: b, Limiter: refuse} }, nil, "PUT", "", true},
-		{"invalid config", func(b http.RoundTripper) *Transport { return &Transport{Base: b, MaxAttempts: -1} }, nil, "PUT", "", true},
+		{"invalid config", func(b http.RoundTripper) *Transport { return &Transport{Base: b, Retry: retry.Policy{MaxAttempts: -1}} }, nil, "PUT", "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -273,11 +274,11 @@ func TestTransportValidate(t *testing.T) {
 	}{
 		{"zero", &Transport{}, ""},
 		{"negative MaxWait", &Transport{MaxWait: -1}, "MaxWait"},
-		{"negative MaxAttempts", &Transport{MaxAttempts: -2}, "MaxAttempts"},
+		{"negative MaxAttempts", &Transport{Retry: retry.Policy{MaxAttempts: -2}}, "Retry.MaxAttempts"},
 		{"negative MaxRetryAfter", &Transport{MaxRetryAfter: -time.Second}, "MaxRetryAfter"},
-		{"bad status", &Transport{RetryPolicy: RetryPolicy{Statuses: []int{99}}}, "Statuses"},
-		{"success status", &Transport{RetryPolicy: RetryPolicy{Statuses: []int{429, 204}}}, "Statuses"},
-		{"bad jitter", &Transport{Jitter: Jitter(9)}, "Jitter"},
+		{"bad status", &Transport{Retry: retry.Policy{Statuses: []int{99}}}, "Retry.Statuses"},
+		{"success status", &Transport{Retry: retry.Policy{Statuses: []int{429, 204}}}, "Retry.Statuses"},
+		{"bad jitter", &Transport{Retry: retry.Policy{Jitter: retry.Jitter(9)}}, "Retry.Jitter"},
 		{"secret header with space", &Transport{SecretHeaders: []string{"X-Token", "a b"}}, "SecretHeaders[1]"},
 		{"secret header with newline", &Transport{SecretHeaders: []string{"X-Token\r\nX-Evil"}}, "SecretHeaders[0]"},
 		{"empty secret header", &Transport{SecretHeaders: []string{""}}, "SecretHeaders[0]"},
@@ -286,13 +287,13 @@ func TestTransportValidate(t *testing.T) {
 		{"bad limit", &Transport{Limits: Hosts{"api.test": {Limit: Limit{err: configErr("Rate.N", 0, "must be positive")}}}}, `Limits["api.test"].Rate.N`},
 		{"empty host", &Transport{Limits: Hosts{"": {}}}, `Limits[""]`},
 		{"duplicate host", &Transport{Limits: Hosts{"A.test": {}, "a.test": {}}}, `Limits[`},
-		{"budget NaN", &Transport{Budget: RetryBudget{PercentCanRetry: nan()}}, "Budget.PercentCanRetry"},
-		{"budget percent above 1000", &Transport{Budget: RetryBudget{PercentCanRetry: 1001}}, "Budget.PercentCanRetry"},
-		{"budget TTL below 1s", &Transport{Budget: RetryBudget{TTL: time.Millisecond}}, "Budget.TTL"},
-		{"budget TTL above 60s", &Transport{Budget: RetryBudget{TTL: time.Hour}}, "Budget.TTL"},
-		{"budget reserve too large", &Transport{Budget: RetryBudget{MinRetriesPerSec: 2_000_000}}, "Budget.MinRetriesPerSec"},
-		{"budget none at all is valid", &Transport{Budget: RetryBudget{MinRetriesPerSec: -1, PercentCanRetry: -1}}, ""},
-		{"budget keys", &Transport{Budget: RetryBudget{MaxKeys: -1}}, "Budget.MaxKeys"},
+		{"budget NaN", &Transport{Retry: retry.Policy{Budget: retry.Budget{PercentCanRetry: nan()}}}, "Retry.Budget.PercentCanRetry"},
+		{"budget percent above 1000", &Transport{Retry: retry.Policy{Budget: retry.Budget{PercentCanRetry: 1001}}}, "Retry.Budget.PercentCanRetry"},
+		{"budget TTL below 1s", &Transport{Retry: retry.Policy{Budget: retry.Budget{TTL: time.Millisecond}}}, "Retry.Budget.TTL"},
+		{"budget TTL above 60s", &Transport{Retry: retry.Policy{Budget: retry.Budget{TTL: time.Hour}}}, "Retry.Budget.TTL"},
+		{"budget reserve too large", &Transport{Retry: retry.Policy{Budget: retry.Budget{MinRetriesPerSec: 2_000_000}}}, "Retry.Budget.MinRetriesPerSec"},
+		{"budget none at all is valid", &Transport{Retry: retry.Policy{Budget: retry.Budget{MinRetriesPerSec: -1, PercentCanRetry: -1}}}, ""},
+		{"budget keys", &Transport{Retry: retry.Policy{Budget: retry.Budget{MaxKeys: -1}}}, "Retry.Budget.MaxKeys"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -405,7 +406,7 @@ func TestTransportDeadlineFailsAtOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := &testhttp.Server{Steps: tt.steps}
-				tr := &Transport{Base: srv, NewBackOff: constBackOff(tt.bo), Jitter: NoJitter}
+				tr := &Transport{Base: srv, Retry: retry.Policy{NewBackOff: constBackOff(tt.bo), Jitter: retry.NoJitter}}
 				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 				defer cancel()
 				start := time.Now()
@@ -579,7 +580,7 @@ func TestTransportConnectionReuse(t *testing.T) {
 	defer srv.Close()
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	tr := &Transport{Base: base, MaxAttempts: 4, NewBackOff: constBackOff(time.Millisecond)}
+	tr := &Transport{Base: base, Retry: retry.Policy{MaxAttempts: 4, NewBackOff: constBackOff(time.Millisecond)}}
 	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -642,22 +643,22 @@ func BenchmarkTransportOverhead(b *testing.B) {
 func TestTransportRetryPolicy(t *testing.T) {
 	tests := []struct {
 		name       string
-		policy     RetryPolicy
+		policy     retry.Policy
 		method     string
 		steps      []testhttp.Step
 		wantSends  int
 		wantGiveUp Reason
 	}{
-		{"POST not retried", RetryPolicy{}, "POST", []testhttp.Step{testhttp.Status(503)}, 1, ReasonNotIdempotent},
-		{"POST with added key", RetryPolicy{AddIdempotencyKey: true}, "POST",
+		{"POST not retried", retry.Policy{}, "POST", []testhttp.Step{testhttp.Status(503)}, 1, ReasonNotIdempotent},
+		{"POST with added key", retry.Policy{AddIdempotencyKey: true}, "POST",
 			[]testhttp.Step{testhttp.Status(503), testhttp.Status(503), testhttp.Status(200)}, 3, ""},
-		{"POST opted in", RetryPolicy{RetryNonIdempotent: true}, "POST",
+		{"POST opted in", retry.Policy{RetryNonIdempotent: true}, "POST",
 			[]testhttp.Step{testhttp.Status(503), testhttp.Status(200)}, 2, ""},
-		{"server says no", RetryPolicy{}, "GET",
+		{"server says no", retry.Policy{}, "GET",
 			[]testhttp.Step{testhttp.Status(503, "Stripe-Should-Retry", "false")}, 1, ReasonServerHint},
-		{"Decide says no", RetryPolicy{Decide: func(*RetryCheck) bool { return false }}, "GET",
+		{"Decide says no", retry.Policy{Decide: func(*retry.Check) bool { return false }}, "GET",
 			[]testhttp.Step{testhttp.Status(503)}, 1, ReasonDecided},
-		{"custom statuses", RetryPolicy{Statuses: []int{404}}, "GET",
+		{"custom statuses", retry.Policy{Statuses: []int{404}}, "GET",
 			[]testhttp.Step{testhttp.Status(404), testhttp.Status(503)}, 2, ""},
 	}
 	for _, tt := range tests {
@@ -665,7 +666,7 @@ func TestTransportRetryPolicy(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := &testhttp.Server{Steps: tt.steps}
 				var giveUp Reason
-				tr := &Transport{Base: srv, RetryPolicy: tt.policy, OnEvent: func(e Event) {
+				tr := &Transport{Base: srv, Retry: tt.policy, OnEvent: func(e Event) {
 					if e.Kind == EventGiveUp {
 						giveUp = e.Reason
 					}
@@ -707,7 +708,7 @@ func TestTransportPacingDeadline(t *testing.T) {
 		first testhttp.Step // answer to the request that sets the state up
 		wantD time.Duration
 	}{
-		{"cooldown", func(b http.RoundTripper) *Transport { return &Transport{Base: b, MaxAttempts: 1} },
+		{"cooldown", func(b http.RoundTripper) *Transport { return &Transport{Base: b, Retry: retry.Policy{MaxAttempts: 1}} },
 			testhttp.Status(http.StatusTooManyRequests, "Retry-After", "30"), 30 * time.Second},
 		{"limit", func(b http.RoundTripper) *Transport {
 			return &Transport{Base: b, Limits: Hosts{"*": {Limit: LeakyBucket(Every(time.Minute), LeakyOptions{Queue: 5})}}}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // The throttle of a key as the Transport and Keyed apply it, in
@@ -170,7 +171,7 @@ func TestTransportThrottleOneProbePerPause(t *testing.T) {
 			}
 			return testhttp.Response(http.StatusOK), nil
 		}}
-		tr := &Transport{Base: srv, MaxAttempts: 4}
+		tr := &Transport{Base: srv, Retry: retry.Policy{MaxAttempts: 4}}
 		var wg sync.WaitGroup
 		for i := range 20 {
 			wg.Go(func() {
@@ -257,7 +258,7 @@ func TestTransportThrottleHungProbeLeaseEnds(t *testing.T) {
 			}
 			return testhttp.Response(http.StatusOK), nil
 		}}
-		tr := &Transport{Base: srv, MaxWait: 2 * time.Second, MaxAttempts: 1}
+		tr := &Transport{Base: srv, MaxWait: 2 * time.Second, Retry: retry.Policy{MaxAttempts: 1}}
 		code, err := get(t, tr, t.Context(), "http://api.test/")
 		require.NoError(t, err)
 		require.Equal(t, http.StatusTooManyRequests, code)
@@ -587,7 +588,7 @@ func TestTransportProbeAnswersCountForWaiters(t *testing.T) {
 			time.Sleep(10 * ms)
 			return testhttp.Response(http.StatusTooManyRequests, "Retry-After", "1"), nil
 		}}
-		tr := &Transport{Base: srv, MaxAttempts: 3}
+		tr := &Transport{Base: srv, Retry: retry.Policy{MaxAttempts: 3}}
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		responses := 0
@@ -755,8 +756,8 @@ func TestTransportZeroDelayStillPauses(t *testing.T) {
 				}}
 				// The budget is off: after 50 failures it would refuse the probe's
 				// retry after its zero-delay 429 (no positive server delay), a
-				// rule of RetryBudget, not of the pause.
-				tr := &Transport{Base: srv, MaxAttempts: 5, Budget: RetryBudget{Disabled: true}, Jitter: NoJitter}
+				// rule of retry.Budget, not of the pause.
+				tr := &Transport{Base: srv, Retry: retry.Policy{MaxAttempts: 5, Budget: retry.Budget{Disabled: true}, Jitter: retry.NoJitter}}
 				var wg sync.WaitGroup
 				for i := range 50 {
 					wg.Go(func() {
@@ -778,7 +779,7 @@ func TestTransportZeroDelayStillPauses(t *testing.T) {
 }
 
 // TestTransportStrikesAreConsecutiveThrottles: 10 parallel GETs get a 429
-// without a delay at once (NoJitter). The throttles of requests sent
+// without a delay at once (retry.NoJitter). The throttles of requests sent
 // before the key's pause was set are the same news, no new strike, so
 // the key pauses DefaultThrottlePause, 5 s, not 5 s doubled for each of
 // them (env0/terraform-provider-env0#1127); the probe's 429, a fresh
@@ -798,7 +799,11 @@ func TestTransportStrikesAreConsecutiveThrottles(t *testing.T) {
 		var pauses []string
 		// The budget is off: it would end most of the ten requests after
 		// their first 429, which is its rule, not the pause's.
-		tr := &Transport{Base: srv, MaxAttempts: 5, Jitter: NoJitter, Budget: RetryBudget{Disabled: true}, OnEvent: func(e Event) {
+		tr := &Transport{Base: srv, Retry: retry.Policy{
+			MaxAttempts: 5,
+			Jitter:      retry.NoJitter,
+			Budget:      retry.Budget{Disabled: true},
+		}, OnEvent: func(e Event) {
 			if e.Kind == EventThrottle {
 				mu.Lock()
 				pauses = append(pauses, fmt.Sprintf("%v:%v", time.Since(start), e.Delay))
@@ -844,7 +849,7 @@ func getOK(t *testing.T, tr *Transport, url, what string, args ...any) {
 // 0, 50, 150, 350 and 750 ms (pauses 50, 100, 200, 400 ms, then 800 ms set
 // by the last); a second GET right after waits that pause out and keeps the
 // strikes: 1.55, 3.15, 6.35, 12.75 and 25.55 s (pauses 1.6 s doubling,
-// capped at DefaultBackoffMax). A past HTTP-date is the same delay of 0.
+// capped at retry.DefaultBackoffMax). A past HTTP-date is the same delay of 0.
 func TestTransportThrottleRepeatedRetryAfterZeroBacksOff(t *testing.T) {
 	for _, ra := range []string{"0", "Fri, 31 Dec 1999 23:00:00 GMT"} {
 		t.Run("Retry-After: "+ra, func(t *testing.T) {
@@ -853,7 +858,7 @@ func TestTransportThrottleRepeatedRetryAfterZeroBacksOff(t *testing.T) {
 				srv := &testhttp.Server{Handle: func(int, testhttp.Received) (*http.Response, error) {
 					return testhttp.Response(http.StatusTooManyRequests, "Retry-After", ra), nil
 				}}
-				tr := &Transport{Base: srv, MaxAttempts: 5, Jitter: NoJitter}
+				tr := &Transport{Base: srv, Retry: retry.Policy{MaxAttempts: 5, Jitter: retry.NoJitter}}
 				for range 2 {
 					status, err := get(t, tr, t.Context(), "http://api.test/items")
 					require.NoError(t, err)

@@ -10,10 +10,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pacehttp/pace"
-	"github.com/pacehttp/pace/internal/testhttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // giveUpClient returns a client whose pace.Transport makes two attempts per
@@ -21,7 +23,7 @@ import (
 // with status code (and Retry-After: 0 for a 429), then 200; sent counts
 // the requests the server saw.
 func giveUpClient(errorOnGiveUp bool, code, bad int, sent *atomic.Int32) *http.Client {
-	return &http.Client{Transport: &pace.Transport{MaxAttempts: 2, ErrorOnGiveUp: errorOnGiveUp,
+	return &http.Client{Transport: &pace.Transport{Retry: retry.Policy{MaxAttempts: 2}, ErrorOnGiveUp: errorOnGiveUp,
 		Base: testhttp.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
 			if int(sent.Add(1)) <= bad {
 				if code == http.StatusTooManyRequests {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // TestJournalHoldsNoURLSecrets: a new-user trial found a failed item's
@@ -25,7 +26,7 @@ import (
 func TestJournalHoldsNoURLSecrets(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.jsonl")
 	refused := testhttp.RoundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, syscall.ECONNREFUSED })
-	client := &http.Client{Transport: &pace.Transport{Base: refused, MaxAttempts: 1}}
+	client := &http.Client{Transport: &pace.Transport{Base: refused, Retry: retry.Policy{MaxAttempts: 1}}}
 	rep, err := Run(context.Background(), []int{1}, HTTP(client, func(ctx context.Context, _ int) (*http.Request, error) {
 		req, err := http.NewRequestWithContext(ctx, "PUT", "http://user:PASSW0RD@127.0.0.1:1/x?api_key=QUERYSECRET", nil)
 		if err == nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // TestRunNilFunc: a nil item function is a *pace.ConfigError before
@@ -67,7 +68,7 @@ func TestHTTPNilArguments(t *testing.T) {
 // nothing, instead of failing and journaling every item.
 func TestRunConfigErrorFromTransport(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.jsonl")
-	client := &http.Client{Transport: &pace.Transport{MaxAttempts: -1}}
+	client := &http.Client{Transport: &pace.Transport{Retry: retry.Policy{MaxAttempts: -1}}}
 	build := func(ctx context.Context, i int) (*http.Request, error) {
 		return http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/", nil)
 	}

@@ -90,7 +90,7 @@ type Options struct {
 
 	// MaxRequeues bounds how many times an item goes back in line after a
 	// retryable failure that outlived the client's own retries: an answer
-	// of 408, 500, 502, 503 or 504 (pace.DefaultRetryStatuses, but 429,
+	// of 408, 500, 502, 503 or 504 (retry.DefaultStatuses, but 429,
 	// which is a throttle), returned or as the Response of a
 	// *pace.AttemptsError (Transport.ErrorOnGiveUp), a *pace.AttemptsError
 	// whose Transport ran out of attempts, retry budget, backoff or time

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/retry"
 )
 
 // DefaultMaxRequeues is how many times an item may go back in line after a
@@ -27,7 +28,7 @@ type requeued struct {
 
 // retryableErr reports whether err is a failure worth trying again later
 // in the run: an answer with a status the Transport retries (408, 500, 502,
-// 503, 504: pace.DefaultRetryStatuses; a 429 is a throttle, handled
+// 503, 504: retry.DefaultStatuses; a 429 is a throttle, handled
 // apart), as a [*StatusError] or as the Response of a *pace.AttemptsError
 // (Transport.ErrorOnGiveUp), so that the rule is the same with the option
 // and without; a pace.Transport that gave up retrying a retryable failure
@@ -65,7 +66,7 @@ func retryableErr(err error) bool {
 // retryableStatus reports whether code is a status pace.Transport retries
 // by default and not a throttle's: 408, 500, 502, 503 or 504.
 func retryableStatus(code int) bool {
-	return code != http.StatusTooManyRequests && slices.Contains(pace.DefaultRetryStatuses(), code)
+	return code != http.StatusTooManyRequests && slices.Contains(retry.DefaultStatuses(), code)
 }
 
 // replaySafe reports whether item idx may be sent again after a failure

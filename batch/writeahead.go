@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/retry"
 )
 
 // ErrInDoubt is the Err of an item that is [InDoubt]: an earlier run with
@@ -67,14 +67,14 @@ func (it *item) begin(now time.Time) error {
 func (it *item) sending(req *http.Request) error {
 	it.run.selfJournaled.Store(true)
 	key := idempotencyKeyOf(req.Header)
-	if vs, ok := req.Header[pace.DefaultIdempotencyHeader]; ok && key == "" && len(vs) > 0 {
-		delete(req.Header, pace.DefaultIdempotencyHeader) // opted out
+	if vs, ok := req.Header[retry.DefaultIdempotencyHeader]; ok && key == "" && len(vs) > 0 {
+		delete(req.Header, retry.DefaultIdempotencyHeader) // opted out
 	} else if key == "" && (req.Method == http.MethodPost || req.Method == http.MethodPatch) {
 		if req.Header == nil {
 			req.Header = make(http.Header)
 		}
 		key = derivedKey(it.run.id, it.id)
-		req.Header.Set(pace.DefaultIdempotencyHeader, key)
+		req.Header.Set(retry.DefaultIdempotencyHeader, key)
 	}
 	method := req.Method
 	if method == "" {
@@ -119,7 +119,7 @@ func (it *item) unsent(now time.Time) error {
 // idempotencyKeyOf returns the value of the Idempotency-Key header, or of
 // X-Idempotency-Key without it, or "".
 func idempotencyKeyOf(h http.Header) string {
-	if k := h.Get(pace.DefaultIdempotencyHeader); k != "" {
+	if k := h.Get(retry.DefaultIdempotencyHeader); k != "" {
 		return k
 	}
 	return h.Get("X-Idempotency-Key")

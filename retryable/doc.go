@@ -13,8 +13,8 @@
 //	client := retryablehttp.NewClient()
 //	policy := &retryable.Policy{} // the zero Policy: 5-minute cap, the client's own retry rules
 //	err := policy.Install(client, &pace.Transport{
-//		MaxAttempts: 1, // the client makes the retries; the Transport paces each attempt
-//		Limits:      pace.Hosts{"api.example.com": {Limit: pace.TokenBucket(pace.PerSecond(10), 5)}},
+//		Retry:  retry.Policy{MaxAttempts: 1}, // the client makes the retries; the Transport paces each attempt
+//		Limits: pace.Hosts{"api.example.com": {Limit: pace.TokenBucket(pace.PerSecond(10), 5)}},
 //	})
 //
 // Then:
@@ -36,7 +36,7 @@
 //   - The Transport's [pace.Stats] (and package metrics' counters) count
 //     every attempt the client makes as a request of its own. GiveUps does
 //     not count the 429s and 5xx the Transport hands back: with
-//     MaxAttempts 1 it makes no retries, so running out of attempts is no
+//     Retry.MaxAttempts 1 it makes no retries, so running out of attempts is no
 //     give-up, and the client retries them (its own "giving up after N
 //     attempt(s)" is for its ErrorHandler to report). A server delay above
 //     MaxRetryAfter still counts ([pace.ReasonDelayTooLong]).
@@ -47,20 +47,22 @@
 // [Policy.Install] and for one moved to an [http.Client] whose Transport is
 // a [pace.Transport]:
 //
-//	go-retryablehttp           kept (Install)             pace.Transport
+//	go-retryablehttp           kept (Install)             pace.Transport (Retry is a retry.Policy)
 //	-------------------------  -------------------------  ------------------------------------------------
-//	RetryMax (4 retries)       as is                      MaxAttempts = RetryMax+1 (attempts, the first
-//	                                                      included; default 3)
-//	RetryWaitMin/Max (1s/30s)  as is (Fallback's bounds)  NewBackOff (e.g. backoff.NewExponentialBackOff
-//	                                                      with InitialInterval, MaxInterval); default 100ms
-//	                                                      doubling to 20s, full Jitter; MaxRetryAfter caps
-//	                                                      every wait, server delays included
-//	CheckRetry                 Policy.CheckRetry over     RetryPolicy (Statuses, IdempotencyHeader,
+//	RetryMax (4 retries)       as is                      Retry.MaxAttempts = RetryMax+1 (attempts, the
+//	                                                      first included; default 3)
+//	RetryWaitMin/Max (1s/30s)  as is (Fallback's bounds)  Retry.NewBackOff (e.g. an ExponentialBackOff
+//	                                                      with InitialInterval, MaxInterval); default
+//	                                                      100ms doubling to 20s, full jitter;
+//	                                                      MaxRetryAfter caps every wait, server delays
+//	                                                      included
+//	CheckRetry                 Policy.CheckRetry over     Retry (Statuses, IdempotencyHeader,
 //	                           Policy.Check               AddIdempotencyKey, RetryNonIdempotent) and
-//	                                                      Decide; RetryCheck.Fail is CheckRetry's error
-//	Backoff                    Policy.Backoff over        NewBackOff and Jitter for the schedule;
-//	                           Policy.Fallback            RetryCheck.Wait for a delay read from the
-//	                                                      response's body
+//	                                                      Retry.Decide; retry.Check.Fail is CheckRetry's
+//	                                                      error
+//	Backoff                    Policy.Backoff over        Retry.NewBackOff and Retry.Jitter for the
+//	                           Policy.Fallback            schedule; retry.Check.Wait for a delay read
+//	                                                      from the response's body
 //	ErrorHandler               as is                      ErrorOnGiveUp: an *AttemptsError whose
 //	                                                      Response holds the last response
 //	PrepareRetry               as is                      PrepareAttempt(req, attempt), before every
@@ -69,14 +71,15 @@
 //	ResponseLogHook                                       EventGiveUp)
 //	Logger (Logger or          as is                      Logger (*slog.Logger, debug level)
 //	LeveledLogger)
-//	(none)                     (none)                     Budget: retries per host bounded by a share of
-//	                                                      its recent requests (Finagle's RetryBudget)
+//	(none)                     (none)                     Retry.Budget: retries per host bounded by a
+//	                                                      share of its recent requests (Finagle's
+//	                                                      RetryBudget)
 //
 // What behaves differently after the move:
 //
 //   - A POST or PATCH is retried only when it carries an Idempotency-Key
-//     (or X-Idempotency-Key) header, or with AddIdempotencyKey (pace adds a
-//     random one, the same on every attempt) or RetryNonIdempotent.
+//     (or X-Idempotency-Key) header, or with Retry.AddIdempotencyKey (pace adds a
+//     random one, the same on every attempt) or Retry.RetryNonIdempotent.
 //     go-retryablehttp retries every method after any retryable status or
 //     connection error, so a POST the server processed can be sent twice.
 //     An error that proves nothing was sent (connection refused) is retried
@@ -94,7 +97,7 @@
 //     response is returned at once. A date in Retry-After is honoured in
 //     all three forms, and the response's Date corrects for a server clock
 //     that is off.
-//   - Retries spend a per-host retry budget ([pace.RetryBudget]): against a
+//   - Retries spend a per-host retry budget (Retry.Budget, a retry.Budget): against a
 //     host that fails every request, 1,000 concurrent calls cost about
 //     1,300 attempts, not 1,000 × (RetryMax+1). A retry whose server named
 //     its delay is not refused by the budget.

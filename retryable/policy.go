@@ -130,7 +130,7 @@ func oneAttemptPerHost(h pace.Hosts) error {
 // t paces each attempt by its Limits or Limiter, makes each wait out its
 // host's cooldown, and pauses the host on a 429 (or a 503 with a delay) for
 // every goroutine and every client that shares t. t must make one attempt
-// per call (MaxAttempts 1, and no [pace.Host] of its Limits with a
+// per call (Retry.MaxAttempts 1, and no [pace.Host] of its Limits with a
 // MaxAttempts above 1: c makes the retries) and return responses, not
 // errors (ErrorOnGiveUp false: c's CheckRetry and Backoff read them); t.Base
 // nil means http.DefaultTransport, as always (set Base to
@@ -148,8 +148,8 @@ func (p *Policy) Install(c *retryablehttp.Client, t *pace.Transport) error {
 		return &pace.ConfigError{Field: "Transport", Reason: "nil"}
 	case p.MaxRetryAfter < 0:
 		return &pace.ConfigError{Field: "MaxRetryAfter", Value: p.MaxRetryAfter, Reason: "must not be negative"}
-	case t.MaxAttempts != 1:
-		return &pace.ConfigError{Field: "MaxAttempts", Value: t.MaxAttempts, Reason: "must be 1: the retryablehttp.Client makes the retries"}
+	case t.Retry.MaxAttempts != 1:
+		return &pace.ConfigError{Field: "Retry.MaxAttempts", Value: t.Retry.MaxAttempts, Reason: "must be 1: the retryablehttp.Client makes the retries"}
 	case t.ErrorOnGiveUp:
 		return &pace.ConfigError{Field: "ErrorOnGiveUp", Value: true, Reason: "must be false: CheckRetry and Backoff read the response"}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // get sends a GET through c and returns the status, or 0 and the error.
@@ -44,7 +45,7 @@ func TestCooldownHoldsEveryGoroutine(t *testing.T) {
 	var once sync.Once
 	c1, base := newClient(t, 3, 10*time.Millisecond, 10*time.Millisecond)
 	c2, _ := newClient(t, 3, 10*time.Millisecond, 10*time.Millisecond)
-	tr := &pace.Transport{MaxAttempts: 1, Base: base, OnEvent: func(e pace.Event) {
+	tr := &pace.Transport{Retry: retry.Policy{MaxAttempts: 1}, Base: base, OnEvent: func(e pace.Event) {
 		if e.Kind == pace.EventThrottle {
 			once.Do(func() { close(throttled) })
 		}
@@ -97,7 +98,7 @@ func TestRetryAfterHugeIsCapped(t *testing.T) {
 		t.Parallel()
 		srv := newServer(t, huge)
 		c, base := newClient(t, 3, 10*time.Millisecond, 10*time.Millisecond)
-		require.NoError(t, (&Policy{MaxRetryAfter: time.Second}).Install(c, &pace.Transport{MaxAttempts: 1, MaxRetryAfter: time.Second, Base: base}))
+		require.NoError(t, (&Policy{MaxRetryAfter: time.Second}).Install(c, &pace.Transport{Retry: retry.Policy{MaxAttempts: 1}, MaxRetryAfter: time.Second, Base: base}))
 		start := time.Now()
 		code, err := get(c, srv.URL)
 		require.NoError(t, err)
@@ -169,7 +170,7 @@ func TestRetryAfterDateForms(t *testing.T) {
 				c, base := newClient(t, 2, 10*time.Millisecond, 10*time.Millisecond)
 				p := &Policy{}
 				if installed {
-					require.NoError(t, p.Install(c, &pace.Transport{MaxAttempts: 1, Base: base}))
+					require.NoError(t, p.Install(c, &pace.Transport{Retry: retry.Policy{MaxAttempts: 1}, Base: base}))
 				} else {
 					c.Backoff = p.Backoff
 				}
@@ -215,7 +216,7 @@ func TestLimitsApply(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, func(int, http.Header) int { return http.StatusOK })
 	c, base := newClient(t, 0, 10*time.Millisecond, 10*time.Millisecond)
-	require.NoError(t, (&Policy{}).Install(c, &pace.Transport{MaxAttempts: 1, Base: base,
+	require.NoError(t, (&Policy{}).Install(c, &pace.Transport{Retry: retry.Policy{MaxAttempts: 1}, Base: base,
 		Limits: pace.Hosts{pace.DefaultHost: {Limit: pace.LeakyBucket(pace.PerSecond(20), pace.LeakyOptions{Queue: 10})}}}))
 	var wg sync.WaitGroup
 	for range 6 {
@@ -304,7 +305,7 @@ func TestInstall(t *testing.T) {
 	c, _ := newClient(t, 1, time.Millisecond, time.Millisecond)
 	c.HTTPClient.Timeout = 7 * time.Second
 	old := c.HTTPClient
-	tr := &pace.Transport{MaxAttempts: 1, Limits: pace.Hosts{"api.example": {MaxAttempts: 1}, "*": {}}}
+	tr := &pace.Transport{Retry: retry.Policy{MaxAttempts: 1}, Limits: pace.Hosts{"api.example": {MaxAttempts: 1}, "*": {}}}
 	require.NoError(t, (&Policy{}).Install(c, tr))
 	assert.Same(t, tr, c.HTTPClient.Transport)
 	assert.Equal(t, 7*time.Second, c.HTTPClient.Timeout)
@@ -318,17 +319,17 @@ func TestInstall(t *testing.T) {
 		t     *pace.Transport
 		field string
 	}{
-		{"MaxAttempts 0 (3 attempts)", Policy{}, retryablehttp.NewClient(), &pace.Transport{}, "MaxAttempts"},
-		{"ErrorOnGiveUp", Policy{}, retryablehttp.NewClient(), &pace.Transport{MaxAttempts: 1, ErrorOnGiveUp: true}, "ErrorOnGiveUp"},
+		{"MaxAttempts 0 (3 attempts)", Policy{}, retryablehttp.NewClient(), &pace.Transport{}, "Retry.MaxAttempts"},
+		{"ErrorOnGiveUp", Policy{}, retryablehttp.NewClient(), &pace.Transport{Retry: retry.Policy{MaxAttempts: 1}, ErrorOnGiveUp: true}, "ErrorOnGiveUp"},
 		{"a host's MaxAttempts above 1", Policy{}, retryablehttp.NewClient(),
-			&pace.Transport{MaxAttempts: 1, Limits: pace.Hosts{"api.example": {}, "b.example": {MaxAttempts: 4}}}, `Limits["b.example"].MaxAttempts`},
+			&pace.Transport{Retry: retry.Policy{MaxAttempts: 1}, Limits: pace.Hosts{"api.example": {}, "b.example": {MaxAttempts: 4}}}, `Limits["b.example"].MaxAttempts`},
 		{"the default host's MaxAttempts above 1", Policy{}, retryablehttp.NewClient(),
-			&pace.Transport{MaxAttempts: 1, Limits: pace.Hosts{"*": {MaxAttempts: 2}}}, `Limits["*"].MaxAttempts`},
+			&pace.Transport{Retry: retry.Policy{MaxAttempts: 1}, Limits: pace.Hosts{"*": {MaxAttempts: 2}}}, `Limits["*"].MaxAttempts`},
 		{"an invalid host entry", Policy{}, retryablehttp.NewClient(),
-			&pace.Transport{MaxAttempts: 1, Limits: pace.Hosts{"api.example": {MaxAttempts: -2}}}, `Limits["api.example"].MaxAttempts`},
-		{"an invalid Transport", Policy{}, retryablehttp.NewClient(), &pace.Transport{MaxAttempts: 1, MaxWait: -1}, "MaxWait"},
-		{"a negative MaxRetryAfter", Policy{MaxRetryAfter: -1}, retryablehttp.NewClient(), &pace.Transport{MaxAttempts: 1}, "MaxRetryAfter"},
-		{"no client", Policy{}, nil, &pace.Transport{MaxAttempts: 1}, "Client"},
+			&pace.Transport{Retry: retry.Policy{MaxAttempts: 1}, Limits: pace.Hosts{"api.example": {MaxAttempts: -2}}}, `Limits["api.example"].MaxAttempts`},
+		{"an invalid Transport", Policy{}, retryablehttp.NewClient(), &pace.Transport{Retry: retry.Policy{MaxAttempts: 1}, MaxWait: -1}, "MaxWait"},
+		{"a negative MaxRetryAfter", Policy{MaxRetryAfter: -1}, retryablehttp.NewClient(), &pace.Transport{Retry: retry.Policy{MaxAttempts: 1}}, "MaxRetryAfter"},
+		{"no client", Policy{}, nil, &pace.Transport{Retry: retry.Policy{MaxAttempts: 1}}, "Client"},
 		{"no transport", Policy{}, retryablehttp.NewClient(), nil, "Transport"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

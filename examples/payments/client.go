@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/retry"
 )
 
 // Order is something to charge for.
@@ -55,27 +57,29 @@ func NewClient(baseURL string, base http.RoundTripper) (*Client, error) {
 		},
 		// Retries of 429, 503 and dropped connections. A POST is retried
 		// only because it carries an Idempotency-Key (see Charge).
-		MaxAttempts: 8,
-		// The default retry budget (Finagle's RetryBudget: 10 retries a
-		// second plus one for every five requests, over 10 seconds) keeps
-		// a sick API from being hammered. This API fails one request in
-		// three by design, and a charge is worth a retry: one retry for
-		// every request, on top of the reserve.
-		Budget: pace.RetryBudget{PercentCanRetry: 1},
+		Retry: retry.Policy{
+			MaxAttempts: 8,
+			// The default retry budget (Finagle's RetryBudget: 10 retries a
+			// second plus one for every five requests, over 10 seconds) keeps
+			// a sick API from being hammered. This API fails one request in
+			// three by design, and a charge is worth a retry: one retry for
+			// every request, on top of the reserve.
+			Budget: retry.Budget{PercentCanRetry: 1},
+			// Without a server delay (a 503, a dropped connection), wait
+			// 5ms, 10ms, 20ms… up to 200ms, jittered: short, for the demo's
+			// sake; the default starts at 1s for a 503.
+			NewBackOff: func() backoff.BackOff {
+				return backoff.NewExponentialBackOff(
+					backoff.WithInitialInterval(5*time.Millisecond),
+					backoff.WithMaxInterval(200*time.Millisecond),
+					backoff.WithRandomizationFactor(0), // pace jitters
+					backoff.WithMaxElapsedTime(0),      // MaxAttempts bounds the retries
+				)
+			},
+		},
 		// A server that asks for more than this gets its answer back
 		// unretried, so a charge never hangs for minutes.
 		MaxRetryAfter: 10 * time.Second,
-		// Without a server delay (a 503, a dropped connection), wait
-		// 5ms, 10ms, 20ms… up to 200ms, jittered: short, for the demo's
-		// sake; the default starts at 1s for a 503.
-		NewBackOff: func() backoff.BackOff {
-			return backoff.NewExponentialBackOff(
-				backoff.WithInitialInterval(5*time.Millisecond),
-				backoff.WithMaxInterval(200*time.Millisecond),
-				backoff.WithRandomizationFactor(0), // pace jitters
-				backoff.WithMaxElapsedTime(0),      // MaxAttempts bounds the retries
-			)
-		},
 	}
 	if err := t.Validate(); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/retry"
 )
 
 // adaptiveScenario is the scenario of pace's adaptive rate: a server
@@ -83,7 +84,7 @@ func runAdaptive(runs int) {
 	for run := 1; run <= runs; run++ {
 		srv := newBucketServer()
 		base := newBase()
-		tr := &pace.Transport{Base: base, MaxAttempts: 10, Limits: pace.Hosts{pace.DefaultHost: {Limit: pace.LeakyBucket(pace.PerSecond(2*adaptiveRate), pace.LeakyOptions{Queue: 1000})}}}
+		tr := &pace.Transport{Base: base, Retry: retry.Policy{MaxAttempts: 10}, Limits: pace.Hosts{pace.DefaultHost: {Limit: pace.LeakyBucket(pace.PerSecond(2*adaptiveRate), pace.LeakyOptions{Queue: 1000})}}}
 		client := &http.Client{Transport: tr}
 		next := make(chan int, adaptiveCalls)
 		for i := range adaptiveCalls {

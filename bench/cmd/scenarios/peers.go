@@ -9,8 +9,10 @@ import (
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/failsafe-go/failsafe-go/ratelimiter"
 	"github.com/hashicorp/go-retryablehttp"
-	"github.com/pacehttp/pace"
 	"golang.org/x/time/rate"
+
+	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/retry"
 )
 
 // pacing is a scenario's client-side pacing, given once for pace and
@@ -45,7 +47,9 @@ type peer struct {
 
 var peers = []peer{
 	{"pace", func(sc *scenario, base http.RoundTripper, gaveUp func(string)) http.RoundTripper {
-		t := &pace.Transport{Base: base, MaxAttempts: sc.attempts, OnEvent: func(e pace.Event) {
+		t := &pace.Transport{Base: base, Retry: retry.Policy{
+			MaxAttempts: sc.attempts,
+		}, OnEvent: func(e pace.Event) {
 			if e.Kind == pace.EventGiveUp {
 				gaveUp(fmt.Sprintf("%s after attempt %d (status %d)", e.Reason, e.Attempt, e.StatusCode))
 			}

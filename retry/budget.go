@@ -1,0 +1,71 @@
+package retry
+
+import "time"
+
+// DefaultBudgetMaxKeys is the default number of keys whose retry budget is
+// remembered at once (Budget.MaxKeys).
+const DefaultBudgetMaxKeys = 10_000
+
+// Budget limits retries per key to a reserve plus a share of recent
+// requests, so that a dead or overloaded upstream receives a bounded number
+// of retries, while a client that sends little can still retry each of its
+// few requests. The rule is Finagle's RetryBudget
+// (com.twitter.finagle.service.RetryBudget, "Retry Budgets" in Finagle's
+// user guide): a retry is allowed when
+//
+//	MinRetriesPerSec × TTL (in seconds)  +  PercentCanRetry × (requests)  −  (retries)  ≥  1
+//
+// where requests and retries are the key's counts of the last TTL: a
+// request is counted once, however many attempts it makes, and a retry
+// when it is allowed. The counts are kept in ten slices of TTL/10, as
+// Finagle's WindowedAdder keeps them, so a count lasts between 9/10 of the
+// TTL and the TTL: in any stretch of 9/10 of the TTL, a key makes at most
+// the reserve plus PercentCanRetry × (its requests of the TTL before the
+// stretch's last retry) retries. With the defaults (TTL 10 s,
+// MinRetriesPerSec 10, PercentCanRetry 0.2, Finagle's) that is 100 retries
+// plus one for every five requests: 50 sequential calls that each need two
+// retries all get them (100 retries, within the reserve), and 1,000
+// concurrent calls to a host that fails every time cost at most 1,000 +
+// 200 + 100 = 1,300 attempts, not MaxAttempts × 1,000. A host that stays
+// dead gets the reserve again as the window turns over: at most 100
+// retries per 9 s, plus one per five requests.
+//
+// A retry takes from the budget only when it would otherwise be made (the
+// method is safe to repeat, attempts remain, the deadline allows the
+// wait). Retries the server scheduled itself with a positive delay
+// (Retry-After and the other headers the Transport reads) are not held
+// back by the budget, as the key's cooldown already paces them; they are
+// still counted. The window is kept in ten slices of TTL/10, so a count
+// expires between 9/10 of TTL and TTL after it was made.
+//
+// Memory: a key is tracked from its first retryable failure until a
+// request of it ends with no retry counted in its window; a key not
+// tracked holds the whole reserve and costs nothing (its successful
+// requests are not counted, which can only make the budget stricter, as
+// the reserve stands for them). At most MaxKeys keys are tracked; when a
+// new one comes, the one with the fewest recent retries of a few sampled
+// entries is forgotten (it gets its whole reserve back).
+//
+// The zero Budget means the defaults. An invalid one makes the Transport
+// invalid (a *pace.ConfigError naming "Retry.Budget.TTL" and so on). A
+// Budget is a plain value; the Transport keeps the counts.
+type Budget struct {
+	// TTL is the length of the window over which requests and retries are
+	// counted, within [1s, 60s] as Finagle requires. Zero means 10s.
+	TTL time.Duration
+	// MinRetriesPerSec is the reserve: the retries per second a key may
+	// make however few requests it sends, at most 1,000,000. Zero means
+	// 10; a negative value means no reserve.
+	MinRetriesPerSec int
+	// PercentCanRetry is the share of a key's recent requests that may be
+	// retried on top of the reserve, as a fraction (0.2 is 20%, as in
+	// Finagle), at most 1000, three decimal places used. Zero means 0.2; a
+	// negative value means none; NaN is refused.
+	PercentCanRetry float64
+	// MaxKeys bounds how many keys with a tracked budget are remembered.
+	// Zero means DefaultBudgetMaxKeys; it must not be negative.
+	MaxKeys int
+	// Disabled turns the budget off: retries are limited only by
+	// MaxAttempts and the rest of the Policy.
+	Disabled bool
+}
