@@ -73,9 +73,7 @@ func TestTransportAdaptsWithoutHints(t *testing.T) {
 		})
 		var sources sync.Map
 		var pauses []time.Duration
-		tr := &Transport{Base: base, Retry: retry.Policy{
-			MaxAttempts: 10,
-		},
+		tr := &Transport{Base: base, Retry: retry.Policy{MaxAttempts: 10},
 			Limits: Hosts{"*": {Limit: LeakyBucket(PerSecond(40), LeakyOptions{Queue: 1000})}},
 			OnEvent: func(e Event) {
 				if e.Kind == EventThrottle {

@@ -33,9 +33,7 @@ func ExampleTransport() {
 	defer srv.Close()
 
 	tr := &pace.Transport{
-		Retry: retry.Policy{
-			MaxAttempts: 4,
-		},
+		Retry: retry.Policy{MaxAttempts: 4},
 		OnEvent: func(e pace.Event) {
 			fmt.Printf("%s after attempt %d: status %d (%s)\n", e.Kind, e.Attempt, e.StatusCode, e.Reason)
 		},

@@ -26,10 +26,8 @@ func TestEventsOfOneRequest(t *testing.T) {
 		}}
 		var got []string
 		tr := &Transport{
-			Base: srv,
-			Retry: retry.Policy{
-				NewBackOff: constBackOff(time.Second),
-			},
+			Base:  srv,
+			Retry: retry.Policy{NewBackOff: constBackOff(time.Second)},
 			OnEvent: func(e Event) {
 				got = append(got, fmt.Sprintf("%v/%s #%d %v %d", e.Kind, e.Reason, e.Attempt, e.Delay > 0, e.StatusCode))
 				if e.Key != "api.test" || e.Request == nil {

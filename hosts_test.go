@@ -252,9 +252,7 @@ func TestHostsRetryPolicy(t *testing.T) {
 						n.Add(1)
 						return testhttp.Response(tt.status), nil
 					}),
-					Retry: retry.Policy{
-						MaxAttempts: 3,
-					},
+					Retry: retry.Policy{MaxAttempts: 3},
 					Limits: Hosts{
 						"pay.test":   {MaxAttempts: 1},
 						"data.test":  {MaxAttempts: 5, Statuses: []int{500}},

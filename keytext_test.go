@@ -93,9 +93,7 @@ func keyTrial(t *testing.T, key func(*http.Request) string) (log string, tr *Tra
 		Limits: Hosts{"*": {Limit: TokenBucket(PerSecond(1), 1)}},
 		Key:    key,
 		Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Retry: retry.Policy{
-			MaxAttempts: 1,
-		},
+		Retry:  retry.Policy{MaxAttempts: 1},
 	}
 	send := func(tr *Transport, timeout time.Duration) error {
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)

@@ -164,9 +164,7 @@ func TestPrepareAttemptError(t *testing.T) {
 		t.Run("attempt "+strconv.Itoa(failOn), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusServiceUnavailable)}}
-				tr := &Transport{Base: srv, Retry: retry.Policy{
-					NewBackOff: constBackOff(time.Second),
-				}, PrepareAttempt: func(_ *http.Request, attempt int) error {
+				tr := &Transport{Base: srv, Retry: retry.Policy{NewBackOff: constBackOff(time.Second)}, PrepareAttempt: func(_ *http.Request, attempt int) error {
 					if attempt == failOn {
 						return errSign
 					}

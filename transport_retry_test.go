@@ -120,9 +120,7 @@ func TestTransportRetryAfterAboveCap(t *testing.T) {
 		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusTooManyRequests, "Retry-After", "3600")}}
 		var giveUp Event
 		tr := &Transport{
-			Base: srv, Retry: retry.Policy{
-				MaxAttempts: 4,
-			}, MaxRetryAfter: 10 * time.Second, MaxWait: 10 * time.Second,
+			Base: srv, Retry: retry.Policy{MaxAttempts: 4}, MaxRetryAfter: 10 * time.Second, MaxWait: 10 * time.Second,
 			OnEvent: func(e Event) {
 				if e.Kind == EventGiveUp {
 					giveUp = e

@@ -47,9 +47,7 @@ type peer struct {
 
 var peers = []peer{
 	{"pace", func(sc *scenario, base http.RoundTripper, gaveUp func(string)) http.RoundTripper {
-		t := &pace.Transport{Base: base, Retry: retry.Policy{
-			MaxAttempts: sc.attempts,
-		}, OnEvent: func(e pace.Event) {
+		t := &pace.Transport{Base: base, Retry: retry.Policy{MaxAttempts: sc.attempts}, OnEvent: func(e pace.Event) {
 			if e.Kind == pace.EventGiveUp {
 				gaveUp(fmt.Sprintf("%s after attempt %d (status %d)", e.Reason, e.Attempt, e.StatusCode))
 			}
