@@ -7,11 +7,11 @@ import (
 )
 
 // keyState is what a [Keyed] keeps of a key beyond its limit: its throttle
-// (the pause and probe, see throttle) and its queue, the bookings of
+// (the pause and probe, see keyThrottle) and its queue, the bookings of
 // requests that have not yet left. It exists only while the key is
 // throttled, half-open, or has requests waiting or on their way.
 type keyState struct {
-	th throttle
+	th keyThrottle
 	// pending holds the bookings not yet departed, in booking order (which
 	// is also the order of their slots): requests still waiting for their
 	// slot, then requests released and on their way to the wire whose
@@ -26,9 +26,9 @@ type keyState struct {
 // booking is one request's place in its key's queue.
 type booking struct {
 	at       int64  // booked instant, ns since the store's epoch; 0 once given back by a pause
-	floor    int64  // the earliest instant the key's quota pace allowed it (throttle.paceFrom); replan keeps it
+	floor    int64  // the earliest instant the key's quota pace allowed it (keyThrottle.paceFrom); replan keeps it
 	released bool   // its wait is over; it is on its way to the wire
-	probe    uint32 // the probe lease it holds (throttle.lease); 0: it is no probe
+	probe    uint32 // the probe lease it holds (keyThrottle.lease); 0: it is no probe
 	over     bool   // booked on the shared overflow state
 }
 
@@ -322,7 +322,7 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 			}
 			p.Strikes, p.Gen = int(st.th.strikes), uint64(st.th.gen)
 		}
-		// The key's pace (quota or adaptive, throttle.paceFrom), then its
+		// The key's pace (quota or adaptive, keyThrottle.paceFrom), then its
 		// limit. With a limit, a request whose pace slot lies ahead first
 		// waits for it, holding it, and books the limit only then: a
 		// limit's unit booked far ahead for the pace could not all be given
@@ -577,7 +577,7 @@ func (k *Keyed) settle(p *Permit, o Outcome) {
 }
 
 // learn applies the server's quota q, stated at e.now, to the key (see
-// throttle.learn): a spent quota pauses the key until its reset, as
+// keyThrottle.learn): a spent quota pauses the key until its reset, as
 // [Keyed.PauseUntil] does; one with requests left spaces them over the time
 // to the reset. A quota with requests left is not recorded when the key's
 // limit holds the key to it already: its pace would be no slower than the

@@ -28,7 +28,7 @@ const DefaultThrottlePause = 5 * time.Second
 // DefaultThrottlePause instead.
 const MinThrottlePause = 50 * time.Millisecond
 
-// throttle is the throttle engine of one key: the state machine that the
+// keyThrottle is the throttle engine of one key: the state machine that the
 // Transport, [Keyed] and package batch all use, on explicit time
 // (nanoseconds since the owner's epoch). It knows nothing of HTTP: its owner
 // tells it of throttles and answers, and asks it whether a request may
@@ -63,9 +63,9 @@ const MinThrottlePause = 50 * time.Millisecond
 // answers that were throttles, so that requests waiting behind a probe can
 // count its attempt as theirs (see [Transport]).
 //
-// The zero throttle is a key that was never throttled. Methods never block
+// The zero keyThrottle is a key that was never throttled. Methods never block
 // and must be called with the owner's lock held.
-type throttle struct {
+type keyThrottle struct {
 	until    int64  // end of the pause; 0: never paused
 	length   int64  // length of the latest pause
 	gen      uint32 // pauses set so far; a request that left under an older one left before the latest pause
@@ -145,7 +145,7 @@ func (a *adaptiveRate) interval(now int64) int64 {
 }
 
 // quotaPace is the pace a key keeps after the server's quota headers said
-// how many requests remain before the quota resets (see throttle.learn): the
+// how many requests remain before the quota resets (see keyThrottle.learn): the
 // remainder spread over the time to the reset, so that the key never runs
 // dry before it. It is the throttle engine's, so that the Transport, [Keyed]
 // and every other owner apply it the same way; a key's configured limit
@@ -167,7 +167,7 @@ const quotaTolerance = int64(time.Second)
 // lets a request of the key leave: now when the key has no pace or its
 // window has ended (the quota is whole again then, and the next answer
 // tells the new pace).
-func (t *throttle) paceFrom(now int64) int64 {
+func (t *keyThrottle) paceFrom(now int64) int64 {
 	i, _ := t.paceAt(now)
 	if i == 0 {
 		return now
@@ -178,7 +178,7 @@ func (t *throttle) paceFrom(now int64) int64 {
 // paceAt returns the spacing the key keeps at now beyond its limit: the
 // slower of its quota pace (while its window lasts) and its adaptive rate,
 // and whether it is the adaptive rate; 0 when neither applies.
-func (t *throttle) paceAt(now int64) (interval int64, adaptive bool) {
+func (t *keyThrottle) paceAt(now int64) (interval int64, adaptive bool) {
 	if p := &t.pace; p.interval > 0 && p.until > now {
 		interval = p.interval
 	}
@@ -189,7 +189,7 @@ func (t *throttle) paceAt(now int64) (interval int64, adaptive bool) {
 }
 
 // paced records that a request of the key was booked to leave at at.
-func (t *throttle) paced(at int64) { t.pace.last = max(t.pace.last, at) }
+func (t *keyThrottle) paced(at int64) { t.pace.last = max(t.pace.last, at) }
 
 // learn records, at now, the server's word that remaining requests may go
 // in the next reset nanoseconds (reset > 0) of the quota named bucket. It
@@ -204,7 +204,7 @@ func (t *throttle) paced(at int64) { t.pace.last = max(t.pace.last, at) }
 // a remaining count that grows within the same window (an answer to an
 // earlier request, overtaken). An answer for another bucket replaces the
 // pace only when it is slower, since both quotas hold.
-func (t *throttle) learn(now, remaining, reset int64, bucket string) (pause bool) {
+func (t *keyThrottle) learn(now, remaining, reset int64, bucket string) (pause bool) {
 	p := &t.pace
 	until := satAdd(now, reset)
 	interval := max(reset/(remaining+1), 1)
@@ -268,7 +268,7 @@ func probeLease(length int64) int64 { return min(max(length, minProbeLease), max
 // role under a new lease (t.lease.n names it), which its owner must end
 // with answered, throttled or released. A probe whose lease has ended
 // without an answer hands the role on this way.
-func (t *throttle) admit(now int64) admission {
+func (t *keyThrottle) admit(now int64) admission {
 	switch {
 	case t.until > now:
 		return admitPaused
@@ -287,14 +287,14 @@ func (t *throttle) admit(now int64) admission {
 
 // holds reports whether the request of probe lease n (0: none) holds the
 // probe role now: its lease is the latest one and the role is not over.
-func (t *throttle) holds(n uint32) bool { return n != 0 && t.probing && n == t.lease.n }
+func (t *keyThrottle) holds(n uint32) bool { return n != 0 && t.probing && n == t.lease.n }
 
 // throttled records, at now, a throttle of a request that left under
 // generation gen (probe: the probe lease it held, 0 for none), pausing the key for d
 // (> 0; the caller applies the floor and the cap). The pause is only ever
 // extended. It reports whether the pause was set or extended, in which case
 // bookings held behind the old state must be given back.
-func (t *throttle) throttled(now, d int64, gen, probe uint32) (paused bool) {
+func (t *keyThrottle) throttled(now, d int64, gen, probe uint32) (paused bool) {
 	if gen == t.gen {
 		t.strikes++
 	}
@@ -308,7 +308,7 @@ func (t *throttle) throttled(now, d int64, gen, probe uint32) (paused bool) {
 
 // pause pauses the key for d from now without making it half-open, as
 // [Keyed.PauseUntil] does; it is forgotten once it ends.
-func (t *throttle) pause(now, d int64, gen, probe uint32) bool {
+func (t *keyThrottle) pause(now, d int64, gen, probe uint32) bool {
 	if t.holds(probe) {
 		t.probing = false
 		t.probes++
@@ -329,7 +329,7 @@ func (t *throttle) pause(now, d int64, gen, probe uint32) bool {
 // that left (probe: the probe lease it held, 0 for none). It closes the key
 // unless the key is paused or another probe holds the role; the strikes are
 // over.
-func (t *throttle) answered(now int64, probe uint32) {
+func (t *keyThrottle) answered(now int64, probe uint32) {
 	if t.holds(probe) {
 		t.probing = false
 	}
@@ -342,7 +342,7 @@ func (t *throttle) answered(now int64, probe uint32) {
 // released gives back the probe role of a request of probe lease probe
 // that ended without an answer, so that the next request to ask probes; it
 // does nothing when the role has passed to another lease since.
-func (t *throttle) released(probe uint32) {
+func (t *keyThrottle) released(probe uint32) {
 	if t.holds(probe) {
 		t.probing = false
 	}
@@ -354,7 +354,7 @@ func (t *throttle) released(probe uint32) {
 // once it has ended, a throttle once its pause ended staleAfter ago, so that an
 // answer to a request sent before the pause, arriving late, is still known
 // as old news.
-func (t *throttle) forgettable(now int64) bool {
+func (t *keyThrottle) forgettable(now int64) bool {
 	probing := t.probing && now < t.lease.until
 	if _, adapting := t.adapt.rate(now); adapting || probing || (t.pace.interval > 0 && t.pace.until > now) {
 		return false

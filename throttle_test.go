@@ -21,7 +21,7 @@ type thOp struct {
 
 	admit admission // admit: the admission expected
 	set   bool      // throttled, pause: whether the pause was set or extended
-	after throttle  // the whole state expected after the call, but the probe's lease (TestThrottleProbeLease)
+	after keyThrottle  // the whole state expected after the call, but the probe's lease (TestThrottleProbeLease)
 }
 
 func (o thOp) String() string {
@@ -30,7 +30,7 @@ func (o thOp) String() string {
 
 // runThrottle applies ops to th in order and checks each result and the
 // state after it.
-func runThrottle(t *testing.T, th *throttle, ops []thOp) {
+func runThrottle(t *testing.T, th *keyThrottle, ops []thOp) {
 	t.Helper()
 	for i, o := range ops {
 		probe := uint32(0)
@@ -69,34 +69,34 @@ func TestThrottlePauseOnlyExtends(t *testing.T) {
 	}{
 		{"longer extends, shorter and equal do not", []thOp{
 			{kind: "throttled", now: 0, d: 20, set: true,
-				after: throttle{until: 20, length: 20, gen: 1, strikes: 1, halfOpen: true}},
+				after: keyThrottle{until: 20, length: 20, gen: 1, strikes: 1, halfOpen: true}},
 			{kind: "throttled", now: 5, d: 10, set: false, // ends at 15 < 20
-				after: throttle{until: 20, length: 20, gen: 1, strikes: 1, halfOpen: true}},
+				after: keyThrottle{until: 20, length: 20, gen: 1, strikes: 1, halfOpen: true}},
 			{kind: "throttled", now: 5, d: 15, set: false, // ends at 20 == 20
-				after: throttle{until: 20, length: 20, gen: 1, strikes: 1, halfOpen: true}},
+				after: keyThrottle{until: 20, length: 20, gen: 1, strikes: 1, halfOpen: true}},
 			{kind: "throttled", now: 5, d: 30, set: true, // ends at 35
-				after: throttle{until: 35, length: 30, gen: 2, strikes: 1, halfOpen: true}},
+				after: keyThrottle{until: 35, length: 30, gen: 2, strikes: 1, halfOpen: true}},
 		}},
 		{"a pause without a probe (PauseUntil) has no length, is not half-open and is no strike", []thOp{
 			{kind: "pause", now: 0, d: 20, set: true,
-				after: throttle{until: 20, gen: 1}},
+				after: keyThrottle{until: 20, gen: 1}},
 			{kind: "pause", now: 10, d: 5, gen: 1, set: false,
-				after: throttle{until: 20, gen: 1}},
+				after: keyThrottle{until: 20, gen: 1}},
 			{kind: "admit", now: 19, admit: admitPaused,
-				after: throttle{until: 20, gen: 1}},
+				after: keyThrottle{until: 20, gen: 1}},
 			{kind: "admit", now: 20, admit: admitGo, // no probe when it ends
-				after: throttle{until: 20, gen: 1}},
+				after: keyThrottle{until: 20, gen: 1}},
 		}},
 		{"the end saturates", []thOp{
 			{kind: "throttled", now: math.MaxInt64 - 5, d: 100, set: true,
-				after: throttle{until: math.MaxInt64, length: 100, gen: 1, strikes: 1, halfOpen: true}},
+				after: keyThrottle{until: math.MaxInt64, length: 100, gen: 1, strikes: 1, halfOpen: true}},
 			{kind: "throttled", now: math.MaxInt64 - 1, d: 100, gen: 1, set: false,
-				after: throttle{until: math.MaxInt64, length: 100, gen: 1, strikes: 2, halfOpen: true}},
+				after: keyThrottle{until: math.MaxInt64, length: 100, gen: 1, strikes: 2, halfOpen: true}},
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var th throttle
+			var th keyThrottle
 			runThrottle(t, &th, tt.ops)
 		})
 	}
@@ -109,7 +109,7 @@ func TestThrottlePauseOnlyExtends(t *testing.T) {
 // (and counts in probes, so that its waiters can count the attempt as
 // theirs), and a probe that ends without an answer hands the role on.
 func TestThrottleAdmitStates(t *testing.T) {
-	paused := throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}
+	paused := keyThrottle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}
 	probing := paused
 	probing.probing = true
 	tests := []struct {
@@ -130,21 +130,21 @@ func TestThrottleAdmitStates(t *testing.T) {
 			{kind: "admit", now: 10, admit: admitWaitProbe, after: probing},
 			{kind: "admit", now: 500, admit: admitWaitProbe, after: probing}, // however late
 			{kind: "answered", now: 12, probe: true,
-				after: throttle{until: 10, length: 10, gen: 1}},
+				after: keyThrottle{until: 10, length: 10, gen: 1}},
 			{kind: "admit", now: 12, admit: admitGo,
-				after: throttle{until: 10, length: 10, gen: 1}},
+				after: keyThrottle{until: 10, length: 10, gen: 1}},
 		}},
 		{"a throttled probe pauses again", []thOp{
 			{kind: "throttled", now: 0, d: 10, set: true, after: paused},
 			{kind: "admit", now: 10, admit: admitProbe, after: probing},
 			{kind: "throttled", now: 11, d: 20, gen: 1, probe: true, set: true,
-				after: throttle{until: 31, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true}},
+				after: keyThrottle{until: 31, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true}},
 			{kind: "admit", now: 11, admit: admitPaused,
-				after: throttle{until: 31, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true}},
+				after: keyThrottle{until: 31, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true}},
 			{kind: "admit", now: 31, admit: admitProbe,
-				after: throttle{until: 31, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true, probing: true}},
+				after: keyThrottle{until: 31, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true, probing: true}},
 			{kind: "answered", now: 32, probe: true,
-				after: throttle{until: 31, length: 20, gen: 2, probes: 1}},
+				after: keyThrottle{until: 31, length: 20, gen: 2, probes: 1}},
 		}},
 		{"a released probe hands the role on", []thOp{
 			{kind: "throttled", now: 0, d: 10, set: true, after: paused},
@@ -158,49 +158,49 @@ func TestThrottleAdmitStates(t *testing.T) {
 			{kind: "throttled", now: 0, d: 10, set: true, after: paused},
 			{kind: "admit", now: 10, admit: admitProbe, after: probing},
 			{kind: "answered", now: 11, probe: false, // a request that left before the pause
-				after: throttle{until: 10, length: 10, gen: 1, halfOpen: true, probing: true}},
+				after: keyThrottle{until: 10, length: 10, gen: 1, halfOpen: true, probing: true}},
 			{kind: "admit", now: 11, admit: admitWaitProbe,
-				after: throttle{until: 10, length: 10, gen: 1, halfOpen: true, probing: true}},
+				after: keyThrottle{until: 10, length: 10, gen: 1, halfOpen: true, probing: true}},
 		}},
 		{"an answer to a probe does not close a key paused again meanwhile", []thOp{
 			{kind: "throttled", now: 0, d: 10, set: true, after: paused},
 			{kind: "admit", now: 10, admit: admitProbe, after: probing},
 			// A request that left before the pause is throttled late.
 			{kind: "throttled", now: 11, d: 10, gen: 0, set: true,
-				after: throttle{until: 21, length: 10, gen: 2, strikes: 1, halfOpen: true, probing: true}},
+				after: keyThrottle{until: 21, length: 10, gen: 2, strikes: 1, halfOpen: true, probing: true}},
 			{kind: "answered", now: 12, probe: true,
-				after: throttle{until: 21, length: 10, gen: 2, halfOpen: true}},
+				after: keyThrottle{until: 21, length: 10, gen: 2, halfOpen: true}},
 			{kind: "admit", now: 15, admit: admitPaused,
-				after: throttle{until: 21, length: 10, gen: 2, halfOpen: true}},
+				after: keyThrottle{until: 21, length: 10, gen: 2, halfOpen: true}},
 			{kind: "admit", now: 21, admit: admitProbe,
-				after: throttle{until: 21, length: 10, gen: 2, halfOpen: true, probing: true}},
+				after: keyThrottle{until: 21, length: 10, gen: 2, halfOpen: true, probing: true}},
 		}},
 		{"a late throttle of a request sent before the pause is ignored once the key has closed", []thOp{
 			{kind: "throttled", now: 0, d: 10, set: true, after: paused},
 			{kind: "admit", now: 10, admit: admitProbe, after: probing},
 			{kind: "answered", now: 11, probe: true,
-				after: throttle{until: 10, length: 10, gen: 1}},
+				after: keyThrottle{until: 10, length: 10, gen: 1}},
 			{kind: "throttled", now: 12, d: 10, gen: 0, set: false,
-				after: throttle{until: 10, length: 10, gen: 1}},
+				after: keyThrottle{until: 10, length: 10, gen: 1}},
 			{kind: "admit", now: 12, admit: admitGo,
-				after: throttle{until: 10, length: 10, gen: 1}},
+				after: keyThrottle{until: 10, length: 10, gen: 1}},
 			{kind: "throttled", now: 13, d: 10, gen: 1, set: true, // fresh news
-				after: throttle{until: 23, length: 10, gen: 2, strikes: 1, halfOpen: true}},
+				after: keyThrottle{until: 23, length: 10, gen: 2, strikes: 1, halfOpen: true}},
 		}},
 		{"a throttled probe that sets no longer pause still ends its role", []thOp{
 			{kind: "throttled", now: 0, d: 10, set: true, after: paused},
 			{kind: "admit", now: 10, admit: admitProbe, after: probing},
 			{kind: "throttled", now: 10, d: 100, gen: 0, set: true, // a late throttle: until 110
-				after: throttle{until: 110, length: 100, gen: 2, strikes: 1, halfOpen: true, probing: true}},
+				after: keyThrottle{until: 110, length: 100, gen: 2, strikes: 1, halfOpen: true, probing: true}},
 			{kind: "throttled", now: 11, d: 5, gen: 1, probe: true, set: false,
-				after: throttle{until: 110, length: 100, gen: 2, strikes: 1, probes: 1, halfOpen: true}},
+				after: keyThrottle{until: 110, length: 100, gen: 2, strikes: 1, probes: 1, halfOpen: true}},
 			{kind: "admit", now: 110, admit: admitProbe,
-				after: throttle{until: 110, length: 100, gen: 2, strikes: 1, probes: 1, halfOpen: true, probing: true}},
+				after: keyThrottle{until: 110, length: 100, gen: 2, strikes: 1, probes: 1, halfOpen: true, probing: true}},
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var th throttle
+			var th keyThrottle
 			runThrottle(t, &th, tt.ops)
 		})
 	}
@@ -223,52 +223,52 @@ func TestThrottleStrikesCountFreshThrottles(t *testing.T) {
 		{"ten throttles of one burst are one strike", func() []thOp {
 			var ops []thOp
 			for i := range 10 {
-				st := throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}
+				st := keyThrottle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}
 				ops = append(ops, thOp{kind: "throttled", now: 0, d: 10, gen: 0, set: i == 0, after: st})
 			}
 			return ops
 		}(), 1, 0},
 		{"each throttled probe is a strike", []thOp{
 			{kind: "throttled", now: 0, d: 10, set: true,
-				after: throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}},
+				after: keyThrottle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}},
 			{kind: "admit", now: 10, admit: admitProbe,
-				after: throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true, probing: true}},
+				after: keyThrottle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true, probing: true}},
 			{kind: "throttled", now: 10, d: 20, gen: 1, probe: true, set: true,
-				after: throttle{until: 30, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true}},
+				after: keyThrottle{until: 30, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true}},
 			{kind: "admit", now: 30, admit: admitProbe,
-				after: throttle{until: 30, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true, probing: true}},
+				after: keyThrottle{until: 30, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true, probing: true}},
 			{kind: "throttled", now: 30, d: 40, gen: 2, probe: true, set: true,
-				after: throttle{until: 70, length: 40, gen: 3, strikes: 3, probes: 2, halfOpen: true}},
+				after: keyThrottle{until: 70, length: 40, gen: 3, strikes: 3, probes: 2, halfOpen: true}},
 			// The probe's stale colleagues from the first burst: no strike.
 			{kind: "throttled", now: 31, d: 10, gen: 0, set: false,
-				after: throttle{until: 70, length: 40, gen: 3, strikes: 3, probes: 2, halfOpen: true}},
+				after: keyThrottle{until: 70, length: 40, gen: 3, strikes: 3, probes: 2, halfOpen: true}},
 		}, 3, 2},
 		{"an answer resets the strikes, not the probes", []thOp{
 			{kind: "throttled", now: 0, d: 10, set: true,
-				after: throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}},
+				after: keyThrottle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}},
 			{kind: "admit", now: 10, admit: admitProbe,
-				after: throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true, probing: true}},
+				after: keyThrottle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true, probing: true}},
 			{kind: "throttled", now: 10, d: 20, gen: 1, probe: true, set: true,
-				after: throttle{until: 30, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true}},
+				after: keyThrottle{until: 30, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true}},
 			{kind: "admit", now: 30, admit: admitProbe,
-				after: throttle{until: 30, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true, probing: true}},
+				after: keyThrottle{until: 30, length: 20, gen: 2, strikes: 2, probes: 1, halfOpen: true, probing: true}},
 			{kind: "answered", now: 31, probe: true,
-				after: throttle{until: 30, length: 20, gen: 2, probes: 1}},
+				after: keyThrottle{until: 30, length: 20, gen: 2, probes: 1}},
 			{kind: "throttled", now: 40, d: 10, gen: 2, set: true,
-				after: throttle{until: 50, length: 10, gen: 3, strikes: 1, probes: 1, halfOpen: true}},
+				after: keyThrottle{until: 50, length: 10, gen: 3, strikes: 1, probes: 1, halfOpen: true}},
 		}, 1, 1},
 		{"a throttle of a request sent under an older pause after an answer is no strike", []thOp{
 			{kind: "throttled", now: 0, d: 10, set: true,
-				after: throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}},
+				after: keyThrottle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}},
 			{kind: "answered", now: 5,
-				after: throttle{until: 10, length: 10, gen: 1, halfOpen: true}},
+				after: keyThrottle{until: 10, length: 10, gen: 1, halfOpen: true}},
 			{kind: "throttled", now: 6, d: 10, gen: 0, set: true, // extends to 16, no strike
-				after: throttle{until: 16, length: 10, gen: 2, halfOpen: true}},
+				after: keyThrottle{until: 16, length: 10, gen: 2, halfOpen: true}},
 		}, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var th throttle
+			var th keyThrottle
 			runThrottle(t, &th, tt.ops)
 			assert.Equal(t, tt.wantStrikes, th.strikes, "strikes")
 			assert.Equal(t, tt.wantProbes, th.probes, "probes")
@@ -283,21 +283,21 @@ func TestThrottleStrikesCountFreshThrottles(t *testing.T) {
 // length, if longer) ago, so that a late answer to a request sent before
 // the pause is still known as old news.
 func TestThrottleForgettable(t *testing.T) {
-	throttled := throttle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}
+	throttled := keyThrottle{until: 10, length: 10, gen: 1, strikes: 1, halfOpen: true}
 	probing := throttled
 	probing.probing, probing.lease = true, lease{n: 1, until: 10 + probeLease(10)}
 	leased := probing
 	leased.lease.until = math.MaxInt64 // a lease that has not ended
-	closed := throttle{until: 10, length: 10, gen: 1}
-	long := throttle{until: 10, length: 2 * staleAfter, gen: 1}
-	pausedOnly := throttle{until: 10, gen: 1, strikes: 1} // PauseUntil: no length
+	closed := keyThrottle{until: 10, length: 10, gen: 1}
+	long := keyThrottle{until: 10, length: 2 * staleAfter, gen: 1}
+	pausedOnly := keyThrottle{until: 10, gen: 1, strikes: 1} // PauseUntil: no length
 	tests := []struct {
 		name     string
-		th       throttle
+		th       keyThrottle
 		now      int64
 		forgetMe bool
 	}{
-		{"zero", throttle{}, 0, true},
+		{"zero", keyThrottle{}, 0, true},
 		{"during the pause", throttled, 5, false},
 		{"pause just ended, half-open", throttled, 10, false},
 		{"one pause length later, half-open", throttled, 20, false},
@@ -313,7 +313,7 @@ func TestThrottleForgettable(t *testing.T) {
 		{"a pause longer than staleAfter, one pause length later", long, 10 + 2*staleAfter, true},
 		{"PauseUntil, during", pausedOnly, 9, false},
 		{"PauseUntil, as it ends", pausedOnly, 10, true},
-		{"saturated pause", throttle{until: math.MaxInt64, length: 10, halfOpen: true}, math.MaxInt64 - 1, false},
+		{"saturated pause", keyThrottle{until: math.MaxInt64, length: 10, halfOpen: true}, math.MaxInt64 - 1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -338,7 +338,7 @@ func TestThrottleProbeLease(t *testing.T) {
 	assert.Equal(t, 30*s, probeLease(120*s), "a long Retry-After")
 
 	t.Run("the role passes on when the lease ends", func(t *testing.T) {
-		var th throttle
+		var th keyThrottle
 		require.True(t, th.throttled(0, 2*s, 0, 0))
 		require.Equal(t, admitProbe, th.admit(2*s))
 		old := th.lease
@@ -359,7 +359,7 @@ func TestThrottleProbeLease(t *testing.T) {
 		assert.Equal(t, admitGo, th.admit(5*s))
 	})
 	t.Run("a stale probe's throttle pauses but is no probe answer", func(t *testing.T) {
-		var th throttle
+		var th keyThrottle
 		require.True(t, th.throttled(0, 2*s, 0, 0))
 		require.Equal(t, admitProbe, th.admit(2*s))
 		old := th.lease.n
@@ -370,7 +370,7 @@ func TestThrottleProbeLease(t *testing.T) {
 		assert.Equal(t, uint32(2), th.strikes)
 	})
 	t.Run("a lease that was not taken over still names the probe", func(t *testing.T) {
-		var th throttle
+		var th keyThrottle
 		require.True(t, th.throttled(0, 2*s, 0, 0))
 		require.Equal(t, admitProbe, th.admit(2*s))
 		th.answered(time.Hour.Nanoseconds(), th.lease.n) // long after its lease, nobody asked

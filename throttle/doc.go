@@ -1,0 +1,23 @@
+// Package throttle is the interface between a pace.Transport and the
+// limiter it waits on, for those who implement a limiter: a store whose
+// limits are shared across processes (package
+// github.com/pacehttp/pace/redislimit holds them in Redis), a wrapper that
+// counts or logs a pace.Keyed's decisions, or a job runner that drives a
+// Keyed's pauses itself (package github.com/pacehttp/pace/batch). Users of
+// pace.Transport set its Limiter field and never handle a [Permit] or an
+// [Outcome]; the split follows database/sql and database/sql/driver.
+//
+// A [Limiter] admits one request at a time under a key (Wait, which
+// returns the request's Permit), hears when the request was written to the
+// wire (Depart, when the Permit asks for it) and how it ended (Settle, with
+// an Outcome). The key's throttle lives in the Limiter too: a server's 429
+// or 503 with a delay, reported to Settle, pauses the key, and when the
+// pause ends one request goes first as the key's probe.
+//
+// pace's in-memory *pace.Keyed implements Limiter, so it can be shared by
+// several Transports or wrapped. The errors a Limiter returns are pace's
+// (pace.WaitError, pace.ErrRateLimited and the errors it wraps,
+// pace.ErrThrottled): the Transport tells them apart with errors.Is and
+// errors.As. This package imports nothing of pace's, so that pace can import
+// it.
+package throttle
