@@ -71,9 +71,11 @@
 // [Keyed] applies one Limit to each key separately (a host, an API key, a
 // client address) and can pause a key until a given time. It forgets idle
 // keys lazily, starts no goroutine, and bounds its memory by
-// [KeyedOptions].MaxKeys. It implements [Limiter], the interface the
+// [KeyedOptions].MaxKeys. It implements throttle.Limiter, the interface the
 // Transport waits on; set [Transport].Limiter to use another implementation,
-// such as one whose state is shared across processes.
+// such as one whose state is shared across processes. Implementers of that
+// interface, and only they, import package
+// [github.com/pacehttp/pace/throttle] (its Permit and Outcome).
 //
 // # Errors
 //

@@ -34,7 +34,7 @@ var (
 
 	// ErrWaitTooLong means the wait for a limit or a key's pause would
 	// exceed the longest acceptable wait (the maxWait argument of
-	// [Limiter.Wait] and [Keyed.ReserveAt], [Transport].MaxWait), or could
+	// throttle.Limiter's Wait and [Keyed.ReserveAt], [Transport].MaxWait), or could
 	// not be represented as a time.Duration. It wraps ErrRateLimited.
 	ErrWaitTooLong = fmt.Errorf("%w: wait too long", ErrRateLimited)
 

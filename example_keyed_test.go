@@ -27,9 +27,9 @@ func ExampleKeyed() {
 	r, _ := k.ReserveAt(t0.Add(999*time.Millisecond), "alice", 1, 0)
 	fmt.Println("alice waits", r.Delay.Round(time.Second))
 
-	// A minute later bob's bucket is full again and forgotten; alice's
-	// booking at 30s has refilled too.
-	fmt.Println("forgotten:", k.SweepAt(t0.Add(time.Minute)), "tracked:", k.Len())
+	// A minute later alice's bucket has refilled behind her booking at 30s.
+	// Keys whose bucket is full again are forgotten as the store is used.
+	fmt.Println("a minute later alice", k.AllowAt(t0.Add(time.Minute), "alice", 1), k.AllowAt(t0.Add(time.Minute), "alice", 1))
 	// Output:
 	// alice true
 	// alice true
@@ -37,7 +37,7 @@ func ExampleKeyed() {
 	// bob true
 	// tracked: 2
 	// alice waits 29s
-	// forgotten: 2 tracked: 0
+	// a minute later alice true true
 }
 
 func ExampleKeyed_Wait() {

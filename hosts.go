@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pacehttp/pace/internal/hostkey"
+	"github.com/pacehttp/pace/throttle"
 )
 
 // Hosts maps a host to what applies to requests to it, for
@@ -86,7 +87,7 @@ type hostLimiters struct {
 // hostEntry is one compiled Host: its store and its retry settings, the
 // Transport's filled in for zero fields.
 type hostEntry struct {
-	lim         Limiter // nil: not paced
+	lim         throttle.Limiter // nil: not paced
 	policy      *retryPolicy
 	maxAttempts int
 }

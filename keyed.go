@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacehttp/pace/throttle"
 )
 
 // DefaultMaxKeys is the number of keys a [Keyed] tracks at most when
@@ -76,11 +78,10 @@ type KeyedOptions struct {
 //
 // Forgetting is lazy: a shard is swept when it is accessed and at least the
 // limit's span (and at least one second) has passed since its last sweep,
-// or when it is full; [Keyed.SweepAt] sweeps on demand. There are no
-// background goroutines and nothing to close. Memory is bounded by
-// [KeyedOptions].MaxKeys: past it, a new key makes the store forget the
-// key nearest to whole again (see MaxKeys for what that lets an attacker
-// do).
+// or when it is full. There are no background goroutines and nothing to
+// close. Memory is bounded by [KeyedOptions].MaxKeys: past it, a new key
+// makes the store forget the key nearest to whole again (see MaxKeys for
+// what that lets an attacker do).
 //
 // Keys are not stored: each is reduced to a 64-bit [maphash] hash with a
 // seed chosen at random per Keyed, and the state is filed under the hash.
@@ -97,7 +98,7 @@ type KeyedOptions struct {
 // Create a Keyed with [NewKeyed]; the zero Keyed is not usable (its methods
 // panic). All methods are safe for concurrent use by multiple goroutines; a
 // Keyed must not be copied. The explicit-time methods (ReserveAt, AllowAt,
-// CancelAt, SweepAt) accept a now earlier than one seen before, as after a
+// CancelAt) accept a now earlier than one seen before, as after a
 // clock step: the limit itself mints nothing then, and a now earlier than the
 // last sweep of the key's shard is taken as that sweep's instant, so that
 // forgetting an idle key cannot mint units either. Wait reads the monotonic
@@ -123,7 +124,7 @@ type Keyed struct {
 	over   overflow
 }
 
-var _ Limiter = (*Keyed)(nil)
+var _ throttle.Limiter = (*Keyed)(nil)
 
 // shard is an independently locked part of a Keyed. Its maps are keyed by
 // the key's hash. Limit state is split: the two words every algorithm uses
@@ -351,12 +352,13 @@ func (k *Keyed) PausedUntil(key string) time.Time {
 	return k.epoch.Add(time.Duration(p))
 }
 
-// SweepAt forgets, at now, every key whose limit is idle and which is not
+// sweepAt forgets, at now, every key whose limit is idle and which is not
 // paused, half-open or waited on, and every pause that has ended, and
-// returns how many keys are no longer tracked. Keys are also swept lazily
-// as the store is used, so calling SweepAt is never required. Safe for
-// concurrent use.
-func (k *Keyed) SweepAt(now time.Time) int {
+// returns how many keys are no longer tracked. Keys are swept lazily as the
+// store is used, so the store itself never needs it; tests call it to sweep
+// every shard at a chosen instant. A now earlier than a shard's last sweep
+// is taken as that sweep's instant. Safe for concurrent use.
+func (k *Keyed) sweepAt(now time.Time) int {
 	at := sinceEpoch(k.epoch, now)
 	n := 0
 	for i := range k.shards {

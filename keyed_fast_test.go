@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacehttp/pace/throttle"
 )
 
 // cellOf returns key's compact limit state in k and whether it is tracked.
@@ -61,7 +63,7 @@ func TestKeyedWaitFastMatchesReserve(t *testing.T) {
 					t.Fatalf("%v step %d: Track = %v, want %v", l, step, p.Track, wantTrack)
 				}
 				if p.Track {
-					kw.Settle(p, Outcome{Sent: true, Response: true}) // leave the queue
+					kw.Settle(p, throttle.Outcome{Sent: true, Response: true}) // leave the queue
 				}
 				gw, okw := cellOf(kw, key)
 				gr, okr := cellOf(kr, key)
@@ -90,13 +92,13 @@ func TestKeyedStatesCount(t *testing.T) {
 		if n := k.states.Load(); n != 0 {
 			t.Fatalf("states = %d before any pause, want 0", n)
 		}
-		k.Settle(p, Outcome{Sent: true, Response: true}) // the lock-free path
+		k.Settle(p, throttle.Outcome{Sent: true, Response: true}) // the lock-free path
 		// A throttle of another request of the key, after p's Wait.
 		q, err := k.Wait(ctx, "a", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		k.Settle(q, Outcome{Sent: true, Response: true, Pause: time.Second})
+		k.Settle(q, throttle.Outcome{Sent: true, Response: true, Pause: time.Second})
 		if n := k.states.Load(); n != 1 {
 			t.Fatalf("states = %d after a throttle, want 1", n)
 		}
@@ -110,16 +112,16 @@ func TestKeyedStatesCount(t *testing.T) {
 		if strikes != 1 {
 			t.Fatalf("strikes = %d after one throttle, want 1", strikes)
 		}
-		k.Settle(Permit{Key: "a", Gen: p.Gen}, Outcome{Sent: true, Response: true}) // an answer of a's earlier request
+		k.Settle(throttle.Permit{Key: "a", Gen: p.Gen}, throttle.Outcome{Sent: true, Response: true}) // an answer of a's earlier request
 		e = k.open(1, "a", false)
 		strikes = e.st.th.strikes
 		e.close(false)
 		if strikes != 0 {
 			t.Fatalf("strikes = %d after an answer, want 0 (a plain Settle must still find the keyState)", strikes)
 		}
-		k.Settle(p2, Outcome{Sent: true, Response: true})
+		k.Settle(p2, throttle.Outcome{Sent: true, Response: true})
 		time.Sleep(time.Second + time.Duration(staleAfter))
-		k.SweepAt(time.Now())
+		k.sweepAt(time.Now())
 		if n := k.states.Load(); n != 0 {
 			t.Fatalf("states = %d after the sweep, want 0", n)
 		}
@@ -128,7 +130,7 @@ func TestKeyedStatesCount(t *testing.T) {
 			t.Fatalf("states = %d after PauseUntil, want 1", n)
 		}
 		time.Sleep(2 * time.Second)
-		k.SweepAt(time.Now())
+		k.sweepAt(time.Now())
 		if n := k.states.Load(); n != 0 {
 			t.Fatalf("states = %d after the pause's sweep, want 0", n)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/pacehttp/pace/throttle"
 )
 
 // keyState is what a [Keyed] keeps of a key beyond its limit: its throttle
@@ -199,7 +201,7 @@ func (e *entry) replan(i int, change func()) {
 }
 
 // Wait blocks until one request for key may leave, books it, and returns
-// its [Permit]. It implements [Limiter].
+// its [throttle.Permit]. It implements [throttle.Limiter].
 //
 // The key's throttle comes first: while the key is paused nothing leaves;
 // when the pause ends the first request to ask leaves as the key's probe
@@ -224,27 +226,27 @@ func (e *entry) replan(i int, change func()) {
 // same way when it reaches maxWait or the deadline. If ctx ends during the
 // wait, the booking is given back and Wait returns a *WaitError wrapping
 // ctx.Err(). Safe for concurrent use.
-func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (Permit, error) {
+func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
 	if err := ctx.Err(); err != nil {
-		return Permit{Key: key}, &WaitError{Key: key, Err: err}
+		return throttle.Permit{Key: key}, &WaitError{Key: key, Err: err}
 	}
 	start := clampNow(int64(time.Since(k.epoch)))
 	if k.waitFast(start, key) {
-		return Permit{Key: key}, nil
+		return throttle.Permit{Key: key}, nil
 	}
 	return k.waitSlow(ctx, key, maxWait, start)
 }
 
 // wait is Wait storing the Permit in *p, for the Transport: the Permit
-// does not travel back through the Limiter interface's results.
-func (k *Keyed) wait(ctx context.Context, key string, maxWait time.Duration, p *Permit) error {
+// does not travel back through throttle.Limiter's results.
+func (k *Keyed) wait(ctx context.Context, key string, maxWait time.Duration, p *throttle.Permit) error {
 	if err := ctx.Err(); err != nil {
-		*p = Permit{Key: key}
+		*p = throttle.Permit{Key: key}
 		return &WaitError{Key: key, Err: err}
 	}
 	start := clampNow(int64(time.Since(k.epoch)))
 	if k.waitFast(start, key) {
-		*p = Permit{Key: key}
+		*p = throttle.Permit{Key: key}
 		return nil
 	}
 	var err error
@@ -261,14 +263,15 @@ func (k *Keyed) admitNow(ctx context.Context, key string) bool {
 }
 
 // waitSlow is Wait past its fast path, from its first clock reading start.
-func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration, start int64) (Permit, error) {
+func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration, start int64) (throttle.Permit, error) {
 	deadline := int64(noDeadline)
 	if dl, ok := ctx.Deadline(); ok {
 		deadline = sinceEpoch(k.epoch, dl)
 	}
-	p := Permit{Key: key}
+	p := throttle.Permit{Key: key}
 	var probes uint32
 	var b *booking
+	var lease uint32        // the probe lease this request holds (p.Probe); 0: none
 	var held int64          // the pace slot this request holds and waits for; 0: none
 	var heldGen uint32      // the key's generation when it was taken: a pause voids it
 	var paced time.Duration // time waited for pace slots
@@ -318,7 +321,7 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 				}
 				continue
 			case admitProbe:
-				p.Probe, p.lease = true, st.th.lease.n
+				p.Probe, lease = true, st.th.lease.n
 			}
 			p.Strikes, p.Gen = int(st.th.strikes), uint64(st.th.gen)
 		}
@@ -360,6 +363,7 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 		case e.c != nil:
 			r, err = decideCell(k.alg, e.c, slot, e.now, 1, left, deadline, true)
 		case slot == e.now:
+			p.State = leaseOnly(e, lease)
 			e.close(false)
 			return p, nil
 		default: // no limit, only the pace
@@ -368,9 +372,9 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 		}
 		if err != nil {
 			if p.Probe {
-				e.st.th.released(p.lease)
+				e.st.th.released(lease)
 				e.st.broadcast()
-				p.Probe, p.lease = false, 0
+				p.Probe, lease = false, 0
 			}
 			e.close(false)
 			if _, ok := err.(*WaitError); ok {
@@ -383,6 +387,7 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 		}
 		p.Delay = paced + r.Delay
 		if e.c != nil && r.Delay == 0 && !k.alg.binds(e.c, r.at) {
+			p.State = leaseOnly(e, lease)
 			e.close(true)
 			return p, nil
 		}
@@ -390,26 +395,45 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 		// it joins the key's queue, so that its departure, or its giving up,
 		// can move the later bookings, and a pause can give its slot back.
 		st := e.state()
-		b = &booking{at: r.at, floor: slot, released: r.Delay == 0, probe: p.lease, over: e.over()}
+		b = &booking{at: r.at, floor: slot, released: r.Delay == 0, probe: lease, over: e.over()}
 		st.pending = append(st.pending, b)
 		e.close(e.c != nil)
-		p.Track, p.b = e.c != nil, b // a pace alone does not need the departure
+		p.Track, p.State = e.c != nil, b // a pace alone does not need the departure
 		if r.Delay == 0 {
 			return p, nil
 		}
 		again, err := k.sleepBooked(ctx, key, b, deadline)
 		if err != nil || !again {
 			if err != nil {
-				p.Track, p.b = false, nil
+				p.Track, p.State = false, nil
 				if p.Probe {
-					k.releaseProbe(key, b.over, p.lease)
+					k.releaseProbe(key, b.over, lease)
 				}
 			}
 			return p, err
 		}
 		// A pause gave the booking back: wait for it and book again.
-		p.Track, p.b, p.Probe, p.lease = false, nil, false, 0
+		p.Track, p.State, p.Probe, lease = false, nil, false, 0
 	}
+}
+
+// leaseOnly returns the Permit.State of a request admitted at e without a
+// place in its key's queue: nil, or for a probe (lease n != 0) a booking in
+// no queue that holds its lease, so that Settle can end the probe's role
+// on the state (the key's own, or the overflow's) that leased it. Only a
+// probe allocates it, once per pause.
+func leaseOnly(e entry, n uint32) any {
+	if n == 0 {
+		return nil
+	}
+	return &booking{released: true, probe: n, over: e.over()}
+}
+
+// bookingOf returns the booking a Permit of k's carries in its State, or
+// nil: the request's place in its key's queue, or its probe lease.
+func bookingOf(p *throttle.Permit) *booking {
+	b, _ := p.State.(*booking)
+	return b
 }
 
 // waitFast is Wait's first look at key at now when the answer is plain: the
@@ -501,77 +525,95 @@ func (k *Keyed) releaseProbe(key string, over bool, n uint32) {
 }
 
 // Depart records that the request of p was written at at, for a Permit
-// whose Track is set (others are ignored). See [Limiter]. Safe for
+// whose Track is set (others are ignored). See [throttle.Limiter]. Safe for
 // concurrent use.
-func (k *Keyed) Depart(p Permit, at time.Time) {
-	if p.b == nil {
+func (k *Keyed) Depart(p throttle.Permit, at time.Time) {
+	b := bookingOf(&p)
+	if b == nil {
 		return
 	}
 	t := sinceEpoch(k.epoch, at)
-	e := k.open(t, p.Key, p.b.over)
+	e := k.open(t, p.Key, b.over)
 	if e.st != nil {
-		e.depart(p.b, t)
+		e.depart(b, t)
 	}
 	e.close(true)
 }
 
-// Settle records how the request of p ended (see [Outcome]) and implements
-// [Limiter]: a throttle pauses the key for o.Pause, an answer closes a
-// half-open key when p is its probe, and a probe that ends without an
-// answer hands the role to the next request. A server quota (read by the
-// [Transport] from the answer's quota headers) paces the key: its Remaining requests are spread over
-// the Reset, each Reset/(Remaining+1) after the one before, so that the key
-// never runs dry before the reset; none remaining pauses the key until the
-// reset, without a probe. The key's limit still applies, so a quota never
-// makes requests go faster than it; an answer that contradicts the quota
-// already known for the same window (its reset moved more than a second
-// earlier, or more remains than an earlier answer said) is ignored, and
-// the pace ends with its window. The booking of a request that
-// was never sent is given back if its instant has not come. A plain
-// outcome (no throttle, a Permit without Track, o.At zero) of a key without
-// a pause, probe or queue reads no clock: it costs a lock at most, and
-// none while no key of the store has any. Safe for concurrent use.
-func (k *Keyed) Settle(p Permit, o Outcome) { k.settle(&p, o) }
+// Settle records how the request of p ended (see [throttle.Outcome]) and
+// implements [throttle.Limiter]: a throttle pauses the key for o.Pause, an
+// answer closes a half-open key when p is its probe, and a probe that ends
+// without an answer hands the role to the next request. The booking of a
+// request that was never sent is given back if its instant has not come. A
+// plain outcome (no throttle, a Permit without Track, o.At zero) of a key
+// without a pause, probe or queue reads no clock: it costs a lock at most,
+// and none while no key of the store has any.
+//
+// When the [Transport] settles a request of a Keyed of its own (one per
+// entry of its Limits, or a Keyed set as its Limiter), it also hands over
+// what the answer's headers said, which Settle's Outcome does not carry. A
+// server quota (its quota headers) paces the key: its Remaining requests
+// are spread over the Reset, each Reset/(Remaining+1) after the one before,
+// so that the key never runs dry before the reset; none remaining pauses
+// the key until the reset, without a probe. The key's limit still applies,
+// so a quota never makes requests go faster than it; an answer that
+// contradicts the quota already known for the same window (its reset moved
+// more than a second earlier, or more remains than an earlier answer said)
+// is ignored, and the pace ends with its window. A throttle that named no
+// delay and no quota lowers the key's rate (see [Transport], "Adaptive
+// rate"). Safe for concurrent use.
+func (k *Keyed) Settle(p throttle.Permit, o throttle.Outcome) { k.settle(&p, o, Quota{}, false) }
 
-// settle is Settle with the Permit passed by pointer, for the Transport.
-func (k *Keyed) settle(p *Permit, o Outcome) {
+// settle is Settle with the Permit passed by pointer, for the Transport,
+// which also passes what the answer's headers said: q, when its Reset is
+// positive, is the server's quota (serverQuota; Remaining requests may go
+// before Reset, from o.At, the Transport having capped Reset), and cut
+// reports a throttle that named no delay and no quota, of a key whose
+// configured limit may adapt: the key's rate is lowered (adaptiveRate),
+// once per strike.
+func (k *Keyed) settle(p *throttle.Permit, o throttle.Outcome, q Quota, cut bool) {
 	t := int64(0) // not read yet
 	if !o.At.IsZero() {
 		t = sinceEpoch(k.epoch, o.At)
 	}
-	if p.b == nil && o.Pause <= 0 && o.quota.Reset <= 0 && ((t == 0 && k.states.Load() == 0) || k.settleFast(t, p.Key)) {
+	b := bookingOf(p)
+	if b == nil && o.Pause <= 0 && q.Reset <= 0 && ((t == 0 && k.states.Load() == 0) || k.settleFast(t, p.Key)) {
 		return // no keyState anywhere: nothing to record (see settleFast)
 	}
 	if t == 0 {
 		t = clampNow(int64(time.Since(k.epoch))) // time.Now, read as cheaply
 	}
-	e := k.open(t, p.Key, p.b != nil && p.b.over)
+	e := k.open(t, p.Key, b != nil && b.over)
+	lease := uint32(0) // the probe lease p holds
+	if b != nil {
+		lease = b.probe
+	}
 	st := e.st
-	if st != nil && p.b != nil {
+	if st != nil && b != nil {
 		if o.Sent {
-			st.drop(p.b) // Depart, if told, has placed it already
+			st.drop(b) // Depart, if told, has placed it already
 		} else {
-			e.withdraw(p.b)
+			e.withdraw(b)
 		}
 	}
 	switch {
 	case o.Pause > 0:
-		if o.cut && e.c != nil && (st == nil || uint32(p.Gen) == st.th.gen) { // a new strike, not the same news again
+		if cut && e.c != nil && (st == nil || uint32(p.Gen) == st.th.gen) { // a new strike, not the same news again
 			e.state().th.adapt.cut(e.now, e.k.alg.interval())
 		}
-		e.throttle(int64(o.Pause), uint32(p.Gen), p.lease, true)
+		e.throttle(int64(o.Pause), uint32(p.Gen), lease, true)
 	case st == nil:
 	case o.Response:
-		st.th.answered(e.now, p.lease)
+		st.th.answered(e.now, lease)
 		if p.Probe {
 			st.broadcast()
 		}
 	case p.Probe:
-		st.th.released(p.lease)
+		st.th.released(lease)
 		st.broadcast()
 	}
-	if o.quota.Reset > 0 { // after the throttle, so that a 429 still makes the key half-open
-		e.learn(o.quota)
+	if q.Reset > 0 { // after the throttle, so that a 429 still makes the key half-open
+		e.learn(q)
 	}
 	e.close(e.c != nil && (e.tracked || o.Pause > 0))
 }

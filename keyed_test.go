@@ -263,11 +263,11 @@ func TestKeyedPauseNoLimit(t *testing.T) {
 		t.Errorf("ReserveAt during the pause: Delay %v, want 59s", r.Delay)
 	}
 	wantLen(t, k, 1)
-	if got := k.SweepAt(at(59 * time.Second)); got != 0 {
-		t.Errorf("SweepAt(59s) = %d, want 0", got)
+	if got := k.sweepAt(at(59 * time.Second)); got != 0 {
+		t.Errorf("sweepAt(59s) = %d, want 0", got)
 	}
-	if got := k.SweepAt(at(time.Minute)); got != 1 {
-		t.Errorf("SweepAt(60s) = %d, want 1 (the ended pause)", got)
+	if got := k.sweepAt(at(time.Minute)); got != 1 {
+		t.Errorf("sweepAt(60s) = %d, want 1 (the ended pause)", got)
 	}
 	wantLen(t, k, 0)
 	if !k.AllowAt(at(time.Minute), "a", 1) {
@@ -440,8 +440,8 @@ func TestKeyedManyKeysTouchedOnce(t *testing.T) {
 			grown := heapInUse()
 
 			k.PauseUntil(paused, pauseEnd)
-			if got := k.SweepAt(at(2 * ttl)); got != keys-1 {
-				t.Errorf("SweepAt = %d, want %d", got, keys-1)
+			if got := k.sweepAt(at(2 * ttl)); got != keys-1 {
+				t.Errorf("sweepAt = %d, want %d", got, keys-1)
 			}
 			after := heapInUse()
 
@@ -450,7 +450,7 @@ func TestKeyedManyKeysTouchedOnce(t *testing.T) {
 			if k.AllowAt(at(3*ttl), paused, 1) {
 				t.Error("AllowAt(paused) = true")
 			}
-			k.SweepAt(at(time.Hour))
+			k.sweepAt(at(time.Hour))
 			wantPaused(t, k, paused, pauseEnd)
 			wantLen(t, k, 1)
 
@@ -516,19 +516,19 @@ func TestKeyedNeverEvictsBusy(t *testing.T) {
 		{time.Second, 1},
 		{5 * time.Second, 0},
 	} {
-		if got := k.SweepAt(at(step.now)); got != step.want {
-			t.Errorf("SweepAt(%v) = %d, want %d", step.now, got, step.want)
+		if got := k.sweepAt(at(step.now)); got != step.want {
+			t.Errorf("sweepAt(%v) = %d, want %d", step.now, got, step.want)
 		}
 	}
 	wantLen(t, k, 1)
 	if got := drain(k, at(5*time.Second), "busy", 100); got != 5 {
 		t.Errorf("busy at 5s: %d granted, want 5 (its refill, not a fresh 10)", got)
 	}
-	if got := k.SweepAt(at(15*time.Second - 1)); got != 0 {
-		t.Errorf("SweepAt(15s-1ns) = %d, want 0", got)
+	if got := k.sweepAt(at(15*time.Second - 1)); got != 0 {
+		t.Errorf("sweepAt(15s-1ns) = %d, want 0", got)
 	}
-	if got := k.SweepAt(at(15 * time.Second)); got != 1 {
-		t.Errorf("SweepAt(15s) = %d, want 1", got)
+	if got := k.sweepAt(at(15 * time.Second)); got != 1 {
+		t.Errorf("sweepAt(15s) = %d, want 1", got)
 	}
 	wantLen(t, k, 0)
 }
@@ -584,7 +584,7 @@ func TestKeyedMatchesIndependentLimits(t *testing.T) {
 					delete(kres, key)
 					delete(rres, key)
 				default:
-					evicted += k.SweepAt(now)
+					evicted += k.sweepAt(now)
 				}
 			}
 		}
@@ -599,8 +599,8 @@ func TestKeyedMatchesIndependentLimits(t *testing.T) {
 func TestKeyedClockBackAfterEviction(t *testing.T) {
 	k := newTestKeyed(t, every(time.Second, 10), KeyedOptions{})
 	drain(k, at(100*time.Second), "a", 100)
-	if got := k.SweepAt(at(200 * time.Second)); got != 1 {
-		t.Fatalf("SweepAt(200s) = %d, want 1", got)
+	if got := k.sweepAt(at(200 * time.Second)); got != 1 {
+		t.Fatalf("sweepAt(200s) = %d, want 1", got)
 	}
 	got := drain(k, at(105*time.Second), "a", 100) // the clock steps back
 	got += drain(k, at(200*time.Second), "a", 100)
@@ -709,7 +709,7 @@ func TestKeyedContention(t *testing.T) {
 					admitted[keys].Add(1)
 				}
 				if i%50 == 0 {
-					k.SweepAt(t0)
+					k.sweepAt(t0)
 				}
 			}
 		})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/pacehttp/pace/throttle"
 )
 
 // BenchmarkKeyedWaitTracked measures Wait and Settle of one key whose
@@ -20,6 +22,6 @@ func BenchmarkKeyedWaitTracked(b *testing.B) {
 		if err != nil || !p.Track {
 			b.Fatal(p, err)
 		}
-		k.Settle(p, Outcome{Sent: true, Response: true})
+		k.Settle(p, throttle.Outcome{Sent: true, Response: true})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace/internal/hostkey"
+	"github.com/pacehttp/pace/throttle"
 )
 
 // A limit changed live ([Shaper.SetLimitAt], [Keyed.SetLimitAt],
@@ -286,7 +287,7 @@ func (t *Transport) SetLimit(host string, l Limit) error {
 }
 
 // limiterOf returns he's limiter, or nil.
-func limiterOf(he *hostEntry) Limiter {
+func limiterOf(he *hostEntry) throttle.Limiter {
 	if he == nil {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/throttle"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -164,7 +165,7 @@ func TestKeyedSetLimitAtRebooksWaiters(t *testing.T) {
 		start := time.Now()
 		p, err := k.Wait(ctx, "a", 0) // leaves at once; the next slot is 1 s away
 		require.NoError(t, err)
-		k.Settle(p, Outcome{Sent: true, Response: true})
+		k.Settle(p, throttle.Outcome{Sent: true, Response: true})
 		var wg sync.WaitGroup
 		left := make(chan time.Duration, 5)
 		for range 5 {
@@ -172,7 +173,7 @@ func TestKeyedSetLimitAtRebooksWaiters(t *testing.T) {
 				p, err := k.Wait(ctx, "a", 0)
 				if assert.NoError(t, err) {
 					left <- time.Since(start)
-					k.Settle(p, Outcome{Sent: true, Response: true})
+					k.Settle(p, throttle.Outcome{Sent: true, Response: true})
 				}
 			})
 		}

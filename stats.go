@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacehttp/pace/throttle"
 )
 
 // maxStatsKeys is how many keys a Transport keeps [Stats] for; the
@@ -56,7 +58,7 @@ type Stats struct {
 // keyStats is the live form of one key's Stats.
 type keyStats struct {
 	key, host                  string
-	lim                        Limiter
+	lim                        throttle.Limiter
 	requests, admitted, waits  atomic.Int64
 	waited, retries, throttles atomic.Int64
 	giveUps                    atomic.Int64
@@ -74,7 +76,7 @@ type statsTable struct {
 
 // of returns the keyStats of key, whose first request went to host under
 // limiter lim, creating it if the table has room.
-func (t *statsTable) of(key, host string, lim Limiter) *keyStats {
+func (t *statsTable) of(key, host string, lim throttle.Limiter) *keyStats {
 	if v, ok := t.m.Load(key); ok {
 		return v.(*keyStats)
 	}

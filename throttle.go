@@ -9,7 +9,7 @@ import (
 // carries no usable delay (no Retry-After or reset header), for a key that
 // no configured limit paces, or whose adaptive rate was already cut and
 // whose probe was throttled again (see [Transport], "Adaptive rate"). Each consecutive
-// throttle of the key (see [Permit].Strikes) doubles it, jittered, up to
+// throttle of the key (throttle.Permit's Strikes) doubles it, jittered, up to
 // retry.DefaultBackoffMax. [Transport].MaxRetryAfter caps it. Five seconds follows
 // the fix in env0/terraform-provider-env0#1127: a server that gives no hint
 // usually counts in windows of seconds, and a shorter pause only buys
@@ -21,7 +21,7 @@ const DefaultThrottlePause = 5 * time.Second
 // the key still pauses this long and then sends one probe, so that a herd of
 // waiting requests does not hit the server again at once (without it, 50
 // waiting callers sent 54 requests in 4 ms). Each consecutive such
-// throttle of the key (see [Permit].Strikes) doubles it, jittered, up to
+// throttle of the key (throttle.Permit's Strikes) doubles it, jittered, up to
 // retry.DefaultBackoffMax: a server that answers Retry-After: 0 again and again
 // is overloaded, not keeping a schedule (RFC 9110 §10.2.3 allows the 0, not
 // a retry storm). A throttle without any delay pauses for

@@ -19,9 +19,9 @@ type thOp struct {
 	gen   uint32 // throttled, pause: the generation the request left under
 	probe bool   // throttled, pause, answered, released: it holds the latest probe lease
 
-	admit admission // admit: the admission expected
-	set   bool      // throttled, pause: whether the pause was set or extended
-	after keyThrottle  // the whole state expected after the call, but the probe's lease (TestThrottleProbeLease)
+	admit admission   // admit: the admission expected
+	set   bool        // throttled, pause: whether the pause was set or extended
+	after keyThrottle // the whole state expected after the call, but the probe's lease (TestThrottleProbeLease)
 }
 
 func (o thOp) String() string {

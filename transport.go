@@ -17,6 +17,7 @@ import (
 
 	"github.com/pacehttp/pace/internal/bodyprefix"
 	"github.com/pacehttp/pace/retry"
+	"github.com/pacehttp/pace/throttle"
 )
 
 // DefaultMaxWait is the longest a request waits, by default, for its key's
@@ -58,8 +59,8 @@ const DefaultMaxWait = 5 * time.Minute
 // Waiting for a probe counts toward MaxWait and the context's deadline: a
 // request still waiting when either is reached fails then with the errors
 // below, nothing sent. The pause, the probe and the key's limit are the
-// Limiter's (see [Limiter]; by default a [Keyed] per entry of Limits, and
-// one without a limit for the keys no limit paces).
+// Limiter's (see [throttle.Limiter]; by default a [Keyed] per entry of
+// Limits, and one without a limit for the keys no limit paces).
 //
 // # Quota headers
 //
@@ -158,9 +159,14 @@ type Transport struct {
 	Key func(*http.Request) string
 
 	// Limiter, if non-nil, paces every request instead of Limits, under the
-	// request's key; for example a limiter whose state is shared across
-	// processes. It must be safe for concurrent use.
-	Limiter Limiter
+	// request's key; for example a [Keyed] shared by several Transports, or
+	// a limiter whose state is shared across processes (package redislimit).
+	// It must be safe for concurrent use; package throttle says what it
+	// must do. A *Keyed here is settled as the Keyed stores of Limits are,
+	// also with the server's quota headers and the adaptive rate (see
+	// "Quota headers" and "Adaptive rate" above); any other Limiter, a
+	// wrapper of a Keyed too, hears what a throttle.Outcome holds.
+	Limiter throttle.Limiter
 
 	// MaxWait is the longest a request may wait for its key's cooldown and
 	// limiter together before each attempt. A longer wait, or a full
@@ -272,7 +278,7 @@ var _ http.RoundTripper = (*Transport)(nil)
 type state struct {
 	base          http.RoundTripper
 	key           func(*http.Request) string
-	limiter       Limiter
+	limiter       throttle.Limiter
 	hosts         *hostLimiters
 	maxWait       time.Duration
 	maxAttempts   int
@@ -405,7 +411,7 @@ type call struct {
 	// hostKey: key is the request's host, not chosen by Transport.Key, so
 	// logs and error text may show it (see keyText).
 	hostKey bool
-	lim     Limiter
+	lim     throttle.Limiter
 	kd      *Keyed // lim, when it is a *Keyed: called directly, Permits by pointer
 	st      *keyStats
 
@@ -464,10 +470,10 @@ func (c *call) run() (*http.Response, error) {
 	c.send, c.canRetry = c.policy.withIdempotencyKey(send), replayable
 
 	lastStatus := 0
-	var p Permit
+	var p throttle.Permit
 	for attempt := 1; ; attempt++ {
 		if c.kd != nil && c.kd.admitNow(c.ctx, c.key) {
-			p = Permit{Key: c.key} // what Wait returns then; no wait, no event
+			p = throttle.Permit{Key: c.key} // what Wait returns then; no wait, no event
 		} else if err := c.admit(&attempt, lastStatus, &p); err != nil {
 			if attempt == 1 {
 				closeRequestBody(c.send)
@@ -477,7 +483,7 @@ func (c *call) run() (*http.Response, error) {
 		c.st.admitted.Add(1)
 		out, err := c.request(attempt, &p)
 		if err != nil {
-			c.settle(&p, Outcome{})
+			c.settle(&p, throttle.Outcome{}, Quota{}, false)
 			if attempt == 1 { // only PrepareAttempt fails a first attempt
 				return nil, err
 			}
@@ -492,12 +498,13 @@ func (c *call) run() (*http.Response, error) {
 			err = fmt.Errorf("pace: %T returned no response and no error", s.base)
 		}
 		var v verdict
-		o := Outcome{At: c.decide(attempt, p.Strikes, out, resp, err, &v), Sent: true, Response: resp != nil, Pause: v.pause, cut: v.cut}
+		o := throttle.Outcome{At: c.decide(attempt, p.Strikes, out, resp, err, &v), Sent: true, Response: resp != nil, Pause: v.pause}
+		var q Quota
 		if resp != nil {
-			c.quota(resp, &o)
+			q = c.quota(resp, &o.At)
 		}
 		now := o.At
-		c.settle(&p, o)
+		c.settle(&p, o, q, v.cut)
 		if v.pause > 0 {
 			c.st.throttles.Add(1)
 			if s.obs != nil {
@@ -548,33 +555,40 @@ func (c *call) run() (*http.Response, error) {
 	}
 }
 
-// settle tells the limiter how the attempt of p ended.
-func (c *call) settle(p *Permit, o Outcome) {
+// settle tells the limiter how the attempt of p ended. A Keyed of the
+// Transport's own also hears q, the server's quota (see quota), and cut,
+// a throttle that named no delay and no quota (verdict.cut), which the
+// Outcome does not carry: another Limiter is settled with o alone, as
+// [throttle.Limiter] promises it.
+func (c *call) settle(p *throttle.Permit, o throttle.Outcome, q Quota, cut bool) {
 	if c.kd != nil {
-		c.kd.settle(p, o)
+		c.kd.settle(p, o, q, cut)
 		return
 	}
 	c.lim.Settle(*p, o)
 }
 
-// quota reads the server's quota from resp's headers into o.quota (see
+// quota returns the server's quota as resp's headers state it (see
 // serverQuota), its Reset capped at MaxRetryAfter so that no answer can
-// pause or slow a key for longer, reading the clock into o.At if it has
-// not been read. A response without quota headers costs a few map lookups.
-func (c *call) quota(resp *http.Response, o *Outcome) {
+// pause or slow a key for longer, reading the clock into *at if it has not
+// been read (the quota counts from *at). It returns the zero Quota when
+// resp states none; a response without quota headers costs a few map
+// lookups.
+func (c *call) quota(resp *http.Response, at *time.Time) Quota {
 	if !quotaPresent(resp.Header) {
-		return
+		return Quota{}
 	}
-	now := o.At
+	now := *at
 	if now.IsZero() {
 		now = time.Now()
 	}
 	q, ok := serverQuota(resp.Header, now)
 	if !ok || q.Reset <= 0 {
-		return
+		return Quota{}
 	}
 	q.Reset = min(q.Reset, c.s.maxRetryAfter)
-	o.At, o.quota = now, q
+	*at = now
+	return q
 }
 
 // giveUpReason is the Reason an AttemptsError records for a verdict's why:
@@ -621,7 +635,7 @@ func (c *call) keyWith(host string) (key string, isHost bool) {
 // (ErrThrottled), having sent nothing more. lastStatus is the status of the
 // request's own last attempt. The Permit is stored in *p, also with an
 // error.
-func (c *call) admit(attempt *int, lastStatus int, p *Permit) error {
+func (c *call) admit(attempt *int, lastStatus int, p *throttle.Permit) error {
 	waited := time.Duration(0)
 	for {
 		var err error
@@ -672,7 +686,7 @@ func (c *call) admit(attempt *int, lastStatus int, p *Permit) error {
 // it, a net/http/httptrace hook that tells the limiter the instant the
 // request is written. When PrepareAttempt fails, the attempt's body is
 // closed and its error returned.
-func (c *call) request(attempt int, pp *Permit) (*http.Request, error) {
+func (c *call) request(attempt int, pp *throttle.Permit) (*http.Request, error) {
 	out := c.send
 	if attempt > 1 {
 		var err error

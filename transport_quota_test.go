@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/throttle"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -161,7 +162,7 @@ func TestKeyedQuotaRules(t *testing.T) {
 		require.NoError(t, err)
 		ctx := context.Background()
 		settle := func(left int, reset time.Duration, bucket string) {
-			k.Settle(Permit{Key: "a"}, Outcome{Sent: true, Response: true, quota: Quota{Remaining: left, Reset: reset, bucket: bucket}})
+			k.settle(&throttle.Permit{Key: "a"}, throttle.Outcome{Sent: true, Response: true}, Quota{Remaining: left, Reset: reset, bucket: bucket}, false)
 		}
 		pace := func() quotaPace {
 			e := k.open(0, "a", false)
@@ -179,7 +180,7 @@ func TestKeyedQuotaRules(t *testing.T) {
 			p, err := k.Wait(ctx, "a", 0)
 			require.NoError(t, err)
 			assert.Equal(t, time.Duration(i)*time.Second, time.Since(t0))
-			k.Settle(p, Outcome{Sent: true, Response: true})
+			k.Settle(p, throttle.Outcome{Sent: true, Response: true})
 		}
 		// t0+2s. An overtaken answer (more left in the same window) and a
 		// reset that jumps backwards are ignored.
@@ -203,7 +204,7 @@ func TestKeyedQuotaRules(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 7*time.Second, time.Since(start))
 		assert.False(t, p.Probe, "a spent quota is a pause, not a throttle: no probe")
-		k.Settle(p, Outcome{Sent: true, Response: true})
+		k.Settle(p, throttle.Outcome{Sent: true, Response: true})
 		// A pace beyond maxWait is refused at once, booking nothing.
 		settle(1, time.Minute, "")
 		_, err = k.Wait(ctx, "a", time.Second)
@@ -213,8 +214,8 @@ func TestKeyedQuotaRules(t *testing.T) {
 		p, err = k.Wait(ctx, "a", 0)
 		require.NoError(t, err)
 		assert.Zero(t, p.Delay)
-		k.Settle(p, Outcome{Sent: true, Response: true})
-		k.SweepAt(time.Now())
+		k.Settle(p, throttle.Outcome{Sent: true, Response: true})
+		k.sweepAt(time.Now())
 		assert.Equal(t, 0, k.Len())
 	})
 }

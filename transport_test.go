@@ -22,6 +22,7 @@ import (
 
 	"github.com/pacehttp/pace/internal/testhttp"
 	"github.com/pacehttp/pace/retry"
+	"github.com/pacehttp/pace/throttle"
 )
 
 // newRequest returns a request with ctx; body "" means none.
@@ -52,12 +53,12 @@ type spacer struct {
 	waits atomic.Int64
 }
 
-func (*spacer) Depart(Permit, time.Time) {}
-func (*spacer) Settle(Permit, Outcome)   {}
+func (*spacer) Depart(throttle.Permit, time.Time)        {}
+func (*spacer) Settle(throttle.Permit, throttle.Outcome) {}
 
-func (s *spacer) Wait(ctx context.Context, key string, maxWait time.Duration) (Permit, error) {
+func (s *spacer) Wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
 	d, err := s.wait(ctx, key, maxWait)
-	return Permit{Key: key, Delay: d}, err
+	return throttle.Permit{Key: key, Delay: d}, err
 }
 
 func (s *spacer) wait(ctx context.Context, key string, maxWait time.Duration) (time.Duration, error) {
@@ -259,11 +260,11 @@ func TestTransportContract(t *testing.T) {
 
 type limiterFunc func(ctx context.Context, key string, maxWait time.Duration) error
 
-func (f limiterFunc) Wait(ctx context.Context, key string, maxWait time.Duration) (Permit, error) {
-	return Permit{Key: key}, f(ctx, key, maxWait)
+func (f limiterFunc) Wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
+	return throttle.Permit{Key: key}, f(ctx, key, maxWait)
 }
-func (limiterFunc) Depart(Permit, time.Time) {}
-func (limiterFunc) Settle(Permit, Outcome)   {}
+func (limiterFunc) Depart(throttle.Permit, time.Time)        {}
+func (limiterFunc) Settle(throttle.Permit, throttle.Outcome) {}
 
 func TestTransportValidate(t *testing.T) {
 	nop := limiterFunc(func(context.Context, string, time.Duration) error { return nil })

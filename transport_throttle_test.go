@@ -15,6 +15,7 @@ import (
 
 	"github.com/pacehttp/pace/internal/testhttp"
 	"github.com/pacehttp/pace/retry"
+	"github.com/pacehttp/pace/throttle"
 )
 
 // The throttle of a key as the Transport and Keyed apply it, in
@@ -396,8 +397,8 @@ func TestKeyedWaitOnPause(t *testing.T) {
 			p, err := k.Wait(t.Context(), "k", time.Minute)
 			require.NoError(t, err)
 			assert.Equal(t, 4*time.Second, time.Since(start), "Wait returned after")
-			assert.Equal(t, 4*time.Second, p.Held, "Permit.Held")
-			k.Settle(p, Outcome{Sent: true, Response: true})
+			assert.Equal(t, 4*time.Second, p.Held, "throttle.Permit.Held")
+			k.Settle(p, throttle.Outcome{Sent: true, Response: true})
 		})
 	})
 	tests := []struct {
@@ -451,7 +452,7 @@ func TestKeyedForgetsEndedThrottles(t *testing.T) {
 	start := time.Now()
 	const every = 10 * ms
 	for i := range 100_000 {
-		k.Settle(Permit{Key: fmt.Sprint("host-", i)}, Outcome{
+		k.Settle(throttle.Permit{Key: fmt.Sprint("host-", i)}, throttle.Outcome{
 			At: start.Add(time.Duration(i) * every), Sent: true, Response: true, Pause: time.Second,
 		})
 	}
@@ -641,7 +642,7 @@ func TestKeyedCancelledWaitersCloseUpTheQueue(t *testing.T) {
 				start := time.Now()
 				p, err := k.Wait(t.Context(), "k", 0)
 				require.NoError(t, err)
-				k.Settle(p, Outcome{Sent: true, Response: true})
+				k.Settle(p, throttle.Outcome{Sent: true, Response: true})
 				var wg sync.WaitGroup
 				cancels := make([]context.CancelFunc, 9)
 				for i := range 9 {
@@ -666,7 +667,7 @@ func TestKeyedCancelledWaitersCloseUpTheQueue(t *testing.T) {
 					p, err := k.Wait(t.Context(), "k", 0)
 					require.NoError(t, err)
 					assert.Equal(t, want, time.Since(start), "cancelled in order %v: next slot", order)
-					k.Settle(p, Outcome{Sent: true, Response: true})
+					k.Settle(p, throttle.Outcome{Sent: true, Response: true})
 				}
 			})
 		})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/throttle"
 )
 
 // maxLearnedKeys bounds the keys whose learned limit a run remembers; past
@@ -81,14 +82,14 @@ func (g *gate) info(key string) *keyInfo {
 // *pace.WaitError wrapping ctx.Err() when ctx ends first, or matching
 // pace.ErrWaitExceedsDeadline when a wait would outlast ctx's deadline,
 // with a Permit of key that admits nothing (settling it is harmless).
-func (g *gate) pass(ctx context.Context, key string, ceiling *pace.Shaper, took bool) (pace.Permit, error) {
+func (g *gate) pass(ctx context.Context, key string, ceiling *pace.Shaper, took bool) (throttle.Permit, error) {
 	for ; ; took = false {
 		if err := g.learned(ctx, key); err != nil {
-			return pace.Permit{Key: key}, err
+			return throttle.Permit{Key: key}, err
 		}
 		if ceiling != nil && !took {
 			if err := ceiling.Wait(ctx, 1); err != nil {
-				return pace.Permit{Key: key}, err
+				return throttle.Permit{Key: key}, err
 			}
 		}
 		p, err := g.engine.Wait(ctx, key, 0)
@@ -98,7 +99,7 @@ func (g *gate) pass(ctx context.Context, key string, ceiling *pace.Shaper, took 
 		case err != nil:
 			return p, err
 		case p.Held > 0 && !p.Probe:
-			g.engine.Settle(p, pace.Outcome{}) // released by the probe's answer: start again
+			g.engine.Settle(p, throttle.Outcome{}) // released by the probe's answer: start again
 			continue
 		}
 		return p, nil
@@ -145,8 +146,8 @@ func (g *gate) learned(ctx context.Context, key string) error {
 // A throttle of an attempt that left before the key's latest pause is old
 // news once the key is open again (see pace's throttle engine), and changes
 // nothing.
-func (g *gate) settle(p pace.Permit, start, now time.Time, answered bool, pause time.Duration) bool {
-	g.engine.Settle(p, pace.Outcome{At: now, Sent: answered || pause > 0, Response: answered || pause > 0, Pause: pause})
+func (g *gate) settle(p throttle.Permit, start, now time.Time, answered bool, pause time.Duration) bool {
+	g.engine.Settle(p, throttle.Outcome{At: now, Sent: answered || pause > 0, Response: answered || pause > 0, Pause: pause})
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ki := g.info(p.Key)
@@ -188,8 +189,8 @@ func (g *gate) settle(p pace.Permit, start, now time.Time, answered bool, pause 
 // too), so that the attempts refused together do not all come back at
 // once, but the key is not paused and learns nothing (the refusal is no
 // news of the server's).
-func (g *gate) refused(p pace.Permit, now time.Time, delay time.Duration) {
-	g.engine.Settle(p, pace.Outcome{At: now})
+func (g *gate) refused(p throttle.Permit, now time.Time, delay time.Duration) {
+	g.engine.Settle(p, throttle.Outcome{At: now})
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if ki := g.info(p.Key); now.Add(delay).After(ki.busy) {
@@ -218,10 +219,10 @@ type attemptKey struct{}
 type attemptState struct {
 	status  atomic.Int64
 	gate    *gate
-	ceiling *pace.Shaper // Options.Rate, or nil
-	permit  pace.Permit  // under the run's key "", or the key HTTP entered
-	keyed   bool         // HTTP entered a key of its own
-	item    *item        // the item's place in the journal
+	ceiling *pace.Shaper    // Options.Rate, or nil
+	permit  throttle.Permit // under the run's key "", or the key HTTP entered
+	keyed   bool            // HTTP entered a key of its own
+	item    *item           // the item's place in the journal
 }
 
 // enter passes the attempt through the gate under key (the host of an

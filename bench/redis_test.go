@@ -11,6 +11,7 @@ import (
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/realserver"
 	"github.com/pacehttp/pace/redislimit"
+	"github.com/pacehttp/pace/throttle"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -44,7 +45,7 @@ func BenchmarkRedisDecision(b *testing.B) {
 	paceDecide := func() error {
 		p, err := lim.Wait(ctx, "bench", 0)
 		if err == nil {
-			lim.Settle(p, pace.Outcome{Sent: true, Response: true}) // no round trip: see Limiter.Settle
+			lim.Settle(p, throttle.Outcome{Sent: true, Response: true}) // no round trip: see Limiter.Settle
 		}
 		return err
 	}
@@ -186,7 +187,7 @@ func BenchmarkRedisClientSide(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+			lim.Settle(p, throttle.Outcome{Sent: true, Response: true})
 		}
 	})
 	b.Run("redis_rate", func(b *testing.B) {

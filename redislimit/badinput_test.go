@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/throttle"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -75,11 +76,11 @@ func TestBadKeys(t *testing.T) {
 		p, err := lim.Wait(context.Background(), key, 0)
 		assert.ErrorIs(t, err, ErrBadKey, "%q", key)
 		assert.NotErrorIs(t, err, pace.ErrRateLimited, "a caller's bug is no throttle")
-		lim.Settle(p, pace.Outcome{Sent: true, Pause: time.Second})
+		lim.Settle(p, throttle.Outcome{Sent: true, Pause: time.Second})
 	}
 	p, err := lim.Wait(context.Background(), "x}", 0) // the tag is "x": fine
 	require.NoError(t, err)
-	lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+	lim.Settle(p, throttle.Outcome{Sent: true, Response: true})
 	keys, err := rdb.Keys(context.Background(), "*").Result()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"pace:{x}}:0"}, keys, "only the good key's booking")
@@ -97,7 +98,7 @@ func TestErrorTextHidesKey(t *testing.T) {
 		if key[0] != '}' {
 			p, err := lim.Wait(context.Background(), key, 0) // the key's one unit
 			require.NoError(t, err)
-			lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+			lim.Settle(p, throttle.Outcome{Sent: true, Response: true})
 		}
 		_, err := lim.Wait(context.Background(), key, 10*time.Millisecond)
 		require.Error(t, err)

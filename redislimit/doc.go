@@ -2,7 +2,8 @@
 // sharing a Redis shares each key's limit and its pause: six processes
 // each allowed 100/min no longer hand a key 600/min, and a 429 seen by one
 // pauses the key in all of them. [New] returns a [*Limiter], a
-// pace.Limiter: set it as pace.Transport's Limiter (or use it directly).
+// throttle.Limiter (package github.com/pacehttp/pace/throttle): set it as
+// pace.Transport's Limiter, or use it directly.
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 //	lim, err := redislimit.New(rdb, pace.TokenBucket(pace.PerSecond(50), 50), redislimit.Options{})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/throttle"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -54,7 +55,7 @@ func TestRedisKilled(t *testing.T) {
 			took := time.Since(t0)
 			fromRedis := err == nil && p.Gen&fallbackBit == 0
 			if err == nil {
-				lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+				lim.Settle(p, throttle.Outcome{Sent: true, Response: true})
 			}
 			mu.Lock()
 			ph := cur

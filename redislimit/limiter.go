@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/throttle"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -83,7 +84,7 @@ type Options struct {
 	ProbeLease time.Duration
 }
 
-// Limiter is a [pace.Limiter] whose state lives in Redis, so that every
+// Limiter is a [throttle.Limiter] whose state lives in Redis, so that every
 // process using the same Redis, prefix and Limit shares one limit and one
 // pause per key. Create it with [New]; call Close when done. It is safe
 // for concurrent use by multiple goroutines.
@@ -110,7 +111,7 @@ type Limiter struct {
 	closeOnce sync.Once
 }
 
-var _ pace.Limiter = (*Limiter)(nil)
+var _ throttle.Limiter = (*Limiter)(nil)
 
 // New returns a Limiter holding l in Redis through rdb (a *redis.Client,
 // *redis.ClusterClient, *redis.Ring, or a Sentinel failover client). It
@@ -342,7 +343,7 @@ func unpackGen(g uint64) (gen int64, id uint32) {
 func validKey(key string) bool { return key != "" && key[0] != '}' }
 
 // Wait blocks until one request for key may leave, books it in Redis, and
-// returns its Permit; see [pace.Limiter]. Each decision is one round trip:
+// returns its Permit; see [throttle.Limiter]. Each decision is one round trip:
 // the script reads the key's throttle and limit on Redis's clock and books
 // the earliest common slot of all the limit's parts, or refuses, booking
 // nothing. While the key is paused the request sleeps until the pause ends
@@ -366,8 +367,8 @@ func validKey(key string) bool { return key != "" && key[0] != '}' }
 // ("key~" and 12 hexadecimal digits of its SHA-256; see pace.WaitError),
 // of bounded length, unless a pace.Transport keyed the request by host.
 // Safe for concurrent use.
-func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (pace.Permit, error) {
-	p := pace.Permit{Key: key}
+func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
+	p := throttle.Permit{Key: key}
 	if err := ctx.Err(); err != nil {
 		return p, &pace.WaitError{Key: key, Err: err}
 	}
@@ -505,7 +506,7 @@ func ctxErr(ctx context.Context) error {
 // sleepBooked waits for the slot of decision d. It returns again when a
 // pause announced after the booking made it give the slot back, and a
 // *pace.WaitError when ctx ended (the slot given back).
-func (l *Limiter) sleepBooked(ctx context.Context, p pace.Permit, keys []string, d decision, w *watch, seq *uint64) (again bool, err error) {
+func (l *Limiter) sleepBooked(ctx context.Context, p throttle.Permit, keys []string, d decision, w *watch, seq *uint64) (again bool, err error) {
 	until := time.Now().Add(p.Delay)
 	for {
 		wake, cur, gen := l.ws.wakeAfter(w, *seq)
@@ -544,7 +545,7 @@ func (l *Limiter) cancel(ctx context.Context, key string, keys []string, d decis
 
 // failed answers a Wait whose decision failed with err, under the failure
 // policy.
-func (l *Limiter) failed(ctx context.Context, p pace.Permit, maxWait time.Duration, start time.Time, err error) (pace.Permit, error) {
+func (l *Limiter) failed(ctx context.Context, p throttle.Permit, maxWait time.Duration, start time.Time, err error) (throttle.Permit, error) {
 	if ctx.Err() != nil {
 		return p, &pace.WaitError{Key: p.Key, Err: ctx.Err()}
 	}
@@ -565,7 +566,7 @@ func (l *Limiter) failed(ctx context.Context, p pace.Permit, maxWait time.Durati
 }
 
 // Depart tells the Limiter that the request of p was written at at; see
-// [pace.Limiter]. A request that left later than its slot by more than
+// [throttle.Limiter]. A request that left later than its slot by more than
 // Options.Margin has its booking moved in Redis to where it left (one more
 // round trip), as package pace's Keyed does, so that the limit counts it
 // where the server saw it: a token bucket's or pacer's later units move
@@ -577,7 +578,7 @@ func (l *Limiter) failed(ctx context.Context, p pace.Permit, maxWait time.Durati
 // Lateness is measured on this machine's clock from the slot as seen when
 // the decision was sent, so it is never underestimated. Permits of the
 // Fallback limiter are passed on to it. Safe for concurrent use.
-func (l *Limiter) Depart(p pace.Permit, at time.Time) {
+func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
 	if p.Gen&fallbackBit != 0 {
 		if l.fallback != nil {
 			p.Gen &^= fallbackBit
@@ -605,7 +606,7 @@ func (l *Limiter) Depart(p pace.Permit, at time.Time) {
 	_ = departScript.Run(ctx, l.rdb, l.keys(p.Key), args...).Err() // if Redis fails, the slot stays where it was booked
 }
 
-// Settle records how the request of p ended; see [pace.Limiter]. A
+// Settle records how the request of p ended; see [throttle.Limiter]. A
 // throttle (o.Pause > 0) pauses the key in Redis for o.Pause from Redis's
 // clock, for every process, and wakes their waiters; an answer ends the
 // probe's role, closing the key; a probe that ends without one hands its
@@ -616,7 +617,7 @@ func (l *Limiter) Depart(p pace.Permit, at time.Time) {
 // whose slot passed (Wait returns only then) has nothing to give back, so
 // o.Sent changes nothing else. When Redis fails, a throttle pauses the key
 // in the Fallback limiter, if there is one. Safe for concurrent use.
-func (l *Limiter) Settle(p pace.Permit, o pace.Outcome) {
+func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	if p.Gen&fallbackBit != 0 {
 		if l.fallback != nil {
 			p.Gen &^= fallbackBit
@@ -648,6 +649,6 @@ func (l *Limiter) Settle(p pace.Permit, o pace.Outcome) {
 	keys := []string{l.prefix + "{" + p.Key + "}:t"}
 	err := settleScript.Run(ctx, l.rdb, keys, gen, lease, probe, pause, resp, l.stale, l.channel, p.Key).Err()
 	if err != nil && o.Pause > 0 && l.fallback != nil {
-		l.fallback.Settle(pace.Permit{Key: p.Key}, o)
+		l.fallback.Settle(throttle.Permit{Key: p.Key}, o)
 	}
 }

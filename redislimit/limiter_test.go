@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/throttle"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,11 +33,11 @@ func TestEveryKeyHasTTL(t *testing.T) {
 		for range 5 {
 			p, err := lim.Wait(ctx, "api.example", 0)
 			require.NoError(t, err, name)
-			lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+			lim.Settle(p, throttle.Outcome{Sent: true, Response: true})
 		}
 		p, err := lim.Wait(ctx, "throttled.example", 0)
 		require.NoError(t, err, name)
-		lim.Settle(p, pace.Outcome{Sent: true, Response: true, Pause: 50 * time.Millisecond})
+		lim.Settle(p, throttle.Outcome{Sent: true, Response: true, Pause: 50 * time.Millisecond})
 		keys, err := rdb.Keys(ctx, name+":*").Result()
 		require.NoError(t, err)
 		require.NotEmpty(t, keys, name)
@@ -66,7 +67,7 @@ func TestRoundTripsPerDecision(t *testing.T) {
 		p, err := lim.Wait(ctx, fmt.Sprintf("key-%d", i%7), 0)
 		require.NoError(t, err)
 		require.Zero(t, p.Delay)
-		lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+		lim.Settle(p, throttle.Outcome{Sent: true, Response: true})
 	}
 	stats := commandStats(t, rdb)
 	assert.Equal(t, int64(n), stats["evalsha"], "EVALSHA per %d decisions", n)
@@ -129,7 +130,7 @@ func TestWaitSemantics(t *testing.T) {
 	assert.Less(t, time.Since(start), 95*time.Millisecond, "the cancelled slot was given back")
 
 	// A throttle pauses the key; afterwards one probe goes first.
-	lim.Settle(p, pace.Outcome{Sent: true, Response: true, Pause: 200 * time.Millisecond})
+	lim.Settle(p, throttle.Outcome{Sent: true, Response: true, Pause: 200 * time.Millisecond})
 	_, err = lim.Wait(ctx, "k", 50*time.Millisecond)
 	require.ErrorAs(t, err, &we)
 	assert.ErrorIs(t, err, pace.ErrWaitTooLong)
@@ -140,14 +141,14 @@ func TestWaitSemantics(t *testing.T) {
 	assert.Equal(t, 1, probe.Strikes)
 	_, err = lim.Wait(ctx, "k", 150*time.Millisecond)
 	assert.ErrorIs(t, err, pace.ErrWaitTooLong, "others hold behind the probe")
-	done := make(chan pace.Permit)
+	done := make(chan throttle.Permit)
 	go func() {
 		p, err := lim.Wait(ctx, "k", 0)
 		assert.NoError(t, err)
 		done <- p
 	}()
 	time.Sleep(50 * time.Millisecond)
-	lim.Settle(probe, pace.Outcome{Sent: true, Response: true})
+	lim.Settle(probe, throttle.Outcome{Sent: true, Response: true})
 	select {
 	case p := <-done:
 		assert.False(t, p.Probe)
@@ -159,7 +160,7 @@ func TestWaitSemantics(t *testing.T) {
 	// A probe throttled again: the waiter behind it gets ErrThrottled.
 	p, err = lim.Wait(ctx, "k", 0)
 	require.NoError(t, err)
-	lim.Settle(p, pace.Outcome{Sent: true, Response: true, Pause: 50 * time.Millisecond})
+	lim.Settle(p, throttle.Outcome{Sent: true, Response: true, Pause: 50 * time.Millisecond})
 	_, err = lim.Wait(ctx, "k", 10*time.Millisecond)
 	assert.ErrorIs(t, err, pace.ErrWaitTooLong, "paused")
 	time.Sleep(60 * time.Millisecond)
@@ -169,7 +170,7 @@ func TestWaitSemantics(t *testing.T) {
 	errc := make(chan error)
 	go func() { _, err := lim.Wait(ctx, "k", 0); errc <- err }()
 	time.Sleep(50 * time.Millisecond)
-	lim.Settle(probe, pace.Outcome{Sent: true, Response: true, Pause: 50 * time.Millisecond})
+	lim.Settle(probe, throttle.Outcome{Sent: true, Response: true, Pause: 50 * time.Millisecond})
 	select {
 	case err := <-errc:
 		assert.ErrorIs(t, err, pace.ErrThrottled)
@@ -234,7 +235,7 @@ func TestDepartMovesLateBookings(t *testing.T) {
 		assert.Zero(t, commandStats(t, rdb)["evalsha"], "%s: a departure within the margin costs nothing", name)
 		lim.Depart(p, time.Now().Add(100*time.Millisecond))
 		assert.Equal(t, int64(1), commandStats(t, rdb)["evalsha"], "%s: a late departure is one round trip", name)
-		lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+		lim.Settle(p, throttle.Outcome{Sent: true, Response: true})
 		_, err = lim.Wait(ctx, "k", time.Millisecond)
 		var we *pace.WaitError
 		require.ErrorAs(t, err, &we, name)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/realserver"
+	"github.com/pacehttp/pace/throttle"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -116,7 +117,7 @@ func runShared(t *testing.T, clients []redis.UniversalClient, keys []string) {
 							return
 						}
 						at := time.Now()
-						lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+						lim.Settle(p, throttle.Outcome{Sent: true, Response: true})
 						mu.Lock()
 						admitted[key] = append(admitted[key], at)
 						mu.Unlock()

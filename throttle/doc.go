@@ -7,15 +7,20 @@
 // pace.Transport set its Limiter field and never handle a [Permit] or an
 // [Outcome]; the split follows database/sql and database/sql/driver.
 //
-// A [Limiter] admits one request at a time under a key (Wait, which
-// returns the request's Permit), hears when the request was written to the
+// A [Limiter] admits each request under its key (Wait, which returns
+// the request's Permit), hears when the request was written to the
 // wire (Depart, when the Permit asks for it) and how it ended (Settle, with
 // an Outcome). The key's throttle lives in the Limiter too: a server's 429
 // or 503 with a delay, reported to Settle, pauses the key, and when the
 // pause ends one request goes first as the key's probe.
 //
 // pace's in-memory *pace.Keyed implements Limiter, so it can be shared by
-// several Transports or wrapped. The errors a Limiter returns are pace's
+// several Transports (its limits and pauses then hold for all of them) or
+// wrapped. A wrapper is a Limiter of its own to the Transport: the Keyed
+// inside still pauses and probes, but the server's quota headers and the
+// adaptive rate, which the Transport hands only to the Keyed stores it
+// knows (those of its Limits, or a *pace.Keyed set as its Limiter) beside
+// the Outcome, do not reach it (see [Limiter]'s example). The errors a Limiter returns are pace's
 // (pace.WaitError, pace.ErrRateLimited and the errors it wraps,
 // pace.ErrThrottled): the Transport tells them apart with errors.Is and
 // errors.As. This package imports nothing of pace's, so that pace can import
