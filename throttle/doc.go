@@ -20,9 +20,10 @@
 // inside still pauses and probes, but the server's quota headers and the
 // adaptive rate, which the Transport hands only to the Keyed stores it
 // knows (those of its Limits, or a *pace.Keyed set as its Limiter) beside
-// the Outcome, do not reach it (see [Limiter]'s example). The errors a Limiter returns are pace's
-// (pace.WaitError, pace.ErrRateLimited and the errors it wraps,
-// pace.ErrThrottled): the Transport tells them apart with errors.Is and
-// errors.As. This package imports nothing of pace's, so that pace can import
-// it.
+// the Outcome, do not reach it (see [Limiter]'s example).
+//
+// The errors a Limiter returns are pace's (pace.WaitError,
+// pace.ErrRateLimited and the errors it wraps, pace.ErrThrottled): the
+// Transport tells them apart with errors.Is and errors.As. This package
+// imports nothing of pace's, so that pace can import it.
 package throttle
