@@ -48,6 +48,7 @@ func TestNewRejects(t *testing.T) {
 		{"period beyond 2^50 µs", rdb, pace.FixedWindow(pace.Rate{N: 1, Per: 40 * 365 * 24 * time.Hour}), Options{}, "Rate.Per"},
 		{"leaky queue beyond 2^50 µs", rdb, pace.LeakyBucket(pace.PerHour(1), pace.LeakyOptions{Queue: 400_000}), Options{}, "Queue"},
 		{"sliding log too long", rdb, pace.SlidingLog(pace.PerSecond(maxSlidingN + 1)), Options{}, "Rate.N"},
+		{"more parts than a script holds", rdb, pace.All(manyParts(maxParts + 1)...), Options{}, "Limit"},
 		{"bad part of All", rdb, pace.All(pace.TokenBucket(pace.PerSecond(1), 1), pace.SlidingCounter(pace.PerSecond(1))), Options{}, "Limit"},
 		{"invalid fallback", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Fallback: pace.TokenBucket(pace.PerSecond(1), 0)}, "Burst"},
 	}
@@ -65,6 +66,26 @@ func TestNewRejects(t *testing.T) {
 	n, err := rdb.DBSize(context.Background()).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n, "nothing was written")
+}
+
+// manyParts returns n limits of about 100 a second (a pacer queueing up
+// to 2 s), of each algorithm in turn.
+func manyParts(n int) []pace.Limit {
+	ls := make([]pace.Limit, n)
+	for i := range ls {
+		r := pace.Rate{N: 100 + i, Per: time.Second}
+		switch i % 4 {
+		case 0:
+			ls[i] = pace.TokenBucket(r, 10)
+		case 1:
+			ls[i] = pace.LeakyBucket(r, pace.LeakyOptions{Queue: 200, Slack: 2})
+		case 2:
+			ls[i] = pace.FixedWindow(r)
+		default:
+			ls[i] = pace.SlidingLog(r)
+		}
+	}
+	return ls
 }
 
 // TestBadKeys: an empty key, or one that would leave the hash tag empty, is

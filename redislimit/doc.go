@@ -23,10 +23,14 @@
 // bucket as GCRA, fixed window, sliding log as a sorted set, or several of
 // them at once, pace.All), and books the earliest instant all parts allow,
 // or refuses and books nothing. Every key it writes gets a TTL in the same
-// script (PEXPIRE), so that nothing outlives its use. The keys of one
-// decision are prefix + "{" + key + "}:t" (the pause) and
-// prefix + "{" + key + "}:N" (part N): the hash tag puts them in one
-// Cluster slot. A request that leaves later than its slot by more than
+// script (SET with PX, or PEXPIRE), so that nothing outlives its use. The
+// script is built when the Limiter is made, from one fragment of Lua per
+// algorithm, for the kinds of the Limit's parts (at most 32), so that a
+// decision on one token bucket runs no dispatch: its commands are TIME,
+// one MGET of the pause and the bucket, and one SET, as a plain GCRA
+// limiter's are. The keys of one decision are prefix + "{" + key + "}:p"
+// (the pause) and prefix + "{" + key + "}:N" (part N): the hash tag puts
+// them in one Cluster slot. A request that leaves later than its slot by more than
 // Options.Margin has its booking moved to where it left (Limiter.Depart,
 // a second round trip), so that the limit counts it where the server saw
 // it. The scripts rely on Redis 5's default of replicating a

@@ -91,16 +91,16 @@ type Options struct {
 type Limiter struct {
 	rdb      redis.UniversalClient
 	parts    []part
-	args     []any    // decideScript's per-part arguments
-	fixed    []any    // decideScript's arguments that never change: lease, stale, parts
-	sliding  bool     // a part is a sliding log: decisions need a unique id
-	cancelKX []any    // cancelScript's kind and x per part
-	suffixes []string // of the decision's keys: "t", then the parts' "0", "1", …
+	decider  *redis.Script // decideScript of parts
+	args     []any         // decider's per-part arguments
+	sliding  bool          // a part is a sliding log: decisions need a unique id
+	cancelKX []any         // cancelScript's kind and x per part
+	suffixes []string      // of the decision's keys: "p", then the parts' "0", "1", …
 	prefix   string
 	channel  string
 	dl       deadlines // bounds each round trip by timeout
 	lease    int64     // µs
-	stale    int64     // µs
+	leaseArg any       // lease, boxed once
 	fallback *pace.Keyed
 
 	inflight  inflights
@@ -123,8 +123,8 @@ var _ throttle.Limiter = (*Limiter)(nil)
 // a decision), an invalid Options field, a Limit that carries an error or
 // is zero, a sliding counter (pace.SlidingCounter; not held in Redis), and
 // numbers the scripts cannot compute exactly: a rate faster than one per
-// microsecond, spans beyond 2^50 µs (about 35 years), or a sliding log of
-// more than 2^20 requests per window. Durations are rounded up to whole
+// microsecond, spans beyond 2^50 µs (about 35 years), a sliding log of
+// more than 2^20 requests per window, or more than 32 parts (pace.All). Durations are rounded up to whole
 // microseconds, the resolution of Redis's TIME.
 func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	if rdb == nil {
@@ -169,20 +169,20 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	}
 	lim := &Limiter{
 		rdb: rdb, parts: parts, prefix: prefix, channel: prefix + "throttle",
-		lease: micros(lease), stale: micros(pace.DefaultMaxRetryAfter), margin: margin,
+		lease: micros(lease), margin: margin, decider: decideScript(parts),
 	}
+	lim.leaseArg = lim.lease
 	lim.dl.init(timeout)
 	if !o.Fallback.IsZero() {
 		if lim.fallback, err = pace.NewKeyed(o.Fallback, pace.KeyedOptions{}); err != nil {
 			return nil, fmt.Errorf("redislimit: Fallback: %w", err)
 		}
 	}
-	lim.fixed = []any{lim.lease, lim.stale, len(parts)}
-	lim.suffixes = append(lim.suffixes, "t")
+	lim.suffixes = append(lim.suffixes, "p")
 	for i, p := range parts {
 		lim.suffixes = append(lim.suffixes, strconv.Itoa(i))
 		lim.sliding = lim.sliding || p.kind == kindSliding
-		lim.args = append(lim.args, p.kind, p.x, p.y, p.z)
+		lim.args = append(lim.args, []any{p.x, p.y, p.z}[:partArgs(p)]...)
 		lim.cancelKX = append(lim.cancelKX, p.kind, p.x)
 	}
 	lim.ps = rdb.Subscribe(context.Background(), lim.channel)
@@ -276,12 +276,15 @@ func (l *Limiter) decide(ctx context.Context, keys []string, maxWait, dlLeft, pr
 	if l.sliding {
 		uid = strconv.FormatUint(rand.Uint64(), 36)
 	}
-	args := make([]any, 0, 7+len(l.args))
-	args = append(args, maxWait, boxed(dlLeft), l.fixed[0], l.fixed[1], boxed(probes), l.fixed[2], uid)
+	args := make([]any, 0, 5+len(l.args))
+	args = append(args, maxWait, boxed(dlLeft), boxed(probes), l.leaseArg)
+	if l.sliding {
+		args = append(args, uid)
+	}
 	args = append(args, l.args...)
 	ctx, cancel := l.dl.bound(ctx)
 	defer cancel()
-	v, err := decideScript.Run(ctx, l.rdb, keys, args...).Result()
+	v, err := l.decider.Run(ctx, l.rdb, keys, args...).Result()
 	if err != nil {
 		return decision{}, err
 	}
@@ -646,8 +649,8 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	}
 	ctx, cancel := l.dl.bound(context.Background())
 	defer cancel()
-	keys := []string{l.prefix + "{" + p.Key + "}:t"}
-	err := settleScript.Run(ctx, l.rdb, keys, gen, lease, probe, pause, resp, l.stale, l.channel, p.Key).Err()
+	keys := []string{l.prefix + "{" + p.Key + "}:p"}
+	err := settleScript.Run(ctx, l.rdb, keys, gen, lease, probe, pause, resp, l.channel, p.Key).Err()
 	if err != nil && o.Pause > 0 && l.fallback != nil {
 		l.fallback.Settle(throttle.Permit{Key: p.Key}, o)
 	}

@@ -242,3 +242,48 @@ func TestDepartMovesLateBookings(t *testing.T) {
 		assert.InDelta(t, 300*time.Millisecond, we.Delay, float64(30*time.Millisecond), "%s: the next slot counts from the departure", name)
 	}
 }
+
+// TestMostParts: a Limit of maxParts parts, of every algorithm, is one
+// script that compiles in Redis (its locals fit Lua's 200), books every
+// part, and waits for the slowest.
+func TestMostParts(t *testing.T) {
+	_, rdb := startRedis(t)
+	ctx := waitCtx(t, 10*time.Second)
+	parts := append(manyParts(maxParts-1), pace.TokenBucket(pace.Every(200*time.Millisecond), 1))
+	lim := newLimiter(t, rdb, pace.All(parts...), Options{})
+	p, err := lim.Wait(ctx, "k", 0)
+	require.NoError(t, err)
+	assert.Zero(t, p.Delay)
+	lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+	keys, err := rdb.Keys(ctx, DefaultPrefix+"*").Result()
+	require.NoError(t, err)
+	assert.Len(t, keys, maxParts, "one key per part; no throttle was written")
+	_, err = lim.Wait(ctx, "k", 10*time.Millisecond)
+	var we *pace.WaitError
+	require.ErrorAs(t, err, &we)
+	assert.ErrorIs(t, err, pace.ErrWaitTooLong)
+	assert.InDelta(t, 200*time.Millisecond, we.Delay, float64(20*time.Millisecond), "the slowest part's interval")
+	p, err = lim.Wait(ctx, "k", time.Second)
+	require.NoError(t, err)
+	assert.InDelta(t, 200*time.Millisecond, p.Delay, float64(20*time.Millisecond))
+}
+
+// TestScriptPerShape: the decision's script depends on the kinds of the
+// parts (and whether a pacer has a queue bound), never on their numbers,
+// so that Redis holds one script per shape of limit, however many limits
+// the processes build.
+func TestScriptPerShape(t *testing.T) {
+	hash := func(l pace.Limit) string {
+		ps, err := convert(l, DefaultMargin)
+		require.NoError(t, err)
+		return decideScript(ps).Hash()
+	}
+	bucket := hash(pace.TokenBucket(pace.PerSecond(10), 5))
+	assert.Equal(t, bucket, hash(pace.TokenBucket(pace.PerMinute(600), 1)))
+	assert.Equal(t, bucket, hash(pace.LeakyBucket(pace.PerSecond(3), pace.LeakyOptions{})), "a pacer without a queue bound is a bucket's shape")
+	assert.NotEqual(t, bucket, hash(pace.LeakyBucket(pace.PerSecond(3), pace.LeakyOptions{Queue: 4})))
+	all := hash(pace.All(pace.TokenBucket(pace.PerSecond(10), 5), pace.SlidingLog(pace.PerHour(100))))
+	assert.Equal(t, all, hash(pace.All(pace.TokenBucket(pace.PerSecond(1), 1), pace.SlidingLog(pace.PerMinute(7)))))
+	assert.NotEqual(t, all, hash(pace.All(pace.SlidingLog(pace.PerMinute(7)), pace.TokenBucket(pace.PerSecond(1), 1))))
+	assert.NotEqual(t, bucket, hash(pace.FixedWindow(pace.PerSecond(10))))
+}

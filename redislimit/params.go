@@ -25,6 +25,11 @@ const maxMicros = 1 << 50
 // holds at most about 70 MiB.
 const maxSlidingN = 1 << 20
 
+// staleMicros is how long after a pause ends its throttle is kept at
+// least (µs): pace's DefaultMaxRetryAfter, the longest Retry-After it
+// honours, as package pace keeps a key's throttle.
+const staleMicros = int64(pace.DefaultMaxRetryAfter / time.Microsecond)
+
 // part is one part of the limit as the scripts take it.
 type part struct {
 	kind    int
@@ -52,6 +57,9 @@ func convert(l pace.Limit, margin time.Duration) ([]part, error) {
 	ps := l.Parts()
 	if len(ps) == 0 { // the zero Limit
 		return nil, cfgErr("Limit", l.String(), "the zero Limit sets no limit; a Limiter needs one")
+	}
+	if len(ps) > maxParts {
+		return nil, cfgErr("Limit", l.String(), fmt.Sprintf("has %d parts; a Limit held in Redis has at most %d", len(ps), maxParts))
 	}
 	out := make([]part, 0, len(ps))
 	for _, p := range ps {

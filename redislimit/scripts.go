@@ -1,73 +1,105 @@
 package redislimit
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // The scripts share their conventions. Instants and durations are whole
 // microseconds, read from Redis's own clock (TIME), so that the clocks of
 // the machines that share a limit play no part. Every number stays below
-// 2^53, where Lua's doubles are exact (see maxMicros). Numbers written to
-// Redis are formatted by S ("%d", which Redis's 64-bit Lua 5.1 prints
-// through a C long), never left to Lua's number-to-string conversion,
-// which prints large integers in exponent form.
+// 2^53, where Lua's doubles are exact (see maxMicros). Numbers written into
+// a string value are formatted by string.format('%d') (which Redis's
+// 64-bit Lua 5.1 prints through a C long), never left to Lua's
+// number-to-string conversion, which prints large integers in exponent
+// form; a number passed to redis.call as an argument (a TTL, a score) is
+// exact as it is: Redis prints it with 17 significant digits. Strings are
+// read as numbers by arithmetic coercion (x + 0), which costs less than a
+// call of tonumber.
 //
-// KEYS[1] is the key's throttle, a hash: u the end of its pause, l the
-// pause's length, g its count of pauses (the generation), s its strikes, p
-// its throttled probe answers, h 1 while half-open, q the end of the probe's
-// lease (0: no probe in flight), i the lease's number. KEYS[2..] hold the
-// limit's parts, one key per part, all in the slot of one hash tag: a
-// string "TAT latest" (µs) for a token bucket or pacer (GCRA), "window
-// count" for a fixed window, a sorted set of booked instants for a sliding
-// log.
+// KEYS[1] is the key's throttle, a string of 8 numbers (see luaThrottle):
+// u the end of its pause, l the pause's length, g its count of pauses (the
+// generation), s its strikes, p its throttled probe answers, h 1 while
+// half-open, q the end of the probe's lease (0: no probe in flight), i the
+// lease's number. KEYS[2..] hold the limit's parts, one key per part, all
+// in the slot of one hash tag: a string "TAT latest" (µs) for a token
+// bucket or pacer (GCRA), "window count" for a fixed window, a sorted set
+// of booked instants for a sliding log.
 
-// scriptHead is the preamble of every script.
-const scriptHead = `
-local function S(x) return string.format('%d', x) end
-local tm = redis.call('TIME')
-local now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
-local function expireIn(key, us)
-  if us <= 0 then redis.call('DEL', key) return end
-  redis.call('PEXPIRE', key, S(math.ceil(us / 1000) + 1))
-end
-local function get2(key)
-  local v = redis.call('GET', key)
-  if not v then return nil, nil end
-  local sp = string.find(v, ' ', 1, true)
-  return tonumber(string.sub(v, 1, sp - 1)), tonumber(string.sub(v, sp + 1))
-end
-local function set2(key, x, y, us)
-  if us <= 0 then redis.call('DEL', key) return end
-  redis.call('SET', key, S(x) .. ' ' .. S(y), 'PX', S(math.ceil(us / 1000) + 1))
-end
-local function thKeep(u, l, q, stale)
-  return math.max(u - now + math.max(l, stale), q - now)
+// fill returns the Lua fragment tmpl with each placeholder of pairs
+// ("$name", value, …) replaced: the fragments below are each written once
+// and placed where a script needs them, inline, so that the hot script
+// defines no function (a closure per call) and dispatches on nothing.
+func fill(tmpl string, pairs ...string) string {
+	return strings.NewReplacer(pairs...).Replace(tmpl)
+}
+
+// luaNow reads Redis's clock into now (µs).
+const luaNow = `local tm = redis.call('TIME')
+local now = tm[1] * 1000000 + tm[2]
+`
+
+// luaGet2 reads the "x y" string $v (false: the key is absent; the
+// variables keep their values) into the numeric variables $a and $b.
+const luaGet2 = `if $v then
+  local sp = string.find($v, ' ', 1, true)
+  $a, $b = string.sub($v, 1, sp - 1) + 0, string.sub($v, sp + 1) + 0
 end
 `
 
-// decideScript is one Wait decision: the throttle first (paused, waiting
-// for the probe, or electing this request as the probe), then every part's
-// earliest common instant, all booked or none.
-//
-// ARGV: maxWait (0: none), deadline left (-1: none), probe lease, stale,
-// expected probes (-1: none), parts, the decision's unique id (the suffix
-// of its sorted-set members), then 4 numbers per part: kind (1 GCRA:
-// interval, tau, queue bound or -1; 2 fixed window: period, count, margin;
-// 3 sliding log: period, count, 0).
-//
-// Replies: {0, delay, gen, strikes, probe, lease, instant, member per part}
-// booked; {1, pause left, gen, probes} paused; {2, lease left, gen, probes}
-// a probe is in flight; {3, delay, reason (1 too long, 2 queue full, 3
-// deadline), probes} refused; {4, 0, gen, probes} the probe was throttled since
-// the caller's first look.
-var decideScript = redis.NewScript(scriptHead + `
-local maxWait, dlLeft, lease, stale, want, np =
-  tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local uid = ARGV[7]
-local u, l, g, s, pr, h, q, pid = 0, 0, 0, 0, 0, 0, 0, 0
-if redis.call('EXISTS', KEYS[1]) == 1 then -- most keys never met a throttle
-  local th = redis.call('HMGET', KEYS[1], 'u', 'l', 'g', 's', 'p', 'h', 'q', 'i')
-  u, l, g, s = tonumber(th[1]) or 0, tonumber(th[2]) or 0, tonumber(th[3]) or 0, tonumber(th[4]) or 0
-  pr, h, q, pid = tonumber(th[5]) or 0, tonumber(th[6]) or 0, tonumber(th[7]) or 0, tonumber(th[8]) or 0
+// luaSet writes the string $val to key $key with a TTL of $us µs (rounded
+// up, and 1 ms more), or deletes the key when $us <= 0.
+const luaSet = `do
+  local us = $us
+  if us <= 0 then redis.call('DEL', $key)
+  else redis.call('SET', $key, $val, 'PX', math.ceil(us / 1000) + 1) end
 end
+`
+
+// luaPair formats the numbers $x and $y as "x y", the value luaGet2 reads.
+const luaPair = `string.format('%d %d', $x, $y)`
+
+// set2 returns luaSet writing the pair x y (see luaPair) to key.
+func set2(key, us, x, y string) string {
+	return fill(luaSet, "$key", key, "$us", us, "$val", fill(luaPair, "$x", x, "$y", y))
+}
+
+// luaExpireIn gives key $key a TTL of $us µs (as luaSet), or deletes it.
+const luaExpireIn = `do
+  local us = $us
+  if us <= 0 then redis.call('DEL', $key)
+  else redis.call('PEXPIRE', $key, math.ceil(us / 1000) + 1) end
+end
+`
+
+// luaThrottle reads the throttle string $v (false: none) into u, l, g, s,
+// pr, h, q, pid (0 when absent or unreadable).
+const luaThrottle = `local u, l, g, s, pr, h, q, pid = 0, 0, 0, 0, 0, 0, 0, 0
+if $v then
+  local f = {string.match($v, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')}
+  u, l, g, s = tonumber(f[1]) or 0, tonumber(f[2]) or 0, tonumber(f[3]) or 0, tonumber(f[4]) or 0
+  pr, h, q, pid = tonumber(f[5]) or 0, tonumber(f[6]) or 0, tonumber(f[7]) or 0, tonumber(f[8]) or 0
+end
+`
+
+// luaThrottleFields formats the throttle's 8 numbers (see luaThrottle).
+const luaThrottleFields = `string.format('%d %d %d %d %d %d %d %d', u, l, g, s, pr, h, q, pid)`
+
+// luaKeepThrottle writes the throttle back, kept while its pause, and
+// the longer of its length and the stalest Retry-After (pace's
+// DefaultMaxRetryAfter, µs) after it, or the probe's lease, can still
+// matter; or deletes it.
+var luaKeepThrottle = fill(luaSet, "$key", "KEYS[1]", "$val", luaThrottleFields,
+	"$us", "math.max(u - now + math.max(l, "+strconv.FormatInt(staleMicros, 10)+"), q - now)")
+
+// luaDecideHead is the start of every decision: the throttle first
+// (paused, waiting for the probe, or electing this request as the probe).
+// The values read by MGET are in v: the throttle's, then those of the
+// string parts.
+var luaDecideHead = luaNow + `local v = redis.call('MGET', $keys)
+` + fill(luaThrottle, "$v", "v[1]") + `local want = ARGV[3] + 0
 if want >= 0 and pr ~= want then return {4, 0, g, pr} end
 if u > now then return {1, u - now, g, pr} end
 local probe = 0
@@ -75,96 +107,193 @@ if h == 1 then
   if q > now then return {2, q - now, g, pr} end
   probe = 1
 end
--- The parts' parameters and state, in one flat array (a table per part
--- costs more than the decision), 6 slots per part from o = 6(j-1): kind, x,
--- y, z as in ARGV, then the state: a GCRA's TAT and latest booking, a fixed
--- window's index and count, a sliding log's latest entry and the entry the
--- next booking waits for (-1: none).
-local P = {}
-for j = 1, np do
-  local b, o = 7 + (j - 1) * 4, (j - 1) * 6
-  local kind, x, y, key = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), KEYS[1 + j]
-  local sa, sb
-  if kind == 1 then
-    sa, sb = get2(key)
-    sa, sb = sa or 0, sb or 0
-  elseif kind == 2 then
-    sa, sb = get2(key)
-    sa, sb = sa or -1, sb or 0
-  else
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', S(now - x))
-    local m = redis.call('ZCARD', key)
-    sa, sb = 0, -1
-    if m > 0 then sa = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
-    if m >= y then sb = tonumber(redis.call('ZRANGE', key, m - y, m - y, 'WITHSCORES')[2]) end
-  end
-  P[o + 1], P[o + 2], P[o + 3], P[o + 4], P[o + 5], P[o + 6] = kind, x, y, tonumber(ARGV[b + 4]), sa, sb
+`
+
+// fragments are the Lua of one algorithm in decideScript, written once
+// and placed for each part of its kind, with $j the part's number (its
+// variables x$j, y$j, a$j, b$j), $k its KEYS index, $v its index in v (a
+// string part's), $x and $y the ARGV indexes of its parameters and $z of
+// the third (a GCRA part's queue bound, present only when it has one).
+type fragments struct {
+	// read sets the part's parameters x$j, y$j and state a$j, b$j.
+	read string
+	// earliest raises t to the earliest instant at or after t the part
+	// admits.
+	earliest string
+	// book books the part at t, writing its key with a TTL; a sliding
+	// log's sets its member m$j.
+	book string
+}
+
+var algorithms = map[int]fragments{
+	// GCRA (token bucket, leaky bucket): a$j the theoretical arrival time
+	// (TAT), b$j the latest booked instant; x the interval, y the tolerance
+	// (capacity × interval). Booking at t moves TAT to max(TAT, t) + x.
+	kindGCRA: {
+		read: `local x$j, y$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, 0, 0
+` + fill(luaGet2, "$v", "v[$v]", "$a", "a$j", "$b", "b$j"),
+		earliest: `do
+  local r = a$j
+  if r < t then r = t end
+  r = r + x$j - y$j
+  if r > t then t = r end
 end
-local function earliest(j, t)
-  local o = (j - 1) * 6
-  local kind, x, y, z, sa, sb = P[o + 1], P[o + 2], P[o + 3], P[o + 4], P[o + 5], P[o + 6]
-  if kind == 1 then
-    return math.max(t, math.max(sa, t) + x - y)
-  elseif kind == 2 then
-    local w = math.floor(t / x)
-    local r
-    if w > sa or (w == sa and sb < y) then r = t
-    elseif w < sa and sb < y then r = sa * x
-    else r = (math.max(w, sa) + 1) * x end
-    if z > 0 and r - math.floor(r / x) * x >= x - z then r = (math.floor(r / x) + 1) * x end
-    return r
-  end
-  local r = math.max(t, sa)
-  if sb >= 0 then r = math.max(r, sb + x) end
-  return r
+`,
+		book: `do
+  local a, b = a$j, b$j
+  if a < t then a = t end
+  if b < t then b = t end
+  a = a + x$j
+` + set2("KEYS[$k]", "a - now", "a", "b") + `end
+`,
+	},
+	// Fixed window: a$j the window's index (-1: none), b$j its count; x
+	// the period, y the count, z the margin at the window's end where
+	// nothing is booked.
+	kindFixed: {
+		read: `local x$j, y$j, z$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$z] + 0, -1, 0
+` + fill(luaGet2, "$v", "v[$v]", "$a", "a$j", "$b", "b$j"),
+		earliest: `do
+  local w, r = math.floor(t / x$j), nil
+  if w > a$j or (w == a$j and b$j < y$j) then r = t
+  elseif w < a$j and b$j < y$j then r = a$j * x$j
+  else r = (math.max(w, a$j) + 1) * x$j end
+  if z$j > 0 and r - math.floor(r / x$j) * x$j >= x$j - z$j then r = (math.floor(r / x$j) + 1) * x$j end
+  if r > t then t = r end
 end
--- The earliest instant every part admits: one pass for one part (its
--- earliest instant admits), passes until none moves for several.
-local t, settled = now, false
-for _ = 1, 16 do
-  local moved = false
-  for j = 1, np do
-    local r = earliest(j, t)
-    if r > t then t, moved = r, true end
-  end
-  if not moved or np == 1 then settled = true break end
+`,
+		book: `do
+  local w, n = math.floor(t / x$j), 1
+  if w <= a$j then w, n = a$j, b$j + 1 end
+` + set2("KEYS[$k]", "(w + 1) * x$j - now", "w", "n") + `end
+`,
+	},
+	// Sliding log: entries older than the window x are dropped; a$j the
+	// latest entry, b$j the entry the next booking waits for (-1: none, the
+	// log holds fewer than y). Members are "instant-uid" (ARGV[5] the
+	// decision's unique id), so that bookings at one instant stay apart.
+	kindSliding: {
+		read: `local x$j, y$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, 0, -1
+redis.call('ZREMRANGEBYSCORE', KEYS[$k], '-inf', now - x$j)
+do
+  local m = redis.call('ZCARD', KEYS[$k])
+  if m > 0 then a$j = redis.call('ZRANGE', KEYS[$k], -1, -1, 'WITHSCORES')[2] + 0 end
+  if m >= y$j then b$j = redis.call('ZRANGE', KEYS[$k], m - y$j, m - y$j, 'WITHSCORES')[2] + 0 end
 end
-if not settled then return {3, 0, 1, pr} end
-local d = t - now
-for j = 1, np do
-  local o = (j - 1) * 6
-  if P[o + 1] == 1 and P[o + 4] >= 0 and d > P[o + 4] then return {3, d, 2, pr} end
+`,
+		earliest: `do
+  local r = a$j
+  if r < t then r = t end
+  if b$j >= 0 and b$j + x$j > r then r = b$j + x$j end
+  if r > t then t = r end
 end
-if maxWait > 0 and d > maxWait then return {3, d, 1, pr} end
-if dlLeft >= 0 and d > 0 and d >= dlLeft then return {3, d, 3, pr} end
-local res = {0, d, g, s, probe, 0, t}
-for j = 1, np do
-  local o = (j - 1) * 6
-  local kind, x, sa, sb, key = P[o + 1], P[o + 2], P[o + 5], P[o + 6], KEYS[1 + j]
-  local mem = ''
-  if kind == 1 then
-    local a = math.max(sa, t) + x
-    set2(key, a, math.max(sb, t), a - now)
-  elseif kind == 2 then
-    local w, n = math.floor(t / x), 1
-    if w <= sa then w, n = sa, sb + 1 end
-    set2(key, w, n, (w + 1) * x - now)
-  else
-    mem = S(t) .. '-' .. uid
-    redis.call('ZADD', key, S(t), mem)
-    expireIn(key, math.max(t, sa) + x - now)
-  end
-  res[7 + j] = mem
+`,
+		book: `local m$j = string.format('%d', t) .. '-' .. ARGV[5]
+redis.call('ZADD', KEYS[$k], t, m$j)
+` + fill(luaExpireIn, "$key", "KEYS[$k]", "$us", "math.max(t, a$j) + x$j - now"),
+	},
+}
+
+// maxParts is the most parts a Limit held in Redis may have: decideScript
+// keeps each part's parameters and state in Lua locals, of which a
+// function has at most 200.
+const maxParts = 32
+
+// partArgs is how many ARGV a part of p's kind takes (see decideScript).
+func partArgs(p part) int {
+	if p.kind == kindSliding || p.kind == kindGCRA && p.z < 0 {
+		return 2
+	}
+	return 3
+}
+
+// decideScript returns the script of one Wait decision for parts (at
+// most maxParts), built from the fragments of their algorithms: the
+// throttle first, then every part's earliest common instant, all booked or
+// none. The text depends only on the parts' kinds (and whether a GCRA part
+// has a queue bound), never on their numbers, so that Redis holds one
+// script per shape of limit.
+//
+// KEYS: the throttle, then one per part. ARGV: maxWait (0: none), deadline
+// left (-1: none), expected probes (-1: none), probe lease, the decision's
+// unique id (only when a part is a sliding log), then each part's
+// parameters (see part): x and y, and z for a fixed window and for a GCRA
+// part that has a queue bound (see partArgs).
+//
+// Replies: {0, delay, gen, strikes, probe, lease, instant, member per
+// part} booked; {1, pause left, gen, probes} paused; {2, lease left, gen,
+// probes} a probe is in flight; {3, delay, reason (1 too long, 2 queue
+// full, 3 deadline), probes} refused; {4, 0, gen, probes} the probe was
+// throttled since the caller's first look.
+func decideScript(parts []part) *redis.Script {
+	var read, earliest, book, queue strings.Builder
+	mget := []string{"KEYS[1]"}
+	members := make([]string, len(parts))
+	arg := 5 // the first part's parameters
+	for _, p := range parts {
+		if p.kind == kindSliding {
+			arg = 6 // after the unique id
+		}
+	}
+	for i, p := range parts {
+		j, k := strconv.Itoa(i+1), strconv.Itoa(i+2)
+		f := algorithms[p.kind]
+		pairs := []string{"$j", j, "$k", k, "$x", strconv.Itoa(arg), "$y", strconv.Itoa(arg + 1), "$z", strconv.Itoa(arg + 2)}
+		if p.kind != kindSliding {
+			mget = append(mget, "KEYS["+k+"]")
+			pairs = append(pairs, "$v", strconv.Itoa(len(mget)))
+		}
+		read.WriteString(fill(f.read, pairs...))
+		earliest.WriteString(fill(f.earliest, pairs...))
+		book.WriteString(fill(f.book, pairs...))
+		members[i] = "''"
+		if p.kind == kindSliding {
+			members[i] = "m" + j
+		}
+		if p.kind == kindGCRA && p.z >= 0 { // a leaky bucket's queue bound
+			queue.WriteString("  if d > ARGV[" + strconv.Itoa(arg+2) + "] + 0 then return {3, d, 2, pr} end\n")
+		}
+		arg += partArgs(p)
+	}
+	var b strings.Builder
+	b.WriteString(fill(luaDecideHead, "$keys", strings.Join(mget, ", ")))
+	b.WriteString(read.String())
+	// The earliest instant every part admits: for one part, its earliest
+	// (which admits); for more, passes until none moves, at most 16.
+	if len(parts) == 1 {
+		b.WriteString("local t = now\n")
+		b.WriteString(earliest.String())
+	} else {
+		b.WriteString("local t, settled = now, false\nfor _ = 1, 16 do\nlocal t0 = t\n")
+		b.WriteString(earliest.String())
+		b.WriteString("if t == t0 then settled = true break end\nend\nif not settled then return {3, 0, 1, pr} end\n")
+	}
+	b.WriteString("local d = t - now\nif d > 0 then\n")
+	b.WriteString(queue.String())
+	b.WriteString(`  local maxWait, dlLeft = ARGV[1] + 0, ARGV[2] + 0
+  if maxWait > 0 and d > maxWait then return {3, d, 1, pr} end
+  if dlLeft >= 0 and d >= dlLeft then return {3, d, 3, pr} end
 end
-if probe == 1 then
-  pid = pid + 1
-  q = now + lease
-  redis.call('HSET', KEYS[1], 'q', S(q), 'i', S(pid))
-  expireIn(KEYS[1], thKeep(u, l, q, stale))
-  res[6] = pid
-end
-return res
 `)
+	b.WriteString(book.String())
+	b.WriteString("local lease = 0\nif probe == 1 then\n  pid = pid + 1\n  q = now + ARGV[4]\n")
+	b.WriteString(luaKeepThrottle)
+	b.WriteString("  lease = pid\nend\n")
+	b.WriteString("return {0, d, g, s, probe, lease, t, " + strings.Join(members, ", ") + "}\n")
+	return redis.NewScript(b.String())
+}
+
+// scriptHead is the preamble of the scripts that are not on the hot path
+// (cancelScript, departScript): the clock, and the helpers they call.
+var scriptHead = luaNow + `local function get2(key)
+  local v, a, b = redis.call('GET', key), nil, nil
+` + fill(luaGet2, "$v", "v", "$a", "a", "$b", "b") + `  return a, b
+end
+local function set2(key, x, y, us)
+` + set2("key", "us", "x", "y") + `end
+local function expireIn(key, us)
+` + fill(luaExpireIn, "$key", "key", "$us", "us") + `end
+`
 
 // cancelScript gives back a booking that decideScript made at instant t
 // (ARGV[1]) whose request will not leave, and the probe role if it held it
@@ -197,9 +326,11 @@ if t > now then
   end
 end
 if probe == 1 then
-  local v = redis.call('HMGET', KEYS[1], 'q', 'i')
-  if (tonumber(v[2]) or 0) == lease and (tonumber(v[1]) or 0) > now then
-    redis.call('HSET', KEYS[1], 'q', '0')
+  local th = redis.call('GET', KEYS[1])
+` + fill(luaThrottle, "$v", "th") + `  if th and pid == lease and q > now then
+    q = 0
+    local ttl = redis.call('PTTL', KEYS[1])
+    if ttl > 0 then redis.call('SET', KEYS[1], ` + luaThrottleFields + `, 'PX', ttl) end
     redis.call('PUBLISH', ARGV[4], 'a 0 ' .. ARGV[5])
   end
 end
@@ -209,18 +340,16 @@ return 0
 // settleScript records how a request ended, as the in-memory throttle
 // engine of package pace does (a 429's pause, strikes, the probe's answer).
 // ARGV: gen and lease of the Permit, probe (1/0), pause (0: none),
-// response (1/0), stale, channel, key. It writes nothing for a key that has
-// no throttle and met none. It publishes "p <gen> <key>" when it set or
+// response (1/0), channel, key. It writes nothing for a key that has no
+// throttle and met none. It publishes "p <gen> <key>" when it set or
 // extended the pause, "a <probes> <key>" when it ended the probe's role.
-var settleScript = redis.NewScript(scriptHead + `
-local pgen, plea, probe, pause, resp, stale =
-  tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local ch, key = ARGV[7], ARGV[8]
-if pause <= 0 and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local th = redis.call('HMGET', KEYS[1], 'u', 'l', 'g', 's', 'p', 'h', 'q', 'i')
-local u, l, g, s = tonumber(th[1]) or 0, tonumber(th[2]) or 0, tonumber(th[3]) or 0, tonumber(th[4]) or 0
-local pr, h, q, pid = tonumber(th[5]) or 0, tonumber(th[6]) or 0, tonumber(th[7]) or 0, tonumber(th[8]) or 0
-local mine = probe == 1 and q > now and pid == plea
+var settleScript = redis.NewScript(luaNow + `
+local pgen, plea, probe, pause, resp =
+  tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local ch, key = ARGV[6], ARGV[7]
+local th = redis.call('GET', KEYS[1])
+if pause <= 0 and not th then return 0 end
+` + fill(luaThrottle, "$v", "th") + `local mine = probe == 1 and q > now and pid == plea
 local msg = nil
 if pause > 0 then
   if pgen == g then s = s + 1 end
@@ -235,10 +364,8 @@ elseif resp == 1 then
 elseif mine then
   q, msg = 0, 'a '
 end
-redis.call('HSET', KEYS[1], 'u', S(u), 'l', S(l), 'g', S(g), 's', S(s), 'p', S(pr), 'h', S(h), 'q', S(q), 'i', S(pid))
-expireIn(KEYS[1], thKeep(u, l, q, stale))
-if msg == 'p ' then redis.call('PUBLISH', ch, msg .. S(g) .. ' ' .. key)
-elseif msg then redis.call('PUBLISH', ch, msg .. S(pr) .. ' ' .. key) end
+` + luaKeepThrottle + `if msg == 'p ' then redis.call('PUBLISH', ch, msg .. string.format('%d', g) .. ' ' .. key)
+elseif msg then redis.call('PUBLISH', ch, msg .. string.format('%d', pr) .. ' ' .. key) end
 return 0
 `)
 
@@ -274,7 +401,7 @@ for j = 1, np do
   else
     if redis.call('ZREM', key, mem) == 1 then
       local _, dash = string.find(mem, '-', 1, true)
-      redis.call('ZADD', key, S(left), S(left) .. string.sub(mem, dash))
+      redis.call('ZADD', key, left, string.format('%d', left) .. string.sub(mem, dash))
       local last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
       expireIn(key, last + x - now)
     end

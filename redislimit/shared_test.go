@@ -56,7 +56,7 @@ func TestSharedLimitCluster(t *testing.T) {
 	ctx := waitCtx(t, 10*time.Second)
 	require.NoError(t, cc.ForEachMaster(ctx, func(context.Context, *redis.Client) error { return nil }))
 	for _, k := range keys {
-		m, err := cc.MasterForKey(ctx, DefaultPrefix+"{"+k+"}:t")
+		m, err := cc.MasterForKey(ctx, DefaultPrefix+"{"+k+"}:p")
 		require.NoError(t, err)
 		masters[m.Options().Addr] = true
 	}
