@@ -29,7 +29,8 @@ type deadlines struct {
 // far enough away.
 type epoch struct {
 	at   time.Time
-	done chan struct{} // closed at at
+	done chan struct{}   // closed at at
+	bg   context.Context // epochCtx of context.Background and this epoch, boxed once
 }
 
 // init sets the timeout (> 0).
@@ -40,18 +41,26 @@ func (d *deadlines) init(timeout time.Duration) {
 // bound returns ctx bounded by the timeout from now, and the function that
 // releases it.
 func (d *deadlines) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return d.boundAt(ctx, time.Now())
+}
+
+// boundAt is bound with now read by the caller (no later than now).
+func (d *deadlines) boundAt(ctx context.Context, now time.Time) (context.Context, context.CancelFunc) {
 	if ctx.Done() != nil {
 		return context.WithTimeout(ctx, d.timeout)
 	}
 	if _, ok := ctx.Deadline(); ok { // a context with a deadline and no Done: not the standard library's
 		return context.WithTimeout(ctx, d.timeout)
 	}
-	now := time.Now()
 	e := d.cur.Load()
 	if e == nil || e.at.Sub(now) < d.timeout-d.slack {
 		e = &epoch{at: now.Add(d.timeout), done: make(chan struct{})}
-		time.AfterFunc(d.timeout, func() { close(e.done) })
+		e.bg = epochCtx{context.Background(), e}
+		time.AfterFunc(time.Until(e.at), func() { close(e.done) })
 		d.cur.Store(e)
+	}
+	if ctx == context.Background() { // comparable: its dynamic type is the standard library's
+		return e.bg, func() {}
 	}
 	return epochCtx{ctx, e}, func() {}
 }

@@ -270,8 +270,8 @@ func boxed(n int64) any {
 	return n
 }
 
-// decide runs decideScript: one round trip.
-func (l *Limiter) decide(ctx context.Context, keys []string, maxWait, dlLeft, probes int64) (decision, error) {
+// decide runs decideScript, sent at now: one round trip.
+func (l *Limiter) decide(ctx context.Context, now time.Time, keys []string, maxWait, dlLeft, probes int64) (decision, error) {
 	uid := ""
 	if l.sliding {
 		uid = strconv.FormatUint(rand.Uint64(), 36)
@@ -282,7 +282,7 @@ func (l *Limiter) decide(ctx context.Context, keys []string, maxWait, dlLeft, pr
 		args = append(args, uid)
 	}
 	args = append(args, l.args...)
-	ctx, cancel := l.dl.bound(ctx)
+	ctx, cancel := l.dl.boundAt(ctx, now)
 	defer cancel()
 	v, err := l.decider.Run(ctx, l.rdb, keys, args...).Result()
 	if err != nil {
@@ -383,18 +383,17 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 	defer l.ws.done(key, w)
 	keys := l.keys(key)
 	probes := int64(-1)
-	for {
+	for sent := start; ; sent = time.Now() { // sent: no later than the decision is sent
 		left := int64(0) // µs; 0: no bound
 		if maxWait > 0 {
-			left = max(int64((maxWait-time.Since(start))/time.Microsecond), 1)
+			left = max(int64((maxWait-sent.Sub(start))/time.Microsecond), 1)
 		}
 		dlLeft := int64(-1)
 		deadline, hasDeadline := ctx.Deadline()
 		if hasDeadline {
-			dlLeft = max(int64(time.Until(deadline)/time.Microsecond), 0)
+			dlLeft = max(int64(deadline.Sub(sent)/time.Microsecond), 0)
 		}
-		sent := time.Now()
-		d, err := l.decide(ctx, keys, left, dlLeft, probes)
+		d, err := l.decide(ctx, sent, keys, left, dlLeft, probes)
 		if err != nil {
 			return l.failed(ctx, p, maxWait, start, err)
 		}

@@ -287,3 +287,42 @@ func TestScriptPerShape(t *testing.T) {
 	assert.NotEqual(t, all, hash(pace.All(pace.SlidingLog(pace.PerMinute(7)), pace.TokenBucket(pace.PerSecond(1), 1))))
 	assert.NotEqual(t, bucket, hash(pace.FixedWindow(pace.PerSecond(10))))
 }
+
+// TestGCRAStateForms: a GCRA part's value is its TAT alone after a booking
+// that found the bucket owing nothing (its latest booking is TAT − interval)
+// and "TAT latest" otherwise; both read back exactly: a cancelled wait
+// gives its slot back whole, and a later caller gets the same slot.
+func TestGCRAStateForms(t *testing.T) {
+	_, rdb := startRedis(t)
+	ctx := waitCtx(t, 10*time.Second)
+	lim := newLimiter(t, rdb, pace.TokenBucket(pace.PerSecond(10), 3), Options{Margin: -1})
+	part := DefaultPrefix + "{k}:0"
+	value := func() string {
+		v, err := rdb.Get(ctx, part).Result()
+		require.NoError(t, err)
+		return v
+	}
+	p, err := lim.Wait(ctx, "k", 0)
+	require.NoError(t, err)
+	require.Zero(t, p.Delay)
+	assert.NotContains(t, value(), " ", "the first booking owes nothing: TAT alone")
+	for range 2 {
+		p, err = lim.Wait(ctx, "k", 0)
+		require.NoError(t, err)
+		require.Zero(t, p.Delay)
+		assert.Contains(t, value(), " ", "a booking within the burst: TAT and the latest booking")
+	}
+	_, err = lim.Wait(ctx, "k", time.Millisecond)
+	var we *pace.WaitError
+	require.ErrorAs(t, err, &we)
+	first := we.Delay
+	assert.InDelta(t, 100*time.Millisecond, first, float64(10*time.Millisecond))
+
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	_, err = lim.Wait(cctx, "k", 0)
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = lim.Wait(ctx, "k", time.Millisecond)
+	require.ErrorAs(t, err, &we)
+	assert.InDelta(t, first-20*time.Millisecond, we.Delay, float64(10*time.Millisecond), "the cancelled slot was given back whole")
+}

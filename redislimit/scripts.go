@@ -25,8 +25,9 @@ import (
 // half-open, q the end of the probe's lease (0: no probe in flight), i the
 // lease's number. KEYS[2..] hold the limit's parts, one key per part, all
 // in the slot of one hash tag: a string "TAT latest" (µs) for a token
-// bucket or pacer (GCRA), "window count" for a fixed window, a sorted set
-// of booked instants for a sliding log.
+// bucket or pacer (GCRA), or "TAT" alone when latest is TAT − interval
+// (see setPair), "window count" for a fixed window, a sorted set of
+// booked instants for a sliding log.
 
 // fill returns the Lua fragment tmpl with each placeholder of pairs
 // ("$name", value, …) replaced: the fragments below are each written once
@@ -41,13 +42,20 @@ const luaNow = `local tm = redis.call('TIME')
 local now = tm[1] * 1000000 + tm[2]
 `
 
-// luaGet2 reads the "x y" string $v (false: the key is absent; the
-// variables keep their values) into the numeric variables $a and $b.
-const luaGet2 = `if $v then
+// getPair returns Lua that reads the string $v (false: the key is absent;
+// the variables keep their values) into the numeric variables a and b:
+// "a b", or, with gap, "a" alone, which means b = a − gap (see setPair).
+func getPair(v, a, b, gap string) string {
+	single := ""
+	if gap != "" {
+		single = "\n  else $a = $v + 0 $b = $a - $gap"
+	}
+	return fill(`if $v then
   local sp = string.find($v, ' ', 1, true)
-  $a, $b = string.sub($v, 1, sp - 1) + 0, string.sub($v, sp + 1) + 0
+  if sp then $a, $b = string.sub($v, 1, sp - 1) + 0, string.sub($v, sp + 1) + 0`+single+` end
 end
-`
+`, "$v", v, "$a", a, "$b", b, "$gap", gap)
+}
 
 // luaSet writes the string $val to key $key with a TTL of $us µs (rounded
 // up, and 1 ms more), or deletes the key when $us <= 0.
@@ -58,12 +66,23 @@ const luaSet = `do
 end
 `
 
-// luaPair formats the numbers $x and $y as "x y", the value luaGet2 reads.
-const luaPair = `string.format('%d %d', $x, $y)`
-
-// set2 returns luaSet writing the pair x y (see luaPair) to key.
-func set2(key, us, x, y string) string {
-	return fill(luaSet, "$key", key, "$us", us, "$val", fill(luaPair, "$x", x, "$y", y))
+// setPair returns Lua that writes the numbers a and b to key as luaSet
+// does: "a b", or, with gap (a Lua expression that may be false), "a"
+// alone when b = a − gap. A GCRA part's latest booking is TAT − interval
+// whenever the booking found the bucket owing nothing, and then its
+// value is one number, which Redis prints from the argument itself
+// (exactly), sparing the script string.format and the reader a split.
+func setPair(key, us, a, b, gap string) string {
+	single := ""
+	if gap != "" {
+		single = "\n  elseif $gap and $b == $a - $gap then redis.call('SET', $key, $a, 'PX', math.ceil(us / 1000) + 1)"
+	}
+	return fill(`do
+  local us = $us
+  if us <= 0 then redis.call('DEL', $key)`+single+`
+  else redis.call('SET', $key, string.format('%d %d', $a, $b), 'PX', math.ceil(us / 1000) + 1) end
+end
+`, "$key", key, "$us", us, "$a", a, "$b", b, "$gap", gap)
 }
 
 // luaExpireIn gives key $key a TTL of $us µs (as luaSet), or deletes it.
@@ -131,7 +150,7 @@ var algorithms = map[int]fragments{
 	// (capacity × interval). Booking at t moves TAT to max(TAT, t) + x.
 	kindGCRA: {
 		read: `local x$j, y$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, 0, 0
-` + fill(luaGet2, "$v", "v[$v]", "$a", "a$j", "$b", "b$j"),
+` + getPair("v[$v]", "a$j", "b$j", "x$j"),
 		earliest: `do
   local r = a$j
   if r < t then r = t end
@@ -144,7 +163,7 @@ end
   if a < t then a = t end
   if b < t then b = t end
   a = a + x$j
-` + set2("KEYS[$k]", "a - now", "a", "b") + `end
+` + setPair("KEYS[$k]", "a - now", "a", "b", "x$j") + `end
 `,
 	},
 	// Fixed window: a$j the window's index (-1: none), b$j its count; x
@@ -152,7 +171,7 @@ end
 	// nothing is booked.
 	kindFixed: {
 		read: `local x$j, y$j, z$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$z] + 0, -1, 0
-` + fill(luaGet2, "$v", "v[$v]", "$a", "a$j", "$b", "b$j"),
+` + getPair("v[$v]", "a$j", "b$j", ""),
 		earliest: `do
   local w, r = math.floor(t / x$j), nil
   if w > a$j or (w == a$j and b$j < y$j) then r = t
@@ -165,7 +184,7 @@ end
 		book: `do
   local w, n = math.floor(t / x$j), 1
   if w <= a$j then w, n = a$j, b$j + 1 end
-` + set2("KEYS[$k]", "(w + 1) * x$j - now", "w", "n") + `end
+` + setPair("KEYS[$k]", "(w + 1) * x$j - now", "w", "n", "") + `end
 `,
 	},
 	// Sliding log: entries older than the window x are dropped; a$j the
@@ -226,6 +245,11 @@ func partArgs(p part) int {
 // full, 3 deadline), probes} refused; {4, 0, gen, probes} the probe was
 // throttled since the caller's first look.
 func decideScript(parts []part) *redis.Script {
+	return redis.NewScript(decideText(parts))
+}
+
+// decideText is the text of decideScript(parts).
+func decideText(parts []part) string {
 	var read, earliest, book, queue strings.Builder
 	mget := []string{"KEYS[1]"}
 	members := make([]string, len(parts))
@@ -280,17 +304,17 @@ end
 	b.WriteString(luaKeepThrottle)
 	b.WriteString("  lease = pid\nend\n")
 	b.WriteString("return {0, d, g, s, probe, lease, t, " + strings.Join(members, ", ") + "}\n")
-	return redis.NewScript(b.String())
+	return b.String()
 }
 
 // scriptHead is the preamble of the scripts that are not on the hot path
 // (cancelScript, departScript): the clock, and the helpers they call.
-var scriptHead = luaNow + `local function get2(key)
+var scriptHead = luaNow + `local function get2(key, gap)
   local v, a, b = redis.call('GET', key), nil, nil
-` + fill(luaGet2, "$v", "v", "$a", "a", "$b", "b") + `  return a, b
+` + getPair("v", "a", "b", "gap") + `  return a, b
 end
-local function set2(key, x, y, us)
-` + set2("key", "us", "x", "y") + `end
+local function set2(key, a, b, us, gap)
+` + setPair("key", "us", "a", "b", "gap") + `end
 local function expireIn(key, us)
 ` + fill(luaExpireIn, "$key", "key", "$us", "us") + `end
 `
@@ -312,14 +336,14 @@ if t > now then
     local b = 6 + (j - 1) * 3
     local kind, x, mem, key = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), ARGV[b + 3], KEYS[1 + j]
     if kind == 1 then
-      local a, bb = get2(key)
+      local a, bb = get2(key, x)
       a, bb = a or 0, bb or 0
       local give = x - math.max(0, bb - t)
       if give > 0 then a = math.max(a - give, 0) end
-      set2(key, a, math.min(bb, a - x), a - now)
+      set2(key, a, math.min(bb, a - x), a - now, x)
     elseif kind == 2 then
-      local w, c = get2(key)
-      if w and math.floor(t / x) == w and c > 0 then set2(key, w, c - 1, (w + 1) * x - now) end
+      local w, c = get2(key, false)
+      if w and math.floor(t / x) == w and c > 0 then set2(key, w, c - 1, (w + 1) * x - now, false) end
     else
       redis.call('ZREM', key, mem)
     end
@@ -384,19 +408,19 @@ for j = 1, np do
   local b = 3 + (j - 1) * 3
   local kind, x, mem, key = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), ARGV[b + 3], KEYS[1 + j]
   if kind == 1 then
-    local a, bb = get2(key)
+    local a, bb = get2(key, x)
     if a then
       a = a + L
-      set2(key, a, math.max(bb, left), a - now)
+      set2(key, a, math.max(bb, left), a - now, x)
     end
   elseif kind == 2 then
-    local w, c = get2(key)
+    local w, c = get2(key, false)
     w, c = w or -1, c or 0
     local w0, w1 = math.floor(t / x), math.floor(left / x)
     if w1 > w0 then
       if w0 == w then c = math.max(0, c - 1) end
       if w1 > w then w, c = w1, 1 else c = c + 1 end
-      set2(key, w, c, (w + 1) * x - now)
+      set2(key, w, c, (w + 1) * x - now, false)
     end
   else
     if redis.call('ZREM', key, mem) == 1 then
