@@ -254,7 +254,7 @@ func TestMostParts(t *testing.T) {
 	p, err := lim.Wait(ctx, "k", 0)
 	require.NoError(t, err)
 	assert.Zero(t, p.Delay)
-	lim.Settle(p, pace.Outcome{Sent: true, Response: true})
+	lim.Settle(p, throttle.Outcome{Sent: true, Response: true})
 	keys, err := rdb.Keys(ctx, DefaultPrefix+"*").Result()
 	require.NoError(t, err)
 	assert.Len(t, keys, maxParts, "one key per part; no throttle was written")
