@@ -142,21 +142,26 @@ func TestErrorTextHidesKey(t *testing.T) {
 // another shape gets ErrUnexpectedReply (which matches ErrUnavailable,
 // failing closed), never a panic.
 func TestUnexpectedReply(t *testing.T) {
-	replies := map[string]string{
-		"integer":        ":1\r\n",
-		"status":         "+OK\r\n",
-		"short array":    "*2\r\n:0\r\n:0\r\n",
-		"string element": "*4\r\n$1\r\nx\r\n:0\r\n:0\r\n:0\r\n",
-		"bad status":     "*4\r\n:9\r\n:0\r\n:0\r\n:0\r\n",
-		"missing member": "*7\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n",
-		"member integer": "*8\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:5\r\n",
-		"negative delay": "*4\r\n:1\r\n:-5\r\n:0\r\n:0\r\n",
+	bucket, log := pace.TokenBucket(pace.PerSecond(1), 1), pace.SlidingLog(pace.PerSecond(1))
+	replies := map[string]struct {
+		reply string
+		limit pace.Limit
+	}{
+		"integer":            {":1\r\n", bucket},
+		"status":             {"+OK\r\n", bucket},
+		"short array":        {"*2\r\n:0\r\n:0\r\n", bucket},
+		"string element":     {"*4\r\n$1\r\nx\r\n:0\r\n:0\r\n:0\r\n", bucket},
+		"bad status":         {"*4\r\n:9\r\n:0\r\n:0\r\n:0\r\n", bucket},
+		"member of a bucket": {"*8\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n$0\r\n\r\n", bucket},
+		"missing member":     {"*7\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n", log},
+		"member integer":     {"*8\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:5\r\n", log},
+		"negative delay":     {"*4\r\n:1\r\n:-5\r\n:0\r\n:0\r\n", bucket},
 	}
-	for name, reply := range replies {
+	for name, tt := range replies {
 		t.Run(name, func(t *testing.T) {
-			addr := fakeRedis(t, reply)
+			addr := fakeRedis(t, tt.reply)
 			rdb := newClient(t, addr)
-			lim := newLimiter(t, rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Timeout: time.Second})
+			lim := newLimiter(t, rdb, tt.limit, Options{Timeout: time.Second})
 			_, err := lim.Wait(context.Background(), "k", 0)
 			assert.ErrorIs(t, err, ErrUnexpectedReply)
 			assert.ErrorIs(t, err, ErrUnavailable)

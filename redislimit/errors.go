@@ -41,7 +41,8 @@ var (
 // as package pace's own.
 var errDeadline = fmt.Errorf("%w: %w", pace.ErrWaitExceedsDeadline, context.DeadlineExceeded)
 
-// refusal maps a script's refusal reason to its error.
+// refusal maps a refusal's reason to its error: 2 the queue is full, 3
+// the wait would outlast the deadline, any other the wait is too long.
 func refusal(reason int64) error {
 	switch reason {
 	case 2:

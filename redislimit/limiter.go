@@ -270,16 +270,27 @@ func boxed(n int64) any {
 	return n
 }
 
-// decide runs decideScript, sent at now: one round trip.
-func (l *Limiter) decide(ctx context.Context, now time.Time, keys []string, maxWait, dlLeft, probes int64) (decision, error) {
-	uid := ""
-	if l.sliding {
-		uid = strconv.FormatUint(rand.Uint64(), 36)
+// waitBound returns the shortest wait (µs) the caller refuses: beyond
+// left (> 0; 0: no bound), or not ending before the deadline (dlLeft µs
+// away, >= 0; -1: none); -1 when neither bounds it.
+func waitBound(left, dlLeft int64) int64 {
+	bound := int64(-1)
+	if left > 0 {
+		bound = left + 1
 	}
-	args := make([]any, 0, 5+len(l.args))
-	args = append(args, maxWait, boxed(dlLeft), boxed(probes), l.leaseArg)
+	if dlLeft >= 0 && (bound < 0 || dlLeft < bound) {
+		bound = dlLeft
+	}
+	return bound
+}
+
+// decide runs decideScript, sent at now: one round trip. bound is
+// waitBound's.
+func (l *Limiter) decide(ctx context.Context, now time.Time, keys []string, bound, probes int64) (decision, error) {
+	args := make([]any, 0, 4+len(l.args))
+	args = append(args, boxed(bound), boxed(probes), l.leaseArg)
 	if l.sliding {
-		args = append(args, uid)
+		args = append(args, strconv.FormatUint(rand.Uint64(), 36))
 	}
 	args = append(args, l.args...)
 	ctx, cancel := l.dl.boundAt(ctx, now)
@@ -288,11 +299,12 @@ func (l *Limiter) decide(ctx context.Context, now time.Time, keys []string, maxW
 	if err != nil {
 		return decision{}, err
 	}
-	return parseDecision(v, len(l.parts))
+	return parseDecision(v, len(l.parts), l.sliding)
 }
 
-// parseDecision checks and reads decideScript's reply v.
-func parseDecision(v any, parts int) (decision, error) {
+// parseDecision checks and reads decideScript's reply v for a limit of
+// parts parts; a booking's reply carries their members when sliding.
+func parseDecision(v any, parts int, sliding bool) (decision, error) {
 	xs, ok := v.([]any)
 	if !ok || len(xs) < 4 {
 		return decision{}, fmt.Errorf("%w: %T %v", ErrUnexpectedReply, v, v)
@@ -311,7 +323,7 @@ func parseDecision(v any, parts int) (decision, error) {
 		return decision{}, fmt.Errorf("%w: %v", ErrUnexpectedReply, xs)
 	case d.status != 0:
 		return d, nil
-	case len(xs) != 7+parts:
+	case !sliding && len(xs) != 7, sliding && len(xs) != 7+parts:
 		return decision{}, fmt.Errorf("%w: %d elements for %d parts", ErrUnexpectedReply, len(xs), parts)
 	}
 	d.probe, d.lease, d.at = n[4] == 1, n[5], n[6]
@@ -393,7 +405,7 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 		if hasDeadline {
 			dlLeft = max(int64(deadline.Sub(sent)/time.Microsecond), 0)
 		}
-		d, err := l.decide(ctx, sent, keys, left, dlLeft, probes)
+		d, err := l.decide(ctx, sent, keys, waitBound(left, dlLeft), probes)
 		if err != nil {
 			return l.failed(ctx, p, maxWait, start, err)
 		}
@@ -402,7 +414,11 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 		case 4:
 			return p, &pace.WaitError{Key: key, Err: pace.ErrThrottled}
 		case 3:
-			return p, &pace.WaitError{Key: key, Delay: wait, Err: refusal(d.gen)}
+			reason := d.gen
+			if reason == 1 && !(left > 0 && d.a > left) { // beyond waitBound, within maxWait: the deadline's bound
+				reason = 3
+			}
+			return p, &pace.WaitError{Key: key, Delay: wait, Err: refusal(reason)}
 		case 1, 2:
 			if probes < 0 {
 				probes = d.b

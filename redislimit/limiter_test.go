@@ -326,3 +326,41 @@ func TestGCRAStateForms(t *testing.T) {
 	require.ErrorAs(t, err, &we)
 	assert.InDelta(t, first-20*time.Millisecond, we.Delay, float64(10*time.Millisecond), "the cancelled slot was given back whole")
 }
+
+// TestRefusalReasons: a wait beyond maxWait is refused with
+// ErrWaitTooLong, also when it would outlast the deadline too (maxWait is
+// looked at first, as in package pace); one within maxWait that would
+// outlast the deadline with the deadline's error. Nothing is booked.
+func TestRefusalReasons(t *testing.T) {
+	_, rdb := startRedis(t)
+	ctx := waitCtx(t, 10*time.Second)
+	lim := newLimiter(t, rdb, pace.TokenBucket(pace.Every(time.Second), 1), Options{})
+	_, err := lim.Wait(ctx, "k", 0)
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		maxWait, deadline time.Duration // 0: none
+		deadlineErr       bool
+	}{
+		{maxWait: 10 * time.Millisecond},
+		{deadline: 20 * time.Millisecond, deadlineErr: true},
+		{maxWait: 10 * time.Millisecond, deadline: 20 * time.Millisecond},
+		{maxWait: 50 * time.Millisecond, deadline: 20 * time.Millisecond},
+		{maxWait: 5 * time.Second, deadline: 20 * time.Millisecond, deadlineErr: true},
+	} {
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if tt.deadline > 0 {
+			wctx, cancel = context.WithTimeout(ctx, tt.deadline)
+		}
+		_, err := lim.Wait(wctx, "k", tt.maxWait)
+		cancel()
+		var we *pace.WaitError
+		require.ErrorAs(t, err, &we, "%+v", tt)
+		assert.InDelta(t, time.Second, we.Delay, float64(100*time.Millisecond), "%+v", tt)
+		if tt.deadlineErr {
+			assert.ErrorIs(t, err, pace.ErrWaitExceedsDeadline, "%+v", tt)
+			assert.ErrorIs(t, err, context.DeadlineExceeded, "%+v", tt)
+		} else {
+			assert.ErrorIs(t, err, pace.ErrWaitTooLong, "%+v", tt)
+		}
+	}
+}

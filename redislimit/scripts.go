@@ -118,7 +118,7 @@ var luaKeepThrottle = fill(luaSet, "$key", "KEYS[1]", "$val", luaThrottleFields,
 // The values read by MGET are in v: the throttle's, then those of the
 // string parts.
 var luaDecideHead = luaNow + `local v = redis.call('MGET', $keys)
-` + fill(luaThrottle, "$v", "v[1]") + `local want = ARGV[3] + 0
+` + fill(luaThrottle, "$v", "v[1]") + `local want = ARGV[2] + 0
 if want >= 0 and pr ~= want then return {4, 0, g, pr} end
 if u > now then return {1, u - now, g, pr} end
 local probe = 0
@@ -189,7 +189,7 @@ end
 	},
 	// Sliding log: entries older than the window x are dropped; a$j the
 	// latest entry, b$j the entry the next booking waits for (-1: none, the
-	// log holds fewer than y). Members are "instant-uid" (ARGV[5] the
+	// log holds fewer than y). Members are "instant-uid" (ARGV[4] the
 	// decision's unique id), so that bookings at one instant stay apart.
 	kindSliding: {
 		read: `local x$j, y$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, 0, -1
@@ -207,7 +207,7 @@ end
   if r > t then t = r end
 end
 `,
-		book: `local m$j = string.format('%d', t) .. '-' .. ARGV[5]
+		book: `local m$j = string.format('%d', t) .. '-' .. ARGV[4]
 redis.call('ZADD', KEYS[$k], t, m$j)
 ` + fill(luaExpireIn, "$key", "KEYS[$k]", "$us", "math.max(t, a$j) + x$j - now"),
 	},
@@ -233,17 +233,20 @@ func partArgs(p part) int {
 // has a queue bound), never on their numbers, so that Redis holds one
 // script per shape of limit.
 //
-// KEYS: the throttle, then one per part. ARGV: maxWait (0: none), deadline
-// left (-1: none), expected probes (-1: none), probe lease, the decision's
-// unique id (only when a part is a sliding log), then each part's
-// parameters (see part): x and y, and z for a fixed window and for a GCRA
-// part that has a queue bound (see partArgs).
+// KEYS: the throttle, then one per part. ARGV: the shortest wait the
+// caller refuses (µs, -1: none; see waitBound), expected probes (-1:
+// none), probe lease, the decision's unique id (only when a part is a
+// sliding log), then each part's parameters (see part): x and y, and z for
+// a fixed window and for a GCRA part that has a queue bound (see
+// partArgs).
 //
-// Replies: {0, delay, gen, strikes, probe, lease, instant, member per
-// part} booked; {1, pause left, gen, probes} paused; {2, lease left, gen,
-// probes} a probe is in flight; {3, delay, reason (1 too long, 2 queue
-// full, 3 deadline), probes} refused; {4, 0, gen, probes} the probe was
-// throttled since the caller's first look.
+// Replies: {0, delay, gen, strikes, probe, lease, instant} booked, and a
+// member per part after them when a part is a sliding log ('' for the
+// others); {1, pause left, gen, probes} paused; {2, lease left, gen,
+// probes} a probe is in flight; {3, delay, reason (1 beyond the caller's
+// bound, 2 queue full, 4 no instant that every part admits was found),
+// probes} refused; {4, 0, gen, probes} the probe was throttled since the
+// caller's first look.
 func decideScript(parts []part) *redis.Script {
 	return redis.NewScript(decideText(parts))
 }
@@ -253,10 +256,10 @@ func decideText(parts []part) string {
 	var read, earliest, book, queue strings.Builder
 	mget := []string{"KEYS[1]"}
 	members := make([]string, len(parts))
-	arg := 5 // the first part's parameters
+	arg, sliding := 4, false // arg: the first part's parameters
 	for _, p := range parts {
 		if p.kind == kindSliding {
-			arg = 6 // after the unique id
+			arg, sliding = 5, true // after the unique id
 		}
 	}
 	for i, p := range parts {
@@ -290,20 +293,23 @@ func decideText(parts []part) string {
 	} else {
 		b.WriteString("local t, settled = now, false\nfor _ = 1, 16 do\nlocal t0 = t\n")
 		b.WriteString(earliest.String())
-		b.WriteString("if t == t0 then settled = true break end\nend\nif not settled then return {3, 0, 1, pr} end\n")
+		b.WriteString("if t == t0 then settled = true break end\nend\nif not settled then return {3, 0, 4, pr} end\n")
 	}
 	b.WriteString("local d = t - now\nif d > 0 then\n")
 	b.WriteString(queue.String())
-	b.WriteString(`  local maxWait, dlLeft = ARGV[1] + 0, ARGV[2] + 0
-  if maxWait > 0 and d > maxWait then return {3, d, 1, pr} end
-  if dlLeft >= 0 and d >= dlLeft then return {3, d, 3, pr} end
+	b.WriteString(`  local bound = ARGV[1] + 0
+  if bound >= 0 and d >= bound then return {3, d, 1, pr} end
 end
 `)
 	b.WriteString(book.String())
-	b.WriteString("local lease = 0\nif probe == 1 then\n  pid = pid + 1\n  q = now + ARGV[4]\n")
+	b.WriteString("local lease = 0\nif probe == 1 then\n  pid = pid + 1\n  q = now + ARGV[3]\n")
 	b.WriteString(luaKeepThrottle)
 	b.WriteString("  lease = pid\nend\n")
-	b.WriteString("return {0, d, g, s, probe, lease, t, " + strings.Join(members, ", ") + "}\n")
+	if sliding {
+		b.WriteString("return {0, d, g, s, probe, lease, t, " + strings.Join(members, ", ") + "}\n")
+	} else {
+		b.WriteString("return {0, d, g, s, probe, lease, t}\n")
+	}
 	return b.String()
 }
 
