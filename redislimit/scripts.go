@@ -241,7 +241,7 @@ func partArgs(p part) int {
 // partArgs).
 //
 // Replies: {0, delay, gen, strikes, probe, lease, instant} booked, and a
-// member per part after them when a part is a sliding log ('' for the
+// member per part after them when a part is a sliding log (empty for the
 // others); {1, pause left, gen, probes} paused; {2, lease left, gen,
 // probes} a probe is in flight; {3, delay, reason (1 beyond the caller's
 // bound, 2 queue full, 4 no instant that every part admits was found),
