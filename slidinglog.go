@@ -23,21 +23,33 @@ import (
 // every unit reserved for later: 8 bytes per unit, up to 8·r.N bytes per key
 // under a steady load (more while reservations wait further ahead). The
 // memory is allocated on the first booking and grows as needed; a key whose
-// window has emptied is idle and can be forgotten. For large r.N with little
-// memory, [SlidingCounter] keeps two counters instead.
+// window has emptied is idle and can be forgotten. So r.N is capped at
+// 1<<20 (1,048,576), 8 MiB per key at most under a steady load, and one call
+// books at most r.N units; for larger counts, or little memory,
+// [SlidingCounter] keeps two counters per key instead.
 //
 // Bookings are kept in time order: a call never books before the latest
 // booking, so a reservation that waits makes later calls wait behind it. A
 // request refused or cancelled costs nothing.
 //
 // The Limit carries a [*ConfigError] naming "Rate.N" or "Rate.Per" when
-// either is not positive, or Per is over about 146 years (see [Rate]).
+// either is not positive, N is over 1<<20, or Per is over about 146 years
+// (see [Rate]).
 func SlidingLog(r Rate) Limit {
 	if err := r.validate("Rate"); err != nil {
 		return newLimit(nil, err)
 	}
+	if r.N > maxSlidingLogN {
+		return newLimit(nil, configErr("Rate.N", r.N, fmt.Sprintf(
+			"exceeds %d, the most a sliding log counts (8 bytes per unit per key); SlidingCounter has no such cap", maxSlidingLogN)))
+	}
 	return newLimit(&slidingLog{r: r, n: int64(r.N), per: int64(r.Per)}, nil)
 }
+
+// maxSlidingLogN is the largest r.N of a sliding log: its log holds one
+// 8-byte entry per unit, so a key's log stays within 8 MiB under a steady
+// load, and one call (n <= r.N) allocates no more than that.
+const maxSlidingLogN = 1 << 20
 
 // slidingLog is the algorithm. cell.x.log is a ring buffer of booked
 // instants in non-decreasing order (cell.x.head is the oldest, cell.x.count

@@ -2,9 +2,14 @@ package pace
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestSlidingLogAllowAt: exact decisions over a trailing window of 1s, 3
@@ -172,5 +177,46 @@ func TestSlidingLogBadCountBooksNothing(t *testing.T) {
 	}
 	if l.c.x != nil && l.c.x.count != 0 {
 		t.Errorf("a refused call winBooking %d entries", l.c.x.count)
+	}
+}
+
+// TestSlidingLogCapsN: a sliding log keeps 8 bytes per unit per key, so an
+// N past 1<<20 is refused wherever a Limit is used, and one call at the cap
+// allocates about 8 MiB, not memory proportional to the n it asks for
+// (SlidingLog(PerSecond(math.MaxInt)) was accepted and a ReserveAt of 4e9
+// units died out of memory).
+func TestSlidingLogCapsN(t *testing.T) {
+	huge := SlidingLog(PerSecond(math.MaxInt))
+	for name, err := range map[string]error{
+		"SlidingLog": huge.Err(),
+		"over cap":   SlidingLog(Rate{N: maxSlidingLogN + 1, Per: time.Second}).Err(),
+		"All":        All(TokenBucket(PerSecond(1), 1), huge).Err(),
+		"NewShaper":  func() error { _, err := NewShaper(huge); return err }(),
+		"NewKeyed":   func() error { _, err := NewKeyed(huge, KeyedOptions{}); return err }(),
+	} {
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce, name)
+		assert.Equal(t, "Rate.N", ce.Field, name)
+		assert.ErrorIs(t, err, ErrInvalidConfig, name)
+	}
+
+	atCap := SlidingLog(Rate{N: maxSlidingLogN, Per: time.Second})
+	require.NoError(t, atCap.Err())
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, err := NewShaper(atCap)
+	require.NoError(t, err)
+	k, err := NewKeyed(All(TokenBucket(PerSecond(1e9), 1e9), atCap), KeyedOptions{})
+	require.NoError(t, err)
+	book := map[string]func(n int) error{
+		"Shaper": func(n int) error { _, err := s.ReserveAt(now, n); return err },
+		"Keyed":  func(n int) error { _, err := k.ReserveAt(now, "key", n, 0); return err },
+	}
+	for name, reserve := range book {
+		assert.ErrorIs(t, reserve(4e9), ErrBurstExceeded, name)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		require.NoError(t, reserve(maxSlidingLogN), name)
+		runtime.ReadMemStats(&after)
+		assert.LessOrEqual(t, after.TotalAlloc-before.TotalAlloc, uint64(9<<20), "%s: bytes allocated by one call of n = 1<<20", name)
 	}
 }

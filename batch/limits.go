@@ -101,8 +101,8 @@ func grown(r pace.Rate) pace.Rate {
 	return r
 }
 
-// newLog returns a sliding log of r, or nil if r is not valid (never the
-// case for the rates learner makes).
+// newLog returns a sliding log of r, or nil if r is not valid: a rate the
+// learner grew past the sliding log's cap of 1<<20, which it then forgets.
 func newLog(r pace.Rate) *pace.Shaper {
 	l, err := pace.NewShaper(pace.SlidingLog(r))
 	if err != nil {

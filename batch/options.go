@@ -59,7 +59,8 @@ type Options struct {
 	// pace.PerSecond(5) allows 5 starts at once and never more than 5 in
 	// any second; pace.Every(200 * time.Millisecond) spaces starts evenly,
 	// as a leaky-bucket pacer at 5/s does. The zero Rate means no ceiling;
-	// any other must have N and Per positive. It also sets [Summary.Ideal].
+	// any other must have N and Per positive, and N at most 1<<20 (the
+	// sliding log's cap). It also sets [Summary.Ideal].
 	Rate pace.Rate
 
 	// StopOnError stops dispatch at the first failed item: no new item
