@@ -66,15 +66,34 @@ var (
 // Packages batch and middleware return it too, with Field naming their
 // option (for example "Concurrency" or "KeyHeader").
 type ConfigError struct {
-	Field  string // the setting, e.g. "Rate.N", "Burst" or "MaxWait"
-	Value  any    // the rejected value
+	Field string // the setting, e.g. "Rate.N", "Burst" or "MaxWait"
+	// Value is the rejected value, of the setting's own type: a
+	// time.Duration for a duration such as MaxWait or MaxRetryAfter, a
+	// string for a header name or a host.
+	Value  any
 	Reason string // what is wrong, e.g. "must be positive"
 }
 
 // Error returns "pace: invalid Field Value: Reason", without Value when it
-// prints as nothing (an empty string or nil).
+// prints as nothing (an empty string or nil). A string Value is quoted as
+// by %q, and so is any other whose text holds a character that is not
+// printable, so that a value such as a header name "X-Key\nEvil: 1" stays on
+// one line; a time.Duration prints as one ("-1.5s").
 func (e *ConfigError) Error() string {
-	if v := fmt.Sprint(e.Value); v != "" && e.Value != nil {
+	var v string
+	switch x := e.Value.(type) {
+	case nil:
+	case string:
+		if x != "" {
+			v = strconv.Quote(x)
+		}
+	default:
+		v = fmt.Sprint(x)
+		if strings.ContainsFunc(v, func(r rune) bool { return !strconv.IsPrint(r) }) {
+			v = strconv.Quote(v)
+		}
+	}
+	if v != "" {
 		return fmt.Sprintf("pace: invalid %s %s: %s", e.Field, v, e.Reason)
 	}
 	return fmt.Sprintf("pace: invalid %s: %s", e.Field, e.Reason)

@@ -3,8 +3,13 @@ package pace
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/pacehttp/pace/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestErrorText pins the text of errors a new user reads first: no stray
@@ -53,4 +58,39 @@ func TestErrorText(t *testing.T) {
 	if err := tb.Wait(context.Background(), 0); !errors.Is(err, ErrBadCount) {
 		t.Errorf("Wait(0) = %v, want ErrBadCount", err)
 	}
+}
+
+// TestConfigErrorValueText: a ConfigError prints a string value quoted, so
+// that a header name holding a newline cannot add a line to a log, and a
+// duration as a time.Duration, which its Value is.
+func TestConfigErrorValueText(t *testing.T) {
+	tests := []struct {
+		name  string
+		tr    *Transport
+		value any
+		want  string
+	}{
+		{"header name with a newline", &Transport{Retry: retry.Policy{IdempotencyHeader: "X-Key\nEvil: 1"}}, "X-Key\nEvil: 1",
+			`pace: invalid Retry.IdempotencyHeader "X-Key\nEvil: 1": not a header name`},
+		{"secret header with a space", &Transport{SecretHeaders: []string{"a b"}}, "a b",
+			`pace: invalid SecretHeaders[0] "a b": not a header name`},
+		{"MaxWait", &Transport{MaxWait: -1500 * time.Millisecond}, -1500 * time.Millisecond,
+			`pace: invalid MaxWait -1.5s: must not be negative`},
+		{"MaxRetryAfter", &Transport{MaxRetryAfter: -1}, time.Duration(-1),
+			`pace: invalid MaxRetryAfter -1ns: must not be negative`},
+		{"host with a newline", &Transport{Limits: Hosts{"api.example\n": {}}}, "api.example\n",
+			`pace: invalid Limits["api.example\n"] "api.example\n": `},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.tr.Validate()
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, tt.value, ce.Value)
+			assert.True(t, strings.HasPrefix(err.Error(), tt.want), "Error() = %q, want it to start with %q", err.Error(), tt.want)
+			assert.NotContains(t, err.Error(), "\n")
+		})
+	}
+	// Any other value whose text is not printable is quoted too.
+	assert.Equal(t, `pace: invalid X "[a\nb]": why`, configErr("X", []string{"a\nb"}, "why").Error())
 }

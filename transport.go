@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptrace"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -307,17 +308,17 @@ func (t *Transport) Validate() error {
 func (t *Transport) compile(build bool) (*state, error) {
 	for _, c := range []struct {
 		field string
-		v     int64
+		v     time.Duration
 	}{
-		{"MaxWait", int64(t.MaxWait)},
-		{"MaxRetryAfter", int64(t.MaxRetryAfter)},
+		{"MaxWait", t.MaxWait},
+		{"MaxRetryAfter", t.MaxRetryAfter},
 	} {
 		if c.v < 0 {
 			return nil, configErr(c.field, c.v, "must not be negative")
 		}
 	}
 	if t.Limiter != nil && len(t.Limits) > 0 {
-		return nil, configErr("Limiter", fmt.Sprintf("%T", t.Limiter), "set together with Limits; use one")
+		return nil, configErr("Limiter", reflect.TypeOf(t.Limiter), "set together with Limits; use one")
 	}
 	if err := (*retryPolicy)(&t.Retry).validate(); err != nil {
 		return nil, limitErr("Retry", err)

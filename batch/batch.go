@@ -130,7 +130,7 @@ func (r *runner[T]) prepare() error {
 			id = r.opts.ID(i)
 		}
 		if j, dup := seen[id]; dup {
-			return configErr("ID", strconv.Quote(id), fmt.Sprintf("items %d and %d have the same ID", j, i))
+			return configErr("ID", id, fmt.Sprintf("items %d and %d have the same ID", j, i))
 		}
 		seen[id] = i
 		r.results[i] = Result{Index: i, ID: id}
