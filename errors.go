@@ -102,12 +102,15 @@ func (e *ConfigError) Error() string {
 // Is reports whether target is ErrInvalidConfig.
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
-// errNilRequest and errNilURL are RoundTrip's errors for a nil request and
-// for a request with no URL, which net/http's Transport refuses too:
-// nothing was sent, so they are no [*AttemptsError].
+// errNilRequest, errNilURL, errNilHeader and errNoHost are RoundTrip's
+// errors for a request that net/http's Transport refuses too, before
+// dialling: a nil request, a nil URL, a nil Header, an http or https URL
+// without a host. Nothing was sent, so they are no [*AttemptsError].
 var (
 	errNilRequest = errors.New("pace: nil Request: nothing sent")
 	errNilURL     = errors.New("pace: nil Request.URL: nothing sent")
+	errNilHeader  = errors.New("pace: nil Request.Header: nothing sent")
+	errNoHost     = errors.New("pace: no Host in request URL: nothing sent")
 )
 
 func configErr(field string, value any, reason string) error {

@@ -122,7 +122,10 @@ const DefaultMaxWait = 5 * time.Minute
 // run out on a transport error, the error is an [*AttemptsError] that
 // unwraps to the last error. When the first attempt cannot go (its wait is
 // refused or cut short), nothing is sent and the error is the limiter's,
-// a [*WaitError] from pace's own limiters. Waits are cut short by the
+// a [*WaitError] from pace's own limiters. A request net/http's Transport
+// would refuse before dialling (a nil URL or Header, an http or https URL
+// without a host) is refused at once, unpaced and unsent, with an error
+// that is no [*AttemptsError]. Waits are cut short by the
 // request's context: a wait that would outlast the context's deadline fails
 // at once with an error matching [ErrWaitExceedsDeadline] and
 // context.DeadlineExceeded. The package documentation lists the errors.
@@ -434,10 +437,26 @@ type backoffState struct {
 	prevWait time.Duration   // the last backoff wait, for decorrelated jitter
 }
 
+// checkRequest returns the error for a request net/http's Transport
+// refuses before sending anything (a nil URL or Header, an http or https
+// URL without a host), so that RoundTrip refuses it up front, unpaced and
+// without claiming an attempt; nil for any other.
+func checkRequest(req *http.Request) error {
+	switch {
+	case req.URL == nil:
+		return errNilURL
+	case req.Header == nil:
+		return errNilHeader
+	case req.URL.Host == "" && (req.URL.Scheme == "http" || req.URL.Scheme == "https"):
+		return errNoHost
+	}
+	return nil
+}
+
 func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL == nil { // as net/http's Transport refuses it, before anything is sent
+	if err := checkRequest(req); err != nil {
 		closeRequestBody(req)
-		return nil, errNilURL
+		return nil, err
 	}
 	c := call{s: s, req: req, ctx: req.Context()}
 	host := requestHost(req)
