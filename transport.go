@@ -175,7 +175,8 @@ type Transport struct {
 	// MaxWait is the longest a request may wait for its key's cooldown and
 	// limiter together before each attempt. A longer wait, or a full
 	// leaky-bucket queue, fails at once, nothing sent, with a [*WaitError]
-	// matching [ErrRateLimited]. Zero means DefaultMaxWait. The waits
+	// matching [ErrRateLimited]. Zero means DefaultMaxWait; a negative
+	// MaxWait is refused (Validate, RoundTrip) with a [*ConfigError]. The waits
 	// between attempts are bounded by MaxRetryAfter instead: a server delay
 	// above it is not slept, and backoff waits and the Transport's own
 	// pauses are capped at it.
@@ -191,7 +192,8 @@ type Transport struct {
 	// chooses itself are capped at it too: backoff waits, and the pause after
 	// a 429 without a delay (then shorter than DefaultThrottlePause, or than
 	// a second, when MaxRetryAfter is). Zero means DefaultMaxRetryAfter
-	// (five minutes).
+	// (five minutes); a negative MaxRetryAfter is refused (Validate,
+	// RoundTrip) with a [*ConfigError].
 	MaxRetryAfter time.Duration
 
 	// Retry is the retry configuration: how many attempts a request gets
