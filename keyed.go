@@ -95,8 +95,9 @@ type KeyedOptions struct {
 // pause ends, and a key is never evicted while paused. The zero [Limit]
 // means no limit, so that a Keyed only tracks pauses.
 //
-// Create a Keyed with [NewKeyed]; the zero Keyed is not usable (its methods
-// panic). All methods are safe for concurrent use by multiple goroutines; a
+// Create a Keyed with [NewKeyed]; the zero Keyed is not usable: its
+// methods, and those of a nil *Keyed, panic with "pace: Keyed used without
+// NewKeyed". All methods are safe for concurrent use by multiple goroutines; a
 // Keyed must not be copied. The explicit-time methods (ReserveAt, AllowAt,
 // CancelAt) accept a now earlier than one seen before, as after a
 // clock step: the limit itself mints nothing then, and a now earlier than the
@@ -192,8 +193,18 @@ func NewKeyed(l Limit, o KeyedOptions) (*Keyed, error) {
 	return k, nil
 }
 
+// mustInit panics with a clear message when k was not made by NewKeyed (a
+// nil or zero Keyed), instead of a nil dereference or maphash's
+// "use of uninitialized Seed". shards is read-only after NewKeyed.
+func (k *Keyed) mustInit() {
+	if k == nil || k.shards == nil {
+		panic("pace: Keyed used without NewKeyed")
+	}
+}
+
 // String describes the store, e.g. "keyed token bucket 10/1s burst 20".
 func (k *Keyed) String() string {
+	k.mustInit()
 	s := &k.shards[0] // SetLimitAt changes the limit under every shard's lock
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -215,6 +226,7 @@ func (k *Keyed) String() string {
 // The explicit-time methods honour a key's pause, not its probe (see
 // [Keyed.Wait]). Safe for concurrent use.
 func (k *Keyed) ReserveAt(now time.Time, key string, n int, maxWait time.Duration) (Reservation, error) {
+	k.mustInit()
 	at := sinceEpoch(k.epoch, now)
 	e := k.open(at, key, false)
 	r, err := decideCell(k.alg, e.c, e.pause(), e.now, n, maxWait, noDeadline, true)
@@ -226,6 +238,7 @@ func (k *Keyed) ReserveAt(now time.Time, key string, n int, maxWait time.Duratio
 // if so. It never books units for later use, and returns false while the key
 // is paused and for n <= 0. Safe for concurrent use.
 func (k *Keyed) AllowAt(now time.Time, key string, n int) bool {
+	k.mustInit()
 	if n == 1 {
 		return k.allow1(sinceEpoch(k.epoch, now), key)
 	}
@@ -236,6 +249,7 @@ func (k *Keyed) AllowAt(now time.Time, key string, n int) bool {
 // through time.Since, which costs about half of time.Now. Safe for
 // concurrent use.
 func (k *Keyed) Allow(key string) bool {
+	k.mustInit()
 	return k.allow1(clampNow(int64(time.Since(k.epoch))), key)
 }
 
@@ -293,6 +307,7 @@ func (k *Keyed) allow1(now int64, key string) bool {
 // overflow limit (see [KeyedOptions].MaxKeys) unless that is idle. Cancelling the zero Reservation does nothing; cancelling
 // twice gives units back twice, so avoid it. Safe for concurrent use.
 func (k *Keyed) CancelAt(now time.Time, key string, r Reservation) {
+	k.mustInit()
 	at := sinceEpoch(k.epoch, now)
 	if r.n <= 0 || at > r.at { // r.n > 0: booked under a limit, which a store never loses
 		return
@@ -326,6 +341,7 @@ func (k *Keyed) CancelAt(now time.Time, key string, r Reservation) {
 // or read for Wait), are ignored: such a pause could hold nothing back.
 // Safe for concurrent use.
 func (k *Keyed) PauseUntil(key string, until time.Time) {
+	k.mustInit()
 	if until.IsZero() || !until.After(k.epoch) {
 		return
 	}
@@ -343,6 +359,7 @@ func (k *Keyed) PauseUntil(key string, until time.Time) {
 // pause that has ended by the wall clock may still be reported until then.
 // Safe for concurrent use.
 func (k *Keyed) PausedUntil(key string) time.Time {
+	k.mustInit()
 	e := k.open(0, key, false)
 	p, now := e.pause(), e.now
 	e.close(false)
@@ -374,6 +391,7 @@ func (k *Keyed) sweepAt(now time.Time) int {
 // waiting requests, not counting keys that share the overflow state. Safe
 // for concurrent use.
 func (k *Keyed) Len() int {
+	k.mustInit()
 	n := 0
 	for i := range k.shards {
 		s := &k.shards[i]

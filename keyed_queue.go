@@ -227,6 +227,7 @@ func (e *entry) replan(i int, change func()) {
 // wait, the booking is given back and Wait returns a *WaitError wrapping
 // ctx.Err(). Safe for concurrent use.
 func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
+	k.mustInit()
 	if err := ctx.Err(); err != nil {
 		return throttle.Permit{Key: key}, &WaitError{Key: key, Err: err}
 	}
@@ -528,6 +529,7 @@ func (k *Keyed) releaseProbe(key string, over bool, n uint32) {
 // whose Track is set (others are ignored). See [throttle.Limiter]. Safe for
 // concurrent use.
 func (k *Keyed) Depart(p throttle.Permit, at time.Time) {
+	k.mustInit()
 	b := bookingOf(&p)
 	if b == nil {
 		return
@@ -562,7 +564,10 @@ func (k *Keyed) Depart(p throttle.Permit, at time.Time) {
 // is ignored, and the pace ends with its window. A throttle that named no
 // delay and no quota lowers the key's rate (see [Transport], "Adaptive
 // rate"). Safe for concurrent use.
-func (k *Keyed) Settle(p throttle.Permit, o throttle.Outcome) { k.settle(&p, o, Quota{}, false) }
+func (k *Keyed) Settle(p throttle.Permit, o throttle.Outcome) {
+	k.mustInit()
+	k.settle(&p, o, Quota{}, false)
+}
 
 // settle is Settle with the Permit passed by pointer, for the Transport,
 // which also passes what the answer's headers said: q, when its Reset is

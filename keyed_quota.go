@@ -10,6 +10,7 @@ import "time"
 // pause shows: Limit is 0 and Wait lasts until the pause ends. Safe for
 // concurrent use.
 func (k *Keyed) QuotaAt(now time.Time, key string) Quota {
+	k.mustInit()
 	var q Quota
 	k.withCell(sinceEpoch(k.epoch, now), key, func(c *cell, pause, now int64) bool {
 		q = k.quotaOf(c, pause, now)
@@ -29,6 +30,7 @@ func (k *Keyed) QuotaAt(now time.Time, key string) Quota {
 // AdmitAt is meant for servers that answer excess at once (HTTP 429 with
 // Retry-After and RateLimit headers) instead of making callers wait.
 func (k *Keyed) AdmitAt(now time.Time, key string, n int) (q Quota, ok bool) {
+	k.mustInit()
 	k.withCell(sinceEpoch(k.epoch, now), key, func(c *cell, pause, now int64) bool {
 		_, err := decideCell(k.alg, c, pause, now, n, 0, noDeadline, false)
 		ok = err == nil

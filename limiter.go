@@ -211,7 +211,8 @@ func decideCell(alg algorithm, c *cell, pause, now int64, n int, maxWait time.Du
 
 // Shaper applies one [Limit] to a single stream of requests (one key): the
 // counterpart of x/time/rate's Limiter for every algorithm pace has. Create
-// it with [NewShaper]; the zero Shaper is not usable (its methods panic). Use
+// it with [NewShaper]; the zero Shaper is not usable: its methods, and those
+// of a nil *Shaper, panic with "pace: Shaper used without NewShaper". Use
 // [Keyed] to apply a Limit to many keys at once.
 //
 // ReserveAt, AllowAt, CancelAt and QuotaAt take the time as an argument, so
@@ -258,6 +259,15 @@ func newShaper(alg algorithm) *Shaper {
 	return &Shaper{alg: alg, epoch: newEpoch(), g: alg.core()}
 }
 
+// mustInit panics with a clear message when s was not made by NewShaper (a
+// nil or zero Shaper), instead of a nil dereference. It reads epoch, which
+// is read-only after NewShaper and never zero there.
+func (s *Shaper) mustInit() {
+	if s == nil || s.epoch.IsZero() {
+		panic("pace: Shaper used without NewShaper")
+	}
+}
+
 // clock returns at, or the latest instant already read from the clock and
 // decided on if that is later, and records it; s.mu must be held. It serves
 // the methods that read the clock themselves (Allow, Wait), not those given
@@ -282,6 +292,7 @@ func (s *Shaper) clock(at int64) int64 {
 // [ErrWaitTooLong] when the delay cannot be represented. Safe for concurrent
 // use.
 func (s *Shaper) ReserveAt(now time.Time, n int) (Reservation, error) {
+	s.mustInit()
 	return s.reserve(sinceEpoch(s.epoch, now), n, false)
 }
 
@@ -302,6 +313,7 @@ func (s *Shaper) reserve(at int64, n int, fromClock bool) (Reservation, error) {
 // AllowAt reports whether n units may be used at now, and books them if so.
 // It never books units for later use. Safe for concurrent use.
 func (s *Shaper) AllowAt(now time.Time, n int) bool {
+	s.mustInit()
 	at := sinceEpoch(s.epoch, now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -312,6 +324,7 @@ func (s *Shaper) AllowAt(now time.Time, n int) bool {
 // time.Since(epoch), which costs about half of time.Now. Safe for concurrent
 // use.
 func (s *Shaper) Allow() bool {
+	s.mustInit()
 	at := clampNow(int64(time.Since(s.epoch)))
 	s.mu.Lock()
 	at = s.clock(at)
@@ -354,6 +367,7 @@ func (s *Shaper) allowLocked(at int64, n int) bool {
 // twice is a caller error that gives units back twice. Safe for concurrent
 // use.
 func (s *Shaper) CancelAt(now time.Time, r Reservation) {
+	s.mustInit()
 	at := sinceEpoch(s.epoch, now)
 	if r.n <= 0 || at > r.at {
 		return
@@ -367,6 +381,7 @@ func (s *Shaper) CancelAt(now time.Time, r Reservation) {
 // field means for each algorithm). It changes nothing. Safe for concurrent
 // use.
 func (s *Shaper) QuotaAt(now time.Time) Quota {
+	s.mustInit()
 	at := sinceEpoch(s.epoch, now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -382,6 +397,7 @@ func (s *Shaper) QuotaAt(now time.Time) Quota {
 // wrapping ctx.Err(). The WaitError's Key is empty. Safe for concurrent
 // use.
 func (s *Shaper) Wait(ctx context.Context, n int) error {
+	s.mustInit()
 	if err := ctx.Err(); err != nil {
 		return &WaitError{Err: err}
 	}
@@ -395,6 +411,7 @@ func (s *Shaper) Wait(ctx context.Context, n int) error {
 // String describes the Shaper's limit, as [Limit.String] does, e.g.
 // "token bucket 10/1s burst 20".
 func (s *Shaper) String() string {
+	s.mustInit()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.alg.String()

@@ -169,6 +169,7 @@ func carry(to algorithm, used, now int64) cell {
 // 5): the next unit after 800 ms). That is the price of never admitting more
 // than the larger of the two in any interval.
 func (s *Shaper) SetLimitAt(now time.Time, l Limit) error {
+	s.mustInit()
 	if err := l.Err(); err != nil {
 		return err
 	}
@@ -197,6 +198,7 @@ func (s *Shaper) SetLimitAt(now time.Time, l Limit) error {
 // without a limit holds pauses only), changing nothing. Safe for
 // concurrent use.
 func (k *Keyed) SetLimitAt(now time.Time, l Limit) error {
+	k.mustInit()
 	if err := l.Err(); err != nil {
 		return err
 	}

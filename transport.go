@@ -303,10 +303,20 @@ type state struct {
 
 // Validate reports the first invalid setting of t as a [*ConfigError]
 // (matching [ErrInvalidConfig]), or nil. RoundTrip reports the same error.
-// Validate only reads t.
+// Validate only reads t. A nil *Transport is reported as a *ConfigError
+// naming "Transport", by Validate, RoundTrip, SetLimit (Stats returns nil).
 func (t *Transport) Validate() error {
+	if t == nil {
+		return errNilTransport()
+	}
 	_, err := t.compile(false)
 	return err
+}
+
+// errNilTransport returns the error of a nil *Transport's methods, a new
+// one each time, since a caller may change the *ConfigError it gets.
+func errNilTransport() error {
+	return configErr("Transport", nil, "nil *Transport; use &pace.Transport{} for the defaults")
 }
 
 // compile checks t's fields and, when build is true, builds its state.
@@ -377,14 +387,21 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 
 // init compiles t once.
 func (t *Transport) init() (*state, error) {
+	if t == nil {
+		return nil, errNilTransport()
+	}
 	t.once.Do(func() { t.st, t.err = t.compile(true) })
 	return t.st, t.err
 }
 
 // CloseIdleConnections closes the idle connections of Base (or of
-// http.DefaultTransport when Base is nil) if it has such a method.
+// http.DefaultTransport when Base is nil) if it has such a method. On a nil
+// *Transport it does nothing.
 func (t *Transport) CloseIdleConnections() {
 	type closeIdler interface{ CloseIdleConnections() }
+	if t == nil {
+		return
+	}
 	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport
