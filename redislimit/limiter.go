@@ -36,7 +36,8 @@ const (
 const probePoll = 100 * time.Millisecond
 
 // fallbackBit marks the Permits of the Fallback limiter (Permit.Gen is the
-// limiter's own): package pace's Keyed keeps Gen below 2^32.
+// limiter's own): package pace's Keyed keeps Gen below 2^32, and a key's
+// generation in Redis (a decision's Permit.Gen) stays below 2^53.
 const fallbackBit = 1 << 63
 
 // Options configures a [Limiter]. The zero value is usable: prefix "pace:",
@@ -103,7 +104,6 @@ type Limiter struct {
 	leaseArg any       // lease, boxed once
 	fallback *pace.Keyed
 
-	inflight  inflights
 	margin    time.Duration // a departure later than its slot by more is reported (Depart)
 	ws        watches
 	ps        *redis.PubSub
@@ -342,18 +342,6 @@ func parseDecision(v any, parts int, sliding bool) (decision, error) {
 	return d, nil
 }
 
-// packGen returns the Permit.Gen of a decision: the key's generation in
-// the low 32 bits (it wraps: a wrapped one only makes a throttle's report
-// look old), the id of the Permit's inflight entry in the next 31 (0:
-// none).
-func packGen(gen int64, id uint32) uint64 {
-	return uint64(gen)&0xffffffff | uint64(id&0x7fffffff)<<32
-}
-
-func unpackGen(g uint64) (gen int64, id uint32) {
-	return int64(g & 0xffffffff), uint32(g >> 32 & 0x7fffffff)
-}
-
 // validKey reports whether key can be a hash tag.
 func validKey(key string) bool { return key != "" && key[0] != '}' }
 
@@ -443,21 +431,19 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 		}
 		// The slot on this machine's clock, at the latest: Redis read its
 		// clock after the script was sent.
-		id := l.inflight.add(&inflight{lease: d.lease, at: d.at, slot: sent.Add(wait), members: d.members})
-		p.Probe, p.Strikes, p.Gen, p.Delay, p.Track = d.probe, int(d.b), packGen(d.gen, id), wait, id != 0
+		p.State = &inflight{lease: d.lease, at: d.at, slot: sent.Add(wait), members: d.members}
+		p.Probe, p.Strikes, p.Gen, p.Delay, p.Track = d.probe, int(d.b), uint64(d.gen), wait, true
 		if wait == 0 {
 			return p, nil
 		}
 		again, err := l.sleepBooked(ctx, p, keys, d, w, &seq)
 		if !again {
 			if err != nil {
-				l.inflight.take(id)
-				p.Track = false
+				p.State, p.Track = nil, false
 			}
 			return p, err
 		}
-		l.inflight.take(id)
-		p.Probe, p.Strikes, p.Gen, p.Delay, p.Track = false, 0, 0, 0, false
+		p.Probe, p.Strikes, p.Gen, p.Delay, p.Track, p.State = false, 0, 0, 0, false, nil
 	}
 }
 
@@ -604,8 +590,7 @@ func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
 		}
 		return
 	}
-	_, id := unpackGen(p.Gen)
-	e := l.inflight.get(id)
+	e, _ := p.State.(*inflight)
 	if e == nil || !validKey(p.Key) {
 		return
 	}
@@ -643,9 +628,8 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 		}
 		return
 	}
-	gen, id := unpackGen(p.Gen)
 	var lease int64
-	if e := l.inflight.take(id); e != nil {
+	if e, _ := p.State.(*inflight); e != nil {
 		lease = e.lease
 	}
 	if (o.Pause <= 0 && !p.Probe && p.Strikes == 0) || !validKey(p.Key) {
@@ -665,7 +649,7 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	ctx, cancel := l.dl.bound(context.Background())
 	defer cancel()
 	keys := []string{l.prefix + "{" + p.Key + "}:p"}
-	err := settleScript.Run(ctx, l.rdb, keys, gen, lease, probe, pause, resp, l.channel, p.Key).Err()
+	err := settleScript.Run(ctx, l.rdb, keys, int64(p.Gen), lease, probe, pause, resp, l.channel, p.Key).Err()
 	if err != nil && o.Pause > 0 && l.fallback != nil {
 		l.fallback.Settle(throttle.Permit{Key: p.Key}, o)
 	}
