@@ -241,7 +241,7 @@ func (r Reason) text() string {
 	case ReasonBackoffStop:
 		return "backoff schedule stopped"
 	case ReasonDecided:
-		return "retry.Policy.Decide said no"
+		return "retry.Policy.Decide ended the call"
 	case ReasonDelayTooLong:
 		return "server delay above MaxRetryAfter"
 	}

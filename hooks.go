@@ -68,7 +68,7 @@ const (
 	ReasonNotIdempotent Reason = "not-idempotent"  // EventGiveUp: the method may not be repeated safely
 	ReasonServerHint    Reason = "server-hint"     // EventGiveUp: the server said not to retry
 	ReasonBackoffStop   Reason = "backoff-stopped" // EventGiveUp: the backoff policy returned backoff.Stop
-	ReasonDecided       Reason = "decided"         // EventGiveUp: retry.Policy.Decide said no
+	ReasonDecided       Reason = "decided"         // EventGiveUp: retry.Policy.Decide ended the call (returned false, or set Fail)
 )
 
 // Event is what the Transport tells [Transport].OnEvent and its Logger

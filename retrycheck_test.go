@@ -280,3 +280,38 @@ func TestRetryCheckWaitDeadline(t *testing.T) {
 		assert.Equal(t, 1, srv.Count())
 	})
 }
+
+// TestRetryDecideGiveUpText: both ways Decide ends a call that would have
+// been retried, returning false and setting Fail, give up with
+// ReasonDecided, and the error says so in words that fit both (it read
+// "retry.Policy.Decide said no", also for a Fail).
+func TestRetryDecideGiveUpText(t *testing.T) {
+	const want = "(gave up: retry.Policy.Decide ended the call)"
+	tests := []struct {
+		name    string
+		decide  func(c *retry.Check) bool
+		step    testhttp.Step
+		wantErr string
+	}{
+		{"returned false", func(*retry.Check) bool { return false }, testhttp.Fail(io.EOF),
+			"pace: 1 attempt " + want + ": EOF"},
+		{"set Fail", func(c *retry.Check) bool { c.Fail = errCardDeclined; return true }, testhttp.Status(http.StatusServiceUnavailable),
+			"pace: 1 attempt, last status 503 " + want + ": " + errCardDeclined.Error()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := &testhttp.Server{Steps: []testhttp.Step{tt.step}}
+			var events []Event
+			tr := &Transport{Base: srv, Retry: retry.Policy{Decide: tt.decide}, OnEvent: func(e Event) { events = append(events, e) }}
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), http.MethodGet, "http://api.test/v1", ""))
+			require.Nil(t, resp)
+			var ae *AttemptsError
+			require.ErrorAs(t, err, &ae)
+			assert.Equal(t, ReasonDecided, ae.Reason)
+			assert.Equal(t, tt.wantErr, err.Error())
+			require.NotEmpty(t, events)
+			assert.Equal(t, ReasonDecided, events[len(events)-1].Reason)
+			assert.Equal(t, 1, srv.Count())
+		})
+	}
+}
