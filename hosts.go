@@ -24,9 +24,12 @@ import (
 // it matches https://api.example/v1, https://api.example:443/,
 // http://api.example:80/, http://api.example:443/ and
 // https://API.example./, but not https://api.example:8443/v1, which
-// "api.example:8443" matches (any other port must be the same). Two keys
-// that name the same host so ("API.example", "api.example.",
-// "api.example:443") are an error. The key "*" is the
+// "api.example:8443" matches (any other port must be the same). An empty
+// port is no port, on either side, as URL normalisation has it (RFC 3986
+// §3.2.3 allows a port of no digits, §6.2.3 drops it): the key
+// "api.example:" is the key "api.example", and matches http://api.example:/.
+// Two keys that name the same host so ("API.example", "api.example.",
+// "api.example:443", "api.example:") are an error. The key "*" is the
 // default for every host not listed; without it unlisted hosts are not
 // paced. The zero Host paces nothing and retries as the Transport does, so
 // {"*": {Limit: lim}, "internal.example": {}} exempts one host.
@@ -36,7 +39,8 @@ import (
 // Limits["key"]: an empty key, a URL ("https://api.example"), a key holding
 // '/', '?', '#', '@', a space or a control character, a '*' anywhere
 // but in the key "*" itself (there are no wildcard patterns), a port that
-// is not a decimal number up to 65535 ("api.example:abc"), an IPv6 address
+// is not a decimal number up to 65535 ("api.example:abc"; an empty port
+// is accepted, see above), an IPv6 address
 // without brackets or without its closing bracket ("[::1"), an IPv6 zone
 // written URL-escaped (URL.Host holds "[fe80::1%eth0]", never
 // "[fe80::1%25eth0]"), a percent-escape or another character net/url

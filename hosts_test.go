@@ -35,7 +35,8 @@ func TestHostsChooseTheLimit(t *testing.T) {
 		{"http://api.test./", 100 * time.Millisecond},     // a fully qualified name
 		{"https://api.test:80/", 100 * time.Millisecond},  // 80 and 443 never count: the key cannot know the scheme
 		{"http://api.test:443/", 100 * time.Millisecond},
-		{"http://api.test:8443/", time.Second}, // port kept: not "api.test"
+		{"http://api.test:/", 100 * time.Millisecond}, // an empty port is none (RFC 3986 §3.2.3, §6.2.3)
+		{"http://api.test:8443/", time.Second},        // port kept: not "api.test"
 		{"http://other.test/", time.Second},
 		{"http://free.test/", 0},
 	}
@@ -208,7 +209,7 @@ func TestHostsRejectKeysThatCannotMatch(t *testing.T) {
 // are refused, naming both.
 func TestHostsSameHostTwice(t *testing.T) {
 	for _, pair := range [][2]string{
-		{"api.test", "API.test"}, {"api.test", "api.test."}, {"api.test", "api.test:443"}, {"api.test:80", "api.test."},
+		{"api.test", "API.test"}, {"api.test", "api.test."}, {"api.test", "api.test:443"}, {"api.test:80", "api.test."}, {"api.test", "api.test:"},
 	} {
 		tr := &Transport{Limits: Hosts{pair[0]: {Limit: TokenBucket(PerSecond(1), 1)}, pair[1]: {Limit: TokenBucket(PerSecond(2), 1)}}}
 		err := tr.Validate()
