@@ -79,9 +79,7 @@ type KeyedOptions struct {
 // Forgetting is lazy: a shard is swept when it is accessed and at least the
 // limit's span (and at least one second) has passed since its last sweep,
 // or when it is full. There are no background goroutines and nothing to
-// close. Memory is bounded by [KeyedOptions].MaxKeys: past it, a new key
-// makes the store forget the key nearest to whole again (see MaxKeys for
-// what that lets an attacker do).
+// close. Memory is bounded by [KeyedOptions].MaxKeys, as said above.
 //
 // Keys are not stored: each is reduced to a 64-bit [maphash] hash with a
 // seed chosen at random per Keyed, and the state is filed under the hash.

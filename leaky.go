@@ -45,7 +45,7 @@ type LeakyOptions struct {
 // Its promise: in any closed interval of length L it releases at most
 // o.Slack + 1 + ⌊L/r.Interval()⌋ requests, so with Slack 0 releases are at
 // least r.Interval() apart. It is GCRA (ITU-T I.371) with a tolerance of
-// Slack intervals, and mirrors nginx limit_req (which is a leaky bucket with
+// Slack intervals. It mirrors nginx limit_req (which is a leaky bucket with
 // refused requests costing nothing):
 //
 //   - limit_req (no burst):          LeakyOptions{}
@@ -56,10 +56,10 @@ type LeakyOptions struct {
 // where nginx refuses what it would not queue: ask with AllowAt (or through
 // package middleware) for nginx's refusals, since a zero Queue lets callers
 // of ReserveAt and Wait queue without a count bound (see [LeakyOptions]).
+// nginx counts on a millisecond clock; this pacer counts nanoseconds.
 //
-// and uber-go/ratelimit's Take with WithSlack(S) as LeakyOptions{Slack: S,
-// MaxDelay: a long bound}. nginx counts on a millisecond clock; this pacer
-// counts nanoseconds.
+// It mirrors uber-go/ratelimit's Take with WithSlack(S) too, as
+// LeakyOptions{Slack: S, MaxDelay: a long bound}.
 //
 // Each request takes one slot; a call may take n <= Slack+1 slots at once,
 // since a bigger n would release more than Slack+1 at one instant.

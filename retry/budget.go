@@ -35,8 +35,7 @@ const DefaultBudgetMaxKeys = 10_000
 // wait). Retries the server scheduled itself with a positive delay
 // (Retry-After and the other headers the Transport reads) are not held
 // back by the budget, as the key's cooldown already paces them; they are
-// still counted. The window is kept in ten slices of TTL/10, so a count
-// expires between 9/10 of TTL and TTL after it was made.
+// still counted.
 //
 // Memory: a key is tracked from its first retryable failure until a
 // request of it ends with no retry counted in its window; a key not
