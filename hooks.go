@@ -30,7 +30,8 @@ const (
 	// EventGiveUp: attempt Attempt failed in a way that could have been
 	// retried, and the Transport stops; Reason says why, Delay is the wait
 	// that was refused (for example the server's Retry-After), if any. A
-	// call whose MaxAttempts is 1 makes no retries and never gives up for
+	// call allowed one attempt (Retry.MaxAttempts 1, or its host's
+	// [Host].MaxAttempts 1) makes no retries and never gives up for
 	// ReasonAttempts (see [Stats].GiveUps).
 	EventGiveUp
 )
@@ -60,7 +61,7 @@ const (
 	ReasonLimit         Reason = "limit"           // EventWait: the key's client-side limit
 	ReasonServerDelay   Reason = "server-delay"    // EventRetry: Retry-After or a reset header set the wait
 	ReasonBackoff       Reason = "backoff"         // EventRetry: the backoff schedule set the wait
-	ReasonAttempts      Reason = "attempts"        // EventGiveUp: MaxAttempts reached
+	ReasonAttempts      Reason = "attempts"        // EventGiveUp: the attempts are spent (Retry.MaxAttempts, or the Host's)
 	ReasonDelayTooLong  Reason = "delay-too-long"  // EventGiveUp: the server's delay exceeds MaxRetryAfter
 	ReasonBudget        Reason = "budget"          // EventGiveUp: the key's retry budget is spent
 	ReasonDeadline      Reason = "deadline"        // EventGiveUp: the wait would outlast the context's deadline

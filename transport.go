@@ -642,7 +642,7 @@ func giveUpReason(r Reason) Reason {
 // gaveUp reports whether a call that ended for reason r, a verdict's why,
 // is a give-up, counted in Stats.GiveUps and emitted as EventGiveUp: a
 // retryable failure the Transport could have retried but did not. A call
-// whose MaxAttempts is 1 makes no retries, so running out of attempts is no
+// allowed one attempt (Retry.MaxAttempts or Host.MaxAttempts 1) makes no retries, so running out of attempts is no
 // give-up there: under retryable.Install, for one, the retryablehttp.Client
 // makes the retries, and most of its 429s are retried and succeed.
 func (c *call) gaveUp(r Reason) bool {
