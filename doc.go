@@ -10,10 +10,11 @@
 // with a delay, pauses the whole key: for the delay the server asked for
 // (Retry-After, retry-after-ms, the reset headers; see [RetryAfter]), or,
 // after a 429 that names none, for [DefaultThrottlePause], doubling with each
-// consecutive one (a key with a configured limit slows its rate instead:
-// see [Transport], "Adaptive rate") (a throttle of a request sent after the key's latest
+// consecutive one (a throttle of a request sent after the key's latest
 // pause began, with no other answer between: the requests already in
-// flight when the first 429 came count once); never longer than
+// flight when the first 429 came count once), except that a key with a
+// configured limit pauses for [MinThrottlePause] on the first one and slows
+// its rate instead (see [Transport], "Adaptive rate"); never longer than
 // MaxRetryAfter, never shorter than
 // [MinThrottlePause]. When the pause ends, one request of the key goes first
 // as a probe, and the others follow only once its answer is not another

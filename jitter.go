@@ -9,15 +9,23 @@ import (
 	"github.com/pacehttp/pace/retry"
 )
 
-// DefaultThrottleBackoffInitial is the first backoff delay after a
-// throttle: a 429 or 503 that carries no usable delay (the AWS SDKs'
-// standard retry mode uses a 1 s base after a throttling error; see
-// retry.DefaultBackoffInitial for the others). With the default schedule it
-// is also the shortest wait jitter may give after a throttle, so a key
-// throttled without a delay never pauses for less than a second
-// (env0/terraform-provider-env0#1127) unless MaxRetryAfter is shorter. A
-// throttle whose delay is zero or past pauses its key for MinThrottlePause
-// instead: the server said when to come back.
+// DefaultThrottleBackoffInitial is the first delay of the default backoff
+// schedule of a request whose first failure without a usable delay is a
+// 429 or a 503: a throttle (see [Throttled]), or a 503 without a delay,
+// which is no throttle but is retried on this slower schedule too (the AWS
+// SDKs' standard retry mode uses a 1 s base after a throttling error; see
+// retry.DefaultBackoffInitial for the other failures). With the default
+// schedule it is also the shortest wait jitter may give on that schedule:
+// such a request waits at least a second between attempts (a 503 without
+// a delay is retried after 1 s, then after 1–2 s with full jitter), unless
+// MaxRetryAfter is shorter. A 429
+// without a delay pauses its key for DefaultThrottlePause, or with a
+// retry.Policy.NewBackOff schedule for its next wait but never less than
+// this second (env0/terraform-provider-env0#1127), with one exception: on
+// a key that a configured limit paces, the first such 429 pauses the key
+// for MinThrottlePause only and lowers its rate (see [Transport],
+// "Adaptive rate"). A throttle whose delay is zero or past pauses its key
+// for MinThrottlePause too: the server said when to come back.
 const DefaultThrottleBackoffInitial = time.Second
 
 // validateJitter reports a *ConfigError naming field when j is not one of
@@ -83,7 +91,7 @@ func backoffDelay(n int, initial, maxDelay time.Duration) time.Duration {
 // that starts at initial. After a transport error or a 5xx it is half of
 // initial, so that full jitter still spreads the first retry over
 // [initial/2, initial] yet never fires a retry at once (a near-zero wait
-// is a hot loop, weaviate/weaviate#10179). After a throttle it is initial
+// is a hot loop, weaviate/weaviate#10179). After a 429 or 503 it is initial
 // itself: the server said slow down, so a wait never drops below the
 // throttle base (aws/aws-sdk-net#4341 shows full jitter collapsing throttle
 // waits to a few milliseconds). The result is at least 1 ns.

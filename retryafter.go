@@ -55,16 +55,20 @@ func RetryAfter(resp *http.Response, now time.Time) (d time.Duration, ok bool) {
 	return d, ok
 }
 
-// Throttled reports whether resp, received at now, is a throttle: a 429
-// Too Many Requests (RFC 6585 §4), or a 503 Service Unavailable (RFC 9110
-// §15.6.4) that names a delay, the answers on which a [Transport] pauses
-// the request's whole key. delay is the server's delay as [RetryAfter]
-// reads it, 0 when it gave none or named now or a past instant (use
-// RetryAfter to tell those apart: a Transport pauses the key for
-// DefaultThrottlePause after a 429 without a delay, for MinThrottlePause
-// after one whose delay is zero). A 503 without a delay is an outage, not a
-// throttle. A nil resp gives 0, false. It does not read the body and is
-// safe for concurrent use.
+// Throttled reports whether resp, received at now, is a throttle. In pace
+// a throttle is a 429 Too Many Requests (RFC 6585 §4), with a delay or
+// without, or a 503 Service Unavailable (RFC 9110 §15.6.4) that names a
+// delay: the answers on which a [Transport] pauses the request's whole key.
+// A 503 without a delay is no throttle (it may be an outage: the key is not
+// paused), though it is retried on the same slower backoff schedule as a
+// 429 without a delay ([DefaultThrottleBackoffInitial]). delay is the
+// server's delay as [RetryAfter] reads it, 0 when it gave none or named now
+// or a past instant (use RetryAfter to tell those apart: a Transport pauses
+// the key for MinThrottlePause after a throttle whose delay is zero, and
+// after a 429 without a delay for DefaultThrottlePause, or, on a key that a
+// configured limit paces, for MinThrottlePause while it lowers the key's
+// rate: see [Transport], "Adaptive rate"). A nil resp gives 0, false. It
+// does not read the body and is safe for concurrent use.
 func Throttled(resp *http.Response, now time.Time) (delay time.Duration, ok bool) {
 	if resp == nil || !isThrottleStatus(resp.StatusCode) {
 		return 0, false
@@ -184,11 +188,12 @@ func serverDelay(resp *http.Response, now time.Time) (d time.Duration, source st
 	return 0, "", false
 }
 
-// isThrottleStatus reports whether code says the client is being throttled:
-// 429 Too Many Requests (RFC 6585 §4) or 503 Service Unavailable (RFC 9110
-// §15.6.4). Reset headers count as a delay on these statuses, and a throttle
-// with no usable delay gets the throttle backoff
-// (DefaultThrottleBackoffInitial) rather than the error backoff.
+// isThrottleStatus reports whether code is 429 Too Many Requests (RFC 6585
+// §4) or 503 Service Unavailable (RFC 9110 §15.6.4), the statuses that can
+// be a throttle (isThrottle; a 503 only with a delay, see Throttled). Reset
+// headers count as a delay on these statuses, and either one without a
+// usable delay starts the request's default backoff at
+// DefaultThrottleBackoffInitial rather than retry.DefaultBackoffInitial.
 func isThrottleStatus(code int) bool {
 	return code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
 }

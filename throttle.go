@@ -8,9 +8,13 @@ import (
 // DefaultThrottlePause is how long a whole key pauses after a 429 that
 // carries no usable delay (no Retry-After or reset header), for a key that
 // no configured limit paces, or whose adaptive rate was already cut and
-// whose probe was throttled again (see [Transport], "Adaptive rate"). Each consecutive
+// whose probe was throttled again (see [Transport], "Adaptive rate"); the
+// first such 429 of a key a configured limit paces pauses it for
+// MinThrottlePause instead and lowers its rate. Each consecutive
 // throttle of the key (throttle.Permit's Strikes) doubles it, jittered, up to
-// retry.DefaultBackoffMax. [Transport].MaxRetryAfter caps it. Five seconds follows
+// retry.DefaultBackoffMax. [Transport].MaxRetryAfter caps it. With a
+// retry.Policy.NewBackOff schedule the pause is that schedule's next wait
+// instead, never under DefaultThrottleBackoffInitial. Five seconds follows
 // the fix in env0/terraform-provider-env0#1127: a server that gives no hint
 // usually counts in windows of seconds, and a shorter pause only buys
 // another 429.
@@ -24,8 +28,10 @@ const DefaultThrottlePause = 5 * time.Second
 // throttle of the key (throttle.Permit's Strikes) doubles it, jittered, up to
 // retry.DefaultBackoffMax: a server that answers Retry-After: 0 again and again
 // is overloaded, not keeping a schedule (RFC 9110 §10.2.3 allows the 0, not
-// a retry storm). A throttle without any delay pauses for
-// DefaultThrottlePause instead.
+// a retry storm). A throttle without any delay, a 429, pauses for
+// DefaultThrottlePause instead, except the first one of a key a configured
+// limit paces, which pauses for MinThrottlePause and lowers the key's rate
+// (see [Transport], "Adaptive rate").
 const MinThrottlePause = 50 * time.Millisecond
 
 // keyThrottle is the throttle engine of one key: the state machine that the

@@ -91,9 +91,13 @@ const DefaultMaxWait = 5 * time.Minute
 // adaptive retry mode (AWS SDKs and Tools Reference Guide, "Retry
 // behavior"; aws-sdk-go-v2 aws/retry), applied per key, between the floor
 // and the configured limit; throttles of requests already in flight when
-// the rate was cut count once. A probe throttled again pauses the key for
-// DefaultThrottlePause, doubling, as for keys without a limit. Against a
-// server whose token bucket allows 20 a second (burst 5), a client
+// the rate was cut count once. A probe throttled again pauses the key as a
+// second consecutive throttle of a key without a limit does (the brief
+// pause was the first): DefaultThrottlePause doubled, 10 s, and doubling
+// again with each further one. With a retry.Policy.NewBackOff schedule,
+// even the first such 429 pauses the key, for that schedule's next wait
+// (at least DefaultThrottleBackoffInitial), and lowers its rate as well.
+// Against a server whose token bucket allows 20 a second (burst 5), a client
 // configured at 40 a second met a 429 in 2.2% of its calls after the first
 // 10 s and did 20.0 calls a second (bench/, scenario adaptive-2x).
 //
@@ -806,8 +810,8 @@ func (c *call) withdraw(now time.Time, force bool) bool {
 
 // next returns the wait before the next attempt from the request's
 // backoff schedule, jittered; ok is false when the schedule says stop.
-// throttled selects the default schedule for a throttle (a 429 or 503
-// without a delay: 1s first) over the one for other failures (100ms first);
+// throttled selects the default schedule for a 429 or 503 without a delay
+// (1s first) over the one for other failures (100ms first);
 // its waits are capped at the lower of retry.DefaultBackoffMax and
 // MaxRetryAfter. A schedule from retry.Policy.NewBackOff is used as given,
 // with waits from 1ns up to MaxRetryAfter.

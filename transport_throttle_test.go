@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -868,6 +869,55 @@ func TestTransportThrottleRepeatedRetryAfterZeroBacksOff(t *testing.T) {
 				want := []time.Duration{0, 50 * ms, 150 * ms, 350 * ms, 750 * ms,
 					1550 * ms, 3150 * ms, 6350 * ms, 12750 * ms, 25550 * ms}
 				assert.Equal(t, want, since(start, srv.Requests()), "arrivals")
+			})
+		})
+	}
+}
+
+// TestThrottleWaitsAsDocumented pins the waits that DefaultThrottlePause,
+// MinThrottlePause, DefaultThrottleBackoffInitial, Throttled and the
+// Transport's "Adaptive rate" describe, without jitter: a 429 without a
+// delay pauses an unpaced key 5 s, a key a configured limit paces 50 ms
+// (its rate is lowered instead; its probe throttled again, 10 s, the
+// second consecutive throttle), and with a NewBackOff schedule at least
+// 1 s; a 503 without a delay is no throttle but is retried after 1 s,
+// then 2 s; a 500 after 100 ms, then 200 ms, and so is a 503 that follows
+// a 500 (the request's first failure chose the schedule).
+func TestThrottleWaitsAsDocumented(t *testing.T) {
+	ms := time.Millisecond
+	constant := func() backoff.BackOff { return backoff.NewConstantBackOff(10 * ms) }
+	tests := []struct {
+		name       string
+		first      int // the first attempt's status, if not status
+		status     int
+		limits     Hosts
+		newBackOff func() backoff.BackOff
+		want       []time.Duration // gaps between the three attempts
+	}{
+		{"429, no limit", 0, 429, nil, nil, []time.Duration{DefaultThrottlePause, 2 * DefaultThrottlePause}},
+		{"429, configured limit", 0, 429, Hosts{"*": {Limit: TokenBucket(PerSecond(1000), 1000)}}, nil,
+			[]time.Duration{MinThrottlePause, 2 * DefaultThrottlePause}}, // the brief pause was the first strike
+		{"429, NewBackOff", 0, 429, nil, constant, []time.Duration{DefaultThrottleBackoffInitial, DefaultThrottleBackoffInitial}},
+		{"503", 0, 503, nil, nil, []time.Duration{DefaultThrottleBackoffInitial, 2 * DefaultThrottleBackoffInitial}},
+		{"500", 0, 500, nil, nil, []time.Duration{retry.DefaultBackoffInitial, 2 * retry.DefaultBackoffInitial}},
+		// The first failure chooses the schedule: a 503 after a 500 goes on on the 500's.
+		{"500 then 503", 500, 503, nil, nil, []time.Duration{retry.DefaultBackoffInitial, 2 * retry.DefaultBackoffInitial}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				first := tt.status
+				if tt.first != 0 {
+					first = tt.first
+				}
+				srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(first), testhttp.Status(tt.status), testhttp.Status(200)}}
+				tr := &Transport{Base: srv, Limits: tt.limits,
+					Retry: retry.Policy{Jitter: retry.NoJitter, NewBackOff: tt.newBackOff}}
+				assert.Equal(t, 200, roundTrip(t, tr, http.MethodGet, "http://api.test/"))
+				assert.Equal(t, tt.want, gaps(srv.Requests()))
+				d, ok := Throttled(&http.Response{StatusCode: tt.status, Header: http.Header{}}, time.Now())
+				assert.Equal(t, tt.status == 429, ok, "Throttled")
+				assert.Zero(t, d)
 			})
 		})
 	}

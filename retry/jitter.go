@@ -9,12 +9,15 @@ import (
 // SDKs' standard retry mode (AWS SDKs and Tools Reference Guide, "Retry
 // behavior"; the 2026 revision in aws/aws-sdk-go-v2#3400): exponential
 // backoff doubling up to MAX_BACKOFF = 20 s, applied before jitter, with a
-// longer 1 s base after a throttling error (pace.DefaultThrottleBackoffInitial).
+// longer 1 s base after a throttling error, which for pace is a 429 or 503
+// without a delay (pace.DefaultThrottleBackoffInitial).
 // AWS now starts transient errors at 50 ms; pace starts them at 100 ms, a
 // little gentler on the server.
 const (
 	// DefaultBackoffInitial is the first backoff delay after a failed
-	// attempt (a transport error or a retryable 5xx without a delay).
+	// attempt: a transport error, or a retryable status without a delay
+	// other than 429 and 503 (those start at
+	// pace.DefaultThrottleBackoffInitial).
 	DefaultBackoffInitial = 100 * time.Millisecond
 
 	// DefaultBackoffMax caps every backoff delay, before and after jitter.
@@ -28,9 +31,13 @@ const (
 // the backoff cap: jitter is applied under the cap, never above it (unlike
 // cenkalti/backoff's RandomizationFactor, cenkalti/backoff#117), and never
 // shortens a wait below a floor. With the default schedule the floor is
-// half of DefaultBackoffInitial (50ms) after a transport error or a 5xx, so
-// that no retry fires at once, and pace.DefaultThrottleBackoffInitial (1s)
-// after a throttle; with a schedule from [Policy].NewBackOff it is 1ns. The
+// half of DefaultBackoffInitial (50ms) after a transport error or a
+// retryable status other than 429 and 503, so that no retry fires at once,
+// and pace.DefaultThrottleBackoffInitial (1s) after a 429 or a 503 without
+// a delay (a 503 without a delay is no throttle, see pace.Throttled, yet
+// gets this floor too); the request's first failure without a delay
+// chooses the schedule, and so the floor, for its later retries. With a
+// schedule from [Policy].NewBackOff it is 1ns. The
 // cap is the Transport's MaxRetryAfter, and with the default schedule also
 // DefaultBackoffMax (20s); a floor above the cap is lowered to it.
 //
