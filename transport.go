@@ -33,7 +33,8 @@ const DefaultMaxWait = 5 * time.Minute
 // what is safe to retry.
 //
 // For each request it computes the key, waits out the key's cooldown (set by
-// an earlier 429 or 503 of that key), waits for the key's limiter, sends the
+// an earlier throttle of that key, a 429 or a 503 with a delay: see
+// [Throttled]), waits for the key's limiter, sends the
 // request through Base and classifies the outcome. A retryable outcome is
 // retried after the delay the server asked for (Retry-After and the reset
 // headers), or else after a capped exponential backoff with jitter; the

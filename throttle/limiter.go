@@ -6,7 +6,8 @@ import (
 )
 
 // A Limiter decides when a request for a key may leave, and holds the key's
-// throttle: the pause a server's 429 or 503 asked for, and the probe that
+// throttle: the pause after a server's 429, or 503 with a delay (see
+// pace.Throttled), and the probe that
 // goes first when it ends. It is the interface pace.Transport waits on
 // (its Limiter field); the in-memory pace.Keyed store implements it, and a
 // limiter whose state is shared across processes (in Redis, say) can
