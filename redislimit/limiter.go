@@ -107,7 +107,8 @@ type Limiter struct {
 	margin    time.Duration // a departure later than its slot by more is reported (Depart)
 	ws        watches
 	ps        *redis.PubSub
-	listened  chan struct{}
+	stop      chan struct{} // closed by Close
+	listened  chan struct{} // closed when listen returns
 	closeOnce sync.Once
 }
 
@@ -115,8 +116,10 @@ var _ throttle.Limiter = (*Limiter)(nil)
 
 // New returns a Limiter holding l in Redis through rdb (a *redis.Client,
 // *redis.ClusterClient, *redis.Ring, or a Sentinel failover client). It
-// subscribes to the Limiter's channel (prefix + "throttle") at once, in the
-// background, to hear of other processes' pauses; Close ends that.
+// subscribes to the Limiter's channel (prefix + "throttle") to hear of
+// other processes' pauses, waiting at most 1.5 × Options.Timeout for
+// Redis: if Redis does not answer in time, New returns all the same and a
+// goroutine keeps trying, each try bounded as long; Close ends it.
 //
 // It returns a *pace.ConfigError (matching pace.ErrInvalidConfig) for a
 // nil rdb, a client without ContextTimeoutEnabled (Timeout could not bound
@@ -185,9 +188,11 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		lim.args = append(lim.args, []any{p.x, p.y, p.z}[:partArgs(p)]...)
 		lim.cancelKX = append(lim.cancelKX, p.kind, p.x)
 	}
-	lim.ps = rdb.Subscribe(context.Background(), lim.channel)
-	lim.listened = make(chan struct{})
-	go lim.ws.listen(lim.ps, lim.listened)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+timeout/2)
+	lim.ps = rdb.Subscribe(ctx, lim.channel) // if Redis does not answer in time, listen tries again
+	cancel()
+	lim.stop, lim.listened = make(chan struct{}), make(chan struct{})
+	go lim.ws.listen(lim.ps, timeout, lim.stop, lim.listened)
 	return lim, nil
 }
 
@@ -207,9 +212,15 @@ func honoursContext(rdb redis.UniversalClient) bool {
 
 // Close stops listening for other processes' pauses. It does not close the
 // Redis client. Waits still running may miss a pause set afterwards.
+// Whatever Redis does (down, stalled, or a server that accepts connections
+// and never answers), Close returns within about 3 × Options.Timeout
+// (150 ms by default; it waits for go-redis's reconnection in progress,
+// bounded at 1.5 × Timeout, and for the listening goroutine's last call, as
+// long), leaving no goroutine behind. Later calls return nil at once.
 func (l *Limiter) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
+		close(l.stop)
 		err = l.ps.Close()
 		<-l.listened
 	})

@@ -1,9 +1,13 @@
 package redislimit
 
 import (
+	"context"
+	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -102,10 +106,52 @@ func (ws *watches) deliver(payload string) {
 	ws.mu.Unlock()
 }
 
-// listen delivers the messages of ps until it is closed.
-func (ws *watches) listen(ps *redis.PubSub, done chan<- struct{}) {
+// pingEvery is how long the subscription may stay silent before listen
+// sends a PING, as go-redis's own PubSub.Channel does (every 3 s), so that
+// a connection that broke is noticed when writing to it fails.
+const pingEvery = 3 * time.Second
+
+// listen delivers the messages of ps until it is closed, or stop is
+// closed. go-redis holds ps's lock while it (re)connects, and
+// PubSub.Close waits for it; a Limiter's client has ContextTimeoutEnabled,
+// so the context's deadline is the connection's only bound: every call
+// into ps is bounded by bound (the Limiter's Timeout; a read waits bound,
+// its reconnection 1.5 × bound), so that Close returns however Redis
+// behaves. Errors other than an idle read's timeout wait probePoll before
+// the next try.
+func (ws *watches) listen(ps *redis.PubSub, bound time.Duration, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	for msg := range ps.Channel() {
-		ws.deliver(msg.Payload)
+	quiet := time.Duration(0) // since the last message of any kind
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), bound+bound/2)
+		var (
+			msg any
+			err error
+		)
+		if quiet >= pingEvery {
+			err, quiet = ps.Ping(ctx), 0
+		} else {
+			msg, err = ps.ReceiveTimeout(ctx, bound)
+		}
+		cancel()
+		var ne net.Error
+		switch {
+		case err == nil:
+			quiet = 0
+			if m, ok := msg.(*redis.Message); ok {
+				ws.deliver(m.Payload)
+			}
+			continue
+		case errors.Is(err, redis.ErrClosed):
+			return
+		case errors.As(err, &ne) && ne.Timeout():
+			quiet += bound
+			continue
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(probePoll):
+		}
 	}
 }

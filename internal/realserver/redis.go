@@ -2,8 +2,10 @@ package realserver
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -147,6 +149,9 @@ func (r *Redis) Stop() error {
 	defer r.mu.Unlock()
 	if !r.stopped {
 		r.stopped = true
+		if sigCont != nil {
+			_ = r.p.cmd.Process.Signal(sigCont) // after Suspend: SIGTERM waits while stopped
+		}
 		r.stopErr = r.p.stop()
 	}
 	return r.stopErr
@@ -169,6 +174,27 @@ func (r *Redis) Kill() error {
 	case <-time.After(stopTimeout):
 		return fmt.Errorf("pid %d survived SIGKILL for %v", r.p.cmd.Process.Pid, stopTimeout)
 	}
+}
+
+// Suspend stops redis-server with SIGSTOP (by PID): it keeps its port and
+// the kernel keeps accepting connections, but nothing is answered until
+// Resume (SIGCONT), as with a Redis stalled by a fork or a swap storm. Stop
+// resumes it first.
+func (r *Redis) Suspend() error { return r.signal(sigStop) }
+
+// Resume continues a redis-server stopped by Suspend (SIGCONT by PID).
+func (r *Redis) Resume() error { return r.signal(sigCont) }
+
+func (r *Redis) signal(sig os.Signal) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case sig == nil:
+		return errors.New("SIGSTOP and SIGCONT exist only on Unix")
+	case r.stopped:
+		return fmt.Errorf("redis-server on %s was stopped", r.addr)
+	}
+	return r.p.cmd.Process.Signal(sig)
 }
 
 // Restart starts redis-server again on the same port, with the same
