@@ -44,6 +44,10 @@ func TestNewRejects(t *testing.T) {
 		{"invalid limit", rdb, pace.TokenBucket(pace.PerSecond(0), 1), Options{}, "Rate.N"},
 		{"sliding counter", rdb, pace.SlidingCounter(pace.PerSecond(1)), Options{}, "Limit"},
 		{"faster than 1/µs", rdb, pace.TokenBucket(pace.PerSecond(2_000_000), 1), Options{}, "Rate"},
+		{"fixed window under 1 µs", rdb, pace.FixedWindow(pace.Rate{N: 1, Per: time.Nanosecond}), Options{}, "Rate.Per"},
+		{"fixed window of 1e9 per ns", rdb, pace.FixedWindow(pace.Rate{N: 1e9, Per: time.Nanosecond}), Options{}, "Rate.Per"},
+		{"sliding log under 1 µs", rdb, pace.SlidingLog(pace.Rate{N: 1, Per: 999 * time.Nanosecond}), Options{}, "Rate.Per"},
+		{"window under 1 µs in All", rdb, pace.All(pace.TokenBucket(pace.PerSecond(1), 1), pace.FixedWindow(pace.Rate{N: 1, Per: time.Nanosecond})), Options{}, "Rate.Per"},
 		{"bucket span beyond 2^50 µs", rdb, pace.TokenBucket(pace.PerHour(1), 400_000), Options{}, "Burst"},
 		{"period beyond 2^50 µs", rdb, pace.FixedWindow(pace.Rate{N: 1, Per: 40 * 365 * 24 * time.Hour}), Options{}, "Rate.Per"},
 		{"leaky queue beyond 2^50 µs", rdb, pace.LeakyBucket(pace.PerHour(1), pace.LeakyOptions{Queue: 400_000}), Options{}, "Queue"},
@@ -105,6 +109,27 @@ func TestBadKeys(t *testing.T) {
 	keys, err := rdb.Keys(context.Background(), "*").Result()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"pace:{x}}:0"}, keys, "only the good key's booking")
+}
+
+// TestNegativeMaxWait: Wait refuses a negative maxWait, as pace.Transport
+// refuses a negative MaxWait, with a *pace.ConfigError that is no
+// throttle (package batch fails the item), and books nothing; a window of
+// exactly one microsecond is accepted.
+func TestNegativeMaxWait(t *testing.T) {
+	_, rdb := startRedis(t)
+	lim := newLimiter(t, rdb, pace.FixedWindow(pace.Rate{N: 1, Per: time.Microsecond}), Options{})
+	_, err := lim.Wait(context.Background(), "k", -time.Second)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, pace.ErrInvalidConfig)
+	assert.NotErrorIs(t, err, pace.ErrRateLimited, "a caller's bug is no throttle")
+	var ce *pace.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "maxWait", ce.Field)
+	n, err := rdb.DBSize(context.Background()).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing was booked")
+	_, err = lim.Wait(context.Background(), "k", 0) // 0: no bound
+	require.NoError(t, err)
 }
 
 // TestErrorTextHidesKey: a new-user trial found the key in redislimit's

@@ -122,3 +122,44 @@ func TestRedisKilled(t *testing.T) {
 		assert.Equal(t, int64(onRedis[name]), n, "%s: a decision counted twice, or lost", name)
 	}
 }
+
+// TestOnFallback: Options.OnFallback is told of every decision that went
+// to the Fallback limiter, with its key and a cause matching
+// ErrUnavailable, and of nothing while Redis decides; a Limiter failing
+// closed never calls it.
+func TestOnFallback(t *testing.T) {
+	srv, rdb := startRedis(t)
+	var (
+		mu   sync.Mutex
+		keys []string
+		errs []error
+	)
+	note := func(key string, err error) {
+		mu.Lock()
+		keys, errs = append(keys, key), append(errs, err)
+		mu.Unlock()
+	}
+	open := newLimiter(t, rdb, pace.TokenBucket(pace.PerSecond(1000), 10), Options{
+		Prefix: "open:", Fallback: pace.TokenBucket(pace.PerSecond(1000), 10), OnFallback: note,
+	})
+	closed := newLimiter(t, rdb, pace.TokenBucket(pace.PerSecond(1000), 10), Options{Prefix: "closed:", OnFallback: note})
+	ctx := context.Background()
+	_, err := open.Wait(ctx, "a", 0)
+	require.NoError(t, err)
+	assert.Empty(t, keys, "Redis decided")
+
+	require.NoError(t, srv.Kill())
+	for _, key := range []string{"a", "b"} {
+		p, err := open.Wait(ctx, key, 0)
+		require.NoError(t, err, "fail open")
+		assert.NotZero(t, p.Gen&fallbackBit, "the Fallback's Permit")
+	}
+	_, err = closed.Wait(ctx, "a", 0)
+	assert.ErrorIs(t, err, ErrUnavailable)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"a", "b"}, keys)
+	for _, err := range errs {
+		assert.ErrorIs(t, err, ErrUnavailable)
+	}
+}

@@ -81,8 +81,20 @@ type Options struct {
 	// ProbeLease is how long a key's probe holds its role: if its process
 	// never reports the probe's answer (it died), the next request probes
 	// after this long. Zero means DefaultProbeLease; it must not be
-	// negative.
+	// negative. It is fixed: package pace's Keyed leases its probe for the
+	// pause's length clamped to 1–30 s (see throttle.Permit.Probe), a
+	// Limiter for ProbeLease whatever the pause.
 	ProbeLease time.Duration
+
+	// OnFallback, if non-nil, is called each time a Wait's decision goes
+	// to the Fallback limiter because Redis could not decide, with the
+	// Wait's key and the cause (matching [ErrUnavailable]), before the
+	// Fallback limiter decides: the way to see that a fallback is in use
+	// (count it, log it, raise an alert). It is called on the goroutine of
+	// the Wait, so it must be safe for concurrent use and must not block.
+	// The key may be a secret (an API key): take care where it is written.
+	// Without a Fallback it is never called (the Wait's error says so).
+	OnFallback func(key string, err error)
 }
 
 // Limiter is a [throttle.Limiter] whose state lives in Redis, so that every
@@ -103,6 +115,7 @@ type Limiter struct {
 	lease    int64     // µs
 	leaseArg any       // lease, boxed once
 	fallback *pace.Keyed
+	onFall   func(key string, err error) // Options.OnFallback
 
 	margin    time.Duration // a departure later than its slot by more is reported (Depart)
 	ws        watches
@@ -125,8 +138,9 @@ var _ throttle.Limiter = (*Limiter)(nil)
 // nil rdb, a client without ContextTimeoutEnabled (Timeout could not bound
 // a decision), an invalid Options field, a Limit that carries an error or
 // is zero, a sliding counter (pace.SlidingCounter; not held in Redis), and
-// numbers the scripts cannot compute exactly: a rate faster than one per
-// microsecond, spans beyond 2^50 µs (about 35 years), a sliding log of
+// numbers the scripts cannot compute exactly: a token bucket's or leaky
+// bucket's rate faster than one per microsecond, a fixed window's or
+// sliding log's Rate.Per under one microsecond, spans beyond 2^50 µs (about 35 years), a sliding log of
 // more than 2^20 requests per window, or more than 32 parts (pace.All). Durations are rounded up to whole
 // microseconds, the resolution of Redis's TIME.
 func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
@@ -174,7 +188,7 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		rdb: rdb, parts: parts, prefix: prefix, channel: prefix + "throttle",
 		lease: micros(lease), margin: margin, decider: decideScript(parts),
 	}
-	lim.leaseArg = lim.lease
+	lim.leaseArg, lim.onFall = lim.lease, o.OnFallback
 	lim.dl.init(timeout)
 	if !o.Fallback.IsZero() {
 		if lim.fallback, err = pace.NewKeyed(o.Fallback, pace.KeyedOptions{}); err != nil {
@@ -368,11 +382,15 @@ func validKey(key string) bool { return key != "" && key[0] != '}' }
 // meanwhile it gives its slot back and waits behind the probe.
 //
 // It fails at once, booking nothing, with a *pace.WaitError wrapping
-// pace.ErrWaitTooLong (maxWait > 0 exceeded), pace.ErrQueueFull (a leaky
+// pace.ErrWaitTooLong (maxWait > 0 exceeded; 0 sets no bound),
+// pace.ErrQueueFull (a leaky
 // bucket's queue), the deadline error (matching pace.ErrWaitExceedsDeadline
 // and context.DeadlineExceeded) when the wait would outlast ctx's
 // deadline, pace.ErrThrottled when the probe it waited behind was
-// throttled again, or [ErrBadKey]. If ctx ends while waiting, the booking
+// throttled again, or [ErrBadKey]. A negative maxWait is refused, as
+// pace.Transport refuses a negative MaxWait: the WaitError wraps a
+// *pace.ConfigError (matching pace.ErrInvalidConfig, not
+// pace.ErrRateLimited, so package batch fails the item). If ctx ends while waiting, the booking
 // is given back (exactly, when nothing was booked after it) and the error
 // wraps ctx.Err(). When Redis fails to answer within Options.Timeout, the
 // failure policy decides: the Fallback limiter's answer, or a *WaitError
@@ -388,6 +406,9 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 	}
 	if !validKey(key) {
 		return p, &pace.WaitError{Key: key, Err: ErrBadKey}
+	}
+	if maxWait < 0 {
+		return p, &pace.WaitError{Key: key, Err: cfgErr("maxWait", maxWait, "must not be negative (0 sets no bound)")}
 	}
 	start := time.Now()
 	w, seq := l.ws.add(key)
@@ -564,7 +585,13 @@ func (l *Limiter) failed(ctx context.Context, p throttle.Permit, maxWait time.Du
 	if ctx.Err() != nil {
 		return p, &pace.WaitError{Key: p.Key, Err: ctx.Err()}
 	}
+	if !errors.Is(err, ErrUnavailable) {
+		err = fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
 	if l.fallback != nil {
+		if l.onFall != nil {
+			l.onFall(p.Key, err)
+		}
 		rest := maxWait
 		if maxWait > 0 {
 			rest = max(maxWait-time.Since(start), 1)
@@ -573,9 +600,6 @@ func (l *Limiter) failed(ctx context.Context, p throttle.Permit, maxWait time.Du
 		fp.Gen |= fallbackBit
 		fp.Held += p.Held
 		return fp, ferr
-	}
-	if !errors.Is(err, ErrUnavailable) {
-		err = fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	return p, &pace.WaitError{Key: p.Key, Err: err}
 }

@@ -78,7 +78,11 @@ func convertPart(l pace.Limit, margin time.Duration) (part, error) {
 	if per > maxMicros {
 		return part{}, cfgErr("Rate.Per", r.Per, fmt.Sprintf("exceeds 2^50 µs (%v), the range Redis's scripts compute exactly", time.Duration(maxMicros)*time.Microsecond))
 	}
-	if r.Interval() < time.Microsecond && alg != "fixed window" && alg != "sliding log" {
+	window := alg == "fixed window" || alg == "sliding log"
+	switch {
+	case window && r.Per < time.Microsecond:
+		return part{}, cfgErr("Rate.Per", r.Per, "a window shorter than one microsecond, the resolution of Redis's clock and of the scripts")
+	case !window && r.Interval() < time.Microsecond:
 		return part{}, cfgErr("Rate", r.String(), "faster than one per microsecond, the resolution of Redis's clock")
 	}
 	switch alg {
