@@ -43,20 +43,32 @@
 // channel prefix + "throttle", so that requests waiting in any process
 // wake, give back their booked slots and wait. When the pause ends, the
 // first request to ask, in any process, becomes the probe (a lease in the
-// key's pause record, Options.ProbeLease long); every other waits until
-// the probe's answer is published, or asks again every 100 ms.
+// key's pause record, Options.ProbeLease long: 10 s by default, whatever
+// the pause, where package pace's Keyed leases it for the pause's length
+// clamped to 1–30 s); every other waits until the probe's answer is
+// published, or asks again every 100 ms.
 //
 // # When Redis is slow or gone
 //
 // A decision that Redis does not answer within Options.Timeout (50 ms by
 // default) goes to the failure policy: fail closed (the default; Wait
 // returns a *pace.WaitError wrapping [ErrUnavailable], which package batch
-// retries after its backoff, never failing the item), or fail open to a
-// local pace.Keyed holding Options.Fallback, this process's share of the
-// limit. Each decision tries Redis first, so decisions are back on Redis
-// as soon as it answers again. go-redis retries a command whose connection
-// broke (EOF); if Redis ran the script and the reply was lost, the retry
-// books a second slot for one request: stricter, never looser. A restarted
-// Redis without persistence has forgotten every booking: the limit starts
-// afresh, as after its keys expire.
+// tries again after batch.Options.Backoff each time, never failing the
+// item), or fail open to a local pace.Keyed holding Options.Fallback, this
+// process's share of the limit; Options.OnFallback is called for each
+// decision the Fallback makes, to count or log them. Each decision tries
+// Redis first, so decisions are back on Redis as soon as it answers
+// again. Close returns within about 3 × Options.Timeout whatever Redis
+// does.
+//
+// Two cases book slots that no request uses: stricter, never looser.
+// go-redis retries a command whose connection broke (EOF); if Redis ran
+// the script and the reply was lost, the retry books a second slot for one
+// request. And a Redis that stalls (SIGSTOP, a long fork) and then resumes
+// runs the scripts still queued on its connections, although their
+// requests were answered at their timeout, with ErrUnavailable or by the
+// Fallback: each books a slot (12 of them after one stall, in a trial).
+// A restarted Redis without persistence has forgotten every booking: the
+// limit starts afresh, as after its keys expire, and the Fallback starts
+// full, so each switch can hand out one more burst (see Options.Fallback).
 package redislimit

@@ -15,16 +15,21 @@ var (
 	// was sent. It comes inside a *pace.WaitError with the cause in its
 	// text, and wraps pace.ErrRateLimited, so that a pace.Transport returns
 	// it at once and package batch treats it as a client-side refusal: the
-	// item is not failed but goes back in line, its key paused for the
-	// batch's backoff (batch.Options.Backoff, doubled on each refusal in a
-	// row), and is tried again until it is done or the run ends. Test it
-	// with errors.Is.
+	// item is not failed but goes back in line, due again after
+	// batch.Options.Backoff (1 s by default; the refusal names no delay),
+	// the same wait after every refusal, never doubled, at most
+	// batch.Options.MaxBackoff; the key's other attempts in the run wait as
+	// long, and no key is paused. It is tried again so until it is done or
+	// the run ends. Test it with errors.Is.
 	ErrUnavailable = fmt.Errorf("%w: redislimit: Redis unavailable", pace.ErrRateLimited)
 
-	// ErrUnexpectedReply means Redis answered a script with a reply of a
-	// shape the scripts never return: the address is not a Redis server, or
-	// something between rewrote the reply. It wraps ErrUnavailable, so the
-	// failure policy applies to it.
+	// ErrUnexpectedReply means a script's reply had a shape the scripts
+	// never return: something that speaks Redis's protocol and accepted the
+	// script (a proxy, an emulation of Redis) answered it otherwise, or
+	// rewrote the reply. An address that is no Redis server at all usually
+	// fails earlier, in go-redis's connection handshake (HELLO), with plain
+	// ErrUnavailable. It wraps ErrUnavailable, so the failure policy
+	// applies to it.
 	ErrUnexpectedReply = fmt.Errorf("%w: unexpected reply", ErrUnavailable)
 
 	// ErrBadKey means Wait was given an empty key, or one starting with

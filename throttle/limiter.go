@@ -56,9 +56,10 @@ type Permit struct {
 	Key string
 	// Probe reports that the request is its key's probe: the key's pause
 	// has just ended, and its other requests hold until Settle reports
-	// this one's answer, or (pace.Keyed) until its lease ends: as long as
-	// the key's pause, at least 1 s and at most 30 s; then the next request
-	// to ask probes.
+	// this one's answer, or until its lease ends: for pace.Keyed as long as
+	// the key's pause, at least 1 s and at most 30 s; for package
+	// redislimit its fixed Options.ProbeLease (10 s by default); then the
+	// next request to ask probes.
 	Probe bool
 	// Track asks for Depart: the limit binds, so the instant the request
 	// actually leaves matters to the requests booked after it.
