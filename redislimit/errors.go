@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/pacehttp/pace"
 )
@@ -39,7 +40,37 @@ var (
 	// pace.ErrRateLimited: it is the caller's bug, and package batch fails
 	// the item.
 	ErrBadKey = errors.New("redislimit: key must be non-empty and must not start with '}'")
+
+	// ErrBadState means a key the Limiter keeps in Redis holds a value of
+	// another type (a hash, a list, a set, where the Limiter keeps a
+	// string or a sorted set): someone else's data under the Limiter's
+	// Prefix. The Limiter leaves it alone and books nothing; the error,
+	// inside a *pace.WaitError, names the Redis key (which holds the
+	// Wait's key). It is not Redis failing: it does not match
+	// ErrUnavailable or pace.ErrRateLimited, the Fallback limiter is not
+	// asked, and package batch fails the item. Choose a Prefix of its own
+	// for the Limiter, or delete the key. Values of the Limiter's own types
+	// that no decision could have written (a number out of range, a string
+	// that is no number) are not errors: the scripts repair them (see the
+	// package documentation). Test it with errors.Is.
+	ErrBadState = errors.New("redislimit: a key holds another type")
 )
+
+// badState returns the error of a decision that found KEYS[index] (keys
+// holds them, from 1) of another type. It names the Redis key with
+// "{key}" in place of the Wait's key, which may be a secret (the
+// WaitError shows it as a fingerprint).
+func badState(keys []string, index int64) error {
+	if index < 1 || index > int64(len(keys)) {
+		return fmt.Errorf("%w: %w", ErrUnexpectedReply, ErrBadState)
+	}
+	k := keys[index-1]
+	open, end := strings.IndexByte(k, '{'), strings.LastIndex(k, "}:")
+	if open < 0 || end < open {
+		return fmt.Errorf("%w: %w", ErrUnexpectedReply, ErrBadState)
+	}
+	return fmt.Errorf("%w: %s{key}%s", ErrBadState, k[:open], k[end+1:])
+}
 
 // errDeadline is the Err of a refusal because of the context's deadline:
 // it matches both pace.ErrWaitExceedsDeadline and context.DeadlineExceeded,

@@ -121,7 +121,7 @@ type Limiter struct {
 	decider  *redis.Script // decideScript of parts
 	args     []any         // decider's per-part arguments
 	sliding  bool          // a part is a sliding log: decisions need a unique id
-	cancelKX []any         // cancelScript's kind and x per part
+	cancelKX []any         // cancelScript's kind, x and c per part
 	suffixes []string      // of the decision's keys: "p", then the parts' "0", "1", …
 	prefix   string
 	channel  string
@@ -184,8 +184,8 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		return nil, cfgErr("ProbeLease", lease, "must not be negative")
 	case lease == 0:
 		lease = DefaultProbeLease
-	case micros(lease) > maxMicros:
-		return nil, cfgErr("ProbeLease", lease, "exceeds 2^50 µs, the range Redis's scripts compute exactly")
+	case micros(lease) > maxPause:
+		return nil, cfgErr("ProbeLease", lease, "exceeds 24h, the longest pause a Limiter records")
 	}
 	margin := o.Margin
 	switch {
@@ -210,11 +210,12 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		}
 	}
 	lim.suffixes = append(lim.suffixes, "p")
+	lim.args = append(lim.args, parts[0].c-parts[0].span()) // the horizon
 	for i, p := range parts {
 		lim.suffixes = append(lim.suffixes, strconv.Itoa(i))
 		lim.sliding = lim.sliding || p.kind == kindSliding
-		lim.args = append(lim.args, []any{p.x, p.y, p.z}[:partArgs(p)]...)
-		lim.cancelKX = append(lim.cancelKX, p.kind, p.x)
+		lim.args = append(lim.args, []any{p.x, p.y, p.c, p.z}[:partArgs(p)]...)
+		lim.cancelKX = append(lim.cancelKX, p.kind, p.x, p.c)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+timeout/2)
 	lim.ps = rdb.Subscribe(ctx, lim.channel) // if Redis does not answer in time, listen tries again
@@ -358,7 +359,7 @@ func parseDecision(v any, parts int, sliding bool) (decision, error) {
 	}
 	d := decision{status: n[0], a: n[1], gen: n[2], b: n[3]}
 	switch {
-	case d.status < 0 || d.status > 4 || d.a < 0:
+	case d.status < 0 || d.status > 5 || d.a < 0:
 		return decision{}, fmt.Errorf("%w: %v", ErrUnexpectedReply, xs)
 	case d.status != 0:
 		return d, nil
@@ -445,6 +446,8 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 		}
 		wait := time.Duration(d.a) * time.Microsecond
 		switch d.status {
+		case 5:
+			return p, &pace.WaitError{Key: key, Err: badState(keys, d.gen)}
 		case 4:
 			return p, &pace.WaitError{Key: key, Err: pace.ErrThrottled}
 		case 3:
@@ -579,14 +582,15 @@ func (l *Limiter) sleepBooked(ctx context.Context, p throttle.Permit, keys []str
 // cancel gives back the booking of d and its probe role (cancelScript).
 // If Redis fails, the booking stays: stricter, never looser.
 func (l *Limiter) cancel(ctx context.Context, key string, keys []string, d decision) {
-	args := make([]any, 0, 6+3*len(l.parts))
+	args := make([]any, 0, 6+4*len(l.parts))
 	probe := 0
 	if d.probe {
 		probe = 1
 	}
 	args = append(args, d.at, probe, d.lease, l.channel, key, len(l.parts))
 	for i := range l.parts {
-		args = append(args, l.cancelKX[2*i], l.cancelKX[2*i+1], member(d.members, i))
+		args = append(args, l.cancelKX[3*i:3*i+3]...)
+		args = append(args, member(d.members, i))
 	}
 	ctx, stop := l.dl.bound(ctx)
 	defer stop()
@@ -648,10 +652,11 @@ func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
 		return
 	}
 	e.moved = true // one Depart per Permit; a second is the caller's bug
-	args := make([]any, 0, 3+3*len(l.parts))
+	args := make([]any, 0, 3+4*len(l.parts))
 	args = append(args, e.at, min(micros(late), maxMicros), len(l.parts))
 	for i := range l.parts {
-		args = append(args, l.cancelKX[2*i], l.cancelKX[2*i+1], member(e.members, i))
+		args = append(args, l.cancelKX[3*i:3*i+3]...)
+		args = append(args, member(e.members, i))
 	}
 	ctx, cancel := l.dl.bound(context.Background())
 	defer cancel()
@@ -693,7 +698,7 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	}
 	pause := int64(0)
 	if o.Pause > 0 {
-		pause = min(micros(o.Pause), maxMicros)
+		pause = min(micros(o.Pause), maxPause)
 	}
 	ctx, cancel := l.dl.bound(context.Background())
 	defer cancel()

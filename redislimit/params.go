@@ -30,10 +30,51 @@ const maxSlidingN = 1 << 20
 // honours, as package pace keeps a key's throttle.
 const staleMicros = int64(pace.DefaultMaxRetryAfter / time.Microsecond)
 
+// maxPause is the longest pause a Limiter records (µs), and the longest
+// probe lease it accepts: 24 hours. It bounds what the scripts accept in a
+// key's throttle (see luaThrottle), so that no throttle, however it was
+// written, holds a key longer.
+const maxPause = int64(24 * time.Hour / time.Microsecond)
+
 // part is one part of the limit as the scripts take it.
 type part struct {
 	kind    int
 	x, y, z int64 // see decideScript
+	// c is the part's span (µs): the longest its key can matter after
+	// Redis's clock, which bounds the state the scripts accept and every
+	// TTL they give the part's key (see horizon).
+	c int64
+}
+
+// horizon returns how far ahead of Redis's clock a decision on parts
+// books at most (µs): pace.DefaultMaxWait (the longest a pace.Transport
+// waits by default), or the longest span of one part when that is longer
+// (a limit of one a day makes its second request wait a day), or a leaky
+// bucket's queue bound when that is shorter. It makes the state the
+// scripts may find bounded: a part's key can hold no instant beyond now +
+// horizon + its own span (a GCRA part's TAT, capacity × interval past the
+// latest booking; a window's, its period), so anything beyond is not what
+// a decision wrote, and is clamped (see decideScript).
+func horizon(parts []part) int64 {
+	h := int64(pace.DefaultMaxWait / time.Microsecond)
+	for _, p := range parts {
+		h = max(h, p.span())
+	}
+	for _, p := range parts {
+		if p.kind == kindGCRA && p.z >= 0 {
+			h = min(h, p.z)
+		}
+	}
+	return h
+}
+
+// span is how long the part's key matters after its latest booking (µs):
+// a GCRA part's capacity × interval, a window's period.
+func (p part) span() int64 {
+	if p.kind == kindGCRA {
+		return p.y
+	}
+	return p.x
 }
 
 // micros returns d in whole microseconds, rounded up: a limit is never
@@ -68,6 +109,10 @@ func convert(l pace.Limit, margin time.Duration) ([]part, error) {
 			return nil, err
 		}
 		out = append(out, q)
+	}
+	h := horizon(out)
+	for i := range out {
+		out[i].c = h + out[i].span()
 	}
 	return out, nil
 }

@@ -17,7 +17,10 @@ import (
 // form; a number passed to redis.call as an argument (a TTL, a score) is
 // exact as it is: Redis prints it with 17 significant digits. Strings are
 // read as numbers by arithmetic coercion (x + 0), which costs less than a
-// call of tonumber.
+// call of tonumber, where the string is the script's own argument; a
+// key's value, which anyone with access to Redis may have written, is read
+// by tonumber, which gives nil for what is not a number instead of failing
+// the script.
 //
 // KEYS[1] is the key's throttle, a string of 8 numbers (see luaThrottle):
 // u the end of its pause, l the pause's length, g its count of pauses (the
@@ -28,7 +31,17 @@ import (
 // bucket or pacer (GCRA), or "TAT" alone when latest is TAT − interval
 // (see setPair), "window count" for a fixed window, a sorted set of
 // booked instants for a sliding log.
-
+//
+// State is checked before it is used, in a few comparisons: a value no
+// decision could have written (an instant beyond now plus the part's span,
+// [part].c: planted, or left by a node whose clock was ahead of this
+// one's; a string that is no number; a count out of range) is repaired in
+// the same script and written back with a TTL within the span, so that a
+// key recovers by itself. An instant beyond its bound is moved to the
+// bound (strict: nothing booked before is overtaken), an unreadable value
+// counts as the whole limit used at now. A key of another type (someone
+// else's data under the prefix) is left alone and the decision answers
+// {5, 0, index of the key in KEYS, 0}, booking nothing.
 // fill returns the Lua fragment tmpl with each placeholder of pairs
 // ("$name", value, …) replaced: the fragments below are each written once
 // and placed where a script needs them, inline, so that the hot script
@@ -45,14 +58,15 @@ local now = tm[1] * 1000000 + tm[2]
 // getPair returns Lua that reads the string $v (false: the key is absent;
 // the variables keep their values) into the numeric variables a and b:
 // "a b", or, with gap, "a" alone, which means b = a − gap (see setPair).
+// What is not a number reads as nil.
 func getPair(v, a, b, gap string) string {
-	single := ""
+	single := "\n  else $a, $b = nil, nil"
 	if gap != "" {
-		single = "\n  else $a = $v + 0 $b = $a - $gap"
+		single = "\n  else $a = tonumber($v) $b = $a and $a - $gap"
 	}
 	return fill(`if $v then
   local sp = string.find($v, ' ', 1, true)
-  if sp then $a, $b = string.sub($v, 1, sp - 1) + 0, string.sub($v, sp + 1) + 0`+single+` end
+  if sp then $a, $b = tonumber(string.sub($v, 1, sp - 1)), tonumber(string.sub($v, sp + 1))`+single+` end
 end
 `, "$v", v, "$a", a, "$b", b, "$gap", gap)
 }
@@ -94,14 +108,31 @@ end
 `
 
 // luaThrottle reads the throttle string $v (false: none) into u, l, g, s,
-// pr, h, q, pid (0 when absent or unreadable).
-const luaThrottle = `local u, l, g, s, pr, h, q, pid = 0, 0, 0, 0, 0, 0, 0, 0
+// pr, h, q, pid (0 when absent or unreadable), and sets bad when it had to
+// repair them: no Settle writes a pause longer than maxPause, a pause end
+// later than now + its length, a lease end later than now + maxPause (New
+// accepts no longer ProbeLease), a count outside 0..2^50; a record that
+// is not 8 numbers reads as none. The caller writes a repaired throttle
+// back (luaKeepThrottle), so that it holds at most maxPause and expires.
+var luaThrottle = fill(`local u, l, g, s, pr, h, q, pid, bad = 0, 0, 0, 0, 0, 0, 0, 0, false
 if $v then
   local f = {string.match($v, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')}
   u, l, g, s = tonumber(f[1]) or 0, tonumber(f[2]) or 0, tonumber(f[3]) or 0, tonumber(f[4]) or 0
   pr, h, q, pid = tonumber(f[5]) or 0, tonumber(f[6]) or 0, tonumber(f[7]) or 0, tonumber(f[8]) or 0
+  if not (f[8] and l >= 0 and l <= $P and u <= now + l and q <= now + $P and (h == 0 or h == 1) and
+      g >= 0 and g <= $N and s >= 0 and s <= $N and pr >= 0 and pr <= $N and pid >= 0 and pid <= $N) then
+    bad = true
+    if not (l >= 0) then l = 0 elseif l > $P then l = $P end
+    if not (u <= now + l) then u = now + l end
+    if not (q <= now + $P) then q = now + $P end
+    if h ~= 0 then h = 1 end
+    if not (g >= 0 and g <= $N) then g = 0 end
+    if not (s >= 0 and s <= $N) then s = 0 end
+    if not (pr >= 0 and pr <= $N) then pr = 0 end
+    if not (pid >= 0 and pid <= $N) then pid = 0 end
+  end
 end
-`
+`, "$P", strconv.FormatInt(maxPause, 10), "$N", strconv.FormatInt(maxMicros, 10))
 
 // luaThrottleFields formats the throttle's 8 numbers (see luaThrottle).
 const luaThrottleFields = `string.format('%d %d %d %d %d %d %d %d', u, l, g, s, pr, h, q, pid)`
@@ -116,9 +147,19 @@ var luaKeepThrottle = fill(luaSet, "$key", "KEYS[1]", "$val", luaThrottleFields,
 // luaDecideHead is the start of every decision: the throttle first
 // (paused, waiting for the probe, or electing this request as the probe).
 // The values read by MGET are in v: the throttle's, then those of the
-// string parts.
+// string parts ($keys, $idx their indexes in KEYS). MGET reads a key of
+// another type as absent, so when one looks absent EXISTS counts them
+// ($all: all present; $present: how many), and a key that exists but was
+// not read is someone else's (status 5).
 var luaDecideHead = luaNow + `local v = redis.call('MGET', $keys)
-` + fill(luaThrottle, "$v", "v[1]") + `local want = ARGV[2] + 0
+if not ($all) and redis.call('EXISTS', $keys) > $present then
+  for i, k in ipairs({$idx}) do
+    if not v[i] and redis.call('TYPE', KEYS[k]).ok ~= 'none' then return {5, 0, k, 0} end
+  end
+end
+` + fill(luaThrottle, "$v", "v[1]") + `if bad then
+` + luaKeepThrottle + `end
+local want = ARGV[2] + 0
 if want >= 0 and pr ~= want then return {4, 0, g, pr} end
 if u > now then return {1, u - now, g, pr} end
 local probe = 0
@@ -130,11 +171,15 @@ end
 
 // fragments are the Lua of one algorithm in decideScript, written once
 // and placed for each part of its kind, with $j the part's number (its
-// variables x$j, y$j, a$j, b$j), $k its KEYS index, $v its index in v (a
-// string part's), $x and $y the ARGV indexes of its parameters and $z of
-// the third (a GCRA part's queue bound, present only when it has one).
+// variables x$j, y$j, c$j, a$j, b$j), $k its KEYS index, $v its index in v
+// (a string part's), $x, $y and $c the ARGV indexes of its parameters (c
+// its span, [part].c) and $z of the fourth (a GCRA part's queue bound,
+// present only when it has one; a fixed window's margin).
 type fragments struct {
-	// read sets the part's parameters x$j, y$j and state a$j, b$j.
+	// read sets the part's parameters x$j, y$j, c$j and state a$j, b$j,
+	// repairing the state (see the conventions above) and, in a decision
+	// that elects the key's probe, resuming the part after the pause that
+	// ended at u (package pace's algorithm.resume).
 	read string
 	// earliest raises t to the earliest instant at or after t the part
 	// admits.
@@ -148,9 +193,20 @@ var algorithms = map[int]fragments{
 	// GCRA (token bucket, leaky bucket): a$j the theoretical arrival time
 	// (TAT), b$j the latest booked instant; x the interval, y the tolerance
 	// (capacity × interval). Booking at t moves TAT to max(TAT, t) + x.
+	//
+	// State: TAT at most now + c (booked at most the horizon ahead, and
+	// capacity × interval after it), latest at most TAT. After a pause the
+	// probe finds one unit and none saved beyond it: TAT at least u + y −
+	// x, so the unit after the probe's comes x later, without the burst
+	// the bucket saved up meanwhile (package pace's gcra.resume).
 	kindGCRA: {
-		read: `local x$j, y$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, 0, 0
-` + getPair("v[$v]", "a$j", "b$j", "x$j"),
+		read: `local x$j, y$j, c$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$c] + 0, 0, 0
+` + getPair("v[$v]", "a$j", "b$j", "x$j") + `if v[$v] and not (a$j and b$j and a$j <= now + c$j and b$j <= a$j) then
+  if a$j and a$j > now + c$j then a$j = now + c$j elseif not (a$j and a$j <= now + c$j) then a$j = now + y$j end
+  if not (b$j and b$j <= a$j) then b$j = a$j end
+` + setPair("KEYS[$k]", "a$j - now", "a$j", "b$j", "x$j") + `end
+if probe == 1 and a$j < u + y$j - x$j then a$j = u + y$j - x$j end
+`,
 		earliest: `do
   local r = a$j
   if r < t then r = t end
@@ -168,10 +224,16 @@ end
 	},
 	// Fixed window: a$j the window's index (-1: none), b$j its count; x
 	// the period, y the count, z the margin at the window's end where
-	// nothing is booked.
+	// nothing is booked. State: the window at most the one of now +
+	// horizon (its end at most now + c), the count 0..y.
 	kindFixed: {
-		read: `local x$j, y$j, z$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$z] + 0, -1, 0
-` + getPair("v[$v]", "a$j", "b$j", ""),
+		read: `local x$j, y$j, c$j, z$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$c] + 0, ARGV[$z] + 0, -1, 0
+` + getPair("v[$v]", "a$j", "b$j", "") + `if v[$v] and not (a$j and b$j and a$j * x$j <= now + c$j - x$j and b$j >= 0 and b$j <= y$j) then
+  if a$j and a$j * x$j > now + c$j - x$j then a$j = math.floor((now + c$j - x$j) / x$j)
+  elseif not (a$j and a$j * x$j <= now + c$j - x$j) then a$j, b$j = math.floor(now / x$j), y$j end
+  if not (b$j and b$j >= 0 and b$j <= y$j) then b$j = y$j end
+` + setPair("KEYS[$k]", "(a$j + 1) * x$j - now", "a$j", "b$j", "") + `end
+`,
 		earliest: `do
   local w, r = math.floor(t / x$j), nil
   if w > a$j or (w == a$j and b$j < y$j) then r = t
@@ -191,12 +253,24 @@ end
 	// latest entry, b$j the entry the next booking waits for (-1: none, the
 	// log holds fewer than y). Members are "instant-uid" (ARGV[4] the
 	// decision's unique id), so that bookings at one instant stay apart.
+	// State: entries at most now + horizon (c − x); later ones move there
+	// (y of them at most: more at one instant hold nothing longer).
 	kindSliding: {
-		read: `local x$j, y$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, 0, -1
-redis.call('ZREMRANGEBYSCORE', KEYS[$k], '-inf', now - x$j)
+		read: `local x$j, y$j, c$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$c] + 0, 0, -1
 do
+  local e = redis.pcall('ZREMRANGEBYSCORE', KEYS[$k], '-inf', now - x$j)
+  if type(e) == 'table' then return {5, 0, $k, 0} end
   local m = redis.call('ZCARD', KEYS[$k])
-  if m > 0 then a$j = redis.call('ZRANGE', KEYS[$k], -1, -1, 'WITHSCORES')[2] + 0 end
+  if m > 0 then
+    a$j = redis.call('ZRANGE', KEYS[$k], -1, -1, 'WITHSCORES')[2] + 0
+    if a$j > now + c$j - x$j then
+      local hi = now + c$j - x$j
+      local far = redis.call('ZRANGEBYSCORE', KEYS[$k], '(' .. string.format('%d', hi), '+inf', 'LIMIT', 0, y$j)
+      redis.call('ZREMRANGEBYSCORE', KEYS[$k], '(' .. string.format('%d', hi), '+inf')
+      for _, f in ipairs(far) do redis.call('ZADD', KEYS[$k], hi, f) end
+` + fill(luaExpireIn, "$key", "KEYS[$k]", "$us", "c$j") + `      m, a$j = redis.call('ZCARD', KEYS[$k]), hi
+    end
+  end
   if m >= y$j then b$j = redis.call('ZRANGE', KEYS[$k], m - y$j, m - y$j, 'WITHSCORES')[2] + 0 end
 end
 `,
@@ -221,9 +295,9 @@ const maxParts = 32
 // partArgs is how many ARGV a part of p's kind takes (see decideScript).
 func partArgs(p part) int {
 	if p.kind == kindSliding || p.kind == kindGCRA && p.z < 0 {
-		return 2
+		return 3
 	}
-	return 3
+	return 4
 }
 
 // decideScript returns the script of one Wait decision for parts (at
@@ -236,17 +310,18 @@ func partArgs(p part) int {
 // KEYS: the throttle, then one per part. ARGV: the shortest wait the
 // caller refuses (µs, -1: none; see waitBound), expected probes (-1:
 // none), probe lease, the decision's unique id (only when a part is a
-// sliding log), then each part's parameters (see part): x and y, and z for
-// a fixed window and for a GCRA part that has a queue bound (see
-// partArgs).
+// sliding log), the horizon (µs, see horizon), then each part's
+// parameters (see part): x, y and c, and z for a fixed window and for a
+// GCRA part that has a queue bound (see partArgs).
 //
 // Replies: {0, delay, gen, strikes, probe, lease, instant} booked, and a
 // member per part after them when a part is a sliding log (empty for the
 // others); {1, pause left, gen, probes} paused; {2, lease left, gen,
 // probes} a probe is in flight; {3, delay, reason (1 beyond the caller's
-// bound, 2 queue full, 4 no instant that every part admits was found),
-// probes} refused; {4, 0, gen, probes} the probe was throttled since the
-// caller's first look.
+// bound, 2 queue full, 4 no instant that every part admits was found, 5
+// beyond the horizon), probes} refused; {4, 0, gen, probes} the probe was
+// throttled since the caller's first look; {5, 0, index, 0} KEYS[index]
+// holds another type.
 func decideScript(parts []part) *redis.Script {
 	return redis.NewScript(decideText(parts))
 }
@@ -254,20 +329,22 @@ func decideScript(parts []part) *redis.Script {
 // decideText is the text of decideScript(parts).
 func decideText(parts []part) string {
 	var read, earliest, book, queue strings.Builder
-	mget := []string{"KEYS[1]"}
+	mget, idx := []string{"KEYS[1]"}, []string{"1"}
 	members := make([]string, len(parts))
-	arg, sliding := 4, false // arg: the first part's parameters
+	arg, sliding := 4, false // arg: the horizon
 	for _, p := range parts {
 		if p.kind == kindSliding {
 			arg, sliding = 5, true // after the unique id
 		}
 	}
+	hz := "ARGV[" + strconv.Itoa(arg) + "]"
+	arg++ // the first part's parameters
 	for i, p := range parts {
 		j, k := strconv.Itoa(i+1), strconv.Itoa(i+2)
 		f := algorithms[p.kind]
-		pairs := []string{"$j", j, "$k", k, "$x", strconv.Itoa(arg), "$y", strconv.Itoa(arg + 1), "$z", strconv.Itoa(arg + 2)}
+		pairs := []string{"$j", j, "$k", k, "$x", strconv.Itoa(arg), "$y", strconv.Itoa(arg + 1), "$c", strconv.Itoa(arg + 2), "$z", strconv.Itoa(arg + 3)}
 		if p.kind != kindSliding {
-			mget = append(mget, "KEYS["+k+"]")
+			mget, idx = append(mget, "KEYS["+k+"]"), append(idx, k)
 			pairs = append(pairs, "$v", strconv.Itoa(len(mget)))
 		}
 		read.WriteString(fill(f.read, pairs...))
@@ -278,12 +355,18 @@ func decideText(parts []part) string {
 			members[i] = "m" + j
 		}
 		if p.kind == kindGCRA && p.z >= 0 { // a leaky bucket's queue bound
-			queue.WriteString("  if d > ARGV[" + strconv.Itoa(arg+2) + "] + 0 then return {3, d, 2, pr} end\n")
+			queue.WriteString("  if d > ARGV[" + strconv.Itoa(arg+3) + "] + 0 then return {3, d, 2, pr} end\n")
 		}
 		arg += partArgs(p)
 	}
+	all, present := make([]string, len(mget)), make([]string, len(mget))
+	for i := range mget {
+		all[i] = "v[" + strconv.Itoa(i+1) + "]"
+		present[i] = "(" + all[i] + " and 1 or 0)"
+	}
 	var b strings.Builder
-	b.WriteString(fill(luaDecideHead, "$keys", strings.Join(mget, ", ")))
+	b.WriteString(fill(luaDecideHead, "$keys", strings.Join(mget, ", "), "$idx", strings.Join(idx, ", "),
+		"$all", strings.Join(all, " and "), "$present", strings.Join(present, " + ")))
 	b.WriteString(read.String())
 	// The earliest instant every part admits: for one part, its earliest
 	// (which admits); for more, passes until none moves, at most 16.
@@ -299,6 +382,7 @@ func decideText(parts []part) string {
 	b.WriteString(queue.String())
 	b.WriteString(`  local bound = ARGV[1] + 0
   if bound >= 0 and d >= bound then return {3, d, 1, pr} end
+  if d > ` + hz + ` + 0 then return {3, d, 5, pr} end
 end
 `)
 	b.WriteString(book.String())
@@ -329,8 +413,9 @@ local function expireIn(key, us)
 // (ARGV[1]) whose request will not leave, and the probe role if it held it
 // (ARGV[2] 1, ARGV[3] its lease), telling the key's waiters through channel
 // ARGV[4] (message "a 0 " .. ARGV[5]). A booking whose instant has passed
-// counts as used. ARGV[6] is the number of parts, then 3 per part: kind,
-// x (as in decideScript), member.
+// counts as used. ARGV[6] is the number of parts, then 4 per part: kind,
+// x and c (as in decideScript), member. A part whose key holds no number
+// is left to the next decision to repair; every TTL is at most c.
 //
 // A token bucket or pacer gives back only the part of its interval that no
 // later booking overlaps (golang.org/x/time/rate's Reservation.CancelAt):
@@ -339,17 +424,18 @@ var cancelScript = redis.NewScript(scriptHead + `
 local t, probe, lease, np = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[6])
 if t > now then
   for j = 1, np do
-    local b = 6 + (j - 1) * 3
-    local kind, x, mem, key = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), ARGV[b + 3], KEYS[1 + j]
+    local b = 6 + (j - 1) * 4
+    local kind, x, cap, mem, key = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), ARGV[b + 4], KEYS[1 + j]
     if kind == 1 then
       local a, bb = get2(key, x)
-      a, bb = a or 0, bb or 0
-      local give = x - math.max(0, bb - t)
-      if give > 0 then a = math.max(a - give, 0) end
-      set2(key, a, math.min(bb, a - x), a - now, x)
+      if a and bb and a <= now + cap then
+        local give = x - math.max(0, bb - t)
+        if give > 0 then a = math.max(a - give, 0) end
+        set2(key, a, math.min(bb, a - x), a - now, x)
+      end
     elseif kind == 2 then
       local w, c = get2(key, false)
-      if w and math.floor(t / x) == w and c > 0 then set2(key, w, c - 1, (w + 1) * x - now, false) end
+      if w and c and math.floor(t / x) == w and c > 0 then set2(key, w, c - 1, math.min((w + 1) * x - now, cap), false) end
     else
       redis.call('ZREM', key, mem)
     end
@@ -358,11 +444,11 @@ end
 if probe == 1 then
   local th = redis.call('GET', KEYS[1])
 ` + fill(luaThrottle, "$v", "th") + `  if th and pid == lease and q > now then
-    q = 0
-    local ttl = redis.call('PTTL', KEYS[1])
-    if ttl > 0 then redis.call('SET', KEYS[1], ` + luaThrottleFields + `, 'PX', ttl) end
+    q, bad = 0, true
     redis.call('PUBLISH', ARGV[4], 'a 0 ' .. ARGV[5])
   end
+  if bad then
+` + luaKeepThrottle + `  end
 end
 return 0
 `)
@@ -403,21 +489,21 @@ return 0
 // to t + L (ARGV[2], > 0), where its request actually left, as package
 // pace's Keyed does when it learns of a late departure: a token bucket's or
 // pacer's later units move back by L, a window counts the unit where it
-// left. ARGV[3] is the number of parts, then 3 per part: kind, x (as in
-// decideScript), member (a sliding log's; the part's new member is it with
-// the instant replaced). Bookings made after this one by then keep their
-// instants.
+// left. ARGV[3] is the number of parts, then 4 per part: kind, x and c
+// (as in decideScript), member (a sliding log's; the part's new member is
+// it with the instant replaced). Bookings made after this one by then keep
+// their instants. Nothing moves beyond now + c, no TTL exceeds c.
 var departScript = redis.NewScript(scriptHead + `
 local t, L, np = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local left = t + L
 for j = 1, np do
-  local b = 3 + (j - 1) * 3
-  local kind, x, mem, key = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), ARGV[b + 3], KEYS[1 + j]
+  local b = 3 + (j - 1) * 4
+  local kind, x, cap, mem, key = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), ARGV[b + 4], KEYS[1 + j]
+  local left = math.min(t + L, now + cap - x)
   if kind == 1 then
     local a, bb = get2(key, x)
-    if a then
-      a = a + L
-      set2(key, a, math.max(bb, left), a - now, x)
+    if a and bb and a <= now + cap then
+      a = math.min(a + L, now + cap)
+      set2(key, a, math.min(math.max(bb, left), a), a - now, x)
     end
   elseif kind == 2 then
     local w, c = get2(key, false)
@@ -426,14 +512,14 @@ for j = 1, np do
     if w1 > w0 then
       if w0 == w then c = math.max(0, c - 1) end
       if w1 > w then w, c = w1, 1 else c = c + 1 end
-      set2(key, w, c, (w + 1) * x - now, false)
+      set2(key, w, c, math.min((w + 1) * x - now, cap), false)
     end
   else
     if redis.call('ZREM', key, mem) == 1 then
       local _, dash = string.find(mem, '-', 1, true)
       redis.call('ZADD', key, left, string.format('%d', left) .. string.sub(mem, dash))
       local last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
-      expireIn(key, last + x - now)
+      expireIn(key, math.min(last + x - now, cap))
     end
   end
 end
