@@ -148,9 +148,14 @@ var luaKeepThrottle = fill(luaSet, "$key", "KEYS[1]", "$val", luaThrottleFields,
 // (paused, waiting for the probe, or electing this request as the probe).
 // The values read by MGET are in v: the throttle's, then those of the
 // string parts ($keys, $idx their indexes in KEYS). MGET reads a key of
-// another type as absent, so when one looks absent EXISTS counts them
-// ($all: all present; $present: how many), and a key that exists but was
-// not read is someone else's (status 5).
+// another type as absent, so when a part's key looks absent ($all false:
+// the key's first decision, or its first after it idled; with no string
+// part, when the throttle looks absent) EXISTS counts them ($present: how
+// many MGET read), and a key that exists but was not read is someone
+// else's (status 5). A decision on a busy key, whose parts' keys exist,
+// checks nothing more: it writes no throttle it could not read (Settle's
+// script, which reads it with GET, fails on one of another type and
+// writes nothing), and any part key it writes was read.
 var luaDecideHead = luaNow + `local v = redis.call('MGET', $keys)
 if not ($all) and redis.call('EXISTS', $keys) > $present then
   for i, k in ipairs({$idx}) do
@@ -363,6 +368,9 @@ func decideText(parts []part) string {
 	for i := range mget {
 		all[i] = "v[" + strconv.Itoa(i+1) + "]"
 		present[i] = "(" + all[i] + " and 1 or 0)"
+	}
+	if len(all) > 1 {
+		all = all[1:] // the parts' keys
 	}
 	var b strings.Builder
 	b.WriteString(fill(luaDecideHead, "$keys", strings.Join(mget, ", "), "$idx", strings.Join(idx, ", "),

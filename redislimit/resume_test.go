@@ -1,0 +1,101 @@
+package redislimit
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/realserver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// resumeServer throttles its 10th request with Retry-After: 1, once, and
+// logs every arrival.
+type resumeServer struct {
+	mu        sync.Mutex
+	arrivals  []time.Time
+	throttled time.Time
+}
+
+func (s *resumeServer) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	s.arrivals = append(s.arrivals, time.Now())
+	if len(s.arrivals) == 10 {
+		s.throttled = time.Now()
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// TestPauseResumesAtSteadyRate: after a shared pause, a token bucket
+// resumes at its steady rate, as package pace's Keyed does
+// (algorithm.resume): the probe, then one request per interval, without
+// the burst the bucket saved up during the pause (the server's window has
+// just been full). Four processes' clients (20/s, burst 5, interval 50 ms)
+// send to one host; counted from the server's log.
+func TestPauseResumesAtSteadyRate(t *testing.T) {
+	srv := realserver.StartRedis(t)
+	api := &resumeServer{}
+	hs := httptest.NewServer(api)
+	defer hs.Close()
+	const interval = 50 * time.Millisecond
+	limit := pace.TokenBucket(pace.PerSecond(20), 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 4 {
+		lim := newLimiter(t, newClient(t, srv.Addr()), limit, Options{})
+		base := &http.Transport{}
+		defer base.CloseIdleConnections()
+		client := &http.Client{Transport: &pace.Transport{Base: base, Limiter: lim}}
+		for range 2 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, hs.URL, nil)
+					resp, err := client.Do(req)
+					if err == nil {
+						resp.Body.Close()
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	hs.CloseClientConnections()
+
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	require.False(t, api.throttled.IsZero(), "the server never throttled")
+	var probe time.Time
+	for _, at := range api.arrivals {
+		if at.Sub(api.throttled) >= time.Second-50*time.Millisecond {
+			probe = at
+			break
+		}
+	}
+	require.False(t, probe.IsZero(), "no request after the pause")
+	first, half := 0, 0
+	for _, at := range api.arrivals {
+		d := at.Sub(probe)
+		if d >= 0 && d < interval {
+			first++
+		}
+		if d >= 0 && d <= 500*time.Millisecond {
+			half++
+		}
+	}
+	t.Logf("%d arrivals; after the probe (%v after the 429): %d within %v, %d within 500 ms",
+		len(api.arrivals), probe.Sub(api.throttled).Round(time.Millisecond), first, interval, half)
+	assert.LessOrEqual(t, first, 1+1, "the probe and at most one more within the first interval: no saved burst")
+	assert.LessOrEqual(t, half, 1+10+1, "steady rate after the probe")
+	assert.GreaterOrEqual(t, half, 5, "traffic resumed after the probe")
+}
