@@ -46,7 +46,32 @@
 // key's pause record, Options.ProbeLease long: 10 s by default, whatever
 // the pause, where package pace's Keyed leases it for the pause's length
 // clamped to 1–30 s); every other waits until the probe's answer is
-// published, or asks again every 100 ms.
+// published, or asks again every 100 ms. After the probe a token bucket
+// or pacer resumes at its steady rate, one request per interval, without
+// the burst it saved up during the pause (the server's window has just
+// been full), as package pace's Keyed does; windows keep their counts. A
+// pause is at most 24 h.
+//
+// # State in Redis
+//
+// Every decision checks the state it reads, in a few comparisons, against
+// what a decision could have written: a slot is booked at most the
+// limit's horizon ahead (pace.DefaultMaxWait, 5 min; or the longest span
+// of one part, capacity × interval or a window, when that is longer; or a
+// leaky bucket's queue bound when that is shorter; Wait refuses a later
+// slot with pace.ErrWaitTooLong), so a part's key holds no instant beyond
+// now + horizon + its span. State beyond that (left by a node whose clock
+// was ahead, after a failover, or planted) is clamped to the bound:
+// strict, never freeing the key before it, and never holding it longer
+// than the limit itself can; a value that is no number, or a count out of
+// range, counts as the whole limit used at now. The repaired key is
+// written back in the same script with a TTL within its span, so a key
+// recovers by itself; no TTL the scripts set exceeds the part's horizon
+// plus its span (the throttle's: twice 24 h). A key of another type under
+// the Prefix (a hash, a list: someone else's data) is left alone and Wait
+// fails with [ErrBadState]. The type check costs a command only when a
+// part's key looks absent (a key's first decision, or its first after it
+// idled): a busy key's decision is TIME, one MGET and one SET.
 //
 // # When Redis is slow or gone
 //

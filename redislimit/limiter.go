@@ -95,9 +95,10 @@ type Options struct {
 	// ProbeLease is how long a key's probe holds its role: if its process
 	// never reports the probe's answer (it died, or the server never
 	// answers), the next request probes after this long. Zero means
-	// DefaultProbeLease (10 s); it must not be negative. It is fixed,
-	// whatever the pause: package pace's Keyed leases its probe for the
-	// pause's length clamped to 1–30 s (see throttle.Permit.Probe).
+	// DefaultProbeLease (10 s); it must not be negative nor longer than
+	// 24 h. It is fixed, whatever the pause: package pace's Keyed leases
+	// its probe for the pause's length clamped to 1–30 s (see
+	// throttle.Permit.Probe).
 	ProbeLease time.Duration
 
 	// OnFallback, if non-nil, is called each time a Wait's decision goes
@@ -405,7 +406,14 @@ func validKey(key string) bool { return key != "" && key[0] != '}' }
 // throttled again, or [ErrBadKey]. A negative maxWait is refused, as
 // pace.Transport refuses a negative MaxWait: the WaitError wraps a
 // *pace.ConfigError (matching pace.ErrInvalidConfig, not
-// pace.ErrRateLimited, so package batch fails the item). If ctx ends while waiting, the booking
+// pace.ErrRateLimited, so package batch fails the item). It refuses with
+// pace.ErrWaitTooLong too, whatever maxWait, a slot further ahead than the limit's horizon:
+// pace.DefaultMaxWait (5 min), or the longest span of one of the limit's
+// parts (capacity × interval, or a window) when that is longer, or a
+// leaky bucket's queue bound when that is shorter; this bounds the state
+// a key can hold in Redis (see the package documentation). A key of
+// another type under the Prefix fails it with [ErrBadState], booking
+// nothing and not asking the Fallback. If ctx ends while waiting, the booking
 // is given back (exactly, when nothing was booked after it) and the error
 // wraps ctx.Err(). When Redis fails to answer within Options.Timeout, the
 // failure policy decides: the Fallback limiter's answer, or a *WaitError
@@ -672,7 +680,8 @@ func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
 // could only reset strikes that another process counted meanwhile, which
 // the next answer to a request admitted with strikes resets. A request
 // whose slot passed (Wait returns only then) has nothing to give back, so
-// o.Sent changes nothing else. When Redis fails, a throttle pauses the key
+// o.Sent changes nothing else. A pause longer than 24 h counts as 24 h,
+// the longest a key's throttle holds in Redis. When Redis fails, a throttle pauses the key
 // in the Fallback limiter, if there is one. Safe for concurrent use.
 func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	if p.Gen&fallbackBit != 0 {
