@@ -45,8 +45,8 @@ var (
 	// another type (a hash, a list, a set, where the Limiter keeps a
 	// string or a sorted set): someone else's data under the Limiter's
 	// Prefix. The Limiter leaves it alone and books nothing; the error,
-	// inside a *pace.WaitError, names the Redis key (which holds the
-	// Wait's key). It is not Redis failing: it does not match
+	// inside a *pace.WaitError, names the Redis key, with "{key}" in place
+	// of the Wait's key (it may be a secret). It is not Redis failing: it does not match
 	// ErrUnavailable or pace.ErrRateLimited, the Fallback limiter is not
 	// asked, and package batch fails the item. Choose a Prefix of its own
 	// for the Limiter, or delete the key. Values of the Limiter's own types

@@ -407,14 +407,14 @@ func validKey(key string) bool { return key != "" && key[0] != '}' }
 // pace.Transport refuses a negative MaxWait: the WaitError wraps a
 // *pace.ConfigError (matching pace.ErrInvalidConfig, not
 // pace.ErrRateLimited, so package batch fails the item). It refuses with
-// pace.ErrWaitTooLong too, whatever maxWait, a slot further ahead than the limit's horizon:
-// pace.DefaultMaxWait (5 min), or the longest span of one of the limit's
-// parts (capacity × interval, or a window) when that is longer, or a
-// leaky bucket's queue bound when that is shorter; this bounds the state
-// a key can hold in Redis (see the package documentation). A key of
-// another type under the Prefix fails it with [ErrBadState], booking
-// nothing and not asking the Fallback. If ctx ends while waiting, the booking
-// is given back (exactly, when nothing was booked after it) and the error
+// pace.ErrWaitTooLong too, whatever maxWait, a slot further ahead than
+// the limit's horizon: pace.DefaultMaxWait (5 min), or the longest span
+// of one of the limit's parts (capacity × interval, or a window) when that
+// is longer, or a leaky bucket's queue bound when that is shorter; this
+// bounds the state a key can hold in Redis (see the package
+// documentation). A key of another type under the Prefix fails it with
+// [ErrBadState], booking nothing and not asking the Fallback. If ctx ends
+// while waiting, the booking is given back (exactly, when nothing was booked after it) and the error
 // wraps ctx.Err(). When Redis fails to answer within Options.Timeout, the
 // failure policy decides: the Fallback limiter's answer, or a *WaitError
 // wrapping [ErrUnavailable]. The WaitError's Key holds key whole, and
