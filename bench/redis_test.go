@@ -164,7 +164,7 @@ func BenchmarkRedisClientSide(b *testing.B) {
 	ctx := context.Background()
 	now := time.Now().UnixMicro()
 	paceReply := func() any { // see decideScript: booked at once, no strikes, no probe
-		return []any{int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), now}
+		return []any{int64(0), now, int64(0)}
 	}
 	rrReply := func() any { // see redis_rate's allowN: allowed, remaining, retry_after, reset_after
 		return []any{int64(1), int64(999_999), "-1", "0.000001"}

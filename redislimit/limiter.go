@@ -120,7 +120,7 @@ type Limiter struct {
 	rdb      redis.UniversalClient
 	parts    []part
 	decider  *redis.Script // decideScript of parts
-	args     []any         // decider's per-part arguments
+	args     []any         // decider's arguments common to every decision (see decideScript)
 	sliding  bool          // a part is a sliding log: decisions need a unique id
 	cancelKX []any         // cancelScript's kind, x and c per part
 	suffixes []string      // of the decision's keys: "p", then the parts' "0", "1", …
@@ -128,7 +128,6 @@ type Limiter struct {
 	channel  string
 	dl       deadlines // bounds each round trip by timeout
 	lease    int64     // µs
-	leaseArg any       // lease, boxed once
 	fallback *pace.Keyed
 	onFall   func(key string, err error) // Options.OnFallback
 
@@ -203,7 +202,7 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		rdb: rdb, parts: parts, prefix: prefix, channel: prefix + "throttle",
 		lease: micros(lease), margin: margin, decider: decideScript(parts),
 	}
-	lim.leaseArg, lim.onFall = lim.lease, o.OnFallback
+	lim.onFall = o.OnFallback
 	lim.dl.init(timeout)
 	if !o.Fallback.IsZero() {
 		if lim.fallback, err = pace.NewKeyed(o.Fallback, pace.KeyedOptions{}); err != nil {
@@ -211,7 +210,7 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		}
 	}
 	lim.suffixes = append(lim.suffixes, "p")
-	lim.args = append(lim.args, parts[0].c-parts[0].span()) // the horizon
+	lim.args = append(lim.args, lim.lease, parts[0].c-parts[0].span()) // the probe lease, the horizon
 	for i, p := range parts {
 		lim.suffixes = append(lim.suffixes, strconv.Itoa(i))
 		lim.sliding = lim.sliding || p.kind == kindSliding
@@ -328,12 +327,20 @@ func waitBound(left, dlLeft int64) int64 {
 // decide runs decideScript, sent at now: one round trip. bound is
 // waitBound's.
 func (l *Limiter) decide(ctx context.Context, now time.Time, keys []string, bound, probes int64) (decision, error) {
-	args := make([]any, 0, 4+len(l.args))
-	args = append(args, boxed(bound), boxed(probes), l.leaseArg)
-	if l.sliding {
-		args = append(args, strconv.FormatUint(rand.Uint64(), 36))
+	args := l.args // no unique id, no bound, no probes to expect: the Limiter's arguments alone
+	if l.sliding || bound != -1 || probes != -1 {
+		args = make([]any, len(l.args), len(l.args)+3)
+		copy(args, l.args)
+		if l.sliding {
+			args = append(args, strconv.FormatUint(rand.Uint64(), 36))
+		}
+		if bound != -1 || probes != -1 {
+			args = append(args, boxed(bound))
+		}
+		if probes != -1 {
+			args = append(args, probes)
+		}
 	}
-	args = append(args, l.args...)
 	ctx, cancel := l.dl.boundAt(ctx, now)
 	defer cancel()
 	v, err := l.decider.Run(ctx, l.rdb, keys, args...).Result()
@@ -347,7 +354,7 @@ func (l *Limiter) decide(ctx context.Context, now time.Time, keys []string, boun
 // parts parts; a booking's reply carries their members when sliding.
 func parseDecision(v any, parts int, sliding bool) (decision, error) {
 	xs, ok := v.([]any)
-	if !ok || len(xs) < 4 {
+	if !ok || len(xs) < 3 {
 		return decision{}, fmt.Errorf("%w: %T %v", ErrUnexpectedReply, v, v)
 	}
 	var n [7]int64
@@ -357,6 +364,12 @@ func parseDecision(v any, parts int, sliding bool) (decision, error) {
 			return decision{}, fmt.Errorf("%w: element %d is %T", ErrUnexpectedReply, i, xs[i])
 		}
 		n[i] = x
+	}
+	if len(xs) == 3 { // booked at once: {0, instant, gen}
+		if n[0] != 0 || sliding {
+			return decision{}, fmt.Errorf("%w: %v", ErrUnexpectedReply, xs)
+		}
+		return decision{at: n[1], gen: n[2]}, nil
 	}
 	d := decision{status: n[0], a: n[1], gen: n[2], b: n[3]}
 	switch {

@@ -164,8 +164,8 @@ if not ($all) and redis.call('EXISTS', $keys) > $present then
 end
 ` + fill(luaThrottle, "$v", "v[1]") + `if bad then
 ` + luaKeepThrottle + `end
-local want = ARGV[2] + 0
-if want >= 0 and pr ~= want then return {4, 0, g, pr} end
+local want = ARGV[$want]
+if want and want + 0 >= 0 and pr ~= want + 0 then return {4, 0, g, pr} end
 if u > now then return {1, u - now, g, pr} end
 local probe = 0
 if h == 1 then
@@ -179,7 +179,8 @@ end
 // variables x$j, y$j, c$j, a$j, b$j), $k its KEYS index, $v its index in v
 // (a string part's), $x, $y and $c the ARGV indexes of its parameters (c
 // its span, [part].c) and $z of the fourth (a GCRA part's queue bound,
-// present only when it has one; a fixed window's margin).
+// present only when it has one; a fixed window's margin), $u the ARGV
+// index of the decision's unique id (a sliding log's).
 type fragments struct {
 	// read sets the part's parameters x$j, y$j, c$j and state a$j, b$j,
 	// repairing the state (see the conventions above) and, in a decision
@@ -256,7 +257,7 @@ end
 	},
 	// Sliding log: entries older than the window x are dropped; a$j the
 	// latest entry, b$j the entry the next booking waits for (-1: none, the
-	// log holds fewer than y). Members are "instant-uid" (ARGV[4] the
+	// log holds fewer than y). Members are "instant-uid" (ARGV[$u] the
 	// decision's unique id), so that bookings at one instant stay apart.
 	// State: entries at most now + horizon (c − x); later ones move there
 	// (y of them at most: more at one instant hold nothing longer).
@@ -286,7 +287,7 @@ end
   if r > t then t = r end
 end
 `,
-		book: `local m$j = string.format('%d', t) .. '-' .. ARGV[4]
+		book: `local m$j = string.format('%d', t) .. '-' .. ARGV[$u]
 redis.call('ZADD', KEYS[$k], t, m$j)
 ` + fill(luaExpireIn, "$key", "KEYS[$k]", "$us", "math.max(t, a$j) + x$j - now"),
 	},
@@ -312,16 +313,21 @@ func partArgs(p part) int {
 // has a queue bound), never on their numbers, so that Redis holds one
 // script per shape of limit.
 //
-// KEYS: the throttle, then one per part. ARGV: the shortest wait the
-// caller refuses (µs, -1: none; see waitBound), expected probes (-1:
-// none), probe lease, the decision's unique id (only when a part is a
-// sliding log), the horizon (µs, see horizon), then each part's
-// parameters (see part): x, y and c, and z for a fixed window and for a
-// GCRA part that has a queue bound (see partArgs).
+// KEYS: the throttle, then one per part. ARGV: the probe lease (µs), the
+// horizon (µs, see horizon), then each part's parameters (see part): x, y
+// and c, and z for a fixed window and for a GCRA part that has a queue
+// bound (see partArgs); these are the same in every decision of a
+// Limiter (one slice, built once: see decideArgs). After them come the
+// decision's unique id (only when a part is a sliding log), then,
+// optional, the shortest wait the caller refuses (µs, -1 or absent: none;
+// see waitBound) and expected probes (-1 or absent: none): a decision
+// with no bound and no probe to expect sends only the Limiter's slice.
 //
 // Replies: {0, delay, gen, strikes, probe, lease, instant} booked, and a
 // member per part after them when a part is a sliding log (empty for the
-// others); {1, pause left, gen, probes} paused; {2, lease left, gen,
+// others); {0, instant, gen} booked at once (delay, strikes and probe 0:
+// the common decision, in fewer elements; never with a sliding log);
+// {1, pause left, gen, probes} paused; {2, lease left, gen,
 // probes} a probe is in flight; {3, delay, reason (1 beyond the caller's
 // bound, 2 queue full, 4 no instant that every part admits was found, 5
 // beyond the horizon), probes} refused; {4, 0, gen, probes} the probe was
@@ -336,18 +342,20 @@ func decideText(parts []part) string {
 	var read, earliest, book, queue strings.Builder
 	mget, idx := []string{"KEYS[1]"}, []string{"1"}
 	members := make([]string, len(parts))
-	arg, sliding := 4, false // arg: the horizon
+	uid, sliding := 3, false // uid: the first ARGV after the parts' parameters
 	for _, p := range parts {
-		if p.kind == kindSliding {
-			arg, sliding = 5, true // after the unique id
-		}
+		uid += partArgs(p)
+		sliding = sliding || p.kind == kindSliding
 	}
-	hz := "ARGV[" + strconv.Itoa(arg) + "]"
-	arg++ // the first part's parameters
+	bound := uid // the caller's bound, then the expected probes
+	if sliding {
+		bound++
+	}
+	hz, arg := "ARGV[2]", 3 // arg: the first part's parameters
 	for i, p := range parts {
 		j, k := strconv.Itoa(i+1), strconv.Itoa(i+2)
 		f := algorithms[p.kind]
-		pairs := []string{"$j", j, "$k", k, "$x", strconv.Itoa(arg), "$y", strconv.Itoa(arg + 1), "$c", strconv.Itoa(arg + 2), "$z", strconv.Itoa(arg + 3)}
+		pairs := []string{"$j", j, "$k", k, "$x", strconv.Itoa(arg), "$y", strconv.Itoa(arg + 1), "$c", strconv.Itoa(arg + 2), "$z", strconv.Itoa(arg + 3), "$u", strconv.Itoa(uid)}
 		if p.kind != kindSliding {
 			mget, idx = append(mget, "KEYS["+k+"]"), append(idx, k)
 			pairs = append(pairs, "$v", strconv.Itoa(len(mget)))
@@ -374,7 +382,7 @@ func decideText(parts []part) string {
 	}
 	var b strings.Builder
 	b.WriteString(fill(luaDecideHead, "$keys", strings.Join(mget, ", "), "$idx", strings.Join(idx, ", "),
-		"$all", strings.Join(all, " and "), "$present", strings.Join(present, " + ")))
+		"$all", strings.Join(all, " and "), "$present", strings.Join(present, " + "), "$want", strconv.Itoa(bound+1)))
 	b.WriteString(read.String())
 	// The earliest instant every part admits: for one part, its earliest
 	// (which admits); for more, passes until none moves, at most 16.
@@ -388,19 +396,19 @@ func decideText(parts []part) string {
 	}
 	b.WriteString("local d = t - now\nif d > 0 then\n")
 	b.WriteString(queue.String())
-	b.WriteString(`  local bound = ARGV[1] + 0
-  if bound >= 0 and d >= bound then return {3, d, 1, pr} end
+	b.WriteString(`  local bound = ARGV[` + strconv.Itoa(bound) + `]
+  if bound and bound + 0 >= 0 and d >= bound + 0 then return {3, d, 1, pr} end
   if d > ` + hz + ` + 0 then return {3, d, 5, pr} end
 end
 `)
 	b.WriteString(book.String())
-	b.WriteString("local lease = 0\nif probe == 1 then\n  pid = pid + 1\n  q = now + ARGV[3]\n")
+	b.WriteString("local lease = 0\nif probe == 1 then\n  pid = pid + 1\n  q = now + ARGV[1]\n")
 	b.WriteString(luaKeepThrottle)
 	b.WriteString("  lease = pid\nend\n")
 	if sliding {
 		b.WriteString("return {0, d, g, s, probe, lease, t, " + strings.Join(members, ", ") + "}\n")
 	} else {
-		b.WriteString("return {0, d, g, s, probe, lease, t}\n")
+		b.WriteString("if d == 0 and s == 0 and probe == 0 then return {0, t, g} end\nreturn {0, d, g, s, probe, lease, t}\n")
 	}
 	return b.String()
 }
