@@ -181,6 +181,9 @@ func TestUnexpectedReply(t *testing.T) {
 		"missing member":     {"*7\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n", log},
 		"member integer":     {"*8\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:5\r\n", log},
 		"negative delay":     {"*4\r\n:1\r\n:-5\r\n:0\r\n:0\r\n", bucket},
+		"short non-booking":  {"*3\r\n:1\r\n:0\r\n:0\r\n", bucket},
+		"short with a log":   {"*3\r\n:0\r\n:0\r\n:0\r\n", log},
+		"short string":       {"*3\r\n:0\r\n$1\r\nx\r\n:0\r\n", bucket},
 	}
 	for name, tt := range replies {
 		t.Run(name, func(t *testing.T) {
