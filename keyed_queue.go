@@ -218,8 +218,10 @@ func (e *entry) replan(i int, change func()) {
 // that they book again behind the probe.
 //
 // It fails at once, booking nothing, with a *WaitError wrapping
-// [ErrWaitTooLong] when the pause or the slot lies beyond maxWait > 0
-// (maxWait <= 0 sets no bound), [ErrQueueFull] when the limit's queue is
+// [ErrWaitTooLong] when the pause or the slot lies beyond maxWait (zero
+// sets no bound; a negative maxWait is refused with a *WaitError wrapping
+// a [*ConfigError], as the Transport refuses a negative MaxWait),
+// [ErrQueueFull] when the limit's queue is
 // full, or [ErrWaitExceedsDeadline] (which also matches
 // context.DeadlineExceeded) when the wait would not end before ctx's
 // deadline. A wait for a probe, whose end is not known in advance, fails the
@@ -230,6 +232,9 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (th
 	k.mustInit()
 	if err := ctx.Err(); err != nil {
 		return throttle.Permit{Key: key}, &WaitError{Key: key, Err: err}
+	}
+	if maxWait < 0 {
+		return throttle.Permit{Key: key}, &WaitError{Key: key, Err: configErr("maxWait", maxWait, "must not be negative (0 sets no bound)")}
 	}
 	start := clampNow(int64(time.Since(k.epoch)))
 	if k.waitFast(start, key) {

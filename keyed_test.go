@@ -13,6 +13,9 @@ import (
 	"testing/synctest"
 	"time"
 	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // every returns a token bucket of burst units that refills one unit every
@@ -977,4 +980,22 @@ func TestKeyedOutOfOrderInstants(t *testing.T) {
 	if err != nil || r.Delay != time.Microsecond {
 		t.Fatalf("ReserveAt(a µs before the latest) = %+v, %v; want a delay of 1µs counted from now", r, err)
 	}
+}
+
+// TestKeyedWaitNegativeMaxWait: Wait refuses a negative maxWait, as the
+// Transport refuses a negative MaxWait and redislimit's Limiter.Wait does
+// (throttle.Limiter's contract), with a *ConfigError that is no throttle,
+// and books nothing: the key's one unit is still there for a Wait with no
+// bound.
+func TestKeyedWaitNegativeMaxWait(t *testing.T) {
+	k, err := NewKeyed(TokenBucket(PerMinute(1), 1), KeyedOptions{})
+	require.NoError(t, err)
+	_, err = k.Wait(context.Background(), "k", -time.Second)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+	assert.NotErrorIs(t, err, ErrRateLimited, "a caller's bug is no throttle")
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "maxWait", ce.Field)
+	assert.True(t, k.AllowAt(time.Now(), "k", 1), "nothing was booked")
 }

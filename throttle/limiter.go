@@ -24,7 +24,7 @@ type Limiter interface {
 	// returns its Permit.
 	//
 	// It fails at once, booking nothing, with a *pace.WaitError when the
-	// wait would exceed maxWait (maxWait > 0; pace.ErrWaitTooLong), when
+	// wait would exceed maxWait (zero sets no bound; pace.ErrWaitTooLong), when
 	// the limit's queue is full (pace.ErrQueueFull), or when the wait would
 	// outlast ctx's deadline (pace.ErrWaitExceedsDeadline, which also
 	// matches context.DeadlineExceeded). All of these match
@@ -36,7 +36,10 @@ type Limiter interface {
 	// wrapping ctx.Err(). A Permit returned with an error is not settled;
 	// its Held says how long the request waited before the error (the
 	// Transport counts it against its MaxWait when it calls Wait again
-	// after pace.ErrThrottled).
+	// after pace.ErrThrottled). A negative maxWait is refused, booking
+	// nothing, with a *pace.WaitError wrapping a *pace.ConfigError (it
+	// matches pace.ErrInvalidConfig, not pace.ErrRateLimited), as
+	// pace.Transport refuses a negative MaxWait.
 	Wait(ctx context.Context, key string, maxWait time.Duration) (Permit, error)
 
 	// Depart tells the limiter that the request of p was written at at.
