@@ -60,29 +60,7 @@ func TestSharedPause(t *testing.T) {
 	api := &pauseServer{}
 	hs := httptest.NewServer(api)
 	defer hs.Close()
-	limit := pace.TokenBucket(pace.PerSecond(40), 4)
-	ctx, cancel := context.WithTimeout(context.Background(), 4500*time.Millisecond)
-	defer cancel()
-	var wg sync.WaitGroup
-	for range 4 {
-		lim := newLimiter(t, newClient(t, srv.Addr()), limit, Options{})
-		base := &http.Transport{}
-		defer base.CloseIdleConnections()
-		client := &http.Client{Transport: &pace.Transport{Base: base, Limiter: lim}}
-		for range 3 {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, hs.URL, nil)
-					resp, err := client.Do(req)
-					if err == nil {
-						resp.Body.Close()
-					}
-				}
-			})
-		}
-	}
-	wg.Wait()
-	hs.CloseClientConnections()
+	sendFromProcesses(t, srv.Addr(), pace.TokenBucket(pace.PerSecond(40), 4), hs, 4, 3, 4500*time.Millisecond)
 
 	api.mu.Lock()
 	defer api.mu.Unlock()
@@ -112,4 +90,34 @@ func TestSharedPause(t *testing.T) {
 	assert.Equal(t, 1, probes, "one probe after the pause")
 	assert.Zero(t, beforeAnswer, "requests reached the server before the probe's answer")
 	assert.Greater(t, len(api.arrivals)-20, 20, "traffic resumed after the probe")
+}
+
+// sendFromProcesses plays processes processes (each its own redis.Client,
+// Limiter and pace.Transport, sharing limit through the Redis at
+// redisAddr), each sending GETs to hs from goroutines goroutines, one
+// after another, for d; then it closes hs's client connections.
+func sendFromProcesses(t *testing.T, redisAddr string, limit pace.Limit, hs *httptest.Server, processes, goroutines int, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range processes {
+		lim := newLimiter(t, newClient(t, redisAddr), limit, Options{})
+		base := &http.Transport{}
+		defer base.CloseIdleConnections()
+		client := &http.Client{Transport: &pace.Transport{Base: base, Limiter: lim}}
+		for range goroutines {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, hs.URL, nil)
+					resp, err := client.Do(req)
+					if err == nil {
+						resp.Body.Close()
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	hs.CloseClientConnections()
 }

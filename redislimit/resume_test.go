@@ -1,7 +1,6 @@
 package redislimit
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -48,29 +47,7 @@ func TestPauseResumesAtSteadyRate(t *testing.T) {
 	hs := httptest.NewServer(api)
 	defer hs.Close()
 	const interval = 50 * time.Millisecond
-	limit := pace.TokenBucket(pace.PerSecond(20), 5)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	for range 4 {
-		lim := newLimiter(t, newClient(t, srv.Addr()), limit, Options{})
-		base := &http.Transport{}
-		defer base.CloseIdleConnections()
-		client := &http.Client{Transport: &pace.Transport{Base: base, Limiter: lim}}
-		for range 2 {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, hs.URL, nil)
-					resp, err := client.Do(req)
-					if err == nil {
-						resp.Body.Close()
-					}
-				}
-			})
-		}
-	}
-	wg.Wait()
-	hs.CloseClientConnections()
+	sendFromProcesses(t, srv.Addr(), pace.TokenBucket(pace.PerSecond(20), 5), hs, 4, 2, 3*time.Second)
 
 	api.mu.Lock()
 	defer api.mu.Unlock()
