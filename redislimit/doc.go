@@ -65,13 +65,19 @@
 // strict, never freeing the key before it, and never holding it longer
 // than the limit itself can; a value that is no number, or a count out of
 // range, counts as the whole limit used at now. The repaired key is
-// written back in the same script with a TTL within its span, so a key
-// recovers by itself; no TTL the scripts set exceeds the part's horizon
+// written back in the same script with a TTL of at most its horizon plus
+// its span, so a key recovers by itself; no TTL the scripts set exceeds the part's horizon
 // plus its span (the throttle's: twice 24 h). A key of another type under
 // the Prefix (a hash, a list: someone else's data) is left alone and Wait
 // fails with [ErrBadState]. The type check costs a command only when a
 // part's key looks absent (a key's first decision, or its first after it
-// idled): a busy key's decision is TIME, one MGET and one SET.
+// idled): a busy key's decision is TIME, one MGET and one SET. So on a busy
+// key, whose parts' keys exist, a pause key of another type written while
+// it is busy goes unnoticed: decisions read it as no pause, and Settle
+// records no throttle in it (its script fails on the type and writes
+// nothing), until the parts' keys expire and the next decision reports
+// ErrBadState. Keys under the Prefix are the Limiter's: keep other data
+// elsewhere.
 //
 // # When Redis is slow or gone
 //
@@ -92,7 +98,8 @@
 // request. And a Redis that stalls (SIGSTOP, a long fork) and then resumes
 // runs the scripts still queued on its connections, although their
 // requests were answered at their timeout, with ErrUnavailable or by the
-// Fallback: each books a slot (12 of them after one stall, in a trial).
+// Fallback: each books a slot (12 of them after one stall of 2 s, measured
+// once by hand with SIGSTOP and SIGCONT; no test repeats it).
 // A restarted Redis without persistence has forgotten every booking: the
 // limit starts afresh, as after its keys expire, and the Fallback starts
 // full, so each switch can hand out one more burst (see Options.Fallback).

@@ -46,8 +46,10 @@ var (
 	// string or a sorted set): someone else's data under the Limiter's
 	// Prefix. The Limiter leaves it alone and books nothing; the error,
 	// inside a *pace.WaitError, names the Redis key, with "{key}" in place
-	// of the Wait's key (it may be a secret). It is not Redis failing: it does not match
-	// ErrUnavailable or pace.ErrRateLimited, the Fallback limiter is not
+	// of the Wait's key (it may be a secret). It is reported by a key's
+	// first decision, or its first after it idled; a busy key's decision
+	// checks no type (see the package documentation, "State in Redis"). It
+	// is not Redis failing: it does not match ErrUnavailable or pace.ErrRateLimited, the Fallback limiter is not
 	// asked, and package batch fails the item. Choose a Prefix of its own
 	// for the Limiter, or delete the key. Values of the Limiter's own types
 	// that no decision could have written (a number out of range, a string

@@ -20,7 +20,8 @@ const (
 	// DefaultTimeout bounds one decision's round trip to Redis. A limiter
 	// adds about this to a request when Redis is slow or gone: the round
 	// trip is given up at its deadline, and the goroutine's scheduling adds
-	// to it (51.7–55 ms measured on a loaded 2-core machine) (Envoy's
+	// to it (51.7–55 ms measured on a loaded 2-core machine; TestRedisKilled
+	// logs the slowest call while Redis is down: 51.2 ms) (Envoy's
 	// rate-limit service, which waits up to its 10 s Redis timeout, adds
 	// that to every request when Redis is down:
 	// envoyproxy/ratelimit#462).
@@ -74,8 +75,9 @@ type Options struct {
 	// overshoot by a burst: the Fallback limiters start full, and so does
 	// a restarted Redis that lost its state (without persistence), each
 	// handing out a fresh burst on top of what the shared limit had just
-	// admitted. Measured: a token bucket of 20/s, burst 5, shared by three
-	// processes, each with a Fallback of 20/3 per second, burst 2, Redis
+	// admitted. Measured once, by hand (no test repeats it): a token
+	// bucket of 20/s, burst 5, shared by three processes, each with a
+	// Fallback of 20/3 per second, burst 2, Redis
 	// killed from 2.2 s to 5.2 s of the run: 30 arrivals in one 1 s window
 	// against the 25 allowed. Leave room below the server's limit for a
 	// burst at each switch. OnFallback tells when the Fallback decides.

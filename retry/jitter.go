@@ -37,7 +37,9 @@ const (
 // a delay (a 503 without a delay is no throttle, see pace.Throttled, yet
 // gets this floor too); the request's first failure without a delay
 // chooses the schedule, and so the floor, for its later retries. With a
-// schedule from [Policy].NewBackOff it is 1ns. The
+// schedule from [Policy].NewBackOff it is 1ns, except after a 429 without
+// a delay, which pauses the key for the schedule's next wait and never less
+// than pace.DefaultThrottleBackoffInitial (1s). The
 // cap is the Transport's MaxRetryAfter, and with the default schedule also
 // DefaultBackoffMax (20s); a floor above the cap is lowered to it.
 //

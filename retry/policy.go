@@ -123,7 +123,10 @@ type Policy struct {
 	// Transport's MaxRetryAfter.
 	// A schedule from NewBackOff is reset before use, its waits are
 	// jittered and kept within (0, MaxRetryAfter], and backoff.Stop (or a
-	// nil schedule) ends the retries. NewBackOff is called from the
+	// nil schedule) ends the retries; but a 429 without a delay pauses the
+	// request's whole key for the schedule's next wait, never less than
+	// pace.DefaultThrottleBackoffInitial (1s), so its retry waits that long
+	// too (a 503 or 500 without a delay: the schedule's wait). NewBackOff is called from the
 	// goroutines of concurrent requests, so it must be safe for concurrent
 	// use.
 	NewBackOff func() backoff.BackOff

@@ -24,7 +24,9 @@ type Limiter interface {
 	// returns its Permit.
 	//
 	// It fails at once, booking nothing, with a *pace.WaitError when the
-	// wait would exceed maxWait (zero sets no bound; pace.ErrWaitTooLong), when
+	// wait would exceed maxWait (zero sets no bound of the caller's; a
+	// limiter may refuse a wait beyond a documented bound of its own, as
+	// redislimit's horizon: pace.ErrWaitTooLong too), when
 	// the limit's queue is full (pace.ErrQueueFull), or when the wait would
 	// outlast ctx's deadline (pace.ErrWaitExceedsDeadline, which also
 	// matches context.DeadlineExceeded). All of these match
@@ -82,7 +84,7 @@ type Permit struct {
 	Held, Delay time.Duration
 	// State is the limiter's own record of the request, or nil: for
 	// pace.Keyed, the request's place in its key's queue and the probe
-	// lease it holds. Callers pass it back unchanged and never read it; a
+	// lease it holds; for redislimit's Limiter, its decision's booking. Callers pass it back unchanged and never read it; a
 	// limiter keeps a pointer here (which costs no allocation of its own)
 	// or nothing.
 	State any
