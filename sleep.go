@@ -3,6 +3,8 @@ package pace
 import (
 	"context"
 	"time"
+
+	"github.com/pacehttp/pace/internal/wake"
 )
 
 // The waits of pace, in one place: each sleeps on a timer that it stops, and
@@ -33,21 +35,15 @@ func sleepReserved(ctx context.Context, key string, d time.Duration, cancel func
 // sleepOn waits d, or until wake is closed, whichever comes first. If ctx
 // ends first it returns a *WaitError wrapping ctx.Err(), or errDeadline
 // when ctx's deadline came.
-func sleepOn(ctx context.Context, key string, d time.Duration, wake <-chan struct{}) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
+func sleepOn(ctx context.Context, key string, d time.Duration, ch <-chan struct{}) error {
+	err := wake.Sleep(ctx, d, ch)
+	if err == nil {
 		return nil
-	case <-wake:
-		return nil
-	case <-ctx.Done():
-		err := ctx.Err()
-		if err == context.DeadlineExceeded {
-			err = errDeadline
-		}
-		return &WaitError{Key: key, Delay: d, Err: err}
 	}
+	if err == context.DeadlineExceeded {
+		err = errDeadline
+	}
+	return &WaitError{Key: key, Delay: d, Err: err}
 }
 
 // waitProbe waits until done is closed or the probe's lease ends, leased

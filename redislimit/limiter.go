@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/wake"
 	"github.com/pacehttp/pace/throttle"
 	"github.com/redis/go-redis/v9"
 )
@@ -559,17 +560,11 @@ func holdProbe(key string, lease, maxWait time.Duration, start, deadline time.Ti
 
 // sleepWake waits d, or until wake is closed. If ctx ends first it returns
 // a *pace.WaitError wrapping ctx.Err() (the deadline error for a deadline).
-func sleepWake(ctx context.Context, key string, d time.Duration, wake <-chan struct{}) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
+func sleepWake(ctx context.Context, key string, d time.Duration, ch <-chan struct{}) error {
+	if wake.Sleep(ctx, d, ch) == nil {
 		return nil
-	case <-wake:
-		return nil
-	case <-ctx.Done():
-		return &pace.WaitError{Key: key, Delay: d, Err: ctxErr(ctx)}
 	}
+	return &pace.WaitError{Key: key, Delay: d, Err: ctxErr(ctx)}
 }
 
 func ctxErr(ctx context.Context) error {
