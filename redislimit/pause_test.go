@@ -14,40 +14,45 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// pauseServer throttles its 20th request with Retry-After: 2, once, and
-// answers every other at once, but the first after the throttle (the
-// probe) only after probeHold; it logs every arrival.
-type pauseServer struct {
+// throttleOnceServer throttles its nth request with Retry-After:
+// retryAfter, once, and answers every other at once, but the first that
+// comes 1 s or more after the throttle (the probe) only after probeHold
+// (zero: at once too); it logs every arrival.
+type throttleOnceServer struct {
+	nth        int
+	retryAfter string
+	probeHold  time.Duration
+
 	mu        sync.Mutex
 	arrivals  []time.Time
 	throttled time.Time // when the 429 was written
 	probeEnd  time.Time // when the probe's answer was written
-	n         int
 }
 
-const probeHold = 300 * time.Millisecond
-
-func (s *pauseServer) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+func (s *throttleOnceServer) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	now := time.Now()
 	s.arrivals = append(s.arrivals, now)
-	s.n++
 	switch {
-	case s.n == 20:
+	case len(s.arrivals) == s.nth:
 		s.throttled = time.Now()
 		s.mu.Unlock()
-		w.Header().Set("Retry-After", "2")
+		w.Header().Set("Retry-After", s.retryAfter)
 		w.WriteHeader(http.StatusTooManyRequests)
 		return
-	case !s.throttled.IsZero() && s.probeEnd.IsZero() && now.Sub(s.throttled) > time.Second:
-		s.mu.Unlock()
-		time.Sleep(probeHold)
-		s.mu.Lock()
+	case !s.throttled.IsZero() && s.probeEnd.IsZero() && now.Sub(s.throttled) >= time.Second:
+		if s.probeHold > 0 {
+			s.mu.Unlock()
+			time.Sleep(s.probeHold)
+			s.mu.Lock()
+		}
 		s.probeEnd = time.Now()
 	}
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }
+
+const probeHold = 300 * time.Millisecond
 
 // TestSharedPause: four processes' clients (each its own redis.Client,
 // Limiter and pace.Transport) send to one host; the server throttles one
@@ -57,7 +62,7 @@ func (s *pauseServer) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 // its answer.
 func TestSharedPause(t *testing.T) {
 	srv := realserver.StartRedis(t)
-	api := &pauseServer{}
+	api := &throttleOnceServer{nth: 20, retryAfter: "2", probeHold: probeHold}
 	hs := httptest.NewServer(api)
 	defer hs.Close()
 	sendFromProcesses(t, srv.Addr(), pace.TokenBucket(pace.PerSecond(40), 4), hs, 4, 3, 4500*time.Millisecond)

@@ -1,9 +1,7 @@
 package redislimit
 
 import (
-	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,28 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// resumeServer throttles its 10th request with Retry-After: 1, once, and
-// logs every arrival.
-type resumeServer struct {
-	mu        sync.Mutex
-	arrivals  []time.Time
-	throttled time.Time
-}
-
-func (s *resumeServer) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	s.mu.Lock()
-	s.arrivals = append(s.arrivals, time.Now())
-	if len(s.arrivals) == 10 {
-		s.throttled = time.Now()
-		s.mu.Unlock()
-		w.Header().Set("Retry-After", "1")
-		w.WriteHeader(http.StatusTooManyRequests)
-		return
-	}
-	s.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-}
-
 // TestPauseResumesAtSteadyRate: after a shared pause, a token bucket
 // resumes at its steady rate, as package pace's Keyed does
 // (algorithm.resume): the probe, then one request per interval, without
@@ -43,7 +19,7 @@ func (s *resumeServer) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 // send to one host; counted from the server's log.
 func TestPauseResumesAtSteadyRate(t *testing.T) {
 	srv := realserver.StartRedis(t)
-	api := &resumeServer{}
+	api := &throttleOnceServer{nth: 10, retryAfter: "1"}
 	hs := httptest.NewServer(api)
 	defer hs.Close()
 	const interval = 50 * time.Millisecond
