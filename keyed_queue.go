@@ -30,7 +30,7 @@ type booking struct {
 	at       int64  // booked instant, ns since the store's epoch; 0 once given back by a pause
 	floor    int64  // the earliest instant the key's quota pace allowed it (keyThrottle.paceFrom); replan keeps it
 	released bool   // its wait is over; it is on its way to the wire
-	probe    uint32 // the probe lease it holds (keyThrottle.lease); 0: it is no probe
+	probe    uint32 // the probe role it holds (keyThrottle.lease); 0: it is no probe
 	over     bool   // booked on the shared overflow state
 }
 
@@ -205,10 +205,8 @@ func (e *entry) replan(i int, change func()) {
 //
 // The key's throttle comes first: while the key is paused nothing leaves;
 // when the pause ends the first request to ask leaves as the key's probe
-// (Permit.Probe) and the others hold until [Keyed.Settle] reports its
-// answer, or until the probe's lease ends unanswered (as long as the
-// pause, at least 1 s and at most 30 s), when the next to ask becomes the
-// probe. If the probe's answer is a throttle while a request waits for it,
+// (Permit.Probe) and the others hold until [Keyed.Settle] reports how it
+// ended, however long that takes. If the probe's answer is a throttle while a request waits for it,
 // that request's Wait returns a *WaitError wrapping [ErrThrottled], so that
 // its caller can count the probe's attempt as its own, and may call Wait
 // again. Then the key's limit: the request books the earliest slot and
@@ -277,7 +275,7 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 	p := throttle.Permit{Key: key}
 	var probes uint32
 	var b *booking
-	var lease uint32        // the probe lease this request holds (p.Probe); 0: none
+	var lease uint32        // the probe role this request holds (p.Probe); 0: none
 	var held int64          // the pace slot this request holds and waits for; 0: none
 	var heldGen uint32      // the key's generation when it was taken: a pause voids it
 	var paced time.Duration // time waited for pace slots
@@ -314,20 +312,19 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 				continue
 			case admitWaitProbe:
 				ch := st.waitCh()
-				leased := time.Duration(st.th.lease.until - e.now) // then the role passes on
 				e.close(false)
 				bound := time.Duration(-1) // no bound
 				if maxWait > 0 {
 					bound = left
 				}
-				w, err := waitProbe(ctx, key, ch, bound, leased)
+				w, err := waitProbe(ctx, key, ch, bound)
 				p.Held += w
 				if err != nil {
 					return p, err
 				}
 				continue
 			case admitProbe:
-				p.Probe, lease = true, st.th.lease.n
+				p.Probe, lease = true, st.th.lease
 			}
 			p.Strikes, p.Gen = int(st.th.strikes), uint64(st.th.gen)
 		}

@@ -46,14 +46,13 @@ func sleepOn(ctx context.Context, key string, d time.Duration, ch <-chan struct{
 	return &WaitError{Key: key, Delay: d, Err: err}
 }
 
-// waitProbe waits until done is closed or the probe's lease ends, leased
-// from now (then the role passes on, and it returns with no error so that
-// the caller looks again), for at most left (< 0: no bound) and not beyond
-// ctx's deadline; it returns how long it waited. When left runs out before
-// the lease it fails with a *WaitError wrapping ErrWaitTooLong, when the
-// deadline comes with errDeadline, and when ctx ends otherwise with
-// ctx.Err(); as the probe's end is unknown, the error's Delay is 0.
-func waitProbe(ctx context.Context, key string, done <-chan struct{}, left, leased time.Duration) (time.Duration, error) {
+// waitProbe waits until done is closed (the probe ended), for at most left
+// (< 0: no bound) and not beyond ctx's deadline; it returns how long it
+// waited. When left runs out it fails with a *WaitError wrapping
+// ErrWaitTooLong, when the deadline comes with errDeadline, and when ctx
+// ends otherwise with ctx.Err(); as the probe's end is unknown, the
+// error's Delay is 0.
+func waitProbe(ctx context.Context, key string, done <-chan struct{}, left time.Duration) (time.Duration, error) {
 	bounded, bound, why := left >= 0, left, error(ErrWaitTooLong)
 	if dl, ok := ctx.Deadline(); ok {
 		if u := time.Until(dl); !bounded || u < bound {
@@ -63,19 +62,17 @@ func waitProbe(ctx context.Context, key string, done <-chan struct{}, left, leas
 	if bounded && bound <= 0 {
 		return 0, &WaitError{Key: key, Err: why}
 	}
-	if !bounded || leased <= bound {
-		bound, why = max(leased, 0), nil
+	var timeout <-chan time.Time // nil: no bound
+	if bounded {
+		t := time.NewTimer(bound)
+		defer t.Stop()
+		timeout = t.C
 	}
-	t := time.NewTimer(bound)
-	defer t.Stop()
 	start := time.Now()
 	select {
 	case <-done:
 		return time.Since(start), nil
-	case <-t.C:
-		if why == nil {
-			return time.Since(start), nil
-		}
+	case <-timeout:
 		return time.Since(start), &WaitError{Key: key, Err: why}
 	case <-ctx.Done():
 		err := ctx.Err()

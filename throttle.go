@@ -48,17 +48,14 @@ const MinThrottlePause = 50 * time.Millisecond
 // ends without an answer (not sent, its context ended) hands the role to the
 // next request that asks.
 //
-// The probe holds its role under a lease (see probeLease): the length of
-// the key's latest pause, at least 1 s and at most 30 s. A probe still
-// unanswered when its lease ends (a server that never answers, a client
-// without a timeout) no longer holds its key closed: the next request to
-// ask becomes the probe, under a lease of its own, and the requests waiting
-// behind the old probe look again at that instant. The old probe's answer,
-// if it comes, still counts as an answer (a throttle pauses the key, another
-// answer ends the strikes) but no longer as the probe's: only the current
-// lease's holder closes the key or counts in probes. The Redis store of
-// package redislimit leases its probes the same way (its
-// Options.ProbeLease, 10 s by default).
+// The probe holds its role until it ends: with an answer, or without one
+// (released). However slow the server, no second probe leaves while the
+// first is in flight, and the first answer that is not a throttle closes
+// the key. A request waiting behind the probe is bounded by its own
+// maxWait and context, not by the probe. Probe roles are numbered (lease),
+// so that a request that held an earlier role cannot end the current one.
+// Package redislimit bounds its probes with Options.ProbeLease instead: a
+// process that dies while probing cannot end its role.
 //
 // Strikes count consecutive throttles: throttles of requests that left
 // after the key's latest pause was set (their generation is the current
@@ -78,8 +75,8 @@ type keyThrottle struct {
 	strikes  uint32 // consecutive throttles, see above
 	probes   uint32 // throttled probe answers so far
 	halfOpen bool   // a probe's answer is needed before others may leave
-	probing  bool   // the probe is in flight, under lease
-	lease    lease  // the probe role's latest lease
+	probing  bool   // the probe is in flight
+	lease    uint32 // the number of the latest probe role granted; 0 names none
 
 	pace  quotaPace    // the spacing the server's quota headers ask for
 	adapt adaptiveRate // the rate the key slowed to after throttles without a hint
@@ -247,56 +244,32 @@ const (
 	admitProbe                      // leave as the key's probe; the role is taken
 )
 
-// lease is the probe role of a key, as the throttle grants it: its number
-// (the count of leases granted, so 0 names none) and the instant it ends.
-type lease struct {
-	n     uint32
-	until int64
-}
-
-// Bounds of a probe's lease, see probeLease.
-const (
-	minProbeLease = int64(time.Second)
-	maxProbeLease = int64(30 * time.Second)
-)
-
-// probeLease returns how long a probe holds its role after a pause of
-// length nanoseconds (0 for a pause without a length): as long as the
-// pause, within [minProbeLease, maxProbeLease]. A server that asked for a
-// pause of d counts in windows of about d, and a probe unanswered for as
-// long is more likely lost than slow; 1 s lets an ordinary slow answer
-// come first (after Retry-After: 0 the pause is only MinThrottlePause), and
-// 30 s, a common client timeout, keeps a hung probe from holding its key's
-// requests anywhere near DefaultMaxWait.
-func probeLease(length int64) int64 { return min(max(length, minProbeLease), maxProbeLease) }
-
 // admit tells a request at now what to do; admitProbe gives it the probe
-// role under a new lease (t.lease.n names it), which its owner must end
-// with answered, throttled or released. A probe whose lease has ended
-// without an answer hands the role on this way.
+// role (t.lease names it), which its owner must end with answered,
+// throttled or released.
 func (t *keyThrottle) admit(now int64) admission {
 	switch {
 	case t.until > now:
 		return admitPaused
-	case t.probing && now < t.lease.until:
+	case t.probing:
 		return admitWaitProbe
 	case t.halfOpen:
 		t.probing = true
-		t.lease = lease{n: t.lease.n + 1, until: satAdd(now, probeLease(t.length))}
-		if t.lease.n == 0 { // wrapped: 0 names no lease
-			t.lease.n = 1
+		t.lease++
+		if t.lease == 0 { // wrapped: 0 names no role
+			t.lease = 1
 		}
 		return admitProbe
 	}
 	return admitGo
 }
 
-// holds reports whether the request of probe lease n (0: none) holds the
-// probe role now: its lease is the latest one and the role is not over.
-func (t *keyThrottle) holds(n uint32) bool { return n != 0 && t.probing && n == t.lease.n }
+// holds reports whether the request of probe role n (0: none) holds the
+// probe role now: it is the latest role and it is not over.
+func (t *keyThrottle) holds(n uint32) bool { return n != 0 && t.probing && n == t.lease }
 
 // throttled records, at now, a throttle of a request that left under
-// generation gen (probe: the probe lease it held, 0 for none), pausing the key for d
+// generation gen (probe: the probe role it held, 0 for none), pausing the key for d
 // (> 0; the caller applies the floor and the cap). The pause is only ever
 // extended. It reports whether the pause was set or extended, in which case
 // bookings held behind the old state must be given back.
@@ -332,7 +305,7 @@ func (t *keyThrottle) pause(now, d int64, gen, probe uint32) bool {
 }
 
 // answered records, at now, an answer that was not a throttle to a request
-// that left (probe: the probe lease it held, 0 for none). It closes the key
+// that left (probe: the probe role it held, 0 for none). It closes the key
 // unless the key is paused or another probe holds the role; the strikes are
 // over.
 func (t *keyThrottle) answered(now int64, probe uint32) {
@@ -345,9 +318,9 @@ func (t *keyThrottle) answered(now int64, probe uint32) {
 	}
 }
 
-// released gives back the probe role of a request of probe lease probe
-// that ended without an answer, so that the next request to ask probes; it
-// does nothing when the role has passed to another lease since.
+// released gives back the probe role probe of a request that ended
+// without an answer, so that the next request to ask probes; it does
+// nothing when the role has passed on since.
 func (t *keyThrottle) released(probe uint32) {
 	if t.holds(probe) {
 		t.probing = false
@@ -355,14 +328,13 @@ func (t *keyThrottle) released(probe uint32) {
 }
 
 // forgettable reports whether t may be dropped at now, even though it may
-// be half-open (a waiter would have taken the probe) or its probe's lease
-// has ended unanswered, once its pace's window has ended: a plain pause
+// be half-open (a waiter would have taken the probe), once no probe is in
+// flight, it is not adapting and its pace's window has ended: a plain pause
 // once it has ended, a throttle once its pause ended staleAfter ago, so that an
 // answer to a request sent before the pause, arriving late, is still known
 // as old news.
 func (t *keyThrottle) forgettable(now int64) bool {
-	probing := t.probing && now < t.lease.until
-	if _, adapting := t.adapt.rate(now); adapting || probing || (t.pace.interval > 0 && t.pace.until > now) {
+	if _, adapting := t.adapt.rate(now); adapting || t.probing || (t.pace.interval > 0 && t.pace.until > now) {
 		return false
 	}
 	if t.length == 0 {

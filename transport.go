@@ -53,11 +53,7 @@ const DefaultMaxWait = 5 * time.Minute
 // way ends with an [*AttemptsError] matching [ErrThrottled], having sent
 // nothing more. A probe that ends without an answer (its context ended, a
 // transport error) passes the role to another waiting request at once. A
-// probe holds its role for a lease as long as the key's pause, at least 1 s
-// and at most 30 s: one still unanswered then (a server that never
-// answers, a Base without a timeout) passes the role to the next waiting
-// request, and its late answer still counts as an answer of the key but
-// closes it only if no other probe has the role.
+// probe holds its role until it ends, however slow the server.
 // Waiting for a probe counts toward MaxWait and the context's deadline: a
 // request still waiting when either is reached fails then with the errors
 // below, nothing sent. The pause, the probe and the key's limit are the

@@ -236,16 +236,14 @@ func TestTransportThrottleCancelledProbePassesOn(t *testing.T) {
 	})
 }
 
-// TestTransportThrottleHungProbeLeaseEnds: a probe that never returns (no
-// client timeout) does not hold its host closed until MaxWait. A 429 with
-// Retry-After: 0 pauses the key for MinThrottlePause; the probe (A) leaves
-// at 60 ms and the server holds it 4 s; four requests start at 80 ms with
-// MaxWait 2 s. The probe's lease is the pause length within [1 s, 30 s],
-// so 1 s: at 1.06 s one of the four becomes the probe, gets 200, and the
-// other three follow at once. Before the lease, all four failed with
-// ErrWaitTooLong at 2.08 s. A's late 200 at 4.06 s changes nothing.
-// Arrivals: 0, 60 ms, then four at 1.06 s.
-func TestTransportThrottleHungProbeLeaseEnds(t *testing.T) {
+// TestTransportThrottleHungProbeHoldsItsRole: a probe holds its role until
+// its answer, however slow, and the requests waiting behind it are bounded
+// by their own MaxWait, nothing sent. A 429 with Retry-After: 0 pauses the
+// key for MinThrottlePause; the probe (A) leaves at 60 ms and the server
+// holds it 4 s; four requests start at 80 ms with MaxWait 2 s and fail with
+// ErrWaitTooLong at 2.08 s. A's 200 at 4.06 s closes the key: a request
+// after it leaves at once. Arrivals: 0, 60 ms, 4.06 s.
+func TestTransportThrottleHungProbeHoldsItsRole(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &ctxServer{start: time.Now(), handle: func(n int, req *http.Request) (*http.Response, error) {
 			switch n {
@@ -273,19 +271,20 @@ func TestTransportThrottleHungProbeLeaseEnds(t *testing.T) {
 		time.Sleep(20 * ms)
 		for i := range 4 {
 			wg.Go(func() {
-				getOK(t, tr, "http://api.test/", "waiter %d", i)
-				assert.Equal(t, 1060*ms, time.Since(srv.start), "waiter %d ended", i)
+				_, err := get(t, tr, t.Context(), "http://api.test/")
+				assert.ErrorIs(t, err, ErrWaitTooLong, "waiter %d", i)
+				assert.Equal(t, 2080*ms, time.Since(srv.start), "waiter %d ended", i)
 			})
 		}
 		wg.Wait()
-		want := []time.Duration{0, 60 * ms, 1060 * ms, 1060 * ms, 1060 * ms, 1060 * ms}
+		getOK(t, tr, "http://api.test/", "after the probe's answer")
+		want := []time.Duration{0, 60 * ms, 4060 * ms}
 		assert.Equal(t, want, srv.arrivals())
 	})
 }
 
 // TestTransportThrottleProbeWaitersObeyTheirLimits: while a probe is in
-// flight (sent at 10 s, answered 200 at 19 s, within its lease: as long
-// as the 10 s pause), requests waiting for it
+// flight (sent at 10 s, answered 200 at 19 s), requests waiting for it
 // honour their own limits (MaxWait 5 s): one cancelled 1 s into its wait
 // fails then with context.Canceled; one with a 1 s timeout fails at its
 // deadline with ErrWaitExceedsDeadline (and context.DeadlineExceeded);

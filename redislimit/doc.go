@@ -44,8 +44,8 @@
 // wake, give back their booked slots and wait. When the pause ends, the
 // first request to ask, in any process, becomes the probe (a lease in the
 // key's pause record, Options.ProbeLease long: 10 s by default, whatever
-// the pause, where package pace's Keyed leases it for the pause's length
-// clamped to 1–30 s); every other waits until the probe's answer is
+// the pause, where package pace's Keyed holds it until the probe ends);
+// every other waits until the probe's answer is
 // published, or asks again every 100 ms. After the probe a token bucket
 // or pacer resumes at its steady rate, one request per interval, without
 // the burst it saved up during the pause (the server's window has just

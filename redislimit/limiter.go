@@ -99,9 +99,8 @@ type Options struct {
 	// never reports the probe's answer (it died, or the server never
 	// answers), the next request probes after this long. Zero means
 	// DefaultProbeLease (10 s); it must not be negative nor longer than
-	// 24 h. It is fixed, whatever the pause: package pace's Keyed leases
-	// its probe for the pause's length clamped to 1–30 s (see
-	// throttle.Permit.Probe).
+	// 24 h. It is fixed, whatever the pause. (Package pace's Keyed, within
+	// one process, needs no lease: its probe holds the role until it ends.)
 	ProbeLease time.Duration
 
 	// OnFallback, if non-nil, is called each time a Wait's decision goes

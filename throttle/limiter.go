@@ -61,10 +61,9 @@ type Permit struct {
 	Key string
 	// Probe reports that the request is its key's probe: the key's pause
 	// has just ended, and its other requests hold until Settle reports
-	// this one's answer, or until its lease ends: for pace.Keyed as long as
-	// the key's pause, at least 1 s and at most 30 s; for package
-	// redislimit its fixed Options.ProbeLease (10 s by default); then the
-	// next request to ask probes.
+	// how this one ended. pace.Keyed holds the role that long, however
+	// long; package redislimit at most its Options.ProbeLease, since a
+	// process may die while probing. Then the next request to ask probes.
 	Probe bool
 	// Track asks for Depart: the limit binds, so the instant the request
 	// actually leaves matters to the requests booked after it.
