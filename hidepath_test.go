@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // botToken is a credential carried in a URL path, as the Telegram Bot API
@@ -116,4 +118,49 @@ func TestHidePathKeepsTokenOut(t *testing.T) {
 	assert.Contains(t, logs, "url=https://a.test/bot"+botToken+"/getMe")
 	assert.Contains(t, strings.Join(events, "\n"), botToken, "Base's *url.Error in Event.Err")
 	assert.Contains(t, strings.Join(errs, "\n"), botToken, "Base's *url.Error in the error returned")
+}
+
+// TestHidePathRealTransport: through net/http's own Transport (Base nil)
+// and a loopback server that drops every connection, the errors net/http
+// returns hold no path, so with HidePath the token is in no record, no
+// event and no error RoundTrip returns; the log shows it without HidePath.
+func TestHidePathRealTransport(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close() // no answer: the client reads EOF
+		}
+	}))
+	defer srv.Close()
+	for _, hide := range []bool{true, false} {
+		var buf bytes.Buffer
+		var texts []string
+		tr := &Transport{
+			Base:     srv.Client().Transport.(*http.Transport).Clone(),
+			Retry:    retry.Policy{MaxAttempts: 2},
+			OnEvent:  func(ev Event) { texts = append(texts, fmt.Sprintf("%+v", ev)) },
+			Logger:   slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			HidePath: hide,
+		}
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", srv.URL+"/bot"+botToken+"/getMe", ""))
+		require.Error(t, err)
+		require.Nil(t, resp)
+		var ae *AttemptsError
+		require.ErrorAs(t, err, &ae)
+		assert.Equal(t, 2, ae.Attempts)
+		for e := err; e != nil; e = errors.Unwrap(e) {
+			texts = append(texts, e.Error(), fmt.Sprintf("%+v", e))
+		}
+		require.Len(t, texts, 2+2*2, "a retry, a give-up, the *AttemptsError and its EOF")
+		for _, s := range texts {
+			assert.NotContains(t, s, botToken, "events and errors, HidePath %v", hide)
+		}
+		assert.Contains(t, buf.String(), "pace: retry")
+		if hide {
+			assert.NotContains(t, buf.String(), botToken)
+		} else {
+			assert.Contains(t, buf.String(), "/bot"+botToken+"/getMe")
+		}
+		tr.CloseIdleConnections()
+	}
 }
