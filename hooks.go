@@ -120,15 +120,17 @@ type observer struct {
 	onEvent func(Event)
 	logger  *slog.Logger
 	logged  map[string]bool // canonical names of the headers whose values are logged
+	hide    bool            // Transport.HidePath: URLs are logged without their path
 }
 
 // newObserver returns the observer for onEvent and logger, or nil when
-// both are nil. The headers in secret are never logged with their value.
-func newObserver(onEvent func(Event), logger *slog.Logger, secret []string) *observer {
+// both are nil. The headers in secret are never logged with their value;
+// with hidePath, no URL's path is logged.
+func newObserver(onEvent func(Event), logger *slog.Logger, secret []string, hidePath bool) *observer {
 	if onEvent == nil && logger == nil {
 		return nil
 	}
-	o := &observer{onEvent: onEvent, logger: logger, logged: make(map[string]bool, len(loggedHeaders))}
+	o := &observer{onEvent: onEvent, logger: logger, logged: make(map[string]bool, len(loggedHeaders)), hide: hidePath}
 	for _, h := range loggedHeaders {
 		o.logged[h] = true
 	}
@@ -159,8 +161,9 @@ func (o *observer) emit(ctx context.Context, ev Event, hostKey bool) {
 
 // log writes ev at debug level. The key is shown as keyText has it (a
 // fingerprint unless it is the request's host); the URL without its query
-// and user information, which often carry credentials (see
-// redact.URL), as are URLs in the error's text; and the values of the
+// and user information, which often carry credentials, and without its
+// path with Transport.HidePath (see redact.URL), as are URLs in the
+// error's text; and the values of the
 // headers not in loggedHeaders are replaced by "[redacted]".
 func (o *observer) log(ctx context.Context, ev *Event, hostKey bool) {
 	attrs := make([]slog.Attr, 0, 12)
@@ -173,7 +176,7 @@ func (o *observer) log(ctx context.Context, ev *Event, hostKey bool) {
 	if r := ev.Request; r != nil {
 		attrs = append(attrs, slog.String("method", r.Method))
 		if r.URL != nil {
-			attrs = append(attrs, slog.String("url", redact.URL(r.URL)))
+			attrs = append(attrs, slog.String("url", redact.URL(r.URL, o.hide)))
 		}
 		if len(r.Header) > 0 {
 			h := make([]any, 0, len(r.Header))
@@ -200,7 +203,7 @@ func (o *observer) log(ctx context.Context, ev *Event, hostKey bool) {
 		attrs = append(attrs, slog.Int("status", ev.StatusCode))
 	}
 	if ev.Err != nil {
-		attrs = append(attrs, slog.String("error", redact.ErrorText(ev.Err)))
+		attrs = append(attrs, slog.String("error", redact.ErrorText(ev.Err, o.hide)))
 	}
 	o.logger.LogAttrs(ctx, slog.LevelDebug, "pace: "+ev.Kind.String(), attrs...)
 }

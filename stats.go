@@ -23,9 +23,9 @@ type Stats struct {
 	// whole and may be a secret, such as an API key: do not log or export
 	// it as it is (label with Host, or a fingerprint).
 	Key string
-	// Host is the request host of the key's first request (lower case,
-	// port kept): what to label it with where the key itself is a secret,
-	// such as an API key.
+	// Host is the host of the key's first request, in the form [Hosts]
+	// matches it (see Transport.Key): what to label it with where the key
+	// itself is a secret, such as an API key.
 	Host string
 	// Requests counts RoundTrip calls; Admitted the attempts the key's
 	// limiter let go (a call's retries included).

@@ -264,6 +264,7 @@ type Transport struct {
 	// list of secret names: credentials travel under too many names
 	// (Authorization, Cookie, X-Api-Key, Ocp-Apim-Subscription-Key,
 	// X-Access-Key, Private-Token, …) for such a list to hold them all.
+	// A URL's path is shown unless HidePath is set.
 	Logger *slog.Logger
 
 	// SecretHeaders names request headers of the allow-list above whose
@@ -273,6 +274,21 @@ type Transport struct {
 	// §5.6.2 token, such as "a b" or one holding a newline) is refused
 	// with a [*ConfigError].
 	SecretHeaders []string
+
+	// HidePath keeps URL paths out of what the Transport writes. Logger
+	// records show a URL as scheme://host/[redacted], in error text too.
+	// A *url.Error from Base (a Base that wraps an http.Client) is
+	// returned, and passed in [Event].Err, cut the same way. The
+	// Transport's own error text holds no URL. By default the path is
+	// shown. Set it for APIs that put a secret in the path: the Telegram
+	// Bot API (/bot<token>/method), webhooks (Slack's
+	// hooks.slack.com/services/T…/B…/<secret>), capability URLs, signed
+	// URLs of private objects (an S3 presigned URL's key; the signature is
+	// in the query, which is never logged). Event.Request is the caller's
+	// request, unchanged. Caveat: http.Client wraps RoundTrip's error in a
+	// *url.Error holding the whole URL; the Transport cannot change that
+	// text. batch.HTTP cuts it (see batch.Options.HidePath).
+	HidePath bool
 
 	once sync.Once
 	st   *state
@@ -297,6 +313,7 @@ type state struct {
 	budget        *budget
 	prepare       func(*http.Request, int) error
 	errorOnGiveUp bool
+	hidePath      bool
 	obs           *observer
 	pauses        *Keyed // the throttle of keys that no limit paces
 	stats         statsTable
@@ -363,7 +380,8 @@ func (t *Transport) compile(build bool) (*state, error) {
 		budget:        newBudget(t.Retry.Budget),
 		prepare:       t.PrepareAttempt,
 		errorOnGiveUp: t.ErrorOnGiveUp,
-		obs:           newObserver(t.OnEvent, t.Logger, t.SecretHeaders),
+		hidePath:      t.HidePath,
+		obs:           newObserver(t.OnEvent, t.Logger, t.SecretHeaders, t.HidePath),
 	}
 	if s.base == nil {
 		s.base = http.DefaultTransport
@@ -496,6 +514,9 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := c.run()
 	if err != nil && c.hostKey {
 		err = withHostKey(err, c.key) // its text may show the host
+	}
+	if err != nil && s.hidePath {
+		err = withoutPath(err)
 	}
 	return resp, err
 }
@@ -888,6 +909,9 @@ func (c *call) emit(ev Event) {
 	ev.Key, ev.Request = c.key, c.req
 	if c.hostKey {
 		ev.Err = withHostKey(ev.Err, c.key)
+	}
+	if c.s.hidePath {
+		ev.Err = withoutPath(ev.Err)
 	}
 	c.s.obs.emit(c.ctx, ev, c.hostKey)
 }

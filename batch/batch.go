@@ -74,6 +74,7 @@ func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, ite
 	if err := r.prepare(); err != nil {
 		return nil, err
 	}
+	r.run.hidePath = opts.HidePath
 	r.loop()
 	return r.report()
 }
@@ -388,7 +389,7 @@ func (r *runner[T]) settle(res *Result, o Outcome, now time.Time) {
 		return
 	}
 	if r.journal != nil && !r.stopJournal() {
-		if err := r.journal.write(newRecord(res), now); err != nil {
+		if err := r.journal.write(newRecord(res, r.run.hidePath), now); err != nil {
 			r.halt(r.journalErr(err))
 		}
 	}

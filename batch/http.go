@@ -46,7 +46,8 @@ import (
 // the package documentation describes; each attempt waits for its host
 // before it is sent. An error from client.Do comes as a *url.Error, which
 // Run sees through; its URL is cut to scheme://host/path (no user
-// information, no query: they often carry credentials), so that neither
+// information, no query: they often carry credentials; no path with
+// [Options].HidePath), so that neither
 // the journal nor the Report holds them, and Op and the wrapped error are
 // kept. With pace.Transport's ErrorOnGiveUp the final answer
 // comes inside a *pace.AttemptsError: Run reads it from its Response as if
@@ -80,7 +81,8 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 		if req.URL == nil {
 			return errNilURL
 		}
-		if a := attemptOf(ctx); a != nil {
+		a := attemptOf(ctx)
+		if a != nil {
 			if err := a.enter(ctx, hostKey(req)); err != nil {
 				return err
 			}
@@ -92,7 +94,7 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return redact.Error(err) // its URL without user information and query
+			return redact.Error(err, a.hidePath()) // its URL without user information and query (and path)
 		}
 		defer drainAndClose(resp.Body)
 		RecordStatus(ctx, resp.StatusCode)
@@ -131,6 +133,12 @@ func CheckResponse(resp *http.Response) error {
 		return &ThrottledError{Status: code, RetryAfter: d}
 	}
 	return &StatusError{Code: code}
+}
+
+// hidePath reports whether the attempt's run has Options.HidePath; false
+// for a nil a (HTTP called outside Run).
+func (a *attemptState) hidePath() bool {
+	return a != nil && a.item != nil && a.item.run.hidePath
 }
 
 // hostKey is the key a request's throttles pause in a run: its host as

@@ -64,10 +64,10 @@ type header struct {
 	Run     string `json:"run"` // the run ID, see [RunID]
 }
 
-func newRecord(r *Result) record {
+func newRecord(r *Result, hidePath bool) record {
 	rec := record{ID: r.ID, Outcome: r.Outcome.String(), Status: r.Status, Attempts: r.Attempts, Duration: int64(r.Duration)}
 	if r.Err != nil {
-		rec.Error = redact.ErrorText(r.Err) // no URL's query or user information on disk
+		rec.Error = redact.ErrorText(r.Err, hidePath) // no URL's query or user information on disk, nor its path with Options.HidePath
 	}
 	return rec
 }

@@ -160,7 +160,8 @@ type Options struct {
 	// idempotency key HTTP sent, and for a failed item its error's text,
 	// with every URL of a [*url.Error] in it cut to scheme://host/path,
 	// without the user information and the query, which often carry
-	// credentials (user:password@, ?api_key=). Never a request's headers
+	// credentials (user:password@, ?api_key=), and without the path with
+	// HidePath. Never a request's headers
 	// or body. An item function's own error text is written as it is,
 	// apart from those URLs: keep secrets out of it. Run creates a
 	// missing file with mode 0600 (read and write for its owner only,
@@ -194,6 +195,14 @@ type Options struct {
 	// if each were idempotent: use it when the upstream was checked and
 	// did not apply them, or tolerates duplicates.
 	ResendInDoubt bool
+
+	// HidePath keeps URL paths out of what Run writes: the journal's error
+	// text and the errors of [HTTP]'s requests show each URL of a
+	// [*url.Error] as scheme://host/[redacted]. Set it for APIs that carry
+	// a secret in the path, as pace.Transport's HidePath says. By default
+	// the path is kept. Other text in an item function's own errors is
+	// written as it is.
+	HidePath bool
 }
 
 // withDefaults returns o with zero fields replaced by their defaults, or a

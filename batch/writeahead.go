@@ -29,6 +29,7 @@ type run struct {
 	// which records each item's start itself, just before sending: Run
 	// then records no start of its own.
 	selfJournaled atomic.Bool
+	hidePath      bool // Options.HidePath
 }
 
 // item is what the attempts of one item know of its place in the journal.

@@ -26,6 +26,10 @@
 // retryable.Install wants it, the client making the retries) makes no
 // retries and counts no give-up for running out of attempts.
 //
+// server.address is the host in the form [pace.Hosts] matches it: lower
+// case, punycode, no trailing dot, no port 80 or 443. So every spelling of
+// a host is one value, in the counters and the histograms alike.
+//
 // server.address takes at most [Options].MaxHosts values (the first hosts
 // seen); later hosts are reported as "_OTHER", so that the cardinality of
 // the attributes is bounded whatever hosts the program calls. Keys that are

@@ -5,10 +5,10 @@ import (
 	"net"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/hostkey"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -209,13 +209,10 @@ func (m *Metrics) onEvent(ev pace.Event) {
 		return
 	}
 	host := ""
-	if ev.Request != nil && ev.Request.URL != nil {
-		host = ev.Request.URL.Host
-		if host == "" {
-			host = ev.Request.Host
-		}
+	if ev.Request != nil {
+		host = hostkey.Request(ev.Request) // the form of pace.Stats.Host, which the counters report
 	}
-	attrs := append(hostAttrs(m.hosts.fold(strings.ToLower(host))), attribute.String(reason, string(ev.Reason)))
+	attrs := append(hostAttrs(m.hosts.fold(host)), attribute.String(reason, string(ev.Reason)))
 	ctx := context.Background()
 	if ev.Request != nil {
 		ctx = ev.Request.Context()

@@ -190,3 +190,52 @@ func TestModuleVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestServerAddressOneFormPerHost: the spellings of one host (case, a
+// trailing dot, Unicode or punycode, port 443, RFC 3986 §3.2.2 and UTS #46)
+// give one server.address in every instrument, the histograms as the
+// counters, since both take the host in the form pace.Hosts matches it.
+func TestServerAddressOneFormPerHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int64
+		base := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			h := http.Header{}
+			code := http.StatusOK
+			if n.Add(1)%2 == 1 { // every request's first attempt
+				code = http.StatusTooManyRequests
+				h.Set("Retry-After", "1")
+			}
+			return &http.Response{StatusCode: code, Header: h, Body: http.NoBody, Request: r}, nil
+		})
+		tr := &pace.Transport{Base: base, Limits: pace.Hosts{"*": {Limit: pace.TokenBucket(pace.PerSecond(2), 1)}}}
+		reader := sdkmetric.NewManualReader()
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+		defer mp.Shutdown(context.Background())
+		m, err := Instrument(tr, Options{MeterProvider: mp})
+		require.NoError(t, err)
+		defer m.Close()
+		spellings := []string{"http://äpi.example/", "http://ÄPI.example./", "http://xn--pi-uia.example/", "http://XN--PI-UIA.example:443/"}
+		for _, u := range spellings {
+			req, err := http.NewRequest("GET", u, nil)
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		got := collect(t, reader)
+		for _, name := range []string{"pace.client.requests", "pace.client.attempts", "pace.client.retries",
+			"pace.client.throttles", "pace.client.retry_delay", "pace.client.wait.duration"} {
+			seen := map[string]bool{}
+			for _, p := range got[name] {
+				v, _ := p.attrs.Value("server.address")
+				seen[v.AsString()] = true
+				_, hasPort := p.attrs.Value("server.port")
+				assert.False(t, hasPort, name)
+			}
+			assert.Equal(t, map[string]bool{"xn--pi-uia.example": true}, seen, name)
+		}
+		p, ok := valueAt(got["pace.client.retry_delay"], "xn--pi-uia.example")
+		require.True(t, ok)
+		assert.Equal(t, float64(len(spellings)), p.value, "one retry per request, all under one host")
+	})
+}

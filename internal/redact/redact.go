@@ -1,7 +1,9 @@
 // Package redact keeps credentials that ride in URLs out of logs and
 // files: the user information (RFC 3986 §3.2.1, "user:password@") and the
 // query (RFC 3986 §3.4), where APIs put keys and tokens (?api_key=,
-// ?access_token=, a pre-signed URL's signature). It is the one rule that
+// ?access_token=, a pre-signed URL's signature), and on demand the path
+// (RFC 3986 §3.3), where some APIs put them (the Telegram Bot API's
+// /bot<token>/, webhook and capability URLs). It is the one rule that
 // package pace's Logger and package batch's journal share.
 package redact
 
@@ -10,41 +12,49 @@ import (
 	"strings"
 )
 
+// hiddenPath stands for a path that hidePath keeps out.
+const hiddenPath = "/[redacted]"
+
 // URL returns u as scheme://host/path: without its user information, its
-// query and its fragment. A URL with no host (a relative or opaque one) is
+// query and its fragment. With hidePath, a path other than "" and "/" is
+// shown as "/[redacted]". A URL with no host (a relative or opaque one) is
 // shown as its path alone.
-func URL(u *url.URL) string {
+func URL(u *url.URL, hidePath bool) string {
 	if u == nil {
 		return ""
 	}
-	if u.Host == "" {
-		return u.EscapedPath()
+	p := u.EscapedPath()
+	if hidePath && p != "" && p != "/" {
+		p = hiddenPath
 	}
-	return u.Scheme + "://" + u.Host + u.EscapedPath()
+	if u.Host == "" {
+		return p
+	}
+	return u.Scheme + "://" + u.Host + p
 }
 
 // urlString returns s, a URL as a *url.Error holds it, redacted as URL
 // does, or "[redacted URL]" when it does not parse.
-func urlString(s string) string {
+func urlString(s string, hidePath bool) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "[redacted URL]"
 	}
-	return URL(u)
+	return URL(u, hidePath)
 }
 
 // ErrorText returns err's text with the URL of every [*url.Error] in its
 // tree (through Unwrap() error and Unwrap() []error) redacted as URL does:
 // net/http's client errors read `Get "https://user:***@host/p?api_key=…":
 // …`. It returns "" for a nil err.
-func ErrorText(err error) string {
+func ErrorText(err error, hidePath bool) string {
 	if err == nil {
 		return ""
 	}
 	text := err.Error()
 	for _, u := range urlErrors(err, nil) {
 		if u.URL != "" {
-			text = strings.ReplaceAll(text, u.URL, urlString(u.URL))
+			text = strings.ReplaceAll(text, u.URL, urlString(u.URL, hidePath))
 		}
 	}
 	return text
@@ -53,13 +63,13 @@ func ErrorText(err error) string {
 // Error returns err with its URL redacted as URL does when err is a
 // [*url.Error] (a copy: Op and Err are kept, so errors.Is and errors.As
 // see what they saw), and err itself otherwise.
-func Error(err error) error {
+func Error(err error, hidePath bool) error {
 	u, ok := err.(*url.Error)
 	if !ok {
 		return err
 	}
 	c := *u
-	c.URL = urlString(u.URL)
+	c.URL = urlString(u.URL, hidePath)
 	return &c
 }
 
