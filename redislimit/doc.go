@@ -28,13 +28,24 @@
 // algorithm, for the kinds of the Limit's parts (at most 32), so that a
 // decision on one token bucket runs no dispatch: its commands are TIME,
 // one MGET of the pause and the bucket, and one SET, as a plain GCRA
-// limiter's are. The keys of one decision are prefix + "{" + key + "}:p"
-// (the pause) and prefix + "{" + key + "}:N" (part N): the hash tag puts
-// them in one Cluster slot. A request that leaves later than its slot by more than
+// limiter's are. A request that leaves later than its slot by more than
 // Options.Margin has its booking moved to where it left (Limiter.Depart,
 // a second round trip), so that the limit counts it where the server saw
 // it. The scripts rely on Redis 5's default of replicating a
 // script's effects, not the script.
+//
+// # Keys in Redis
+//
+// Any key works, of any bytes and length. A key's state lives in
+// prefix + "{" + tag + "}:p" (its pause) and prefix + "{" + tag + "}:N"
+// (part N). The hash tag puts them in one Cluster slot, so no script
+// meets CROSSSLOT. A plain key is its own tag: 1 to 128 bytes of visible
+// ASCII, without '{' or '}', not starting with '#'. Any other key (empty,
+// longer, with braces, spaces, control bytes or non-ASCII) is tagged "#"
+// and 32 base64url characters of its SHA-256 (192 bits). No tag is longer
+// than 128 bytes. No two keys share one, short of a SHA-256 collision.
+// The pause messages on the channel carry the tag, not the key. A plain
+// key shows in Redis as it is.
 //
 // # The shared pause
 //
