@@ -114,4 +114,15 @@
 // A restarted Redis without persistence has forgotten every booking: the
 // limit starts afresh, as after its keys expire, and the Fallback starts
 // full, so each switch can hand out one more burst (see Options.Fallback).
+//
+// # A Cluster master down
+//
+// On Redis Cluster a key's decision needs the master of its slot. When a
+// master dies and no replica takes over, its keys go to the failure
+// policy. With cluster-require-full-coverage yes (Redis's default), the
+// other masters refuse every key too (CLUSTERDOWN) once they mark it
+// failed, about cluster-node-timeout later, until it is back: then every
+// decision goes to the failure policy. With it set to no, the other
+// masters' keys keep deciding on Redis. Give each master a replica, or
+// set it to no. docs/redislimit-cluster.md has the measured timings.
 package redislimit
