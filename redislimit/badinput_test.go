@@ -92,25 +92,6 @@ func manyParts(n int) []pace.Limit {
 	return ls
 }
 
-// TestBadKeys: an empty key, or one that would leave the hash tag empty, is
-// refused with ErrBadKey and books nothing.
-func TestBadKeys(t *testing.T) {
-	_, rdb := startRedis(t)
-	lim := newLimiter(t, rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{})
-	for _, key := range []string{"", "}", "}x"} {
-		p, err := lim.Wait(context.Background(), key, 0)
-		assert.ErrorIs(t, err, ErrBadKey, "%q", key)
-		assert.NotErrorIs(t, err, pace.ErrRateLimited, "a caller's bug is no throttle")
-		lim.Settle(p, throttle.Outcome{Sent: true, Pause: time.Second})
-	}
-	p, err := lim.Wait(context.Background(), "x}", 0) // the tag is "x": fine
-	require.NoError(t, err)
-	lim.Settle(p, throttle.Outcome{Sent: true, Response: true})
-	keys, err := rdb.Keys(context.Background(), "*").Result()
-	require.NoError(t, err)
-	assert.Equal(t, []string{"pace:{x}}:0"}, keys, "only the good key's booking")
-}
-
 // TestNegativeMaxWait: Wait refuses a negative maxWait, as pace.Transport
 // refuses a negative MaxWait, with a *pace.ConfigError that is no
 // throttle (package batch fails the item), and books nothing; a window of
@@ -138,24 +119,17 @@ func TestNegativeMaxWait(t *testing.T) {
 // digits of its SHA-256, bounded whatever the key; WaitError.Key keeps it.
 func TestErrorTextHidesKey(t *testing.T) {
 	_, rdb := startRedis(t)
-	// The test is about error text, not latency: a round trip carrying a
-	// 1 MiB key (twice, in the names of its two keys) took more than the
-	// default 50 ms under -race on a busy 2-core CI machine.
+	// The test is about error text, not latency: it gets a generous
+	// Timeout, as a busy 2-core CI machine under -race needs.
 	lim := newLimiter(t, rdb, pace.TokenBucket(pace.PerMinute(1), 1), Options{Timeout: 10 * time.Second})
 	huge := "sk_live_" + strings.Repeat("k", 1<<20)
 	for _, key := range []string{"sk_live_SUPERSECRET", huge, "}" + huge} {
-		if key[0] != '}' {
-			p, err := lim.Wait(context.Background(), key, 0) // the key's one unit
-			require.NoError(t, err)
-			lim.Settle(p, throttle.Outcome{Sent: true, Response: true})
-		}
-		_, err := lim.Wait(context.Background(), key, 10*time.Millisecond)
+		p, err := lim.Wait(context.Background(), key, 0) // the key's one unit
+		require.NoError(t, err)
+		lim.Settle(p, throttle.Outcome{Sent: true, Response: true})
+		_, err = lim.Wait(context.Background(), key, 10*time.Millisecond)
 		require.Error(t, err)
-		if key[0] == '}' {
-			assert.ErrorIs(t, err, ErrBadKey)
-		} else {
-			assert.ErrorIs(t, err, pace.ErrWaitTooLong)
-		}
+		assert.ErrorIs(t, err, pace.ErrWaitTooLong)
 		sum := sha256.Sum256([]byte(key))
 		assert.Contains(t, err.Error(), "key~"+hex.EncodeToString(sum[:6]))
 		assert.NotContains(t, err.Error(), "sk_live_")

@@ -28,13 +28,24 @@
 // algorithm, for the kinds of the Limit's parts (at most 32), so that a
 // decision on one token bucket runs no dispatch: its commands are TIME,
 // one MGET of the pause and the bucket, and one SET, as a plain GCRA
-// limiter's are. The keys of one decision are prefix + "{" + key + "}:p"
-// (the pause) and prefix + "{" + key + "}:N" (part N): the hash tag puts
-// them in one Cluster slot. A request that leaves later than its slot by more than
+// limiter's are. A request that leaves later than its slot by more than
 // Options.Margin has its booking moved to where it left (Limiter.Depart,
 // a second round trip), so that the limit counts it where the server saw
 // it. The scripts rely on Redis 5's default of replicating a
 // script's effects, not the script.
+//
+// # Keys in Redis
+//
+// Any key works, of any bytes and length. A key's state lives in
+// prefix + "{" + tag + "}:p" (its pause) and prefix + "{" + tag + "}:N"
+// (part N). The hash tag puts them in one Cluster slot, so no script
+// meets CROSSSLOT. A plain key is its own tag: 1 to 128 bytes of visible
+// ASCII, without '{' or '}', not starting with '#'. Any other key (empty,
+// longer, with braces, spaces, control bytes or non-ASCII) is tagged "#"
+// and 32 base64url characters of its SHA-256 (192 bits). No tag is longer
+// than 128 bytes. No two keys share one, short of a SHA-256 collision.
+// The pause messages on the channel carry the tag, not the key. A plain
+// key shows in Redis as it is.
 //
 // # The shared pause
 //
@@ -103,4 +114,15 @@
 // A restarted Redis without persistence has forgotten every booking: the
 // limit starts afresh, as after its keys expire, and the Fallback starts
 // full, so each switch can hand out one more burst (see Options.Fallback).
+//
+// # A Cluster master down
+//
+// On Redis Cluster a key's decision needs the master of its slot. When a
+// master dies and no replica takes over, its keys go to the failure
+// policy. With cluster-require-full-coverage yes (Redis's default), the
+// other masters refuse every key too (CLUSTERDOWN) once they mark it
+// failed, about cluster-node-timeout later, until it is back: then every
+// decision goes to the failure policy. With it set to no, the other
+// masters' keys keep deciding on Redis. Give each master a replica, or
+// set it to no. docs/redislimit-cluster.md has the measured timings.
 package redislimit

@@ -33,20 +33,12 @@ var (
 	// applies to it.
 	ErrUnexpectedReply = fmt.Errorf("%w: unexpected reply", ErrUnavailable)
 
-	// ErrBadKey means Wait was given an empty key, or one starting with
-	// "}": Redis Cluster would then hash each of the decision's keys on its
-	// own (an empty hash tag), and they could land in different slots. It
-	// comes inside a *pace.WaitError; nothing is booked. It does not match
-	// pace.ErrRateLimited: it is the caller's bug, and package batch fails
-	// the item.
-	ErrBadKey = errors.New("redislimit: key must be non-empty and must not start with '}'")
-
 	// ErrBadState means a key the Limiter keeps in Redis holds a value of
 	// another type (a hash, a list, a set, where the Limiter keeps a
 	// string or a sorted set): someone else's data under the Limiter's
 	// Prefix. The Limiter leaves it alone and books nothing; the error,
 	// inside a *pace.WaitError, names the Redis key, with "{key}" in place
-	// of the Wait's key (it may be a secret). It is reported by a key's
+	// of the Wait's key or its hash (the key may be a secret). It is reported by a key's
 	// first decision, or its first after it idled; a busy key's decision
 	// checks no type (see the package documentation, "State in Redis"). It
 	// is not Redis failing: it does not match ErrUnavailable or pace.ErrRateLimited, the Fallback limiter is not
@@ -60,7 +52,7 @@ var (
 
 // badState returns the error of a decision that found KEYS[index] (keys
 // holds them, from 1) of another type. It names the Redis key with
-// "{key}" in place of the Wait's key, which may be a secret (the
+// "{key}" in place of the key's tag, which may be a secret (the
 // WaitError shows it as a fingerprint).
 func badState(keys []string, index int64) error {
 	if index < 1 || index > int64(len(keys)) {

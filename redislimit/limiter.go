@@ -50,7 +50,8 @@ type Options struct {
 	// Prefix starts the name of every key the Limiter writes; "" means
 	// DefaultPrefix. Limiters that share a limit use the same Prefix and
 	// the same Limit; different limits need different prefixes. It must not
-	// contain '{' or '}', which would move Redis Cluster's hash tag.
+	// contain '{' or '}', which would move Redis Cluster's hash tag (see
+	// the package documentation, "Keys in Redis").
 	Prefix string
 
 	// Timeout bounds each round trip to Redis (one per decision). Zero
@@ -258,11 +259,12 @@ func (l *Limiter) Close() error {
 	return err
 }
 
-// keys returns the Redis keys of one decision for key: its throttle, then
-// one per part, all with the hash tag {key} so that they share a slot. The
-// keys are slices of one string, built in one allocation.
-func (l *Limiter) keys(key string) []string {
-	base := len(l.prefix) + len(key) + 3 // prefix{key}:
+// keys returns the Redis keys of one decision for the key of tag (see
+// keyTag): its throttle, then one per part, all with the hash tag {tag}
+// so that they share a slot. The keys are slices of one string, built in
+// one allocation.
+func (l *Limiter) keys(tag string) []string {
+	base := len(l.prefix) + len(tag) + 3 // prefix{tag}:
 	n := 0
 	for _, suf := range l.suffixes {
 		n += base + len(suf)
@@ -272,7 +274,7 @@ func (l *Limiter) keys(key string) []string {
 	for _, suf := range l.suffixes {
 		b.WriteString(l.prefix)
 		b.WriteByte('{')
-		b.WriteString(key)
+		b.WriteString(tag)
 		b.WriteString("}:")
 		b.WriteString(suf)
 	}
@@ -398,9 +400,6 @@ func parseDecision(v any, parts int, sliding bool) (decision, error) {
 	return d, nil
 }
 
-// validKey reports whether key can be a hash tag.
-func validKey(key string) bool { return key != "" && key[0] != '}' }
-
 // Wait blocks until one request for key may leave, books it in Redis, and
 // returns its Permit; see [throttle.Limiter]. Each decision is one round trip:
 // the script reads the key's throttle and limit on Redis's clock and books
@@ -410,7 +409,9 @@ func validKey(key string) bool { return key != "" && key[0] != '}' }
 // processes becomes the probe (Permit.Probe) and the others hold, asking
 // again when its answer is published or every 100 ms, until Settle reports
 // it. A request whose slot lies ahead sleeps until it; if the key is paused
-// meanwhile it gives its slot back and waits behind the probe.
+// meanwhile it gives its slot back and waits behind the probe. Any key
+// works, of any bytes and length: see the package documentation, "Keys in
+// Redis".
 //
 // It fails at once, booking nothing, with a *pace.WaitError wrapping
 // pace.ErrWaitTooLong (maxWait > 0 exceeded; 0 sets no bound),
@@ -418,7 +419,7 @@ func validKey(key string) bool { return key != "" && key[0] != '}' }
 // bucket's queue), the deadline error (matching pace.ErrWaitExceedsDeadline
 // and context.DeadlineExceeded) when the wait would outlast ctx's
 // deadline, pace.ErrThrottled when the probe it waited behind was
-// throttled again, or [ErrBadKey]. A negative maxWait is refused, as
+// throttled again. A negative maxWait is refused, as
 // pace.Transport refuses a negative MaxWait: the WaitError wraps a
 // *pace.ConfigError (matching pace.ErrInvalidConfig, not
 // pace.ErrRateLimited, so package batch fails the item). It refuses with
@@ -442,16 +443,14 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 	if err := ctx.Err(); err != nil {
 		return p, &pace.WaitError{Key: key, Err: err}
 	}
-	if !validKey(key) {
-		return p, &pace.WaitError{Key: key, Err: ErrBadKey}
-	}
 	if maxWait < 0 {
 		return p, &pace.WaitError{Key: key, Err: cfgErr("maxWait", maxWait, "must not be negative (0 sets no bound)")}
 	}
 	start := time.Now()
-	w, seq := l.ws.add(key)
-	defer l.ws.done(key, w)
-	keys := l.keys(key)
+	tag := keyTag(key)
+	w, seq := l.ws.add(tag)
+	defer l.ws.done(tag, w)
+	keys := l.keys(tag)
 	probes := int64(-1)
 	for sent := start; ; sent = time.Now() { // sent: no later than the decision is sent
 		left := int64(0) // µs; 0: no bound
@@ -508,7 +507,7 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 		if wait == 0 {
 			return p, nil
 		}
-		again, err := l.sleepBooked(ctx, p, keys, d, w, &seq)
+		again, err := l.sleepBooked(ctx, p, tag, keys, d, w, &seq)
 		if !again {
 			if err != nil {
 				p.State, p.Track = nil, false
@@ -573,16 +572,16 @@ func ctxErr(ctx context.Context) error {
 	return errDeadline
 }
 
-// sleepBooked waits for the slot of decision d. It returns again when a
-// pause announced after the booking made it give the slot back, and a
-// *pace.WaitError when ctx ended (the slot given back).
-func (l *Limiter) sleepBooked(ctx context.Context, p throttle.Permit, keys []string, d decision, w *watch, seq *uint64) (again bool, err error) {
+// sleepBooked waits for the slot of decision d on the key of tag. It
+// returns again when a pause announced after the booking made it give the
+// slot back, and a *pace.WaitError when ctx ended (the slot given back).
+func (l *Limiter) sleepBooked(ctx context.Context, p throttle.Permit, tag string, keys []string, d decision, w *watch, seq *uint64) (again bool, err error) {
 	until := time.Now().Add(p.Delay)
 	for {
 		wake, cur, gen := l.ws.wakeAfter(w, *seq)
 		*seq = cur
 		if gen > uint64(d.gen) { // the key was paused after this booking
-			l.cancel(ctx, p.Key, keys, d)
+			l.cancel(ctx, tag, keys, d)
 			return true, nil
 		}
 		left := time.Until(until)
@@ -590,21 +589,22 @@ func (l *Limiter) sleepBooked(ctx context.Context, p throttle.Permit, keys []str
 			return false, nil
 		}
 		if err := sleepWake(ctx, p.Key, left, wake); err != nil {
-			l.cancel(context.WithoutCancel(ctx), p.Key, keys, d)
+			l.cancel(context.WithoutCancel(ctx), tag, keys, d)
 			return false, err
 		}
 	}
 }
 
-// cancel gives back the booking of d and its probe role (cancelScript).
-// If Redis fails, the booking stays: stricter, never looser.
-func (l *Limiter) cancel(ctx context.Context, key string, keys []string, d decision) {
+// cancel gives back the booking of d and its probe role (cancelScript),
+// on the key of tag. If Redis fails, the booking stays: stricter, never
+// looser.
+func (l *Limiter) cancel(ctx context.Context, tag string, keys []string, d decision) {
 	args := make([]any, 0, 6+4*len(l.parts))
 	probe := 0
 	if d.probe {
 		probe = 1
 	}
-	args = append(args, d.at, probe, d.lease, l.channel, key, len(l.parts))
+	args = append(args, d.at, probe, d.lease, l.channel, tag, len(l.parts))
 	for i := range l.parts {
 		args = append(args, l.cancelKX[3*i:3*i+3]...)
 		args = append(args, member(d.members, i))
@@ -661,7 +661,7 @@ func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
 		return
 	}
 	e, _ := p.State.(*inflight)
-	if e == nil || !validKey(p.Key) {
+	if e == nil {
 		return
 	}
 	late := at.Sub(e.slot)
@@ -677,7 +677,7 @@ func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
 	}
 	ctx, cancel := l.dl.bound(context.Background())
 	defer cancel()
-	_ = departScript.Run(ctx, l.rdb, l.keys(p.Key), args...).Err() // if Redis fails, the slot stays where it was booked
+	_ = departScript.Run(ctx, l.rdb, l.keys(keyTag(p.Key)), args...).Err() // if Redis fails, the slot stays where it was booked
 }
 
 // Settle records how the request of p ended; see [throttle.Limiter]. A
@@ -704,7 +704,7 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	if e, _ := p.State.(*inflight); e != nil {
 		lease = e.lease
 	}
-	if (o.Pause <= 0 && !p.Probe && p.Strikes == 0) || !validKey(p.Key) {
+	if o.Pause <= 0 && !p.Probe && p.Strikes == 0 {
 		return
 	}
 	probe, resp := 0, 0
@@ -720,8 +720,9 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	}
 	ctx, cancel := l.dl.bound(context.Background())
 	defer cancel()
-	keys := []string{l.prefix + "{" + p.Key + "}:p"}
-	err := settleScript.Run(ctx, l.rdb, keys, int64(p.Gen), lease, probe, pause, resp, l.channel, p.Key).Err()
+	tag := keyTag(p.Key)
+	keys := []string{l.prefix + "{" + tag + "}:p"}
+	err := settleScript.Run(ctx, l.rdb, keys, int64(p.Gen), lease, probe, pause, resp, l.channel, tag).Err()
 	if err != nil && o.Pause > 0 && l.fallback != nil {
 		l.fallback.Settle(throttle.Permit{Key: p.Key}, o)
 	}

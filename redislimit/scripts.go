@@ -428,9 +428,9 @@ local function expireIn(key, us)
 // cancelScript gives back a booking that decideScript made at instant t
 // (ARGV[1]) whose request will not leave, and the probe role if it held it
 // (ARGV[2] 1, ARGV[3] its lease), telling the key's waiters through channel
-// ARGV[4] (message "a 0 " .. ARGV[5]). A booking whose instant has passed
-// counts as used. ARGV[6] is the number of parts, then 4 per part: kind,
-// x and c (as in decideScript), member. A part whose key holds no number
+// ARGV[4] (message "a 0 " .. ARGV[5], the key's tag). A booking whose
+// instant has passed counts as used. ARGV[6] is the number of parts, then
+// 4 per part: kind, x and c (as in decideScript), member. A part whose key holds no number
 // is left to the next decision to repair; every TTL is at most c.
 //
 // A token bucket or pacer gives back only the part of its interval that no
@@ -472,9 +472,10 @@ return 0
 // settleScript records how a request ended, as the in-memory throttle
 // engine of package pace does (a 429's pause, strikes, the probe's answer).
 // ARGV: gen and lease of the Permit, probe (1/0), pause (0: none),
-// response (1/0), channel, key. It writes nothing for a key that has no
-// throttle and met none. It publishes "p <gen> <key>" when it set or
-// extended the pause, "a <probes> <key>" when it ended the probe's role.
+// response (1/0), channel, the key's tag (keyTag). It writes nothing for
+// a key that has no throttle and met none. It publishes "p <gen> <tag>"
+// when it set or extended the pause, "a <probes> <tag>" when it ended the
+// probe's role.
 var settleScript = redis.NewScript(luaNow + `
 local pgen, plea, probe, pause, resp =
   tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])

@@ -14,11 +14,12 @@ import (
 
 // watches wakes the requests of this process that wait on a key when
 // another process (or this one) changes the key's throttle: settleScript
-// publishes "p <gen> <key>" when it pauses the key and "a <probes> <key>"
-// when its probe role ends, on the Limiter's channel. Pub/sub delivers at
-// most once: a message lost while the subscription reconnects leaves a
-// waiter on its timer, so waits behind a probe poll Redis as well
-// (probePoll).
+// publishes "p <gen> <tag>" when it pauses the key and "a <probes> <tag>"
+// when its probe role ends, on the Limiter's channel. The tag is keyTag's,
+// of bounded length whatever the key, and waiters are registered by it.
+// Pub/sub delivers at most once: a message lost while the subscription
+// reconnects leaves a waiter on its timer, so waits behind a probe poll
+// Redis as well (probePoll).
 type watches struct {
 	mu sync.Mutex
 	m  map[string]*watch
@@ -35,18 +36,18 @@ type watch struct {
 // closed is a channel that is closed.
 var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// add registers a waiter on key, before the decision it waits after, and
-// returns the count of the key's messages so far, so that no message that
-// comes later is missed (see wakeAfter).
-func (ws *watches) add(key string) (*watch, uint64) {
+// add registers a waiter on the key of tag, before the decision it waits
+// after, and returns the count of the key's messages so far, so that no
+// message that comes later is missed (see wakeAfter).
+func (ws *watches) add(tag string) (*watch, uint64) {
 	ws.mu.Lock()
-	w := ws.m[key]
+	w := ws.m[tag]
 	if w == nil {
 		if ws.m == nil {
 			ws.m = make(map[string]*watch)
 		}
 		w = &watch{}
-		ws.m[key] = w
+		ws.m[tag] = w
 	}
 	w.refs++
 	seq := w.seq
@@ -54,11 +55,11 @@ func (ws *watches) add(key string) (*watch, uint64) {
 	return w, seq
 }
 
-// done unregisters a waiter on key.
-func (ws *watches) done(key string, w *watch) {
+// done unregisters a waiter on the key of tag.
+func (ws *watches) done(tag string, w *watch) {
 	ws.mu.Lock()
 	if w.refs--; w.refs == 0 {
-		delete(ws.m, key)
+		delete(ws.m, tag)
 	}
 	ws.mu.Unlock()
 }
@@ -84,7 +85,7 @@ func (ws *watches) deliver(payload string) {
 	if !ok {
 		return
 	}
-	num, key, ok := strings.Cut(rest, " ")
+	num, tag, ok := strings.Cut(rest, " ")
 	if !ok {
 		return
 	}
@@ -93,7 +94,7 @@ func (ws *watches) deliver(payload string) {
 		return
 	}
 	ws.mu.Lock()
-	if w := ws.m[key]; w != nil {
+	if w := ws.m[tag]; w != nil {
 		if kind == "p" {
 			w.gen = max(w.gen, n)
 		}

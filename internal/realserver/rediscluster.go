@@ -14,7 +14,9 @@ import (
 // RedisCluster is a running Redis Cluster of masters without replicas,
 // started by [StartRedisCluster].
 type RedisCluster struct {
+	bin      string
 	nodes    []*proc
+	args     [][]string // each node's arguments, for Restart
 	addrs    []string
 	stopOnce sync.Once
 	stopErr  error
@@ -22,14 +24,15 @@ type RedisCluster struct {
 
 // StartRedisCluster starts a Redis Cluster of masters (at least 3) on
 // free ports of 127.0.0.1, each redis-server with --cluster-enabled yes and
-// no persistence, its files in a new t.TempDir(), joins them with
+// no persistence, its files in a new t.TempDir(), extra arguments appended
+// to each (such as "--cluster-node-timeout", "1000"), joins them with
 // `redis-cli --cluster create … --cluster-replicas 0 --cluster-yes`, and
 // waits up to 10 s until every node reports cluster_state:ok. t.Cleanup
 // stops every node by PID.
 //
 // When redis-server or redis-cli is not installed or the cluster does not
 // form, t is skipped, or failed when CI=true.
-func StartRedisCluster(t testing.TB, masters int) *RedisCluster {
+func StartRedisCluster(t testing.TB, masters int, args ...string) *RedisCluster {
 	t.Helper()
 	bin, err := lookBinary("redis-server")
 	if err != nil {
@@ -41,7 +44,7 @@ func StartRedisCluster(t testing.TB, masters int) *RedisCluster {
 	}
 	var lastErr error
 	for range startTries {
-		c, err := startCluster(t, bin, cli, max(masters, 3))
+		c, err := startCluster(t, bin, cli, max(masters, 3), args)
 		if err == nil {
 			t.Cleanup(func() {
 				if err := c.Stop(); err != nil {
@@ -56,23 +59,25 @@ func StartRedisCluster(t testing.TB, masters int) *RedisCluster {
 	return nil
 }
 
-func startCluster(t testing.TB, bin, cli string, masters int) (*RedisCluster, error) {
+func startCluster(t testing.TB, bin, cli string, masters int, extra []string) (*RedisCluster, error) {
 	dir := t.TempDir()
-	c := &RedisCluster{}
+	c := &RedisCluster{bin: bin}
 	for range masters {
 		port := FreePort(t)
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		p, err := startProc(exec.Command(bin,
+		args := append([]string{
 			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", port)),
 			"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", dir,
-			"--logfile", filepath.Join(dir, fmt.Sprintf("redis-%d.log", port))))
+			"--logfile", filepath.Join(dir, fmt.Sprintf("redis-%d.log", port)),
+		}, extra...)
+		p, err := startProc(exec.Command(bin, args...))
 		if err != nil {
 			_ = c.Stop()
 			return nil, fmt.Errorf("starting %s: %w", bin, err)
 		}
-		c.nodes, c.addrs = append(c.nodes, p), append(c.addrs, addr)
+		c.nodes, c.args, c.addrs = append(c.nodes, p), append(c.args, args), append(c.addrs, addr)
 		if err := p.waitReady(addr); err != nil {
 			_ = c.Stop()
 			return nil, fmt.Errorf("node %s: %v", addr, err)
@@ -104,6 +109,49 @@ func startCluster(t testing.TB, bin, cli string, masters int) (*RedisCluster, er
 
 // Addrs returns the masters' addresses, "127.0.0.1:port" each.
 func (c *RedisCluster) Addrs() []string { return c.addrs }
+
+// Kill kills the master at Addrs()[i] at once (SIGKILL by PID), as a crash
+// would, and waits for it to exit. The cluster has no replicas to take
+// over its slots.
+func (c *RedisCluster) Kill(i int) error {
+	if i < 0 || i >= len(c.nodes) {
+		return fmt.Errorf("no node %d of %d", i, len(c.nodes))
+	}
+	p := c.nodes[i]
+	if err := p.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(stopTimeout):
+		return fmt.Errorf("pid %d survived SIGKILL for %v", p.cmd.Process.Pid, stopTimeout)
+	}
+}
+
+// Restart starts the master at Addrs()[i] again after Kill, on the same
+// port and with the same arguments: it keeps its cluster identity and
+// slots (its nodes file), not its data. It waits until the node accepts
+// connections, not until the cluster is ok again. Call it before Stop.
+func (c *RedisCluster) Restart(i int) error {
+	if i < 0 || i >= len(c.nodes) {
+		return fmt.Errorf("no node %d of %d", i, len(c.nodes))
+	}
+	select {
+	case <-c.nodes[i].exited:
+	default:
+		return fmt.Errorf("node %s is still running", c.addrs[i])
+	}
+	p, err := startProc(exec.Command(c.bin, c.args[i]...))
+	if err != nil {
+		return fmt.Errorf("starting %s: %w", c.bin, err)
+	}
+	c.nodes[i] = p
+	if err := p.waitReady(c.addrs[i]); err != nil {
+		return fmt.Errorf("node %s: %v", c.addrs[i], err)
+	}
+	return nil
+}
 
 // Stop stops every node (SIGTERM by PID, then SIGKILL after 5 s) and waits
 // for them; later calls return the first call's result.
