@@ -469,6 +469,7 @@ type call struct {
 // backoffState is a request's backoff schedule.
 type backoffState struct {
 	s        *state
+	key      string          // the request's key, for its retry budget
 	bo       backoff.BackOff // the request's schedule, made at its first backoff
 	floor    time.Duration   // shortest backoff wait
 	cap      time.Duration   // longest backoff wait
@@ -793,7 +794,7 @@ func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Respon
 		return time.Time{}
 	}
 	if c.bo == nil {
-		c.bo = &backoffState{s: c.s}
+		c.bo = &backoffState{s: c.s, key: c.key}
 	}
 	now := time.Now()
 	if attempt == 1 && c.s.budget != nil {
@@ -801,7 +802,7 @@ func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Respon
 	}
 	in := attemptEnd{
 		now: now, attempt: attempt, resp: resp, err: err, retry: again, why: why,
-		failed: failed, canRetry: c.canRetry, withdraw: c.withdraw, strikes: strikes,
+		failed: failed, canRetry: c.canRetry, withdraw: c.bo.withdraw, strikes: strikes,
 		maxAttempts: c.maxAttempts, maxRetryAfter: c.s.maxRetryAfter, jitter: c.s.jitter,
 		customBackoff: c.s.newBackOff != nil, backoff: c.bo.next,
 		adaptive: c.kd != nil && c.kd.limited, // a Keyed with a configured limit
@@ -818,12 +819,13 @@ func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Respon
 
 // withdraw takes a retry from the key's budget at now, with force even
 // when the budget is spent; it reports whether the budget allowed it, which
-// is always true without a budget.
-func (c *call) withdraw(now time.Time, force bool) bool {
-	if c.s.budget == nil {
+// is always true without a budget. It is b's, not the call's, so that the
+// call stays on the stack: b is made only when an attempt failed.
+func (b *backoffState) withdraw(now time.Time, force bool) bool {
+	if b.s.budget == nil {
 		return true
 	}
-	return c.s.budget.withdraw(c.key, now, force)
+	return b.s.budget.withdraw(b.key, now, force)
 }
 
 // next returns the wait before the next attempt from the request's
