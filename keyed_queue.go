@@ -236,34 +236,9 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (th
 	}
 	start := clampNow(int64(time.Since(k.epoch)))
 	if k.waitFast(start, key) {
-		return throttle.Permit{Key: key}, nil
+		return throttle.Permit{Key: key, Limited: k.limited}, nil
 	}
 	return k.waitSlow(ctx, key, maxWait, start)
-}
-
-// wait is Wait storing the Permit in *p, for the Transport: the Permit
-// does not travel back through throttle.Limiter's results.
-func (k *Keyed) wait(ctx context.Context, key string, maxWait time.Duration, p *throttle.Permit) error {
-	if err := ctx.Err(); err != nil {
-		*p = throttle.Permit{Key: key}
-		return &WaitError{Key: key, Err: err}
-	}
-	start := clampNow(int64(time.Since(k.epoch)))
-	if k.waitFast(start, key) {
-		*p = throttle.Permit{Key: key}
-		return nil
-	}
-	var err error
-	*p, err = k.waitSlow(ctx, key, maxWait, start)
-	return err
-}
-
-// admitNow is Wait's fast path alone, for the Transport: it reports whether
-// a request for key is admitted at once with Permit{Key: key} (see
-// waitFast), booking it; if not, nothing is booked and the caller calls
-// Wait (which reads the clock again).
-func (k *Keyed) admitNow(ctx context.Context, key string) bool {
-	return ctx.Err() == nil && k.waitFast(clampNow(int64(time.Since(k.epoch))), key)
 }
 
 // waitSlow is Wait past its fast path, from its first clock reading start.
@@ -272,7 +247,7 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 	if dl, ok := ctx.Deadline(); ok {
 		deadline = sinceEpoch(k.epoch, dl)
 	}
-	p := throttle.Permit{Key: key}
+	p := throttle.Permit{Key: key, Limited: k.limited}
 	var probes uint32
 	var b *booking
 	var lease uint32        // the probe role this request holds (p.Probe); 0: none
@@ -553,32 +528,25 @@ func (k *Keyed) Depart(p throttle.Permit, at time.Time) {
 // without a pause, probe or queue reads no clock: it costs a lock at most,
 // and none while no key of the store has any.
 //
-// When the [Transport] settles a request of a Keyed of its own (one per
-// entry of its Limits, or a Keyed set as its Limiter), it also hands over
-// what the answer's headers said, which Settle's Outcome does not carry. A
-// server quota (its quota headers) paces the key: its Remaining requests
+// o.Quota, the server's quota, paces the key: its Remaining requests
 // are spread over the Reset, each Reset/(Remaining+1) after the one before,
 // so that the key never runs dry before the reset; none remaining pauses
 // the key until the reset, without a probe. The key's limit still applies,
 // so a quota never makes requests go faster than it; an answer that
 // contradicts the quota already known for the same window (its reset moved
 // more than a second earlier, or more remains than an earlier answer said)
-// is ignored, and the pace ends with its window. A throttle that named no
-// delay and no quota lowers the key's rate (see [Transport], "Adaptive
-// rate"). Safe for concurrent use.
+// is ignored, and the pace ends with its window. o.Cut lowers the key's
+// rate (see [Transport], "Adaptive rate"). Safe for concurrent use.
 func (k *Keyed) Settle(p throttle.Permit, o throttle.Outcome) {
 	k.mustInit()
-	k.settle(&p, o, Quota{}, false)
+	k.settle(&p, o)
 }
 
-// settle is Settle with the Permit passed by pointer, for the Transport,
-// which also passes what the answer's headers said: q, when its Reset is
-// positive, is the server's quota (serverQuota; Remaining requests may go
-// before Reset, from o.At, the Transport having capped Reset), and cut
-// reports a throttle that named no delay and no quota, of a key whose
-// configured limit may adapt: the key's rate is lowered (adaptiveRate),
-// once per strike.
-func (k *Keyed) settle(p *throttle.Permit, o throttle.Outcome, q Quota, cut bool) {
+// settle is Settle with the Permit passed by pointer. o.Quota, when its
+// Reset is positive, is the server's quota, from o.At; o.Cut lowers the
+// key's rate (adaptiveRate), once per strike.
+func (k *Keyed) settle(p *throttle.Permit, o throttle.Outcome) {
+	q := o.Quota
 	t := int64(0) // not read yet
 	if !o.At.IsZero() {
 		t = sinceEpoch(k.epoch, o.At)
@@ -605,7 +573,7 @@ func (k *Keyed) settle(p *throttle.Permit, o throttle.Outcome, q Quota, cut bool
 	}
 	switch {
 	case o.Pause > 0:
-		if cut && e.c != nil && (st == nil || uint32(p.Gen) == st.th.gen) { // a new strike, not the same news again
+		if o.Cut && e.c != nil && (st == nil || uint32(p.Gen) == st.th.gen) { // a new strike, not the same news again
 			e.state().th.adapt.cut(e.now, e.k.alg.interval())
 		}
 		e.throttle(int64(o.Pause), uint32(p.Gen), lease, true)
@@ -636,7 +604,7 @@ func (k *Keyed) settle(p *throttle.Permit, o throttle.Outcome, q Quota, cut bool
 // refills all along, while its reset (whole seconds, rounded up) names when
 // it is whole again, so spreading its remainder would only slow such a
 // client down.
-func (e *entry) learn(q Quota) {
+func (e *entry) learn(q throttle.Quota) {
 	reset, left := int64(q.Reset), int64(max(q.Remaining, 0))
 	if left > 0 && e.c != nil && (e.st == nil || e.st.th.pace.interval == 0) {
 		i := e.k.alg.interval()
@@ -645,7 +613,7 @@ func (e *entry) learn(q Quota) {
 		}
 	}
 	st := e.state()
-	if st.th.learn(e.now, left, reset, q.bucket) {
+	if st.th.learn(e.now, left, reset, q.Bucket) {
 		e.throttle(reset, st.th.gen, 0, false)
 	}
 }

@@ -66,8 +66,6 @@ type Quota struct {
 	// Parts holds the Quota of each part of a limit built by [All], in the
 	// order of the parts; it is nil for every other limit.
 	Parts []Quota
-
-	bucket string // the server's name for the quota (Discord bucket, IETF pk), when read from headers
 }
 
 // quotaState is an algorithm's answer: Quota's first four fields, with

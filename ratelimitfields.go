@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/pacehttp/pace/throttle"
 )
 
 // rateLimitItem is one service limit of the IETF RateLimit field
@@ -370,7 +372,7 @@ func rateLimitHints(h http.Header) []quotaHint {
 // ignored, as are malformed, negative and missing values. ok is false when
 // no family can pace. It never reads the body and is safe for concurrent
 // use.
-func serverQuota(h http.Header, now time.Time) (q Quota, ok bool) {
+func serverQuota(h http.Header, now time.Time) (q throttle.Quota, ok bool) {
 	var best quotaHint
 	found := false
 	consider := func(c quotaHint) {
@@ -402,10 +404,10 @@ func serverQuota(h http.Header, now time.Time) (q Quota, ok bool) {
 		consider(c)
 	}
 	if !found {
-		return Quota{}, false
+		return throttle.Quota{}, false
 	}
-	return Quota{Limit: int(min(best.limit, math.MaxInt32)), Remaining: int(min(best.remaining, math.MaxInt32)),
-		Window: best.window, Reset: best.reset, bucket: best.bucket}, true
+	return throttle.Quota{Limit: int(min(best.limit, math.MaxInt32)), Remaining: int(min(best.remaining, math.MaxInt32)),
+		Window: best.window, Reset: best.reset, Bucket: best.bucket}, true
 }
 
 // quotaPresent reports whether h has any header serverQuota reads a reset

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/pacehttp/pace/throttle"
 )
 
 // TestServerQuota reads one response of each family of quota headers, and
@@ -17,83 +19,83 @@ func TestServerQuota(t *testing.T) {
 	tests := []struct {
 		name       string
 		resp       *http.Response
-		want       Quota
+		want       throttle.Quota
 		wantBucket string
 		wantOK     bool
 	}{
-		{"no headers", response(200), Quota{}, "", false},
+		{"no headers", response(200), throttle.Quota{}, "", false},
 		// GitHub REST API, "Rate limits for the REST API": epoch seconds,
 		// on a 200 and on the 403 of a spent primary limit.
 		{"GitHub 200", response(200, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4999", "X-RateLimit-Reset", epoch(time.Hour)),
-			Quota{Limit: 5000, Remaining: 4999, Reset: time.Hour}, "", true},
+			throttle.Quota{Limit: 5000, Remaining: 4999, Reset: time.Hour}, "", true},
 		{"GitHub 403 spent", response(403, "X-RateLimit-Limit", "60", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", epoch(90*time.Second)),
-			Quota{Limit: 60, Remaining: 0, Reset: 90 * time.Second}, "", true},
+			throttle.Quota{Limit: 60, Remaining: 0, Reset: 90 * time.Second}, "", true},
 		{"delta seconds", response(200, "X-RateLimit-Limit", "100", "X-RateLimit-Remaining", "40", "X-RateLimit-Reset", "30"),
-			Quota{Limit: 100, Remaining: 40, Reset: 30 * time.Second}, "", true},
+			throttle.Quota{Limit: 100, Remaining: 40, Reset: 30 * time.Second}, "", true},
 		{"RateLimit-* (draft -06, GitLab)", response(200, "RateLimit-Limit", "10", "RateLimit-Remaining", "9", "RateLimit-Reset", "1"),
-			Quota{Limit: 10, Remaining: 9, Reset: time.Second}, "", true},
+			throttle.Quota{Limit: 10, Remaining: 9, Reset: time.Second}, "", true},
 		// draft-ietf-httpapi-ratelimit-headers-11 §3, §4: several policies;
 		// the tighter pace wins (30 s/(1+1) against 3600 s/(900+1)).
 		{"IETF two policies", response(200,
 			"RateLimit-Policy", `"burst";q=100;w=60, "daily";q=1000;w=86400`,
 			"RateLimit", `"burst";r=1;t=30, "daily";r=900;t=3600`),
-			Quota{Limit: 100, Window: time.Minute, Remaining: 1, Reset: 30 * time.Second}, "", true},
+			throttle.Quota{Limit: 100, Window: time.Minute, Remaining: 1, Reset: 30 * time.Second}, "", true},
 		{"IETF partition key", response(200,
 			"RateLimit-Policy", `"peruser";q=10;w=10;pk=:dXNlcjE=:`, "RateLimit", `"peruser";r=5;t=8;pk=:dXNlcjE=:`),
-			Quota{Limit: 10, Window: 10 * time.Second, Remaining: 5, Reset: 8 * time.Second}, "dXNlcjE=", true},
+			throttle.Quota{Limit: 10, Window: 10 * time.Second, Remaining: 5, Reset: 8 * time.Second}, "dXNlcjE=", true},
 		{"IETF content-bytes counts only when spent", response(200,
 			"RateLimit-Policy", `"bytes";q=65535;qu="content-bytes";w=10`, "RateLimit", `"bytes";r=100;t=10`),
-			Quota{}, "", false},
+			throttle.Quota{}, "", false},
 		{"IETF spent tokens pause", response(200,
 			"RateLimit-Policy", `"tok";q=1000;qu="tokens";w=60, "req";q=100;w=60`, "RateLimit", `"tok";r=0;t=20, "req";r=99;t=50`),
-			Quota{Limit: 1000, Window: time.Minute, Remaining: 0, Reset: 20 * time.Second}, "", true},
+			throttle.Quota{Limit: 1000, Window: time.Minute, Remaining: 0, Reset: 20 * time.Second}, "", true},
 		{"IETF r above q contradicts", response(200, "RateLimit-Policy", `"a";q=10;w=60`, "RateLimit", `"a";r=11;t=60`),
-			Quota{}, "", false},
-		{"IETF malformed field ignored", response(200, "RateLimit", `"a";r=-1;t=60`), Quota{}, "", false},
+			throttle.Quota{}, "", false},
+		{"IETF malformed field ignored", response(200, "RateLimit", `"a";r=-1;t=60`), throttle.Quota{}, "", false},
 		// OpenAI, "Rate limits": Go durations for the resets.
 		{"OpenAI requests", response(200, "X-Ratelimit-Limit-Requests", "60", "X-Ratelimit-Remaining-Requests", "59",
 			"X-Ratelimit-Reset-Requests", "1s", "X-Ratelimit-Limit-Tokens", "150000", "X-Ratelimit-Remaining-Tokens", "149984",
 			"X-Ratelimit-Reset-Tokens", "6m0s"),
-			Quota{Limit: 60, Remaining: 59, Reset: time.Second}, "", true},
+			throttle.Quota{Limit: 60, Remaining: 59, Reset: time.Second}, "", true},
 		{"OpenAI tokens spent", response(200, "X-Ratelimit-Remaining-Requests", "59", "X-Ratelimit-Reset-Requests", "1.5s",
 			"X-Ratelimit-Remaining-Tokens", "0", "X-Ratelimit-Reset-Tokens", "6m0s"),
-			Quota{Remaining: 0, Reset: 6 * time.Minute}, "", true},
+			throttle.Quota{Remaining: 0, Reset: 6 * time.Minute}, "", true},
 		{"OpenAI negative reset ignored", response(200, "X-Ratelimit-Remaining-Requests", "5", "X-Ratelimit-Reset-Requests", "-1s"),
-			Quota{}, "", false},
+			throttle.Quota{}, "", false},
 		// Anthropic, "Rate limits": RFC 3339 instants.
 		{"Anthropic", response(200, "Anthropic-Ratelimit-Requests-Limit", "50", "Anthropic-Ratelimit-Requests-Remaining", "49",
 			"Anthropic-Ratelimit-Requests-Reset", now.Add(1200*time.Millisecond).Format(time.RFC3339Nano)),
-			Quota{Limit: 50, Remaining: 49, Reset: 1200 * time.Millisecond}, "", true},
+			throttle.Quota{Limit: 50, Remaining: 49, Reset: 1200 * time.Millisecond}, "", true},
 		{"Anthropic past reset is now", response(200, "Anthropic-Ratelimit-Requests-Remaining", "0",
 			"Anthropic-Ratelimit-Requests-Reset", now.Add(-time.Second).Format(time.RFC3339)),
-			Quota{Remaining: 0, Reset: 0}, "", true},
+			throttle.Quota{Remaining: 0, Reset: 0}, "", true},
 		// Discord, "Rate Limits": fractional seconds and a bucket id.
 		{"Discord", response(200, "X-RateLimit-Limit", "5", "X-RateLimit-Remaining", "4", "X-RateLimit-Reset-After", "1.5",
 			"X-RateLimit-Bucket", "abcd1234"),
-			Quota{Limit: 5, Remaining: 4, Reset: 1500 * time.Millisecond}, "abcd1234", true},
+			throttle.Quota{Limit: 5, Remaining: 4, Reset: 1500 * time.Millisecond}, "abcd1234", true},
 		// Shopify, "REST Admin API rate limits": a leaky bucket of 40
 		// leaking 2 a second.
 		{"Shopify", response(200, "X-Shopify-Shop-Api-Call-Limit", "32/40"),
-			Quota{Limit: 40, Window: 20 * time.Second, Remaining: 8, Reset: 16 * time.Second}, "", true},
+			throttle.Quota{Limit: 40, Window: 20 * time.Second, Remaining: 8, Reset: 16 * time.Second}, "", true},
 		{"Shopify full", response(200, "X-Shopify-Shop-Api-Call-Limit", "40/40"),
-			Quota{Limit: 40, Window: 20 * time.Second, Remaining: 0, Reset: 500 * time.Millisecond}, "", true},
-		{"Shopify overfull contradicts", response(200, "X-Shopify-Shop-Api-Call-Limit", "41/40"), Quota{}, "", false},
-		{"Shopify garbage", response(200, "X-Shopify-Shop-Api-Call-Limit", "lots"), Quota{}, "", false},
+			throttle.Quota{Limit: 40, Window: 20 * time.Second, Remaining: 0, Reset: 500 * time.Millisecond}, "", true},
+		{"Shopify overfull contradicts", response(200, "X-Shopify-Shop-Api-Call-Limit", "41/40"), throttle.Quota{}, "", false},
+		{"Shopify garbage", response(200, "X-Shopify-Shop-Api-Call-Limit", "lots"), throttle.Quota{}, "", false},
 		// Contradictions and bad values are ignored for pacing.
 		{"remaining above limit", response(200, "X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "11", "X-RateLimit-Reset", "5"),
-			Quota{}, "", false},
-		{"negative remaining", response(200, "X-RateLimit-Remaining", "-1", "X-RateLimit-Reset", "5"), Quota{}, "", false},
-		{"no reset", response(200, "X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "5"), Quota{}, "", false},
-		{"epoch µs malformed", response(200, "X-RateLimit-Remaining", "5", "X-RateLimit-Reset", "1748779203000000"), Quota{}, "", false},
+			throttle.Quota{}, "", false},
+		{"negative remaining", response(200, "X-RateLimit-Remaining", "-1", "X-RateLimit-Reset", "5"), throttle.Quota{}, "", false},
+		{"no reset", response(200, "X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "5"), throttle.Quota{}, "", false},
+		{"epoch µs malformed", response(200, "X-RateLimit-Remaining", "5", "X-RateLimit-Reset", "1748779203000000"), throttle.Quota{}, "", false},
 		{"one bad family, one good", response(200, "X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "11", "X-RateLimit-Reset", "5",
 			"RateLimit", `"a";r=3;t=9`),
-			Quota{Remaining: 3, Reset: 9 * time.Second}, "", true},
+			throttle.Quota{Remaining: 3, Reset: 9 * time.Second}, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q, ok := serverQuota(tt.resp.Header, now)
 			assert.Equal(t, tt.wantOK, ok)
-			tt.want.bucket = tt.wantBucket
+			tt.want.Bucket = tt.wantBucket
 			assert.Equal(t, tt.want, q)
 		})
 	}

@@ -167,10 +167,9 @@ type Transport struct {
 	// request's key; for example a [Keyed] shared by several Transports, or
 	// a limiter whose state is shared across processes (package redislimit).
 	// It must be safe for concurrent use; package throttle says what it
-	// must do. A *Keyed here is settled as the Keyed stores of Limits are,
-	// also with the server's quota headers and the adaptive rate (see
-	// "Quota headers" and "Adaptive rate" above); any other Limiter, a
-	// wrapper of a Keyed too, hears what a throttle.Outcome holds.
+	// must do. Every Limiter hears what the Transport learns through
+	// throttle.Outcome: the server's quota and the adaptive cut (see
+	// "Quota headers" and "Adaptive rate" above).
 	Limiter throttle.Limiter
 
 	// MaxWait is the longest a request may wait for its key's cooldown and
@@ -454,7 +453,6 @@ type call struct {
 	// logs and error text may show it (see keyText).
 	hostKey bool
 	lim     throttle.Limiter
-	kd      *Keyed // lim, when it is a *Keyed: called directly, Permits by pointer
 	st      *keyStats
 
 	policy      *retryPolicy // the host's (Host.Statuses) or the Transport's
@@ -509,7 +507,6 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 			c.lim = s.pauses
 		}
 	}
-	c.kd, _ = c.lim.(*Keyed)
 	c.st = s.stats.of(c.key, host, c.lim)
 	c.st.requests.Add(1)
 	resp, err := c.run()
@@ -534,9 +531,7 @@ func (c *call) run() (*http.Response, error) {
 	lastStatus := 0
 	var p throttle.Permit
 	for attempt := 1; ; attempt++ {
-		if c.kd != nil && c.kd.admitNow(c.ctx, c.key) {
-			p = throttle.Permit{Key: c.key} // what Wait returns then; no wait, no event
-		} else if err := c.admit(&attempt, lastStatus, &p); err != nil {
+		if err := c.admit(&attempt, lastStatus, &p); err != nil {
 			if attempt == 1 {
 				closeRequestBody(c.send)
 			}
@@ -545,7 +540,7 @@ func (c *call) run() (*http.Response, error) {
 		c.st.admitted.Add(1)
 		out, err := c.request(attempt, &p)
 		if err != nil {
-			c.settle(&p, throttle.Outcome{}, Quota{}, false)
+			c.lim.Settle(p, throttle.Outcome{})
 			if attempt == 1 { // only PrepareAttempt fails a first attempt
 				return nil, err
 			}
@@ -560,13 +555,12 @@ func (c *call) run() (*http.Response, error) {
 			err = fmt.Errorf("pace: %T returned no response and no error", s.base)
 		}
 		var v verdict
-		o := throttle.Outcome{At: c.decide(attempt, p.Strikes, out, resp, err, &v), Sent: true, Response: resp != nil, Pause: v.pause}
-		var q Quota
+		o := throttle.Outcome{At: c.decide(attempt, &p, out, resp, err, &v), Sent: true, Response: resp != nil, Pause: v.pause, Cut: v.cut}
 		if resp != nil {
-			q = c.quota(resp, &o.At)
+			o.Quota = c.quota(resp, &o.At)
 		}
 		now := o.At
-		c.settle(&p, o, q, v.cut)
+		c.lim.Settle(p, o)
 		if v.pause > 0 {
 			c.st.throttles.Add(1)
 			if s.obs != nil {
@@ -617,28 +611,15 @@ func (c *call) run() (*http.Response, error) {
 	}
 }
 
-// settle tells the limiter how the attempt of p ended. A Keyed of the
-// Transport's own also hears q, the server's quota (see quota), and cut,
-// a throttle that named no delay and no quota (verdict.cut), which the
-// Outcome does not carry: another Limiter is settled with o alone, as
-// [throttle.Limiter] promises it.
-func (c *call) settle(p *throttle.Permit, o throttle.Outcome, q Quota, cut bool) {
-	if c.kd != nil {
-		c.kd.settle(p, o, q, cut)
-		return
-	}
-	c.lim.Settle(*p, o)
-}
-
 // quota returns the server's quota as resp's headers state it (see
 // serverQuota), its Reset capped at MaxRetryAfter so that no answer can
 // pause or slow a key for longer, reading the clock into *at if it has not
 // been read (the quota counts from *at). It returns the zero Quota when
 // resp states none; a response without quota headers costs a few map
 // lookups.
-func (c *call) quota(resp *http.Response, at *time.Time) Quota {
+func (c *call) quota(resp *http.Response, at *time.Time) throttle.Quota {
 	if !quotaPresent(resp.Header) {
-		return Quota{}
+		return throttle.Quota{}
 	}
 	now := *at
 	if now.IsZero() {
@@ -646,7 +627,7 @@ func (c *call) quota(resp *http.Response, at *time.Time) Quota {
 	}
 	q, ok := serverQuota(resp.Header, now)
 	if !ok || q.Reset <= 0 {
-		return Quota{}
+		return throttle.Quota{}
 	}
 	q.Reset = min(q.Reset, c.s.maxRetryAfter)
 	*at = now
@@ -701,11 +682,7 @@ func (c *call) admit(attempt *int, lastStatus int, p *throttle.Permit) error {
 	waited := time.Duration(0)
 	for {
 		var err error
-		if maxWait := max(c.s.maxWait-waited, 1); c.kd != nil { // 1ns: refuse any wait
-			err = c.kd.wait(c.ctx, c.key, maxWait, p)
-		} else {
-			*p, err = c.lim.Wait(c.ctx, c.key, maxWait)
-		}
+		*p, err = c.lim.Wait(c.ctx, c.key, max(c.s.maxWait-waited, 1)) // 1ns: refuse any wait
 		if err == nil {
 			if w := p.Held + p.Delay; w > 0 {
 				c.st.waits.Add(1)
@@ -780,7 +757,7 @@ func (c *call) request(attempt int, pp *throttle.Permit) (*http.Request, error) 
 // budget, stores the retry decision (see decide in retry.go) in *v, and
 // returns the instant it was made. On the success path it leaves *v alone
 // (the zero verdict) and returns the zero Time, reading no clock.
-func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Response, err error, v *verdict) time.Time {
+func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *http.Response, err error, v *verdict) time.Time {
 	again, why, hook := c.policy.check(out, resp, err, attempt)
 	status := statusOf(resp)
 	// failed: an outcome that costs budget, a retryable failure whether
@@ -802,10 +779,10 @@ func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Respon
 	}
 	in := attemptEnd{
 		now: now, attempt: attempt, resp: resp, err: err, retry: again, why: why,
-		failed: failed, canRetry: c.canRetry, withdraw: c.bo.withdraw, strikes: strikes,
+		failed: failed, canRetry: c.canRetry, withdraw: c.bo.withdraw, strikes: p.Strikes,
 		maxAttempts: c.maxAttempts, maxRetryAfter: c.s.maxRetryAfter, jitter: c.s.jitter,
 		customBackoff: c.s.newBackOff != nil, backoff: c.bo.next,
-		adaptive: c.kd != nil && c.kd.limited, // a Keyed with a configured limit
+		adaptive: p.Limited, // a configured limit paces the key
 	}
 	if dl, ok := c.ctx.Deadline(); ok {
 		in.deadline = dl

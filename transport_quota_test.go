@@ -162,7 +162,7 @@ func TestKeyedQuotaRules(t *testing.T) {
 		require.NoError(t, err)
 		ctx := context.Background()
 		settle := func(left int, reset time.Duration, bucket string) {
-			k.settle(&throttle.Permit{Key: "a"}, throttle.Outcome{Sent: true, Response: true}, Quota{Remaining: left, Reset: reset, bucket: bucket}, false)
+			k.settle(&throttle.Permit{Key: "a"}, throttle.Outcome{Sent: true, Response: true, Quota: throttle.Quota{Remaining: left, Reset: reset, Bucket: bucket}})
 		}
 		pace := func() quotaPace {
 			e := k.open(0, "a", false)

@@ -68,6 +68,10 @@ type Permit struct {
 	// Track asks for Depart: the limit binds, so the instant the request
 	// actually leaves matters to the requests booked after it.
 	Track bool
+	// Limited reports that a configured limit paces the key. A throttle
+	// that names no delay then lowers the key's rate (Outcome.Cut) and
+	// pauses it only briefly.
+	Limited bool
 	// Strikes is how many consecutive throttles the key had when the
 	// request was admitted (throttles of requests that left after the
 	// key's latest pause was set, with no other answer in between).
@@ -104,4 +108,31 @@ type Outcome struct {
 	// At (the caller has applied its floor and cap). Zero means the answer
 	// was not a throttle (or there was none, when Sent is false).
 	Pause time.Duration
+	// Cut reports a throttle that named no delay and no quota, of a key
+	// whose Permit was Limited: the limiter lowers the key's rate (pace's
+	// adaptive rate, CUBIC), once per strike.
+	Cut bool
+	// Quota is the server's quota as the answer stated it. The zero Quota
+	// states none.
+	Quota Quota
+}
+
+// Quota is a server's quota as an answer's headers state it: the IETF
+// RateLimit fields, or a vendor's X-RateLimit-* family. Remaining
+// requests may go within Reset. A limiter spreads them over Reset, and
+// none remaining pauses the key until Reset. The zero Quota states none.
+type Quota struct {
+	// Remaining is how many requests may still go; never negative.
+	Remaining int
+	// Reset is how long until the quota is whole again. Zero means the
+	// answer stated no quota. The caller has capped it.
+	Reset time.Duration
+	// Limit and Window are the whole quota and its window, when stated;
+	// zero when not.
+	Limit  int
+	Window time.Duration
+	// Bucket is the server's name for the quota, when stated (Discord's
+	// bucket, the IETF partition key). Answers of two buckets are two
+	// quotas; both hold.
+	Bucket string
 }
