@@ -298,13 +298,24 @@ func classifyError(ctx context.Context, err error) (errClass, string) {
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		return errTransient, "connection closed"
 	case errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, context.DeadlineExceeded):
-		return errTransient, "timeout"
+		return errTransient, reasonTimeout
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() {
-		return errTransient, "timeout"
+		return errTransient, reasonTimeout
 	}
 	return errFinal, "unknown transport error"
+}
+
+// reasonTimeout is classifyError's reason for a timeout of the attempt.
+const reasonTimeout = "timeout"
+
+// isTimeout reports whether err, a transport error of a request with
+// context ctx, is a timeout of the attempt, not of the caller's context:
+// the connection it went on may be silent (see Transport.Base).
+func isTimeout(ctx context.Context, err error) bool {
+	class, reason := classifyError(ctx, err)
+	return class == errTransient && reason == reasonTimeout
 }
 
 // isTLSError reports whether err comes from TLS: certificate verification,

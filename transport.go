@@ -142,7 +142,13 @@ const DefaultMaxWait = 5 * time.Minute
 // by [Transport.Validate] and, as an error matching [ErrInvalidConfig], by
 // every RoundTrip.
 type Transport struct {
-	// Base sends each attempt. If nil, http.DefaultTransport is used.
+	// Base sends each attempt. If nil, a clone of http.DefaultTransport is
+	// used, made once and shared by all Transports, that pings an HTTP/2
+	// connection after 30 s without a frame and drops it when the ping
+	// has no answer within 15 s ([http.HTTP2Config]). A retried timeout
+	// first closes Base's idle connections, if it has a
+	// CloseIdleConnections method, so that the retry does not go onto the
+	// connection that timed out; requests in flight keep theirs.
 	Base http.RoundTripper
 
 	// Limits paces requests by host, and may give a host its own
@@ -370,7 +376,7 @@ func (t *Transport) compile(build bool) (*state, error) {
 		obs:           newObserver(t.OnEvent, t.Logger, t.SecretHeaders),
 	}
 	if s.base == nil {
-		s.base = http.DefaultTransport
+		s.base = defaultBase()
 	}
 	s.pauses, _ = NewKeyed(Limit{}, KeyedOptions{}) // the zero Limit is valid
 	if t.Limiter == nil {
@@ -399,21 +405,57 @@ func (t *Transport) init() (*state, error) {
 	return t.st, t.err
 }
 
-// CloseIdleConnections closes the idle connections of Base (or of
-// http.DefaultTransport when Base is nil) if it has such a method. On a nil
+// CloseIdleConnections closes the idle connections of Base (or of the
+// default Base when Base is nil) if it has such a method. On a nil
 // *Transport it does nothing.
 func (t *Transport) CloseIdleConnections() {
-	type closeIdler interface{ CloseIdleConnections() }
 	if t == nil {
 		return
 	}
 	base := t.Base
 	if base == nil {
-		base = http.DefaultTransport
+		base = defaultBase()
 	}
-	if c, ok := base.(closeIdler); ok {
+	closeIdle(base)
+}
+
+// closeIdle closes rt's idle connections if it has a CloseIdleConnections
+// method.
+func closeIdle(rt http.RoundTripper) {
+	if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
+}
+
+// defaultBase is the Base of a Transport whose Base is nil: a clone of
+// http.DefaultTransport with HTTP/2 health checks, or http.DefaultTransport
+// itself when it is no *http.Transport (a program replaced it). One is
+// shared, so that Transports share its connections as they shared
+// http.DefaultTransport's. The ping settings are those Kubernetes' client-go
+// chose for silently dropped connections (kubernetes/kubernetes#95981).
+var defaultBase = sync.OnceValue(func() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	return withPings(t, 30*time.Second, 15*time.Second)
+})
+
+// withPings returns a clone of t that sends an HTTP/2 PING after idle
+// without a frame from the server, and closes the connection when the
+// ping has no answer within timeout. A connection that fails so fails its
+// requests with a transient error, and is never reused.
+func withPings(t *http.Transport, idle, timeout time.Duration) *http.Transport {
+	c := t.Clone()
+	h2 := http.HTTP2Config{}
+	if c.HTTP2 != nil {
+		h2 = *c.HTTP2
+	}
+	if h2.SendPingTimeout == 0 {
+		h2.SendPingTimeout, h2.PingTimeout = idle, timeout
+	}
+	c.HTTP2 = &h2
+	return c
 }
 
 // RoundTrip sends req, paced and retried as the Transport's documentation
@@ -514,6 +556,7 @@ func (c *call) run() (*http.Response, error) {
 	c.send, c.canRetry = c.policy.withIdempotencyKey(send), replayable
 
 	lastStatus := 0
+	evict := false
 	var p throttle.Permit
 	for attempt := 1; ; attempt++ {
 		if c.kd != nil && c.kd.admitNow(c.ctx, c.key) {
@@ -532,6 +575,10 @@ func (c *call) run() (*http.Response, error) {
 				return nil, err
 			}
 			return nil, &AttemptsError{Attempts: attempt - 1, StatusCode: lastStatus, Err: err}
+		}
+		if evict { // the last attempt timed out: not onto its connection again
+			closeIdle(s.base)
+			evict = false
 		}
 		resp, err := s.base.RoundTrip(out)
 		if resp != nil && err != nil { // a broken Base; keep the contract
@@ -588,6 +635,7 @@ func (c *call) run() (*http.Response, error) {
 			return resp, nil
 		}
 		c.st.retries.Add(1)
+		evict = err != nil && isTimeout(c.ctx, err)
 		if s.obs != nil {
 			c.emit(Event{Kind: EventRetry, Reason: v.why, Attempt: attempt, Delay: v.wait, StatusCode: statusOf(resp), Err: err})
 		}
