@@ -33,13 +33,13 @@ const DefaultMaxWait = 5 * time.Minute
 // what is safe to retry.
 //
 // For each request it computes the key, waits out the key's cooldown (set by
-// an earlier throttle of that key, a 429 or a 503 with a delay: see
+// an earlier throttle of that key, a 429, or a 503 or 403 with a delay: see
 // [Throttled]), waits for the key's limiter, sends the
 // request through Base and classifies the outcome. A retryable outcome is
 // retried after the delay the server asked for (Retry-After and the reset
 // headers), or else after a capped exponential backoff with jitter; the
 // retry passes through the cooldown and the limiter again. A throttling
-// answer (429, or 503 with a delay) pauses the whole key: new and waiting
+// answer (see [Throttled]) pauses the whole key: new and waiting
 // requests of the key wait out the pause too, and consecutive throttles
 // without a delay lengthen it. When the pause ends, one request of the key
 // leaves first, as a probe (the half-open state of a circuit breaker): the
@@ -815,7 +815,7 @@ func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Respon
 	status := statusOf(resp)
 	// failed: an outcome that costs budget, a retryable failure whether
 	// or not this request may repeat it.
-	failed := again || (resp != nil && c.policy.retryStatus(status)) ||
+	failed := again || (resp != nil && c.policy.retryResponse(resp)) ||
 		(err != nil && errClassOf(c.ctx, err) != errFinal)
 	if !failed && status < 400 && (hook == nil || hook.Fail == nil) {
 		if attempt == 1 && c.s.budget != nil && c.s.budget.tracking() { // the success path: one atomic load when nothing failed lately
