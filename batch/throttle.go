@@ -78,7 +78,8 @@ const (
 // a *pace.AttemptsError whose Response ([pace.Transport].ErrorOnGiveUp)
 // [pace.Throttled] calls a throttle, the one test CheckResponse applies, or
 // whose last status was a 429 or a 403 (a 403 is retried only as a
-// throttle) and whose wait for the next attempt was refused (by the call's deadline, say: pace.ReasonDeadline).
+// throttle) and whose wait for the next attempt was refused (by the call's
+// deadline, say: pace.ReasonDeadline).
 //
 // A client-side limit refused the call (clientRefusal) when err matches
 // pace.ErrRateLimited otherwise, outside an AttemptsError: pace.ErrQueueFull,
