@@ -254,13 +254,14 @@ type Transport struct {
 	// nil error, body unread, as net/http's contract has it.
 	ErrorOnGiveUp bool
 
-	// OnEvent, if non-nil, is called for each wait, throttle, retry and
-	// give-up (see [Event]), on the goroutine of the request, so it must be
+	// OnEvent, if non-nil, is called for each wait, throttle, retry,
+	// give-up and port mismatch (see [Event]), on the goroutine of the request, so it must be
 	// safe for concurrent use. It must not block and must not modify the
 	// request. Nothing is built for it when it is nil.
 	OnEvent func(Event)
 
-	// Logger, if non-nil, receives the same events as debug-level records.
+	// Logger, if non-nil, receives the same events as debug-level records
+	// (an EventPortMismatch at warn level).
 	// Records hold no credential: a key chosen by Key is shown as a
 	// fingerprint (see Key), the URL as scheme://host/path, without its
 	// user information and query, as are URLs in error text, and request
@@ -316,12 +317,23 @@ type state struct {
 // (matching [ErrInvalidConfig]), or nil. RoundTrip reports the same error.
 // Validate only reads t. A nil *Transport is reported as a *ConfigError
 // naming "Transport", by Validate, RoundTrip, SetLimit (Stats returns nil).
-func (t *Transport) Validate() error {
+//
+// Given the URLs a job will call, Validate also checks them against
+// Limits. A URL whose host no key lists, while a key names that host with
+// another port or none, is a *ConfigError naming the key and the host (see
+// [EventPortMismatch]). So is a URL that is not absolute.
+func (t *Transport) Validate(urls ...string) error {
 	if t == nil {
 		return errNilTransport()
 	}
-	_, err := t.compile(false)
-	return err
+	if _, err := t.compile(false); err != nil || len(urls) == 0 {
+		return err
+	}
+	hl, err := compileHosts(t.Limits, &retryPolicy{}, 0)
+	if err != nil {
+		return err
+	}
+	return hl.checkURLs(urls)
 }
 
 // errNilTransport returns the error of a nil *Transport's methods, a new
@@ -529,11 +541,15 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	c.key, c.hostKey = c.keyWith(host)
 	c.lim, c.policy, c.maxAttempts = s.limiter, s.policy, s.maxAttempts
 	if c.lim == nil {
-		if e := s.hosts.forHost(host); e != nil {
+		e, listed := s.hosts.forHost(host)
+		if e != nil {
 			c.lim, c.policy, c.maxAttempts = e.lim, e.policy, e.maxAttempts
 		}
 		if c.lim == nil {
 			c.lim = s.pauses
+		}
+		if !listed && s.obs != nil {
+			c.reportNear(host)
 		}
 	}
 	c.kd, _ = c.lim.(*Keyed)
@@ -643,6 +659,17 @@ func (c *call) run() (*http.Response, error) {
 		drainAndClose(bodyOf(resp), 0)
 		if err := sleepCtx(c.ctx, c.key, v.wait); err != nil {
 			return nil, &AttemptsError{Attempts: attempt, StatusCode: lastStatus, Err: err}
+		}
+	}
+}
+
+// reportNear emits an EventPortMismatch, once per key, for each key of
+// Limits that names host with another port or none; host is the call's,
+// which no key lists.
+func (c *call) reportNear(host string) {
+	for _, e := range c.s.hosts.near(host) {
+		if !e.mismatched.Load() && e.mismatched.CompareAndSwap(false, true) {
+			c.emit(Event{Kind: EventPortMismatch, Err: portMismatch(e.key, host)})
 		}
 	}
 }
