@@ -143,12 +143,13 @@ const DefaultMaxWait = 5 * time.Minute
 // every RoundTrip.
 type Transport struct {
 	// Base sends each attempt. If nil, a clone of http.DefaultTransport is
-	// used, made once and shared by all Transports, that pings an HTTP/2
-	// connection after 30 s without a frame and drops it when the ping
-	// has no answer within 15 s ([http.HTTP2Config]). A retried timeout
-	// first closes Base's idle connections, if it has a
-	// CloseIdleConnections method, so that the retry does not go onto the
-	// connection that timed out; requests in flight keep theirs.
+	// used, made once and shared by all Transports. It pings an HTTP/2
+	// connection after 30 s without a frame, and drops the connection when
+	// the ping has no answer within 15 s ([http.HTTP2Config]). Before the
+	// retry of a timeout, Base's idle connections are closed (if it has a
+	// CloseIdleConnections method), so that the retry does not reuse the
+	// connection that timed out. A connection still in use by other
+	// requests stays open.
 	Base http.RoundTripper
 
 	// Limits paces requests by host, and may give a host its own
