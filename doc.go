@@ -6,9 +6,10 @@
 // A [Transport] is an [http.RoundTripper] to put in an [http.Client]. Before
 // each attempt a request waits out its key's cooldown, then its key's
 // limiter; the key is the request's host unless [Transport].Key says
-// otherwise, and [Hosts] chooses the [Limit] for each host. A 429, or a 503
-// with a delay, pauses the whole key: for the delay the server asked for
-// (Retry-After, retry-after-ms, the reset headers; see [RetryAfter]), or,
+// otherwise, and [Hosts] chooses the [Limit] for each host. A throttle (a
+// 429, or a 503 or 403 with a delay; see [Throttled]) pauses the whole key:
+// for the delay the server asked for (Retry-After, retry-after-ms, the reset
+// headers; see [RetryAfter]), or,
 // after a 429 that names none, for [DefaultThrottlePause], doubling with each
 // consecutive one (a throttle of a request sent after the key's latest
 // pause began, with no other answer between: the requests already in

@@ -44,8 +44,8 @@ var (
 	// carries it also matches context.DeadlineExceeded.
 	ErrWaitExceedsDeadline = fmt.Errorf("%w: wait exceeds context deadline", ErrRateLimited)
 
-	// ErrThrottled means the server throttled the request's key (a 429, or
-	// a 503 with a delay) and the request was not sent: it waited behind
+	// ErrThrottled means the server throttled the request's key (see
+	// [Throttled]) and the request was not sent: it waited behind
 	// the key's probe, whose answer was another throttle, and that answer
 	// counts as this request's attempt (see [Transport]). It wraps
 	// ErrRateLimited.

@@ -20,8 +20,8 @@ const (
 	// before an attempt. Delay is how long it waited; Reason is
 	// [ReasonCooldown] or [ReasonLimit].
 	EventWait EventKind = iota + 1
-	// EventThrottle: the server throttled the key (429, or 503 with a
-	// delay) and the whole key is paused for Delay, until Until.
+	// EventThrottle: the server throttled the key (see [Throttled]) and
+	// the whole key is paused for Delay, until Until.
 	EventThrottle
 	// EventRetry: attempt Attempt failed (StatusCode or Err) and the
 	// request will be sent again after Delay. Reason is [ReasonServerDelay]
@@ -34,10 +34,15 @@ const (
 	// [Host].MaxAttempts 1) makes no retries and never gives up for
 	// ReasonAttempts (see [Stats].GiveUps).
 	EventGiveUp
+	// EventPortMismatch: the request's host matches no key of
+	// [Transport].Limits, but a key names the same host with another port
+	// or none. Err is a [*ConfigError] naming that key and the request's
+	// host. It is reported once per key, the first time.
+	EventPortMismatch
 )
 
-// String returns "wait", "throttle", "retry" or "give-up", and "unknown"
-// for any other value.
+// String returns "wait", "throttle", "retry", "give-up" or
+// "port-mismatch", and "unknown" for any other value.
 func (k EventKind) String() string {
 	switch k {
 	case EventWait:
@@ -48,6 +53,8 @@ func (k EventKind) String() string {
 		return "retry"
 	case EventGiveUp:
 		return "give-up"
+	case EventPortMismatch:
+		return "port-mismatch"
 	}
 	return "unknown"
 }
@@ -73,7 +80,8 @@ const (
 )
 
 // Event is what the Transport tells [Transport].OnEvent and its Logger
-// about one request: waits, throttles, retries and give-ups. Fields that do
+// about one request: waits, throttles, retries, give-ups and port
+// mismatches. Fields that do
 // not apply to a kind are zero. It is a struct so that fields can be added.
 // An Event is built only when OnEvent or Logger is set.
 type Event struct {
@@ -154,7 +162,7 @@ func (o *observer) emit(ctx context.Context, ev Event, hostKey bool) {
 	if o.onEvent != nil {
 		o.onEvent(ev)
 	}
-	if o.logger != nil && o.logger.Enabled(ctx, slog.LevelDebug) {
+	if o.logger != nil && (o.logger.Enabled(ctx, slog.LevelDebug) || ev.Kind == EventPortMismatch) {
 		o.log(ctx, &ev, hostKey)
 	}
 }
@@ -205,5 +213,9 @@ func (o *observer) log(ctx context.Context, ev *Event, hostKey bool) {
 	if ev.Err != nil {
 		attrs = append(attrs, slog.String("error", redact.ErrorText(ev.Err, o.hide)))
 	}
-	o.logger.LogAttrs(ctx, slog.LevelDebug, "pace: "+ev.Kind.String(), attrs...)
+	level := slog.LevelDebug
+	if ev.Kind == EventPortMismatch { // a mistake in the configuration
+		level = slog.LevelWarn
+	}
+	o.logger.LogAttrs(ctx, level, "pace: "+ev.Kind.String(), attrs...)
 }

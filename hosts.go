@@ -1,10 +1,14 @@
 package pace
 
 import (
+	"cmp"
+	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/pacehttp/pace/internal/hostkey"
 	"github.com/pacehttp/pace/throttle"
@@ -47,6 +51,10 @@ import (
 // refuses in a host, and a non-ASCII name that is no valid
 // internationalized domain name.
 //
+// A request whose host no key lists, while a key names that host with
+// another port or none, is reported once per key ([EventPortMismatch]).
+// [Transport.Validate] checks the URLs of a job up front.
+//
 // The Limit is chosen by host, but its state is kept per request key (see
 // [Transport].Key): with a Key that returns an API key, each API key gets
 // its own bucket under its host's Limit.
@@ -84,16 +92,19 @@ const DefaultHost = "*"
 // hostLimiters is the compiled form of Hosts: one entry per listed host,
 // plus the default. A nil *hostLimiters paces nothing.
 type hostLimiters struct {
-	byHost map[string]*hostEntry // host (hostkey form) -> entry
-	def    *hostEntry            // for unlisted hosts; nil: the Transport's
+	byHost map[string]*hostEntry   // host (hostkey form) -> entry
+	byName map[string][]*hostEntry // host without its port -> the entries of that name
+	def    *hostEntry              // for unlisted hosts; nil: the Transport's
 }
 
 // hostEntry is one compiled Host: its store and its retry settings, the
 // Transport's filled in for zero fields.
 type hostEntry struct {
+	key         string           // the Hosts key, as written
 	lim         throttle.Limiter // nil: not paced
 	policy      *retryPolicy
 	maxAttempts int
+	mismatched  atomic.Bool // an EventPortMismatch was emitted for the key
 }
 
 // compileHosts validates h and builds one entry per host, with policy and
@@ -105,9 +116,9 @@ func compileHosts(h Hosts, policy *retryPolicy, maxAttempts int) (*hostLimiters,
 	if err := validateHosts(h); err != nil {
 		return nil, err
 	}
-	hl := &hostLimiters{byHost: make(map[string]*hostEntry, len(h))}
+	hl := &hostLimiters{byHost: make(map[string]*hostEntry, len(h)), byName: make(map[string][]*hostEntry, len(h))}
 	for host, e := range h {
-		he := &hostEntry{policy: policy, maxAttempts: orDefault(e.MaxAttempts, maxAttempts)}
+		he := &hostEntry{key: host, policy: policy, maxAttempts: orDefault(e.MaxAttempts, maxAttempts)}
 		if e.Statuses != nil {
 			p := *policy
 			p.Statuses = slices.Clone(e.Statuses)
@@ -125,21 +136,62 @@ func compileHosts(h Hosts, policy *retryPolicy, maxAttempts int) (*hostLimiters,
 		} else {
 			lh, _ := hostkey.Key(host) // valid: validateHosts checked it
 			hl.byHost[lh] = he
+			name := hostkey.Name(lh)
+			hl.byName[name] = append(hl.byName[name], he)
 		}
+	}
+	for _, es := range hl.byName {
+		slices.SortFunc(es, func(a, b *hostEntry) int { return cmp.Compare(a.key, b.key) })
 	}
 	return hl, nil
 }
 
 // forHost returns the entry for host (in the form requestHost returns), or
-// nil when Hosts has neither the host nor a default.
-func (hl *hostLimiters) forHost(host string) *hostEntry {
+// nil when Hosts has neither the host nor a default; listed says whether
+// a key names host itself.
+func (hl *hostLimiters) forHost(host string) (e *hostEntry, listed bool) {
+	if hl == nil {
+		return nil, false
+	}
+	if e, ok := hl.byHost[host]; ok {
+		return e, true
+	}
+	return hl.def, false
+}
+
+// near returns the entries whose key names host's name with another port
+// or none, for a host no key lists, sorted by key.
+func (hl *hostLimiters) near(host string) []*hostEntry {
 	if hl == nil {
 		return nil
 	}
-	if e, ok := hl.byHost[host]; ok {
-		return e
+	return hl.byName[hostkey.Name(host)]
+}
+
+// portMismatch is the error of a request to host, which no key of Limits
+// lists, while key names the same host with another port or none.
+func portMismatch(key, host string) error {
+	return configErr(hostField(key), host, "a request to this host matches no key, and this key names the host with another port or none (ports other than 80 and 443 count)")
+}
+
+// checkURLs returns the error of the first of urls whose host no key of hl
+// lists while a key names that host with another port or none (see
+// portMismatch), or of one that is no absolute URL, as a *ConfigError.
+func (hl *hostLimiters) checkURLs(urls []string) error {
+	for i, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			return configErr(fmt.Sprintf("urls[%d]", i), nil, "not an absolute URL with a host")
+		}
+		host := hostkey.Of(u.Host)
+		if _, listed := hl.forHost(host); listed {
+			continue
+		}
+		if es := hl.near(host); len(es) > 0 {
+			return portMismatch(es[0].key, host)
+		}
 	}
-	return hl.def
+	return nil
 }
 
 // requestHost returns req's host in the form Hosts keys are matched in

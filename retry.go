@@ -180,7 +180,7 @@ func (p *retryPolicy) checkResponse(req *http.Request, resp *http.Response) (boo
 			}
 		}
 	}
-	if !p.retryStatus(resp.StatusCode) {
+	if !p.retryResponse(resp) {
 		if resp.StatusCode < 400 {
 			return false, ""
 		}
@@ -298,13 +298,24 @@ func classifyError(ctx context.Context, err error) (errClass, string) {
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		return errTransient, "connection closed"
 	case errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, context.DeadlineExceeded):
-		return errTransient, "timeout"
+		return errTransient, reasonTimeout
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() {
-		return errTransient, "timeout"
+		return errTransient, reasonTimeout
 	}
 	return errFinal, "unknown transport error"
+}
+
+// reasonTimeout is classifyError's reason for a timeout of the attempt.
+const reasonTimeout = "timeout"
+
+// isTimeout reports whether err, a transport error of a request with
+// context ctx, is a timeout of the attempt, not of the caller's context:
+// the connection it went on may be silent (see Transport.Base).
+func isTimeout(ctx context.Context, err error) bool {
+	class, reason := classifyError(ctx, err)
+	return class == errTransient && reason == reasonTimeout
 }
 
 // isTLSError reports whether err comes from TLS: certificate verification,
@@ -369,12 +380,31 @@ func netHTTPErrorClass(err error) (class errClass, reason string, ok bool) {
 
 // isThrottle reports whether an answer with status code and, if fromServer,
 // a server delay is a throttle: a 429 Too Many Requests (RFC 6585 §4), or a
-// 503 Service Unavailable (RFC 9110 §15.6.4) that names when to come back.
-// A throttle pauses its whole key. It is the one test of pace for "the
-// server is throttling": a 503 without a delay is an outage, not a
-// throttle, and gets the backoff.
+// 503 Service Unavailable (RFC 9110 §15.6.4) or 403 Forbidden that names
+// when to come back. A throttle pauses its whole key. It is the one test
+// of pace for "the server is throttling": a 503 without a delay is an
+// outage, and a 403 without one a refusal. GitHub answers its rate limits
+// with a 403 and Retry-After, or x-ratelimit-remaining: 0 and
+// x-ratelimit-reset (docs.github.com, "Rate limits for the REST API").
 func isThrottle(code int, fromServer bool) bool {
-	return isThrottleStatus(code) && (code == http.StatusTooManyRequests || fromServer)
+	switch code {
+	case http.StatusTooManyRequests:
+		return true
+	case http.StatusServiceUnavailable, http.StatusForbidden:
+		return fromServer
+	}
+	return false
+}
+
+// retryResponse reports whether resp's status is one to retry: one of the
+// policy's statuses, or a 403 that is a throttle (isThrottle) when the
+// policy retries a 429.
+func (p *retryPolicy) retryResponse(resp *http.Response) bool {
+	if resp.StatusCode == http.StatusForbidden {
+		_, _, delayed := serverDelay(resp, time.Now())
+		return delayed && p.retryStatus(http.StatusTooManyRequests)
+	}
+	return p.retryStatus(resp.StatusCode)
 }
 
 // attemptEnd is what the retry decision sees of one finished attempt: the

@@ -55,22 +55,25 @@ func RetryAfter(resp *http.Response, now time.Time) (d time.Duration, ok bool) {
 	return d, ok
 }
 
-// Throttled reports whether resp, received at now, is a throttle. In pace
-// a throttle is a 429 Too Many Requests (RFC 6585 §4), with a delay or
-// without, or a 503 Service Unavailable (RFC 9110 §15.6.4) that names a
-// delay: the answers on which a [Transport] pauses the request's whole key.
-// A 503 without a delay is no throttle (it may be an outage: the key is not
-// paused), though it is retried on the same slower backoff schedule as a
-// 429 without a delay ([DefaultThrottleBackoffInitial]). delay is the
-// server's delay as [RetryAfter] reads it, 0 when it gave none or named now
-// or a past instant (use RetryAfter to tell those apart: a Transport pauses
-// the key for MinThrottlePause after a throttle whose delay is zero, and
-// after a 429 without a delay for DefaultThrottlePause, or, on a key that a
-// configured limit paces, for MinThrottlePause while it lowers the key's
-// rate: see [Transport], "Adaptive rate"). A nil resp gives 0, false. It
-// does not read the body and is safe for concurrent use.
+// Throttled reports whether resp, received at now, is a throttle: the
+// answer on which a [Transport] pauses the request's whole key. This is
+// pace's one definition of a throttle:
+//
+//   - a 429 Too Many Requests (RFC 6585 §4), with a delay or without;
+//   - a 503 Service Unavailable (RFC 9110 §15.6.4) that names a delay;
+//   - a 403 Forbidden that names a delay: Retry-After, or a spent quota's
+//     reset (x-ratelimit-remaining: 0 with x-ratelimit-reset), as GitHub
+//     answers its rate limits (docs.github.com, "Rate limits for the REST
+//     API").
+//
+// A 503 without a delay is an outage and a 403 without one a refusal:
+// neither pauses the key, and a 403 is not retried. A throttling 403 is
+// retried as a 429 is. delay is the server's delay as [RetryAfter] reads
+// it, 0 when it gave none or named a past instant (see [Transport] for the
+// pause then). A nil resp gives 0, false. It does not read the body and is
+// safe for concurrent use.
 func Throttled(resp *http.Response, now time.Time) (delay time.Duration, ok bool) {
-	if resp == nil || !isThrottleStatus(resp.StatusCode) {
+	if resp == nil || !isThrottle(resp.StatusCode, true) {
 		return 0, false
 	}
 	delay, _, fromServer := serverDelay(resp, now)

@@ -35,7 +35,7 @@ type Stats struct {
 	Waits  int64
 	Waited time.Duration
 	// Retries counts the attempts sent again, Throttles the answers that
-	// paused the key (429, 503 with a delay), and GiveUps the calls that
+	// paused the key (see [Throttled]), and GiveUps the calls that
 	// ended on a failure that could have been retried, as [EventGiveUp]
 	// reports them (attempts, budget, the server's delay too long, the
 	// deadline, ...; see [Reason]). With MaxAttempts 1 (Retry.MaxAttempts or

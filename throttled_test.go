@@ -2,6 +2,7 @@ package pace
 
 import (
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -29,6 +30,14 @@ func TestThrottled(t *testing.T) {
 		{"503 retry-after-ms", testhttp.Response(http.StatusServiceUnavailable, "Retry-After-Ms", "1500"), 1500 * time.Millisecond, true},
 		{"503 reset header", testhttp.Response(http.StatusServiceUnavailable, "X-RateLimit-Reset", "60"), time.Minute, true},
 		{"500 Retry-After", testhttp.Response(http.StatusInternalServerError, "Retry-After", "2"), 0, false},
+		// GitHub's rate limits (docs.github.com, "Rate limits for the REST API").
+		{"403 without a delay is a refusal", testhttp.Response(http.StatusForbidden), 0, false},
+		{"403 secondary limit, Retry-After", testhttp.Response(http.StatusForbidden, "Retry-After", "60",
+			"X-Ratelimit-Limit", "5000", "X-Ratelimit-Remaining", "4990", "X-Ratelimit-Reset", epochIn(now, time.Hour)), time.Minute, true},
+		{"403 primary limit spent", testhttp.Response(http.StatusForbidden,
+			"X-Ratelimit-Limit", "5000", "X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", epochIn(now, 90*time.Second)), 90 * time.Second, true},
+		{"403 with a quota left", testhttp.Response(http.StatusForbidden,
+			"X-Ratelimit-Limit", "5000", "X-Ratelimit-Remaining", "4990", "X-Ratelimit-Reset", epochIn(now, time.Hour)), 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,4 +46,10 @@ func TestThrottled(t *testing.T) {
 			assert.Equal(t, tt.wantDelay, d, "delay")
 		})
 	}
+}
+
+// epochIn returns the instant d after now in epoch seconds, as GitHub's
+// x-ratelimit-reset carries it.
+func epochIn(now time.Time, d time.Duration) string {
+	return strconv.FormatInt(now.Add(d).Unix(), 10)
 }

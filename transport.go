@@ -33,13 +33,13 @@ const DefaultMaxWait = 5 * time.Minute
 // what is safe to retry.
 //
 // For each request it computes the key, waits out the key's cooldown (set by
-// an earlier throttle of that key, a 429 or a 503 with a delay: see
+// an earlier throttle of that key, a 429, or a 503 or 403 with a delay: see
 // [Throttled]), waits for the key's limiter, sends the
 // request through Base and classifies the outcome. A retryable outcome is
 // retried after the delay the server asked for (Retry-After and the reset
 // headers), or else after a capped exponential backoff with jitter; the
 // retry passes through the cooldown and the limiter again. A throttling
-// answer (429, or 503 with a delay) pauses the whole key: new and waiting
+// answer (see [Throttled]) pauses the whole key: new and waiting
 // requests of the key wait out the pause too, and consecutive throttles
 // without a delay lengthen it. When the pause ends, one request of the key
 // leaves first, as a probe (the half-open state of a circuit breaker): the
@@ -138,7 +138,14 @@ const DefaultMaxWait = 5 * time.Minute
 // by [Transport.Validate] and, as an error matching [ErrInvalidConfig], by
 // every RoundTrip.
 type Transport struct {
-	// Base sends each attempt. If nil, http.DefaultTransport is used.
+	// Base sends each attempt. If nil, a clone of http.DefaultTransport is
+	// used, made once and shared by all Transports. It pings an HTTP/2
+	// connection after 30 s without a frame, and drops the connection when
+	// the ping has no answer within 15 s ([http.HTTP2Config]). Before the
+	// retry of a timeout, Base's idle connections are closed (if it has a
+	// CloseIdleConnections method), so that the retry does not reuse the
+	// connection that timed out. A connection still in use by other
+	// requests stays open.
 	Base http.RoundTripper
 
 	// Limits paces requests by host, and may give a host its own
@@ -243,13 +250,14 @@ type Transport struct {
 	// nil error, body unread, as net/http's contract has it.
 	ErrorOnGiveUp bool
 
-	// OnEvent, if non-nil, is called for each wait, throttle, retry and
-	// give-up (see [Event]), on the goroutine of the request, so it must be
+	// OnEvent, if non-nil, is called for each wait, throttle, retry,
+	// give-up and port mismatch (see [Event]), on the goroutine of the request, so it must be
 	// safe for concurrent use. It must not block and must not modify the
 	// request. Nothing is built for it when it is nil.
 	OnEvent func(Event)
 
-	// Logger, if non-nil, receives the same events as debug-level records.
+	// Logger, if non-nil, receives the same events as debug-level records
+	// (an EventPortMismatch at warn level).
 	// Records hold no credential: a key chosen by Key is shown as a
 	// fingerprint (see Key), the URL as scheme://host/path, without its
 	// user information and query, as are URLs in error text, and request
@@ -322,12 +330,23 @@ type state struct {
 // (matching [ErrInvalidConfig]), or nil. RoundTrip reports the same error.
 // Validate only reads t. A nil *Transport is reported as a *ConfigError
 // naming "Transport", by Validate, RoundTrip, SetLimit (Stats returns nil).
-func (t *Transport) Validate() error {
+//
+// Given the URLs a job will call, Validate also checks them against
+// Limits. A URL whose host no key lists, while a key names that host with
+// another port or none, is a *ConfigError naming the key and the host (see
+// [EventPortMismatch]). So is a URL that is not absolute.
+func (t *Transport) Validate(urls ...string) error {
 	if t == nil {
 		return errNilTransport()
 	}
-	_, err := t.compile(false)
-	return err
+	if _, err := t.compile(false); err != nil || len(urls) == 0 {
+		return err
+	}
+	hl, err := compileHosts(t.Limits, &retryPolicy{}, 0)
+	if err != nil {
+		return err
+	}
+	return hl.checkURLs(urls)
 }
 
 // errNilTransport returns the error of a nil *Transport's methods, a new
@@ -383,7 +402,7 @@ func (t *Transport) compile(build bool) (*state, error) {
 		obs:           newObserver(t.OnEvent, t.Logger, t.SecretHeaders, t.HidePath),
 	}
 	if s.base == nil {
-		s.base = http.DefaultTransport
+		s.base = defaultBase()
 	}
 	s.pauses, _ = NewKeyed(Limit{}, KeyedOptions{}) // the zero Limit is valid
 	if t.Limiter == nil {
@@ -412,21 +431,57 @@ func (t *Transport) init() (*state, error) {
 	return t.st, t.err
 }
 
-// CloseIdleConnections closes the idle connections of Base (or of
-// http.DefaultTransport when Base is nil) if it has such a method. On a nil
+// CloseIdleConnections closes the idle connections of Base (or of the
+// default Base when Base is nil) if it has such a method. On a nil
 // *Transport it does nothing.
 func (t *Transport) CloseIdleConnections() {
-	type closeIdler interface{ CloseIdleConnections() }
 	if t == nil {
 		return
 	}
 	base := t.Base
 	if base == nil {
-		base = http.DefaultTransport
+		base = defaultBase()
 	}
-	if c, ok := base.(closeIdler); ok {
+	closeIdle(base)
+}
+
+// closeIdle closes rt's idle connections if it has a CloseIdleConnections
+// method.
+func closeIdle(rt http.RoundTripper) {
+	if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
+}
+
+// defaultBase is the Base of a Transport whose Base is nil: a clone of
+// http.DefaultTransport with HTTP/2 health checks, or http.DefaultTransport
+// itself when it is no *http.Transport (a program replaced it). One is
+// shared, so that Transports share its connections as they shared
+// http.DefaultTransport's. The ping settings are those Kubernetes' client-go
+// chose for silently dropped connections (kubernetes/kubernetes#95981).
+var defaultBase = sync.OnceValue(func() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	return withPings(t, 30*time.Second, 15*time.Second)
+})
+
+// withPings returns a clone of t that sends an HTTP/2 PING after idle
+// without a frame from the server, and closes the connection when the
+// ping has no answer within timeout. A connection that fails so fails its
+// requests with a transient error, and is never reused.
+func withPings(t *http.Transport, idle, timeout time.Duration) *http.Transport {
+	c := t.Clone()
+	h2 := http.HTTP2Config{}
+	if c.HTTP2 != nil {
+		h2 = *c.HTTP2
+	}
+	if h2.SendPingTimeout == 0 {
+		h2.SendPingTimeout, h2.PingTimeout = idle, timeout
+	}
+	c.HTTP2 = &h2
+	return c
 }
 
 // RoundTrip sends req, paced and retried as the Transport's documentation
@@ -500,11 +555,15 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 	c.key, c.hostKey = c.keyWith(host)
 	c.lim, c.policy, c.maxAttempts = s.limiter, s.policy, s.maxAttempts
 	if c.lim == nil {
-		if e := s.hosts.forHost(host); e != nil {
+		e, listed := s.hosts.forHost(host)
+		if e != nil {
 			c.lim, c.policy, c.maxAttempts = e.lim, e.policy, e.maxAttempts
 		}
 		if c.lim == nil {
 			c.lim = s.pauses
+		}
+		if !listed && s.obs != nil {
+			c.reportNear(host)
 		}
 	}
 	c.st = s.stats.of(c.key, host, c.lim)
@@ -529,6 +588,7 @@ func (c *call) run() (*http.Response, error) {
 	c.send, c.canRetry = c.policy.withIdempotencyKey(send), replayable
 
 	lastStatus := 0
+	evict := false
 	var p throttle.Permit
 	for attempt := 1; ; attempt++ {
 		if err := c.admit(&attempt, lastStatus, &p); err != nil {
@@ -545,6 +605,10 @@ func (c *call) run() (*http.Response, error) {
 				return nil, err
 			}
 			return nil, &AttemptsError{Attempts: attempt - 1, StatusCode: lastStatus, Err: err}
+		}
+		if evict { // the last attempt timed out: not onto its connection again
+			closeIdle(s.base)
+			evict = false
 		}
 		resp, err := s.base.RoundTrip(out)
 		if resp != nil && err != nil { // a broken Base; keep the contract
@@ -600,6 +664,7 @@ func (c *call) run() (*http.Response, error) {
 			return resp, nil
 		}
 		c.st.retries.Add(1)
+		evict = err != nil && isTimeout(c.ctx, err)
 		if s.obs != nil {
 			c.emit(Event{Kind: EventRetry, Reason: v.why, Attempt: attempt, Delay: v.wait, StatusCode: statusOf(resp), Err: err})
 		}
@@ -607,6 +672,17 @@ func (c *call) run() (*http.Response, error) {
 		drainAndClose(bodyOf(resp), 0)
 		if err := sleepCtx(c.ctx, c.key, v.wait); err != nil {
 			return nil, &AttemptsError{Attempts: attempt, StatusCode: lastStatus, Err: err}
+		}
+	}
+}
+
+// reportNear emits an EventPortMismatch, once per key, for each key of
+// Limits that names host with another port or none; host is the call's,
+// which no key lists.
+func (c *call) reportNear(host string) {
+	for _, e := range c.s.hosts.near(host) {
+		if !e.mismatched.Load() && e.mismatched.CompareAndSwap(false, true) {
+			c.emit(Event{Kind: EventPortMismatch, Err: portMismatch(e.key, host)})
 		}
 	}
 }
@@ -762,7 +838,7 @@ func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *
 	status := statusOf(resp)
 	// failed: an outcome that costs budget, a retryable failure whether
 	// or not this request may repeat it.
-	failed := again || (resp != nil && c.policy.retryStatus(status)) ||
+	failed := again || (resp != nil && c.policy.retryResponse(resp)) ||
 		(err != nil && errClassOf(c.ctx, err) != errFinal)
 	if !failed && status < 400 && (hook == nil || hook.Fail == nil) {
 		if attempt == 1 && c.s.budget != nil && c.s.budget.tracking() { // the success path: one atomic load when nothing failed lately

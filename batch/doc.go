@@ -9,8 +9,8 @@
 //
 // # Throttling
 //
-// An attempt the server throttled (through [HTTP], a 429, or a 503 that
-// names a delay, as [pace.Throttled] tells them, also when a pace.Transport
+// An attempt the server throttled (through [HTTP], a throttle as
+// [pace.Throttled] defines it, also when a pace.Transport
 // with ErrorOnGiveUp returns that answer inside a *pace.AttemptsError; any
 // error matching [ErrThrottled], or pace.ErrThrottled, the Transport's word
 // for a wait behind a probe that was throttled again) never fails its item:

@@ -116,8 +116,7 @@ func drainAndClose(body io.ReadCloser) {
 
 // CheckResponse is the default response check of [HTTP]. It accepts a 2xx
 // status. It returns a [*ThrottledError] for a throttle as [pace.Throttled]
-// tells it (429 Too Many Requests, RFC 6585 section 4, or 503 Service
-// Unavailable that names a delay, RFC 9110 section 15.6.4), the same test
+// defines it (a 429, or a 503 or 403 that names a delay), the same test
 // as pace.Transport's; RetryAfter holds the delay (Retry-After,
 // retry-after-ms, x-ms-retry-after-ms and the rate-limit reset headers, by
 // the same rules as pace.Transport), measured from the moment CheckResponse

@@ -185,6 +185,10 @@ func testCheckResponse(t *testing.T) {
 		{503, map[string]string{"Retry-After-Ms": "1500"}, true, 1500 * time.Millisecond, false},
 		{429, map[string]string{"X-Ratelimit-Reset": "60"}, true, time.Minute, false},
 		{200, map[string]string{"Retry-After": "5"}, false, 0, false},
+		// GitHub's rate limits (docs.github.com, "Rate limits for the REST API").
+		{403, map[string]string{"Retry-After": "60"}, true, time.Minute, false},
+		{403, map[string]string{"X-Ratelimit-Remaining": "4999", "X-Ratelimit-Reset": "60"}, false, 0, true},
+		{403, nil, false, 0, true},
 	}
 	for _, tt := range tests {
 		h := http.Header{}

@@ -115,6 +115,9 @@ func TestThrottleOf(t *testing.T) {
 			Err: &pace.WaitError{Key: "h", Delay: time.Second, Err: pace.ErrWaitTooLong}}, notThrottled, 0},
 		{"pause past the deadline after a 429", &pace.AttemptsError{Attempts: 1, StatusCode: 429, Reason: pace.ReasonDeadline,
 			Err: &pace.WaitError{Key: "h", Delay: time.Second, Err: pace.ErrWaitExceedsDeadline}}, serverThrottle, time.Second},
+		// A 403 is retried only when it named a delay (GitHub's rate limits).
+		{"pause past the deadline after a 403", &pace.AttemptsError{Attempts: 1, StatusCode: 403, Reason: pace.ReasonDeadline,
+			Err: &pace.WaitError{Key: "h", Delay: time.Minute, Err: pace.ErrWaitExceedsDeadline}}, serverThrottle, time.Minute},
 		{"attempts spent behind a throttled probe", &pace.AttemptsError{Attempts: 2, StatusCode: 429, Reason: pace.ReasonAttempts,
 			Err: &pace.WaitError{Key: "h", Err: pace.ErrThrottled}}, serverThrottle, 0},
 		// Transport.ErrorOnGiveUp: the final response rides in the error,

@@ -24,8 +24,7 @@ var ErrThrottled = errors.New("batch: throttled")
 
 // ThrottledError reports that the server throttled an attempt, and how long
 // it asked the client to wait. It matches [ErrThrottled]. [HTTP] returns one
-// for a 429 response, and for a 503 that names a delay (see
-// [CheckResponse]).
+// for a throttle as [pace.Throttled] defines it (see [CheckResponse]).
 type ThrottledError struct {
 	// RetryAfter is the delay the server asked for (Retry-After, RFC 9110
 	// section 10.2.3, or another header [pace.RetryAfter] reads), or 0 if
@@ -78,8 +77,9 @@ const (
 // waited behind its key's probe, whose answer was another throttle), or is
 // a *pace.AttemptsError whose Response ([pace.Transport].ErrorOnGiveUp)
 // [pace.Throttled] calls a throttle, the one test CheckResponse applies, or
-// whose last status was a 429 and whose wait for the next attempt was
-// refused (by the call's deadline, say: pace.ReasonDeadline).
+// whose last status was a 429 or a 403 (a 403 is retried only as a
+// throttle) and whose wait for the next attempt was refused (by the call's
+// deadline, say: pace.ReasonDeadline).
 //
 // A client-side limit refused the call (clientRefusal) when err matches
 // pace.ErrRateLimited otherwise, outside an AttemptsError: pace.ErrQueueFull,
@@ -110,7 +110,7 @@ func throttleOf(err error, now time.Time) (time.Duration, throttleKind) {
 			}
 			return 0, notThrottled
 		}
-		if ae.StatusCode != http.StatusTooManyRequests && !errors.Is(err, pace.ErrThrottled) {
+		if ae.StatusCode != http.StatusTooManyRequests && ae.StatusCode != http.StatusForbidden && !errors.Is(err, pace.ErrThrottled) {
 			return 0, notThrottled
 		}
 		if !errors.Is(err, pace.ErrRateLimited) {
@@ -137,7 +137,7 @@ func waitDelay(err error) time.Duration {
 }
 
 // StatusError reports a response whose status [CheckResponse] does not
-// accept: anything but 2xx, 429, and 503 with a delay. It fails the item;
+// accept: anything but 2xx and a throttle ([pace.Throttled]). It fails the item;
 // [Result].Status records Code.
 type StatusError struct {
 	Code int // the HTTP status code

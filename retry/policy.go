@@ -46,7 +46,9 @@ func DefaultStatuses() []int {
 //
 // What is retried by default:
 //
-//   - Responses with a status in Statuses (DefaultStatuses when nil).
+//   - Responses with a status in Statuses (DefaultStatuses when nil), and
+//     a 403 that names a delay when Statuses holds 429: a throttle (see
+//     pace.Throttled).
 //   - Transport errors that mean the request did not complete: connection
 //     refused or reset, an unexpected EOF, a timeout that is not the
 //     request context's deadline, an HTTP/2 GOAWAY, a closed idle

@@ -133,7 +133,7 @@ func oneAttemptPerHost(h pace.Hosts) error {
 // per call (Retry.MaxAttempts 1, and no [pace.Host] of its Limits with a
 // MaxAttempts above 1: c makes the retries) and return responses, not
 // errors (ErrorOnGiveUp false: c's CheckRetry and Backoff read them); t.Base
-// nil means http.DefaultTransport, as always (set Base to
+// nil means pace's default Base, as always (set Base to
 // c.HTTPClient.Transport to keep the client's own). Install returns, and
 // changes nothing then, a [*pace.ConfigError] (matching
 // [pace.ErrInvalidConfig]) for a nil argument, a t that breaks those rules,

@@ -187,6 +187,13 @@ func isASCII(s string) bool {
 	return true
 }
 
+// Name returns hostport without its port: "api.example:8443" is
+// "api.example", "[::1]:8080" is "[::1]". It allocates nothing.
+func Name(hostport string) string {
+	name, _ := splitPort(hostport)
+	return name
+}
+
 // splitPort splits h into its host and its ":port" (with the colon; ":"
 // alone for an empty port, which RFC 3986 §3.2.3 allows and means the
 // default). An IPv6 literal's colons are inside brackets; a host with

@@ -166,3 +166,14 @@ func BenchmarkOf(b *testing.B) {
 		})
 	}
 }
+
+func TestName(t *testing.T) {
+	for in, want := range map[string]string{
+		"api.example": "api.example", "api.example:8443": "api.example", "api.example:": "api.example",
+		"[::1]": "[::1]", "[::1]:8080": "[::1]", "::1": "::1", "127.0.0.1:80": "127.0.0.1",
+	} {
+		if got := Name(in); got != want {
+			t.Errorf("Name(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
