@@ -27,7 +27,7 @@ import (
 //
 //	{"id":"<ID>","outcome":"started"}                                  Run, before calling the item function the first time
 //	{"id":"<ID>","outcome":"sending","method":"POST","key":"<key>"}    [HTTP], before sending the item's request (key: its idempotency key, if any)
-//	{"id":"<ID>","outcome":"not sent"}                                 Run, after an attempt that was shown not to be applied (throttled, or a configuration error)
+//	{"id":"<ID>","outcome":"not sent"}                                 Run, after an attempt that was shown not to be applied (throttled, or a configuration error); [HTTP], when called for an item whose start Run recorded
 //
 // A start or sending record without a finish or "not sent" record after
 // it marks an item in doubt (see [InDoubt]). Run reads both versions; it adds a header to a

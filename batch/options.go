@@ -135,8 +135,12 @@ type Options struct {
 	// too, and get a header line when resumed).
 	//
 	// An item whose start is recorded and whose end is not is in doubt:
-	// the upstream may have applied it. A resumed run does it again when
-	// that is safe: when Idempotent declares it so, or when its recorded
+	// the upstream may have applied it. With HTTP, only a recorded
+	// request counts: an item whose run ended before HTTP recorded its
+	// request is done again, whatever its method (an item function that
+	// calls HTTP's should have no effect of its own). A resumed run does
+	// an item in doubt again when that is safe: when Idempotent declares
+	// it so, or when its recorded
 	// request was idempotent (RFC 9110 section 9.2.2: GET, HEAD, OPTIONS,
 	// TRACE, PUT, DELETE) or carried an Idempotency-Key, and HTTP builds
 	// the same method, or the same key, again (the key HTTP derives, see

@@ -57,6 +57,25 @@ func (it *item) begin(now time.Time) error {
 	return nil
 }
 
+// entered records that HTTP's function was called for the item, before it
+// builds the request. From then on Run records no start of its own (HTTP
+// records each request). A start Run recorded for this attempt is undone
+// with a "not sent" record: HTTP sends nothing before its sending record,
+// so a run that ends before it leaves the item to be done again. An item
+// in doubt since an earlier run, or with a request recorded, stays as it
+// is.
+func (it *item) entered() error {
+	it.run.selfJournaled.Store(true)
+	if !it.started || it.run.journal == nil || it.doubt != nil || it.resend || it.sent != (record{}) {
+		return nil
+	}
+	if err := it.run.journal.write(record{ID: it.id, Outcome: recUnsent}, time.Now()); err != nil {
+		return &JournalError{Path: it.run.path, Err: err}
+	}
+	it.started = false
+	return nil
+}
+
 // sending prepares req, the item's request, to be sent, and records it: it
 // gives a POST or PATCH without an idempotency key the item's key (see
 // [IdempotencyKey]) unless the header is there with an empty value (the
@@ -65,7 +84,6 @@ func (it *item) begin(now time.Time) error {
 // again as the earlier run's, and writes a sending record before the
 // request leaves.
 func (it *item) sending(req *http.Request) error {
-	it.run.selfJournaled.Store(true)
 	key := idempotencyKeyOf(req.Header)
 	if vs, ok := req.Header[retry.DefaultIdempotencyHeader]; ok && key == "" && len(vs) > 0 {
 		delete(req.Header, retry.DefaultIdempotencyHeader) // opted out
