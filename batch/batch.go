@@ -142,9 +142,17 @@ func (r *runner[T]) prepare() error {
 		r.sum.Ideal = ideal(r.opts.Rate, len(r.items))
 		return nil
 	}
-	j, st, err := openJournal(r.opts.Journal)
+	j, st, err := openJournal(r.opts.Journal, r.opts.Job)
 	if err != nil {
 		return err
+	}
+	for i := range r.results {
+		m := &r.marks[i]
+		m.fp = fingerprint(r.items[i])
+		if s := st.items[m.id]; s != nil && s.fp != "" && m.fp != "" && s.fp != m.fp {
+			_ = j.close()
+			return &JournalError{Path: r.opts.Journal, Err: &JobError{Journal: st.job, Job: r.opts.Job, ID: m.id, JournalFP: s.fp, FP: m.fp}}
+		}
 	}
 	r.journal = j
 	r.run = run{journal: j, path: r.opts.Journal, id: st.run}
@@ -388,7 +396,7 @@ func (r *runner[T]) settle(res *Result, o Outcome, now time.Time) {
 		return
 	}
 	if r.journal != nil && !r.stopJournal() {
-		if err := r.journal.write(newRecord(res), now); err != nil {
+		if err := r.journal.write(newRecord(res, r.marks[res.Index].fp), now); err != nil {
 			r.halt(r.journalErr(err))
 		}
 	}

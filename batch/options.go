@@ -159,8 +159,15 @@ type Options struct {
 	// conflict within one process; and on systems without flock (Windows,
 	// AIX, Solaris, Plan 9, js/wasm, WASI) there is no lock at all.
 	//
-	// What the file holds: a header (format, version, run ID); per item,
-	// its ID, its outcome, status, attempts and duration, the method and
+	// A journal belongs to one job (see Job), and is at most 1 GiB. Run
+	// refuses, before doing any item, a journal of another job (a
+	// [*JobError], matching [ErrOtherJob]), a path that is not a regular
+	// file (a FIFO, a device), and a larger file, each with a
+	// [*JournalError]. It writes format version 3 and resumes no earlier
+	// version: those record no job.
+	//
+	// What the file holds: a header (format, version, run ID, job); per item,
+	// its ID and fingerprint, its outcome, status, attempts and duration, the method and
 	// idempotency key HTTP sent, and for a failed item its error's text,
 	// with every URL of a [*url.Error] in it cut to scheme://host/path,
 	// without the user information and the query, which often carry
@@ -170,6 +177,17 @@ type Options struct {
 	// missing file with mode 0600 (read and write for its owner only,
 	// before the umask); an existing file keeps its mode.
 	Journal string
+
+	// Job names the job that a journal belongs to. Run writes it in a new
+	// journal's header, and refuses a journal that names another job. It
+	// also records each item's fingerprint (16 hex digits of SHA-256 over
+	// its JSON encoding; none when it has no encoding), and refuses a
+	// journal that holds another item under one of this run's IDs. So a
+	// job on the same items as another needs a name of its own: a nightly
+	// job needs the date in its name, or a journal per night. The empty
+	// name is the unnamed job's. An item of few possible values can be
+	// guessed from its fingerprint: keep secrets out of items.
+	Job string
 
 	// ID returns the journal key of items[i]: a string that names the item
 	// across runs. If nil, the key is the index i itself, which is right

@@ -37,6 +37,7 @@ type run struct {
 type item struct {
 	run     *run
 	id      string
+	fp      string  // the item's fingerprint, with a journal
 	started bool    // the item's start is recorded; set with no journal too
 	doubt   *record // in doubt: the sending record of the earlier run, which HTTP compares the new request with
 	resend  bool    // in doubt, and sent again anyway (Options.ResendInDoubt or Options.Idempotent)
@@ -50,7 +51,7 @@ func (it *item) begin(now time.Time) error {
 	if it.started || it.run.journal == nil || it.run.selfJournaled.Load() {
 		return nil
 	}
-	if err := it.run.journal.write(record{ID: it.id, Outcome: recStarted}, now); err != nil {
+	if err := it.run.journal.write(record{ID: it.id, Outcome: recStarted, FP: it.fp}, now); err != nil {
 		return &JournalError{Path: it.run.path, Err: err}
 	}
 	it.started = true
@@ -106,7 +107,7 @@ func (it *item) sending(req *http.Request) error {
 				ErrInDoubt, d.Method, d.Key, method, key)
 		}
 	}
-	rec := record{ID: it.id, Outcome: recSending, Method: method, Key: key}
+	rec := record{ID: it.id, Outcome: recSending, Method: method, Key: key, FP: it.fp}
 	it.req = rec
 	if it.run.journal == nil || (it.started && it.sent == rec) {
 		return nil
