@@ -44,7 +44,8 @@ import (
 // if ctx ended after the last item started, unless the journal could not
 // be written. When some did not, or the journal failed, it is an [*Error],
 // returned with the full Report. A nil fn, invalid options, two items with
-// the same ID, or a journal that cannot be opened, locked or read give a nil
+// the same ID, or a journal that cannot be opened, locked or read, or is
+// refused (another job's, see [Options.Job]), give a nil
 // Report and a [*pace.ConfigError] (matching [pace.ErrInvalidConfig]; its
 // Field names the option, such as "Rate.N", "fn" for a nil fn, or "ID" for
 // a duplicate ID) or a [*JournalError], before anything runs.

@@ -138,11 +138,12 @@ type itemState struct {
 }
 
 // JournalError reports a journal ([Options].Journal) that cannot be opened,
-// locked, read or written. [Run] returns it before anything runs when the
-// journal cannot be opened, locked or read (Err is [ErrJournalLocked] when
-// another run holds it), and reports it in [Error].Stop when a write fails
-// during the run (which then stops dispatch; the attempt whose start could
-// not be recorded is not made). A whole line that is not a valid record is
+// locked, read or written, or is refused. [Run] returns it before anything
+// runs when the journal cannot be opened, locked or read (Err is
+// [ErrJournalLocked] when another run holds it), or is refused: another
+// job's (Err is a [*JobError]), no regular file, or over 1 GiB. It reports
+// it in [Error].Stop when a write fails during the run (which then stops
+// dispatch; the attempt whose start could not be recorded is not made). A whole line that is not a valid record is
 // corrupt, wherever it is; only an unterminated last line is a torn write,
 // dropped so that its item runs again (or, if it was an item's start, so
 // that the item is not in doubt: nothing was done before its start was
