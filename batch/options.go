@@ -182,11 +182,13 @@ type Options struct {
 	// journal's header, and refuses a journal that names another job. It
 	// also records each item's fingerprint (16 hex digits of SHA-256 over
 	// its JSON encoding; none when it has no encoding), and refuses a
-	// journal that holds another item under one of this run's IDs. So a
-	// job on the same items as another needs a name of its own: a nightly
-	// job needs the date in its name, or a journal per night. The empty
-	// name is the unnamed job's. An item of few possible values can be
-	// guessed from its fingerprint: keep secrets out of items.
+	// journal that holds another item under one of this run's IDs. A
+	// field that changes between runs (a time stamp) makes another item:
+	// keep it out of the encoding (json:"-"). So a job on the same items
+	// as another needs a name of its own: a nightly job needs the date in
+	// its name, or a journal per night. The empty name is the unnamed
+	// job's. An item of few possible values can be guessed from its
+	// fingerprint: keep secrets out of items.
 	Job string
 
 	// ID returns the journal key of items[i]: a string that names the item
