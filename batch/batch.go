@@ -143,17 +143,19 @@ func (r *runner[T]) prepare() error {
 		r.sum.Ideal = ideal(r.opts.Rate, len(r.items))
 		return nil
 	}
-	j, st, err := openJournal(r.opts.Journal, r.opts.Job)
+	for i := range r.marks {
+		r.marks[i].fp = fingerprint(r.items[i])
+	}
+	j, st, err := openJournal(r.opts.Journal, r.opts.Job, func(st *journalState) error {
+		for _, m := range r.marks {
+			if s := st.items[m.id]; s != nil && s.fp != "" && m.fp != "" && s.fp != m.fp {
+				return &JobError{Journal: st.job, Job: r.opts.Job, ID: m.id, JournalFP: s.fp, FP: m.fp}
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	for i := range r.results {
-		m := &r.marks[i]
-		m.fp = fingerprint(r.items[i])
-		if s := st.items[m.id]; s != nil && s.fp != "" && m.fp != "" && s.fp != m.fp {
-			_ = j.close()
-			return &JournalError{Path: r.opts.Journal, Err: &JobError{Journal: st.job, Job: r.opts.Job, ID: m.id, JournalFP: s.fp, FP: m.fp}}
-		}
 	}
 	r.journal = j
 	r.run = run{journal: j, path: r.opts.Journal, id: st.run}

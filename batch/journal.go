@@ -63,7 +63,7 @@ type record struct {
 	FP       string `json:"fp,omitempty"`     // the item's fingerprint (version 3)
 }
 
-// header is the first line of a version 2 journal.
+// header is the first line of a journal of version 2 or later.
 type header struct {
 	Journal string `json:"journal"` // journalFormat
 	Version int    `json:"version"`
@@ -143,11 +143,11 @@ type itemState struct {
 // [ErrJournalLocked] when another run holds it), or is refused: another
 // job's (Err is a [*JobError]), no regular file, or over 1 GiB. It reports
 // it in [Error].Stop when a write fails during the run (which then stops
-// dispatch; the attempt whose start could not be recorded is not made). A whole line that is not a valid record is
-// corrupt, wherever it is; only an unterminated last line is a torn write,
-// dropped so that its item runs again (or, if it was an item's start, so
-// that the item is not in doubt: nothing was done before its start was
-// written).
+// dispatch; the attempt whose start could not be recorded is not made). A
+// whole line that is not a valid record is corrupt, wherever it is; only
+// an unterminated last line is a torn write, dropped so that its item runs
+// again (or, if it was an item's start, so that the item is not in doubt:
+// nothing was done before its start was written).
 type JournalError struct {
 	Path string // the journal's path, Options.Journal
 	Line int    // the 1-based line that is not a valid record, or 0
@@ -226,12 +226,14 @@ var errNewerJournal = fmt.Errorf("journal format newer than version %d", journal
 
 // openJournal opens or creates the journal of job at path, locks it (see
 // lockJournal), and returns it with what it holds. It refuses a path that
-// is not a regular file, a file of more than maxJournalSize bytes, and
-// another job's journal (a *JobError), before reading or changing it. A
+// is not a regular file and a file of more than maxJournalSize bytes
+// before reading it, and another job's journal (a *JobError: by its
+// header, or by items, which returns the *JobError of an item that is not
+// this job's) before changing it. A
 // torn tail (a last line without its newline) is cut off, so that new
 // records start on a line of their own. A new journal gets a header, with
 // a new run ID.
-func openJournal(path, job string) (*journal, *journalState, error) {
+func openJournal(path, job string, items func(*journalState) error) (*journal, *journalState, error) {
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		return nil, nil, &JournalError{Path: path, Err: errNotRegular} // not opened: a FIFO's open may block
 	}
@@ -278,6 +280,9 @@ func openJournal(path, job string) (*journal, *journalState, error) {
 		return fail(&JobError{Job: job, Version: st.version})
 	case st.run != "" && st.job != job:
 		return fail(&JobError{Journal: st.job, Job: job})
+	}
+	if err := items(st); err != nil {
+		return fail(err)
 	}
 	if end < len(data) {
 		if err := f.Truncate(int64(end)); err != nil {

@@ -73,6 +73,8 @@ func TestJournalOtherJob(t *testing.T) {
 			require.NoError(t, err, "yesterday")
 			before, err := os.ReadFile(path)
 			require.NoError(t, err)
+			before = append(before, `{"id":"torn`...) // a torn tail, which a resume would cut
+			require.NoError(t, os.WriteFile(path, before, 0o600))
 
 			sent.Store(0)
 			opts = Options{Journal: path, Job: tt.tJob}

@@ -330,7 +330,7 @@ func TestJournalRedoFailed(t *testing.T) {
 // times: every syncEvery records, or syncAfter after the first pending one.
 func TestJournalSyncBatches(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.jsonl")
-	j, st, err := openJournal(path, "")
+	j, st, err := openJournal(path, "", func(*journalState) error { return nil })
 	if err != nil || len(st.items) != 0 {
 		t.Fatal(err)
 	}
