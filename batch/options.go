@@ -130,9 +130,7 @@ type Options struct {
 	// without its newline: a crash mid-write) is dropped and its item run
 	// again. Any other line that is not a valid record makes Run fail at
 	// once with a [*JournalError] naming the line, before doing any item,
-	// and leaves the file as it is. The format is versioned (version 2;
-	// files of the format before versions, finish records only, are read
-	// too, and get a header line when resumed).
+	// and leaves the file as it is. The format is versioned (see below).
 	//
 	// An item whose start is recorded and whose end is not is in doubt:
 	// the upstream may have applied it. With HTTP, only a recorded
@@ -140,13 +138,13 @@ type Options struct {
 	// request is done again, whatever its method (an item function that
 	// calls HTTP's should have no effect of its own). A resumed run does
 	// an item in doubt again when that is safe: when Idempotent declares
-	// it so, or when its recorded
-	// request was idempotent (RFC 9110 section 9.2.2: GET, HEAD, OPTIONS,
-	// TRACE, PUT, DELETE) or carried an Idempotency-Key, and HTTP builds
-	// the same method, or the same key, again (the key HTTP derives, see
-	// [IdempotencyKey], is the same in every run of the journal). Any other
-	// in-doubt item is not called: it ends [InDoubt], counted in
-	// Summary.InDoubt, unless ResendInDoubt is set.
+	// it so, or when its recorded request was idempotent (RFC 9110
+	// section 9.2.2: GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or carried an
+	// Idempotency-Key, and HTTP builds the same method, or the same key,
+	// again (the key HTTP derives, see [IdempotencyKey], is the same in
+	// every run of the journal). Any other in-doubt item is not called: it
+	// ends [InDoubt], counted in Summary.InDoubt, unless ResendInDoubt is
+	// set.
 	//
 	// Only one run may use a journal at a time. Run takes an exclusive
 	// advisory lock on the file (flock(2)) before reading it, and holds it
