@@ -368,7 +368,8 @@ func TestJournalSyncBatches(t *testing.T) {
 func FuzzParseJournal(f *testing.F) {
 	good := journalLines("0", "1")
 	for _, s := range []string{"", good, good + `{"id":"2"`, good + "\x00\x01\x02\xff\n", "\n", "}{\n" + good,
-		good + `{"id":"5","outcome":"maybe"}` + "\n"} {
+		good + `{"id":"5","outcome":"maybe"}` + "\n",
+		`{"journal":"pace/batch","version":3,"run":"00000000000000aa","job":"j"}` + "\n" + `{"id":"0","outcome":"started","fp":"0123456789abcdef"}` + "\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
