@@ -18,7 +18,8 @@ type LeakyOptions struct {
 	// late pushes the slots behind it back (see [Transport]), so that Queue
 	// waiters always fit. Zero means the number of waiters is not limited:
 	// only MaxDelay, if set, and the caller (the Transport's MaxWait, the
-	// context's deadline) bound the wait. A pacer that refuses instead of
+	// context's deadline) bound the wait, up to about 146 years, past which
+	// a wait is refused with [ErrWaitTooLong]. A pacer that refuses instead of
 	// queueing, as nginx limit_req without burst does, is any pacer asked
 	// with AllowAt ([Shaper.AllowAt], [Keyed.AdmitAt], package middleware),
 	// which never queues. Must not be negative.
@@ -119,17 +120,22 @@ func newLeakyAlg(r Rate, o LeakyOptions) (*leakyAlg, error) {
 }
 
 // earliest is GCRA's earliest slot, refused with ErrQueueFull when it lies
-// more than the queue bound after now. With the refusal it returns that slot,
-// so the caller can tell how long the wait would have been.
+// more than the queue bound after now. Without a bound (wait is maxSpan) a
+// slot past maxSpan is refused with ErrWaitTooLong: no queue is full, the
+// arithmetic's span is. With the refusal it returns that slot, so the
+// caller can tell how long the wait would have been.
 func (a *leakyAlg) earliest(c *cell, now int64, n int) (int64, error) {
 	t, err := a.gcra.earliest(c, now, n)
 	if err != nil {
 		return 0, err
 	}
-	if t-now > a.wait {
-		return t, ErrQueueFull
+	switch {
+	case t-now <= a.wait:
+		return t, nil
+	case a.wait >= maxSpan:
+		return t, ErrWaitTooLong
 	}
-	return t, nil
+	return t, ErrQueueFull
 }
 
 // span is how long after its last booking, at most, a cell takes to drain:

@@ -44,7 +44,8 @@ import (
 // if ctx ended after the last item started, unless the journal could not
 // be written. When some did not, or the journal failed, it is an [*Error],
 // returned with the full Report. A nil fn, invalid options, two items with
-// the same ID, or a journal that cannot be opened, locked or read give a nil
+// the same ID, or a journal that cannot be opened, locked or read, or is
+// refused (another job's, see [Options.Job]), give a nil
 // Report and a [*pace.ConfigError] (matching [pace.ErrInvalidConfig]; its
 // Field names the option, such as "Rate.N", "fn" for a nil fn, or "ID" for
 // a duplicate ID) or a [*JournalError], before anything runs.
@@ -143,7 +144,17 @@ func (r *runner[T]) prepare() error {
 		r.sum.Ideal = ideal(r.opts.Rate, len(r.items))
 		return nil
 	}
-	j, st, err := openJournal(r.opts.Journal)
+	for i := range r.marks {
+		r.marks[i].fp = fingerprint(r.items[i])
+	}
+	j, st, err := openJournal(r.opts.Journal, r.opts.Job, func(st *journalState) error {
+		for _, m := range r.marks {
+			if s := st.items[m.id]; s != nil && s.fp != "" && m.fp != "" && s.fp != m.fp {
+				return &JobError{Journal: st.job, Job: r.opts.Job, ID: m.id, JournalFP: s.fp, FP: m.fp}
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -389,7 +400,7 @@ func (r *runner[T]) settle(res *Result, o Outcome, now time.Time) {
 		return
 	}
 	if r.journal != nil && !r.stopJournal() {
-		if err := r.journal.write(newRecord(res, r.run.hidePath), now); err != nil {
+		if err := r.journal.write(newRecord(res, r.marks[res.Index].fp, r.run.hidePath), now); err != nil {
 			r.halt(r.journalErr(err))
 		}
 	}

@@ -107,15 +107,18 @@
 // write-ahead journal: an item's start (for [HTTP], its request's method
 // and idempotency key) before it can have any effect, and its end. A later
 // run with the same file skips the items it holds as finished and restores
-// their results; an item started and not finished is in doubt, and is done
+// their results. An item of [HTTP] whose request was never recorded is
+// done again. One started and not finished is in doubt, and is done
 // again only when that is safe (an idempotent request, the same
-// idempotency key, or [Options.Idempotent]), otherwise it ends [InDoubt].
+// idempotency key, or [Options.Idempotent]); otherwise it ends [InDoubt].
 // So a job killed half-way and started again applies no item twice, given
 // a server that deduplicates requests by their idempotency key (as Stripe,
 // Adyen and PayPal do); an item in doubt is left for you to check. See
-// [Options.ID] for the choice of key. One run at a time may use a journal:
-// Run locks the file, and a second run fails at once with
-// [ErrJournalLocked] (see [Options.Journal] for the caveats).
+// [Options.ID] for the choice of key. A journal belongs to one job
+// ([Options.Job], and each item's fingerprint): Run refuses another job's
+// with [ErrOtherJob], and a path that is no regular file. One run at a
+// time may use a journal: Run locks the file, and a second run fails at
+// once with [ErrJournalLocked] (see [Options.Journal] for the caveats).
 //
 // # Concurrency
 //

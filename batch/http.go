@@ -71,6 +71,12 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 		return nil
 	}
 	return func(ctx context.Context, item T) error {
+		a := attemptOf(ctx)
+		if a != nil && a.item != nil {
+			if err := a.item.entered(); err != nil {
+				return err
+			}
+		}
 		req, err := build(ctx, item)
 		if err != nil {
 			return err
@@ -81,7 +87,6 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 		if req.URL == nil {
 			return errNilURL
 		}
-		a := attemptOf(ctx)
 		if a != nil {
 			if err := a.enter(ctx, hostKey(req)); err != nil {
 				return err

@@ -3,6 +3,7 @@ package batch
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -22,19 +23,23 @@ import (
 //
 //	{"journal":"pace/batch","version":2,"run":"<run ID>"}
 //
-// and, besides the finish records of version 1, two records written
-// before an item's first attempt can have any effect:
+// and, besides the finish records of version 1, these records:
 //
 //	{"id":"<ID>","outcome":"started"}                                  Run, before calling the item function the first time
 //	{"id":"<ID>","outcome":"sending","method":"POST","key":"<key>"}    [HTTP], before sending the item's request (key: its idempotency key, if any)
-//	{"id":"<ID>","outcome":"not sent"}                                 Run, after an attempt that was shown not to be applied (throttled, or a configuration error)
+//	{"id":"<ID>","outcome":"not sent"}                                 Run, after an attempt that was shown not to be applied (throttled, or a configuration error); [HTTP], when called for an item whose start Run recorded
 //
 // A start or sending record without a finish or "not sent" record after
-// it marks an item in doubt (see [InDoubt]). Run reads both versions; it adds a header to a
-// version 1 journal it resumes, so the file becomes version 2.
+// it marks an item in doubt (see [InDoubt]). Version 3 adds the job's name
+// to the header ("job", omitted when empty) and the item's fingerprint to
+// the start, sending and finish records ("fp", see fingerprint). Run
+// writes version 3 and resumes only version 3: the versions before it
+// record no job, so another job's journal cannot be told from this one's.
 const (
 	journalFormat  = "pace/batch"
-	journalVersion = 2
+	journalVersion = 3
+	// maxJournalSize bounds the journal Run reads, in bytes.
+	maxJournalSize = 1 << 30
 )
 
 // Outcomes of the records a version 2 journal adds.
@@ -55,17 +60,19 @@ type record struct {
 	Error    string `json:"error,omitempty"`
 	Method   string `json:"method,omitempty"` // on "sending"
 	Key      string `json:"key,omitempty"`    // on "sending": the idempotency key sent, if any
+	FP       string `json:"fp,omitempty"`     // the item's fingerprint (version 3)
 }
 
-// header is the first line of a version 2 journal.
+// header is the first line of a journal of version 2 or later.
 type header struct {
 	Journal string `json:"journal"` // journalFormat
 	Version int    `json:"version"`
-	Run     string `json:"run"` // the run ID, see [RunID]
+	Run     string `json:"run"`           // the run ID, see [IdempotencyKey]
+	Job     string `json:"job,omitempty"` // Options.Job (version 3)
 }
 
-func newRecord(r *Result, hidePath bool) record {
-	rec := record{ID: r.ID, Outcome: r.Outcome.String(), Status: r.Status, Attempts: r.Attempts, Duration: int64(r.Duration)}
+func newRecord(r *Result, fp string, hidePath bool) record {
+	rec := record{ID: r.ID, Outcome: r.Outcome.String(), Status: r.Status, Attempts: r.Attempts, Duration: int64(r.Duration), FP: fp}
 	if r.Err != nil {
 		rec.Error = redact.ErrorText(r.Err, hidePath) // no URL's query or user information on disk, nor its path with Options.HidePath
 	}
@@ -118,6 +125,7 @@ type journal struct {
 type journalState struct {
 	version int // 1 without a header
 	run     string
+	job     string
 	items   map[string]*itemState
 }
 
@@ -126,18 +134,20 @@ type itemState struct {
 	done    *record // the finish record; nil when the item was started again after it, or never finished
 	inDoubt bool    // started and not finished
 	sending *record // the last sending record since the item's start, or nil
+	fp      string  // the item's fingerprint in its last record that has one
 }
 
 // JournalError reports a journal ([Options].Journal) that cannot be opened,
-// locked, read or written. [Run] returns it before anything runs when the
-// journal cannot be opened, locked or read (Err is [ErrJournalLocked] when
-// another run holds it), and reports it in [Error].Stop when a write fails
-// during the run (which then stops dispatch; the attempt whose start could
-// not be recorded is not made). A whole line that is not a valid record is
-// corrupt, wherever it is; only an unterminated last line is a torn write,
-// dropped so that its item runs again (or, if it was an item's start, so
-// that the item is not in doubt: nothing was done before its start was
-// written).
+// locked, read or written, or is refused. [Run] returns it before anything
+// runs when the journal cannot be opened, locked or read (Err is
+// [ErrJournalLocked] when another run holds it), or is refused: another
+// job's (Err is a [*JobError]), no regular file, or over 1 GiB. It reports
+// it in [Error].Stop when a write fails during the run (which then stops
+// dispatch; the attempt whose start could not be recorded is not made). A
+// whole line that is not a valid record is corrupt, wherever it is; only
+// an unterminated last line is a torn write, dropped so that its item runs
+// again (or, if it was an item's start, so that the item is not in doubt:
+// nothing was done before its start was written).
 type JournalError struct {
 	Path string // the journal's path, Options.Journal
 	Line int    // the 1-based line that is not a valid record, or 0
@@ -167,16 +177,66 @@ var ErrJournalLocked = errors.New("in use by another run")
 // is not a journal Run can trust.
 var errCorrupt = errors.New("not a valid journal record")
 
+// ErrOtherJob is matched by the error [Run] returns, before doing any
+// item, for a journal that is not this job's: see [JobError].
+var ErrOtherJob = errors.New("batch: another job's journal")
+
+// JobError reports a journal ([Options.Journal]) that is not this job's:
+// it names another job ([Options.Job]), it holds under one of this run's
+// item IDs another item (one of another fingerprint, see Options.Job), or
+// its format version records no job. [Run] returns it inside a
+// [*JournalError] before doing any item, and leaves the file as it is.
+// It matches [ErrOtherJob].
+type JobError struct {
+	Journal string // the job the journal names
+	Job     string // this run's Options.Job
+	ID      string // the item whose fingerprints differ, or ""
+	// JournalFP and FP are item ID's fingerprints: the journal's and
+	// this run's.
+	JournalFP, FP string
+	Version       int // the journal's version when it records no job (1 or 2), or 0
+}
+
+// Error names both jobs, and both fingerprints of item ID when set.
+func (e *JobError) Error() string {
+	switch {
+	case e.Version != 0:
+		return fmt.Sprintf("another job's, maybe: version %d records no job (remove the file to start afresh)", e.Version)
+	case e.ID != "":
+		return fmt.Sprintf("another job's: its item %q has fingerprint %s, this run's %s (journal job %q, this job %q)",
+			e.ID, e.JournalFP, e.FP, e.Journal, e.Job)
+	}
+	return fmt.Sprintf("another job's: job %q, not this job %q", e.Journal, e.Job)
+}
+
+// Unwrap returns ErrOtherJob.
+func (e *JobError) Unwrap() error { return ErrOtherJob }
+
+// errNotRegular is the Err of a JournalError for a path that is not a
+// regular file (a FIFO, a device, a directory).
+var errNotRegular = errors.New("not a regular file")
+
+// errTooLarge is the Err of a JournalError for a journal of more than
+// maxJournalSize bytes.
+var errTooLarge = fmt.Errorf("larger than %d bytes", maxJournalSize)
+
 // errNewerJournal is the Err of a JournalError for a header of a version
 // this package does not know.
 var errNewerJournal = fmt.Errorf("journal format newer than version %d", journalVersion)
 
-// openJournal opens or creates the journal at path, locks it (see
-// lockJournal), and returns it with what it holds. A torn tail (a last line
-// without its newline) is cut off, so that new records start on a line of
-// their own. A journal without a header (new, or version 1) gets one, with
+// openJournal opens or creates the journal of job at path, locks it (see
+// lockJournal), and returns it with what it holds. It refuses a path that
+// is not a regular file and a file of more than maxJournalSize bytes
+// before reading it, and another job's journal (a *JobError: by its
+// header, or by items, which returns the *JobError of an item that is not
+// this job's) before changing it. A
+// torn tail (a last line without its newline) is cut off, so that new
+// records start on a line of their own. A new journal gets a header, with
 // a new run ID.
-func openJournal(path string) (*journal, *journalState, error) {
+func openJournal(path, job string, items func(*journalState) error) (*journal, *journalState, error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, nil, &JournalError{Path: path, Err: errNotRegular} // not opened: a FIFO's open may block
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, nil, &JournalError{Path: path, Err: err}
@@ -191,15 +251,37 @@ func openJournal(path string) (*journal, *journalState, error) {
 		}
 		return nil, nil, err
 	}
+	switch fi, err := f.Stat(); { // the file opened, whatever the path names now
+	case err != nil:
+		return fail(err)
+	case !fi.Mode().IsRegular():
+		return fail(errNotRegular)
+	case fi.Size() > maxJournalSize:
+		return fail(errTooLarge)
+	}
 	if err := lockJournal(f); err != nil { // before reading: another run may be writing
 		return fail(err)
 	}
-	data, err := io.ReadAll(f)
+	data, err := io.ReadAll(io.LimitReader(f, maxJournalSize+1)) // it may have grown since
 	if err != nil {
 		return fail(err)
 	}
+	if len(data) > maxJournalSize {
+		return fail(errTooLarge)
+	}
 	st, end, err := parseJournal(data)
 	if err != nil {
+		return fail(err)
+	}
+	switch {
+	case st.run == "" && len(st.items) > 0:
+		return fail(&JobError{Job: job, Version: 1})
+	case st.run != "" && st.version < journalVersion:
+		return fail(&JobError{Job: job, Version: st.version})
+	case st.run != "" && st.job != job:
+		return fail(&JobError{Journal: st.job, Job: job})
+	}
+	if err := items(st); err != nil {
 		return fail(err)
 	}
 	if end < len(data) {
@@ -209,8 +291,8 @@ func openJournal(path string) (*journal, *journalState, error) {
 	}
 	j := &journal{f: f, newDue: make(chan struct{}, 1)}
 	if st.run == "" {
-		st.run = newRunID()
-		b, _ := json.Marshal(header{Journal: journalFormat, Version: journalVersion, Run: st.run})
+		st.run, st.version, st.job = newRunID(), journalVersion, job
+		b, _ := json.Marshal(header{Journal: journalFormat, Version: journalVersion, Run: st.run, Job: job})
 		if _, err := f.Write(append(b, '\n')); err != nil {
 			return fail(err)
 		}
@@ -219,6 +301,16 @@ func openJournal(path string) (*journal, *journalState, error) {
 		}
 	}
 	return j, st, nil
+}
+
+// fingerprint returns an item's fingerprint: 16 hex digits of SHA-256
+// over its JSON encoding (encoding/json), or "" when it has none.
+func fingerprint(item any) string {
+	h := sha256.New()
+	if json.NewEncoder(h).Encode(item) != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // newRunID returns 16 random hex digits (64 bits from crypto/rand).
@@ -258,7 +350,7 @@ func parseJournal(data []byte) (st *journalState, end int, err error) {
 				return nil, 0, &JournalError{Line: line, Err: errNewerJournal}
 			}
 			if st.run == "" {
-				st.run, st.version = l.Run, l.Version
+				st.run, st.version, st.job = l.Run, l.Version, l.Job
 			}
 			continue
 		}
@@ -271,6 +363,10 @@ func parseJournal(data []byte) (st *journalState, end int, err error) {
 			s = new(itemState)
 			st.items[rec.ID] = s
 		}
+		fp := s.fp
+		if rec.FP != "" {
+			fp = rec.FP
+		}
 		switch rec.Outcome {
 		case recStarted:
 			*s = itemState{inDoubt: true}
@@ -281,6 +377,7 @@ func parseJournal(data []byte) (st *journalState, end int, err error) {
 		default:
 			*s = itemState{done: &rec}
 		}
+		s.fp = fp
 	}
 	return st, end, nil
 }

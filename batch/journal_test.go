@@ -182,6 +182,9 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
+// journalHeader is the header of a journal of the unnamed job.
+const journalHeader = `{"journal":"pace/batch","version":3,"run":"00000000000000aa"}` + "\n"
+
 func journalLines(ids ...string) string {
 	var b strings.Builder
 	for _, id := range ids {
@@ -193,7 +196,7 @@ func journalLines(ids ...string) string {
 // TestJournalTornTail: a journal whose end was torn by a crash is read up to
 // its last good line; the torn items run again, and the file is whole after.
 func TestJournalTornTail(t *testing.T) {
-	good := journalLines("0", "1", "2", "3", "4")
+	good := journalHeader + journalLines("0", "1", "2", "3", "4")
 	tests := []struct {
 		name        string
 		content     string
@@ -298,7 +301,7 @@ func TestJournalDuplicateID(t *testing.T) {
 
 func TestJournalRedoFailed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.jsonl")
-	writeFile(t, path, journalLines("0")+`{"id":"1","outcome":"failed","status":503,"attempts":2,"duration_ns":7,"error":"boom"}`+"\n")
+	writeFile(t, path, journalHeader+journalLines("0")+`{"id":"1","outcome":"failed","status":503,"attempts":2,"duration_ns":7,"error":"boom"}`+"\n")
 	var calls [2]atomic.Int32
 	fn := func(_ context.Context, i int) error { calls[i].Add(1); return nil }
 
@@ -327,7 +330,7 @@ func TestJournalRedoFailed(t *testing.T) {
 // times: every syncEvery records, or syncAfter after the first pending one.
 func TestJournalSyncBatches(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.jsonl")
-	j, st, err := openJournal(path)
+	j, st, err := openJournal(path, "", func(*journalState) error { return nil })
 	if err != nil || len(st.items) != 0 {
 		t.Fatal(err)
 	}
@@ -365,7 +368,8 @@ func TestJournalSyncBatches(t *testing.T) {
 func FuzzParseJournal(f *testing.F) {
 	good := journalLines("0", "1")
 	for _, s := range []string{"", good, good + `{"id":"2"`, good + "\x00\x01\x02\xff\n", "\n", "}{\n" + good,
-		good + `{"id":"5","outcome":"maybe"}` + "\n"} {
+		good + `{"id":"5","outcome":"maybe"}` + "\n",
+		`{"journal":"pace/batch","version":3,"run":"00000000000000aa","job":"j"}` + "\n" + `{"id":"0","outcome":"started","fp":"0123456789abcdef"}` + "\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -130,19 +130,21 @@ type Options struct {
 	// without its newline: a crash mid-write) is dropped and its item run
 	// again. Any other line that is not a valid record makes Run fail at
 	// once with a [*JournalError] naming the line, before doing any item,
-	// and leaves the file as it is. The format is versioned (version 2;
-	// files of the format before versions, finish records only, are read
-	// too, and get a header line when resumed).
+	// and leaves the file as it is. The format is versioned (see below).
 	//
 	// An item whose start is recorded and whose end is not is in doubt:
-	// the upstream may have applied it. A resumed run does it again when
-	// that is safe: when Idempotent declares it so, or when its recorded
-	// request was idempotent (RFC 9110 section 9.2.2: GET, HEAD, OPTIONS,
-	// TRACE, PUT, DELETE) or carried an Idempotency-Key, and HTTP builds
-	// the same method, or the same key, again (the key HTTP derives, see
-	// [IdempotencyKey], is the same in every run of the journal). Any other
-	// in-doubt item is not called: it ends [InDoubt], counted in
-	// Summary.InDoubt, unless ResendInDoubt is set.
+	// the upstream may have applied it. With HTTP, only a recorded
+	// request counts: an item whose run ended before HTTP recorded its
+	// request is done again, whatever its method (an item function that
+	// calls HTTP's should have no effect of its own). A resumed run does
+	// an item in doubt again when that is safe: when Idempotent declares
+	// it so, or when its recorded request was idempotent (RFC 9110
+	// section 9.2.2: GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or carried an
+	// Idempotency-Key, and HTTP builds the same method, or the same key,
+	// again (the key HTTP derives, see [IdempotencyKey], is the same in
+	// every run of the journal). Any other in-doubt item is not called: it
+	// ends [InDoubt], counted in Summary.InDoubt, unless ResendInDoubt is
+	// set.
 	//
 	// Only one run may use a journal at a time. Run takes an exclusive
 	// advisory lock on the file (flock(2)) before reading it, and holds it
@@ -155,8 +157,15 @@ type Options struct {
 	// conflict within one process; and on systems without flock (Windows,
 	// AIX, Solaris, Plan 9, js/wasm, WASI) there is no lock at all.
 	//
-	// What the file holds: a header (format, version, run ID); per item,
-	// its ID, its outcome, status, attempts and duration, the method and
+	// A journal belongs to one job (see Job), and is at most 1 GiB. Run
+	// refuses, before doing any item, a journal of another job (a
+	// [*JobError], matching [ErrOtherJob]), a path that is not a regular
+	// file (a FIFO, a device), and a larger file, each with a
+	// [*JournalError]. It writes format version 3 and resumes no earlier
+	// version: those record no job.
+	//
+	// What the file holds: a header (format, version, run ID, job); per item,
+	// its ID and fingerprint, its outcome, status, attempts and duration, the method and
 	// idempotency key HTTP sent, and for a failed item its error's text,
 	// with every URL of a [*url.Error] in it cut to scheme://host/path,
 	// without the user information and the query, which often carry
@@ -167,6 +176,19 @@ type Options struct {
 	// missing file with mode 0600 (read and write for its owner only,
 	// before the umask); an existing file keeps its mode.
 	Journal string
+
+	// Job names the job that a journal belongs to. Run writes it in a new
+	// journal's header, and refuses a journal that names another job. It
+	// also records each item's fingerprint (16 hex digits of SHA-256 over
+	// its JSON encoding; none when it has no encoding), and refuses a
+	// journal that holds another item under one of this run's IDs. A
+	// field that changes between runs (a time stamp) makes another item:
+	// keep it out of the encoding (json:"-"). So a job on the same items
+	// as another needs a name of its own: a nightly job needs the date in
+	// its name, or a journal per night. The empty name is the unnamed
+	// job's. An item of few possible values can be guessed from its
+	// fingerprint: keep secrets out of items.
+	Job string
 
 	// ID returns the journal key of items[i]: a string that names the item
 	// across runs. If nil, the key is the index i itself, which is right

@@ -38,6 +38,7 @@ type run struct {
 type item struct {
 	run     *run
 	id      string
+	fp      string  // the item's fingerprint, with a journal
 	started bool    // the item's start is recorded; set with no journal too
 	doubt   *record // in doubt: the sending record of the earlier run, which HTTP compares the new request with
 	resend  bool    // in doubt, and sent again anyway (Options.ResendInDoubt or Options.Idempotent)
@@ -51,10 +52,29 @@ func (it *item) begin(now time.Time) error {
 	if it.started || it.run.journal == nil || it.run.selfJournaled.Load() {
 		return nil
 	}
-	if err := it.run.journal.write(record{ID: it.id, Outcome: recStarted}, now); err != nil {
+	if err := it.run.journal.write(record{ID: it.id, Outcome: recStarted, FP: it.fp}, now); err != nil {
 		return &JournalError{Path: it.run.path, Err: err}
 	}
 	it.started = true
+	return nil
+}
+
+// entered records that HTTP's function was called for the item, before it
+// builds the request. From then on Run records no start of its own (HTTP
+// records each request). A start Run recorded for this attempt is undone
+// with a "not sent" record: HTTP sends nothing before its sending record,
+// so a run that ends before it leaves the item to be done again. An item
+// in doubt since an earlier run, or with a request recorded, stays as it
+// is.
+func (it *item) entered() error {
+	it.run.selfJournaled.Store(true)
+	if !it.started || it.run.journal == nil || it.doubt != nil || it.resend || it.sent != (record{}) {
+		return nil
+	}
+	if err := it.run.journal.write(record{ID: it.id, Outcome: recUnsent}, time.Now()); err != nil {
+		return &JournalError{Path: it.run.path, Err: err}
+	}
+	it.started = false
 	return nil
 }
 
@@ -66,7 +86,6 @@ func (it *item) begin(now time.Time) error {
 // again as the earlier run's, and writes a sending record before the
 // request leaves.
 func (it *item) sending(req *http.Request) error {
-	it.run.selfJournaled.Store(true)
 	key := idempotencyKeyOf(req.Header)
 	if vs, ok := req.Header[retry.DefaultIdempotencyHeader]; ok && key == "" && len(vs) > 0 {
 		delete(req.Header, retry.DefaultIdempotencyHeader) // opted out
@@ -89,7 +108,7 @@ func (it *item) sending(req *http.Request) error {
 				ErrInDoubt, d.Method, d.Key, method, key)
 		}
 	}
-	rec := record{ID: it.id, Outcome: recSending, Method: method, Key: key}
+	rec := record{ID: it.id, Outcome: recSending, Method: method, Key: key, FP: it.fp}
 	it.req = rec
 	if it.run.journal == nil || (it.started && it.sent == rec) {
 		return nil

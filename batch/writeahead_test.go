@@ -20,48 +20,37 @@ import (
 	"github.com/pacehttp/pace/internal/testhttp"
 )
 
-// copyFixture copies testdata/name into a temporary directory and returns
-// the copy's path.
-func copyFixture(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
+// TestJournalOlderVersion: a journal of a version before 3 records no
+// job, so it may be another job's: Run refuses it with a *JobError naming
+// its version, runs nothing and leaves the file as it is. Version 1 is
+// testdata/journal-v1.jsonl (finish records only, as earlier code wrote).
+func TestJournalOlderVersion(t *testing.T) {
+	v1, err := os.ReadFile(filepath.Join("testdata", "journal-v1.jsonl"))
 	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), name)
-	writeFile(t, path, string(b))
-	return path
-}
-
-// TestJournalVersion1: a journal in the format before versions (finish
-// records only, testdata/journal-v1.jsonl as written by earlier releases)
-// is read: its items are restored, the others run, and the file gets a
-// version 2 header that later runs keep.
-func TestJournalVersion1(t *testing.T) {
-	path := copyFixture(t, "journal-v1.jsonl")
-	items := []string{"a", "b", "c", "d"}
-	var calls atomic.Int32
-	rep, err := Run(context.Background(), items, func(context.Context, string) error { calls.Add(1); return nil },
-		Options{Journal: path, ID: func(i int) string { return items[i] }})
-	var e *Error
-	require.ErrorAs(t, err, &e, "item b is restored as failed")
-	assert.Equal(t, int32(1), calls.Load(), "only d runs")
-	assert.Equal(t, 3, rep.Summary.Resumed)
-	assert.Equal(t, Result{Index: 2, ID: "c", Outcome: Succeeded, Status: 201, Attempts: 3, Duration: 5100000, Resumed: true}, rep.Results[2])
-	assert.Equal(t, "batch: HTTP 422 Unprocessable Entity", rep.Results[1].Err.Error())
-
-	st := journalStateOf(t, path)
-	assert.Equal(t, journalVersion, st.version)
-	require.Len(t, st.run, 16, "a run ID")
-	assert.NotNil(t, st.items["d"].done)
-
-	rep, _ = Run(context.Background(), items, func(context.Context, string) error { calls.Add(1); return nil },
-		Options{Journal: path, ID: func(i int) string { return items[i] }})
-	assert.Equal(t, 4, rep.Summary.Resumed)
-	assert.Equal(t, st.run, journalStateOf(t, path).run, "the run ID is kept")
+	for version, content := range map[int]string{
+		1: string(v1),
+		2: `{"journal":"pace/batch","version":2,"run":"00000000000000aa"}` + "\n" + journalLines("a"),
+	} {
+		path := filepath.Join(t.TempDir(), "run.jsonl")
+		writeFile(t, path, content)
+		var calls atomic.Int32
+		rep, err := Run(context.Background(), []string{"a", "b"}, func(context.Context, string) error { calls.Add(1); return nil },
+			Options{Journal: path, ID: func(i int) string { return []string{"a", "b"}[i] }})
+		var je *JobError
+		require.ErrorAs(t, err, &je, "version %d", version)
+		assert.ErrorIs(t, err, ErrOtherJob)
+		assert.Equal(t, version, je.Version)
+		assert.Contains(t, err.Error(), fmt.Sprintf("version %d records no job", version))
+		assert.Nil(t, rep)
+		assert.Zero(t, calls.Load())
+		b, _ := os.ReadFile(path)
+		assert.Equal(t, content, string(b), "the file is left as it is")
+	}
 }
 
 func TestJournalNewerVersion(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.jsonl")
-	writeFile(t, path, `{"journal":"pace/batch","version":3,"run":"0123456789abcdef"}`+"\n")
+	writeFile(t, path, `{"journal":"pace/batch","version":4,"run":"0123456789abcdef"}`+"\n")
 	_, err := Run(context.Background(), ints(1), func(context.Context, int) error { return nil }, Options{Journal: path})
 	var je *JournalError
 	require.ErrorAs(t, err, &je)
@@ -104,11 +93,11 @@ func TestJournalStartBeforeCall(t *testing.T) {
 	assert.Empty(t, problems)
 }
 
-// inDoubtJournal writes a version 2 journal whose items a to f an earlier
+// inDoubtJournal writes a journal whose items a to f an earlier
 // run left in doubt, and returns its path.
 func inDoubtJournal(t *testing.T) string {
 	path := filepath.Join(t.TempDir(), "run.jsonl")
-	writeFile(t, path, `{"journal":"pace/batch","version":2,"run":"00000000000000aa"}
+	writeFile(t, path, `{"journal":"pace/batch","version":3,"run":"00000000000000aa"}
 {"id":"get","outcome":"started"}
 {"id":"get","outcome":"sending","method":"GET"}
 {"id":"keyed","outcome":"sending","method":"POST","key":"order-7"}
@@ -266,7 +255,7 @@ func TestIdempotencyKeys(t *testing.T) {
 
 	// Resumed from the same journal (the run ID is in its header), the
 	// same item gets the same key.
-	writeFile(t, path, fmt.Sprintf(`{"journal":"pace/batch","version":2,"run":%q}`+"\n", run))
+	writeFile(t, path, fmt.Sprintf(`{"journal":"pace/batch","version":3,"run":%q}`+"\n", run))
 	got = map[string][]string{}
 	_, err = Run(context.Background(), items[:1], HTTP(client, build, nil), Options{Journal: path})
 	require.NoError(t, err)
