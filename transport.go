@@ -17,6 +17,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/pacehttp/pace/internal/bodyprefix"
+	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/retry"
 	"github.com/pacehttp/pace/throttle"
 )
@@ -58,6 +59,12 @@ const DefaultMaxWait = 5 * time.Minute
 // answers, a Base without a timeout) passes the role to the next waiting
 // request, and its late answer still counts as an answer of the key but
 // closes it only if no other probe has the role.
+// Package batch's HTTP waits out pauses in its own line instead: for its
+// requests a throttled answer comes back unretried, and a request of a
+// paused key fails at once, nothing sent, with a [*WaitError] matching
+// ErrThrottled that holds the rest of the pause. Waits up to
+// MinThrottlePause are slept as before. The refusal needs a [Keyed] as the
+// key's Limiter (Limits, or none, gives one).
 // Waiting for a probe counts toward MaxWait and the context's deadline: a
 // request still waiting when either is reached fails then with the errors
 // below, nothing sent. The pause, the probe and the key's limit are the
@@ -582,6 +589,8 @@ func (c *call) run() (*http.Response, error) {
 					Err: &WaitError{Key: c.key, Delay: v.refused, Err: errDeadline}, Response: c.giveUpResponse(resp)}
 			case err != nil:
 				return nil, &AttemptsError{Attempts: attempt, Reason: giveUpReason(v.why), Err: err}
+			case s.errorOnGiveUp && v.handedBack:
+				return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Response: c.giveUpResponse(resp)}
 			case s.errorOnGiveUp && giveUpReason(v.why) != "":
 				return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Reason: v.why, Response: c.giveUpResponse(resp)}
 			}
@@ -682,6 +691,12 @@ func (c *call) keyWith(host string) (key string, isHost bool) {
 func (c *call) admit(attempt *int, lastStatus int, p *throttle.Permit) error {
 	waited := time.Duration(0)
 	for {
+		if err := c.handBackPause(); err != nil {
+			if *attempt > 1 {
+				return &AttemptsError{Attempts: *attempt - 1, StatusCode: lastStatus, Err: err}
+			}
+			return err
+		}
 		var err error
 		if maxWait := max(c.s.maxWait-waited, 1); c.kd != nil { // 1ns: refuse any wait
 			err = c.kd.wait(c.ctx, c.key, maxWait, p)
@@ -722,6 +737,21 @@ func (c *call) admit(attempt *int, lastStatus int, p *throttle.Permit) error {
 		}
 		*attempt++
 	}
+}
+
+// handBackPause returns, for a request whose caller keeps its own line
+// (package batch, see internal/queued), a *WaitError matching ErrThrottled
+// with the rest of its key's pause, when more than MinThrottlePause of it
+// is left: the caller waits it out, not RoundTrip. It returns nil
+// otherwise, and for a Limiter that is no *Keyed.
+func (c *call) handBackPause() error {
+	if c.kd == nil || !queued.Is(c.ctx) {
+		return nil
+	}
+	if d := time.Until(c.kd.PausedUntil(c.key)); d > MinThrottlePause {
+		return &WaitError{Key: c.key, Delay: d, Err: ErrThrottled}
+	}
+	return nil
 }
 
 // request returns the request to send for attempt, admitted by p: a fresh
@@ -788,6 +818,7 @@ func (c *call) decide(attempt, strikes int, out *http.Request, resp *http.Respon
 		maxAttempts: c.maxAttempts, maxRetryAfter: c.s.maxRetryAfter, jitter: c.s.jitter,
 		customBackoff: c.s.newBackOff != nil, backoff: c.bo.next,
 		adaptive: c.kd != nil && c.kd.limited, // a Keyed with a configured limit
+		handBack: queued.Is(c.ctx),
 	}
 	if dl, ok := c.ctx.Deadline(); ok {
 		in.deadline = dl
