@@ -59,17 +59,18 @@ const DefaultMaxWait = 5 * time.Minute
 // answers, a Base without a timeout) passes the role to the next waiting
 // request, and its late answer still counts as an answer of the key but
 // closes it only if no other probe has the role.
-// Package batch's HTTP waits out pauses in its own line instead: for its
-// requests a throttled answer comes back unretried, and a request of a
-// paused key fails at once, nothing sent, with a [*WaitError] matching
-// ErrThrottled that holds the rest of the pause. Waits up to
-// MinThrottlePause are slept as before. The refusal needs a [Keyed] as the
-// key's Limiter (Limits, or none, gives one).
 // Waiting for a probe counts toward MaxWait and the context's deadline: a
 // request still waiting when either is reached fails then with the errors
 // below, nothing sent. The pause, the probe and the key's limit are the
 // Limiter's (see [throttle.Limiter]; by default a [Keyed] per entry of
 // Limits, and one without a limit for the keys no limit paces).
+//
+// Package batch's HTTP waits out a key's pause in its own line, so its
+// requests are not held in RoundTrip. For them a throttled answer comes
+// back unretried, and a request of a paused key fails at once, nothing
+// sent, with a [*WaitError] matching ErrThrottled that holds the rest of
+// the pause. Waits up to MinThrottlePause are slept as before. The refusal
+// needs a [Keyed] as the key's Limiter (Limits, or none, gives one).
 //
 // # Quota headers
 //
