@@ -419,15 +419,15 @@ type attemptEnd struct {
 
 // verdict is the retry decision for one attempt.
 type verdict struct {
-	retry      bool          // send the request again
-	wait       time.Duration // before the next attempt
-	pause      time.Duration // > 0: the answer was a throttle; pause the key this long
-	why        Reason        // the retry's reason (ReasonServerDelay, ReasonBackoff), or why a retryable failure is not retried
-	refused    time.Duration // the server delay or wait that was refused, for ReasonDelayTooLong and ReasonDeadline
-	deadline   bool          // the wait would outlast the context's deadline
-	fail       error         // end the call with this error (retry.Check.Fail); why is ReasonDecided
-	cut        bool          // a throttle without a delay of an adaptive key: lower its rate
-	handedBack bool          // a throttle returned unretried to a caller that waits out the pause (attemptEnd.handBack)
+	retry    bool          // send the request again
+	wait     time.Duration // before the next attempt
+	pause    time.Duration // > 0: the answer was a throttle; pause the key this long
+	why      Reason        // the retry's reason (ReasonServerDelay, ReasonBackoff), or why a retryable failure is not retried
+	refused  time.Duration // the server delay or wait that was refused, for ReasonDelayTooLong and ReasonDeadline
+	deadline bool          // the wait would outlast the context's deadline
+	fail     error         // end the call with this error (retry.Check.Fail); why is ReasonDecided
+	cut      bool          // a throttle without a delay of an adaptive key: lower its rate
+	handBack bool          // a throttle returned unretried to a caller that waits out the pause (attemptEnd.handBack)
 }
 
 // decide is the retry decision: from what an attempt ended with, whether to
@@ -556,7 +556,7 @@ func decide(in attemptEnd) verdict {
 		v.why, v.refused, v.deadline = ReasonDeadline, wait, true
 		return v
 	case in.handBack && v.pause > 0 && wait > MinThrottlePause:
-		v.why, v.handedBack = "", true // no give-up: the caller retries after the pause
+		v.why, v.handBack = "", true // no give-up: the caller retries after the pause
 		return v
 	}
 	serverPaced := fromServer && serverWait > 0

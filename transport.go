@@ -590,7 +590,7 @@ func (c *call) run() (*http.Response, error) {
 					Err: &WaitError{Key: c.key, Delay: v.refused, Err: errDeadline}, Response: c.giveUpResponse(resp)}
 			case err != nil:
 				return nil, &AttemptsError{Attempts: attempt, Reason: giveUpReason(v.why), Err: err}
-			case s.errorOnGiveUp && v.handedBack:
+			case s.errorOnGiveUp && v.handBack:
 				return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Response: c.giveUpResponse(resp)}
 			case s.errorOnGiveUp && giveUpReason(v.why) != "":
 				return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Reason: v.why, Response: c.giveUpResponse(resp)}
