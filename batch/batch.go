@@ -106,7 +106,7 @@ type runner[T any] struct {
 	retry           []int      // throttled items waiting for another attempt, oldest first
 	later           []requeued // items back in line after a retryable failure, by due time
 	requeues        []int      // each item's requeues so far
-	waited          []bool     // each item's attempts were held back by its key's pause (see inLine)
+	waited          []bool     // items held back by their key's pause (see inLine): Running, even with no attempt
 	requeueInflight int        // requeued attempts in flight
 	inflight        int
 	stop            error // why dispatch stopped, or nil while it goes on
@@ -452,12 +452,11 @@ func (r *runner[T]) inLine(a *attempt, d time.Duration, now time.Time) {
 		r.sum.Retries--
 	}
 	r.waited[a.idx] = true // it stays Running
-	switch {
-	case r.stopped:
+	if r.stopped {
 		r.settle(res, Interrupted, now)
-	default:
-		r.putLater(requeued{idx: a.idx, at: now.Add(d), refused: !a.requeue})
+		return
 	}
+	r.putLater(requeued{idx: a.idx, at: now.Add(d), refused: !a.requeue})
 }
 
 // refused handles an attempt that a client-side limit refused, nothing

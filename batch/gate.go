@@ -70,8 +70,8 @@ func (g *gate) info(key string) *keyInfo {
 // pass waits until an attempt of key may be sent, and returns its Permit,
 // to be settled once. With inLine (an attempt of [HTTP]), an attempt of a
 // paused key does not wait for the pause: it is refused at once (see
-// waitInLine), booking nothing. The waits, in order: the key's learned limit and the
-// end of its latest client-side refusal (see refused), then the
+// waitInLine), booking nothing. The waits, in order: the key's learned
+// limit and the end of its latest client-side refusal (see refused), then the
 // run's ceiling on starts (ceiling, Options.Rate; nil: none), which both
 // book the start, the ceiling last of the two because its promise is exact;
 // then the key's throttle, last, so that nothing of a paused key leaves: its pause, and if another attempt is its probe, that
@@ -249,7 +249,8 @@ type attemptState struct {
 }
 
 // enter passes the attempt through the gate under key (the key of an
-// [HTTP] request, see gateKey) instead of the run's key, which it settles as answered.
+// [HTTP] request, see gateKey) instead of the run's key, which it settles
+// as answered.
 // From then on the attempt is key's, even when the gate refuses it (its
 // error is then the gate's).
 // Only the goroutine running the attempt calls it, before Run reads the
