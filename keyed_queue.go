@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/throttle"
 )
 
@@ -274,6 +275,10 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 			switch st.th.admit(e.now) {
 			case admitPaused:
 				d := time.Duration(st.th.until - e.now)
+				if d > MinThrottlePause && queued.Is(ctx) { // its caller waits out the pause in its own line
+					e.close(false)
+					return p, &WaitError{Key: key, Delay: d, Err: ErrThrottled}
+				}
 				if err := refuseWait(key, d, left, st.th.until, deadline); err != nil {
 					e.close(false)
 					return p, err

@@ -441,6 +441,10 @@ type attemptEnd struct {
 	// the schedule for a throttle. It is called at most once.
 	backoff func(throttled bool) (time.Duration, bool)
 	rnd     func(n int64) int64 // for the jitter of the default pause; nil: math/rand/v2
+	// handBack: the caller waits out a throttle's pause in its own line
+	// (package batch, see internal/queued); a throttle whose wait is
+	// longer than MinThrottlePause is returned to it, not retried.
+	handBack bool
 }
 
 // verdict is the retry decision for one attempt.
@@ -453,6 +457,7 @@ type verdict struct {
 	deadline bool          // the wait would outlast the context's deadline
 	fail     error         // end the call with this error (retry.Check.Fail); why is ReasonDecided
 	cut      bool          // a throttle without a delay of an adaptive key: lower its rate
+	handBack bool          // a throttle returned unretried to a caller that waits out the pause (attemptEnd.handBack)
 }
 
 // decide is the retry decision: from what an attempt ended with, whether to
@@ -492,7 +497,9 @@ type verdict struct {
 //     the deadline (ReasonDeadline, decided at once, not slept); or, last,
 //     so that only a retry otherwise made takes from it, the budget is
 //     spent (unless the server named a delay: the server itself set the
-//     pace, and the retry is counted anyway).
+//     pace, and the retry is counted anyway). Just before the budget, a
+//     throttle whose wait is longer than MinThrottlePause is handed back
+//     unretried when the caller waits out pauses itself (handBack).
 func decide(in attemptEnd) verdict {
 	status := statusOf(in.resp)
 	var v verdict
@@ -577,6 +584,9 @@ func decide(in attemptEnd) verdict {
 		return v
 	case !in.deadline.IsZero() && in.deadline.Sub(in.now) < wait:
 		v.why, v.refused, v.deadline = ReasonDeadline, wait, true
+		return v
+	case in.handBack && v.pause > 0 && wait > MinThrottlePause:
+		v.why, v.handBack = "", true // no give-up: the caller retries after the pause
 		return v
 	}
 	serverPaced := fromServer && serverWait > 0

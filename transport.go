@@ -17,6 +17,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/pacehttp/pace/internal/bodyprefix"
+	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/retry"
 	"github.com/pacehttp/pace/throttle"
 )
@@ -59,6 +60,13 @@ const DefaultMaxWait = 5 * time.Minute
 // below, nothing sent. The pause, the probe and the key's limit are the
 // Limiter's (see [throttle.Limiter]; by default a [Keyed] per entry of
 // Limits, and one without a limit for the keys no limit paces).
+//
+// Package batch's HTTP waits out a key's pause in its own line, so its
+// requests are not held in RoundTrip. For them a throttled answer comes
+// back unretried, and a request of a paused key fails at once, nothing
+// sent, with a [*WaitError] matching ErrThrottled that holds the rest of
+// the pause. Waits up to MinThrottlePause are slept as before. The refusal
+// needs a [Keyed] as the key's Limiter (Limits, or none, gives one).
 //
 // # Quota headers
 //
@@ -658,6 +666,8 @@ func (c *call) run() (*http.Response, error) {
 					Err: &WaitError{Key: c.key, Delay: v.refused, Err: errDeadline}, Response: c.giveUpResponse(resp)}
 			case err != nil:
 				return nil, &AttemptsError{Attempts: attempt, Reason: giveUpReason(v.why), Err: err}
+			case s.errorOnGiveUp && v.handBack:
+				return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Response: c.giveUpResponse(resp)}
 			case s.errorOnGiveUp && giveUpReason(v.why) != "":
 				return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Reason: v.why, Response: c.giveUpResponse(resp)}
 			}
@@ -746,6 +756,15 @@ func (c *call) keyWith(host string) (key string, isHost bool) {
 	return host, true
 }
 
+// handedBack reports whether err, a Wait's ErrThrottled, hands a paused
+// key's pause back to a caller that waits it out in its own line
+// (internal/queued, Keyed.Wait): it names the pause's rest, where a probe's
+// throttled answer names none.
+func handedBack(err error) bool {
+	var we *WaitError
+	return errors.As(err, &we) && we.Delay > 0
+}
+
 // admit waits for the key's limiter before *attempt, for at most maxWait
 // in all. A throttled answer to the key's probe, while the request waited
 // behind it, counts as the request's own attempt (it would have met the
@@ -774,7 +793,7 @@ func (c *call) admit(attempt *int, lastStatus int, p *throttle.Permit) error {
 			}
 			return nil
 		}
-		if !errors.Is(err, ErrThrottled) {
+		if !errors.Is(err, ErrThrottled) || handedBack(err) {
 			if *attempt > 1 {
 				return &AttemptsError{Attempts: *attempt - 1, StatusCode: lastStatus, Err: err}
 			}
@@ -859,6 +878,7 @@ func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *
 		maxAttempts: c.maxAttempts, maxRetryAfter: c.s.maxRetryAfter, jitter: c.s.jitter,
 		customBackoff: c.s.newBackOff != nil, backoff: c.bo.next,
 		adaptive: p.Limited, // a configured limit paces the key
+		handBack: queued.Is(c.ctx),
 	}
 	if dl, ok := c.ctx.Deadline(); ok {
 		in.deadline = dl

@@ -108,6 +108,7 @@ type runner[T any] struct {
 	retry           []int      // throttled items waiting for another attempt, oldest first
 	later           []requeued // items back in line after a retryable failure, by due time
 	requeues        []int      // each item's requeues so far
+	waited          []bool     // items held back by their key's pause (see inLine): Running, even with no attempt
 	requeueInflight int        // requeued attempts in flight
 	inflight        int
 	stop            error // why dispatch stopped, or nil while it goes on
@@ -125,6 +126,7 @@ func (r *runner[T]) prepare() error {
 	r.sum.Items = len(r.items)
 	r.marks = make([]item, len(r.items))
 	r.requeues = make([]int, len(r.items))
+	r.waited = make([]bool, len(r.items))
 	seen := make(map[string]int, len(r.items))
 	for i := range r.results {
 		id := strconv.Itoa(i)
@@ -293,11 +295,12 @@ func (r *runner[T]) dispatch(now time.Time) {
 // the gate under the run's key (see gate), then calls fn.
 func (r *runner[T]) launch(idx int, now time.Time, requeue bool) {
 	res := &r.results[idx]
-	if res.Attempts == 0 {
+	switch {
+	case res.Attempts > 0:
+		r.sum.Retries++
+	case !r.waited[idx]:
 		r.sum.NotStarted--
 		r.sum.Running++
-	} else {
-		r.sum.Retries++
 	}
 	res.Attempts++
 	r.inflight++
@@ -309,7 +312,7 @@ func (r *runner[T]) launch(idx int, now time.Time, requeue bool) {
 	actx := context.WithValue(r.ctx, attemptKey{}, &a.state)
 	it := r.items[idx]
 	go func() {
-		if a.state.permit, a.err = r.gate.pass(actx, "", r.ceiling, false); a.err == nil {
+		if a.state.permit, a.err = r.gate.pass(actx, "", r.ceiling, false, false); a.err == nil {
 			a.start = time.Now()
 			if a.err = a.state.item.begin(a.start); a.err == nil {
 				a.err = r.fn(actx, it)
@@ -326,6 +329,11 @@ func (r *runner[T]) finish(a *attempt) {
 	r.inflight--
 	if a.requeue {
 		r.requeueInflight--
+	}
+	var we *pace.WaitError
+	if errors.As(a.err, &we) && errors.Is(we.Err, errInLine) {
+		r.inLine(a, we.Delay, now)
+		return
 	}
 	res := &r.results[a.idx]
 	res.Duration += a.dur
@@ -439,6 +447,30 @@ func (r *runner[T]) throttled(a *attempt, delay time.Duration, now time.Time) {
 	r.again(a, pause, false, now)
 }
 
+// inLine puts the item of attempt a back in line, due when its key's pause
+// ends, d after now (see waitInLine): the gate held it back before it was
+// sent, so that it waits here and holds no slot. Nothing was sent, and the
+// attempt counts as none: not in Result.Attempts, Summary.Retries or
+// Throttled; an item held back before its first attempt stays Running
+// (started). Once dispatch has stopped it ends Interrupted.
+func (r *runner[T]) inLine(a *attempt, d time.Duration, now time.Time) {
+	r.gate.settle(a.state.permit, a.start, now, false, 0) // it admits nothing: harmless
+	r.unsent(a.idx, now)
+	res := &r.results[a.idx]
+	if res.Err == nil {
+		res.Err = a.err // why it has not gone yet
+	}
+	if res.Attempts--; res.Attempts > 0 {
+		r.sum.Retries--
+	}
+	r.waited[a.idx] = true // it stays Running
+	if r.stopped {
+		r.settle(res, Interrupted, now)
+		return
+	}
+	r.putLater(requeued{idx: a.idx, at: now.Add(d), refused: !a.requeue})
+}
+
 // refused handles an attempt that a client-side limit refused, nothing
 // sent (see throttleOf): the item goes back in line, due when the wait the
 // limit named has passed (Options.Backoff when it named none; at most
@@ -483,7 +515,7 @@ func (r *runner[T]) outlasts(d time.Duration, now time.Time) bool {
 // outlasted ends the item of attempt a, throttled or refused, whose next
 // attempt could not start before the context's deadline (it would wait d
 // from now): the item is Interrupted, not journaled, so that a resumed run
-// does it. Under a key of its own (the host of an [HTTP] request) only the
+// does it. Under a key of its own (the key of an [HTTP] request) only the
 // item ends, and the other keys go on (the key's other attempts meet the
 // same wait at the gate, and end likewise); under the run's key, which
 // every attempt of another item function shares, the run ends.

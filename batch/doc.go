@@ -15,13 +15,15 @@
 // error matching [ErrThrottled], or pace.ErrThrottled, the Transport's word
 // for a wait behind a probe that was throttled again) never fails its item:
 // the item goes back in line, and the throttle pauses its key. Run uses
-// pace's throttle engine, the one pace.Transport uses ([pace.Keyed]), with
-// one key per host for the attempts of [HTTP] (the request's host as
-// pace.Hosts matches it) and one key for the whole run for any other item
-// function. While a key is paused none of its attempts is sent; when the
+// pace's throttle engine, the one pace.Transport uses ([pace.Keyed]). An
+// attempt of [HTTP] has the key its client's pace.Transport gives the
+// request: what Transport.Key returns, or else the request's host as
+// pace.Hosts matches it. So each tenant's API key is a key of its own.
+// Any other item function has one key for the whole run. While a key is
+// paused none of its attempts is sent; when the
 // pause ends one attempt goes first as a probe and the key's others wait
 // for its answer: another throttle pauses the key again, anything else
-// lets them go. A throttle pauses only its own key: the other hosts of a
+// lets them go. A throttle pauses only its own key: the other keys of a
 // run go on.
 //
 // The pause is the delay the server asked for (a [*ThrottledError] carries
@@ -34,21 +36,32 @@
 // refer to this rule.) Consecutive throttles are those of attempts that left
 // after the key's latest pause was set; a throttle of an attempt that left
 // before it is the same news again, and once the key is open again it is
-// ignored. An attempt waiting for its key holds its place among
-// [Options.Concurrency]. A throttled item is retried until it is done or the
-// run ends; it is never lost and never run again after it succeeded.
+// ignored. A throttled item is retried until it is done or the run ends;
+// it is never lost and never run again after it succeeded.
+//
+// An item of [HTTP] whose key is paused waits in Run's line, not in one of
+// the [Options.Concurrency] slots, so that a paused key never holds up the
+// others. That wait is no attempt: it counts in no [Result].Attempts, and
+// not in Summary.Retries or Throttled. HTTP asks a pace.Transport to hand
+// back a throttle longer than pace.MinThrottlePause, not to sleep on it:
+// the Transport returns the throttled answer unretried, and refuses a
+// request of a paused key at once, nothing sent. A Limiter that is no
+// [*pace.Keyed] (redislimit's, say) cannot refuse: there a request of a
+// paused key waits in the Transport, in its slot. Other waits hold their
+// slot too: for a probe's answer, a learned limit, a refusal's wait (see
+// below), and every wait of another item function.
 //
 // A wait that would outlast the context's deadline, a pause or a client-side
 // refusal's (see below), is not slept in vain, and it is not a failure: the
 // item ends Interrupted at once, not journaled, so that a resumed run does
-// it. Under a key of its own (the host of an [HTTP] request) that ends the
+// it. Under a key of its own (the key of an [HTTP] request) that ends the
 // key's items only: their attempts meet the same wait at the gate, before
-// anything is sent, and end likewise, while the other hosts go on. Under the
+// anything is sent, and end likewise, while the other keys go on. Under the
 // run's key, which every attempt of another item function shares, the run
 // ends there, and the items it had not reached are NotStarted. Either way
 // the [Error]'s Stop says so, matching ErrThrottled and
 // context.DeadlineExceeded. So with the defaults a Retry-After of a day
-// pauses its host for five minutes, and a run with 3 s left ends that host's
+// pauses its key for five minutes, and a run with 3 s left ends that key's
 // items at once, Interrupted: give the run a deadline past MaxBackoff, or a
 // shorter MaxBackoff, to wait instead.
 //

@@ -23,7 +23,7 @@ const maxLearnedKeys = 4096
 // and the limit learned per key from its throttles (see learner). Every
 // attempt passes it before it is sent: an attempt of the function Run was
 // given under the run's own key "", and an attempt of [HTTP] also under its
-// request's host. Safe for concurrent use.
+// request's key (gateKey). Safe for concurrent use.
 type gate struct {
 	engine *pace.Keyed
 
@@ -68,8 +68,10 @@ func (g *gate) info(key string) *keyInfo {
 }
 
 // pass waits until an attempt of key may be sent, and returns its Permit,
-// to be settled once. The waits, in order: the key's learned limit and the
-// end of its latest client-side refusal (see refused), then the
+// to be settled once. With inLine (an attempt of [HTTP]), an attempt of a
+// paused key does not wait for the pause: it is refused at once (see
+// waitInLine), booking nothing. The waits, in order: the key's learned
+// limit and the end of its latest client-side refusal (see refused), then the
 // run's ceiling on starts (ceiling, Options.Rate; nil: none), which both
 // book the start, the ceiling last of the two because its promise is exact;
 // then the key's throttle, last, so that nothing of a paused key leaves: its pause, and if another attempt is its probe, that
@@ -82,8 +84,13 @@ func (g *gate) info(key string) *keyInfo {
 // *pace.WaitError wrapping ctx.Err() when ctx ends first, or matching
 // pace.ErrWaitExceedsDeadline when a wait would outlast ctx's deadline,
 // with a Permit of key that admits nothing (settling it is harmless).
-func (g *gate) pass(ctx context.Context, key string, ceiling *pace.Shaper, took bool) (throttle.Permit, error) {
+func (g *gate) pass(ctx context.Context, key string, ceiling *pace.Shaper, took, inLine bool) (throttle.Permit, error) {
 	for ; ; took = false {
+		if inLine {
+			if d := time.Until(g.engine.PausedUntil(key)); d > 0 {
+				return throttle.Permit{Key: key}, waitInLine(ctx, key, d)
+			}
+		}
 		if err := g.learned(ctx, key); err != nil {
 			return throttle.Permit{Key: key}, err
 		}
@@ -198,6 +205,22 @@ func (g *gate) refused(p throttle.Permit, now time.Time, delay time.Duration) {
 	}
 }
 
+// waitInLine returns the gate's refusal of an attempt of key, paused for d
+// more, so that its item waits in Run's line, not in a slot: a
+// *pace.WaitError wrapping errInLine, which counts as no attempt (see
+// runner.inLine); or, when the pause would outlast ctx's deadline, one
+// matching pace.ErrWaitExceedsDeadline, a client-side refusal.
+func waitInLine(ctx context.Context, key string, d time.Duration) error {
+	if dl, ok := ctx.Deadline(); ok && time.Now().Add(d).After(dl) {
+		return &pace.WaitError{Key: key, Delay: d, Err: errWaitExceedsDeadline}
+	}
+	return &pace.WaitError{Key: key, Delay: d, Err: errInLine}
+}
+
+// errInLine is the gate's refusal of an attempt whose key is paused (see
+// waitInLine).
+var errInLine = fmt.Errorf("%w: batch: key paused, the item waits in line", pace.ErrRateLimited)
+
 // errWaitExceedsDeadline is the gate's refusal of a wait that would outlast
 // the context's deadline, as pace's limiters give it.
 var errWaitExceedsDeadline = fmt.Errorf("%w: %w", pace.ErrWaitExceedsDeadline, context.DeadlineExceeded)
@@ -225,8 +248,9 @@ type attemptState struct {
 	item    *item           // the item's place in the journal
 }
 
-// enter passes the attempt through the gate under key (the host of an
-// [HTTP] request) instead of the run's key, which it settles as answered.
+// enter passes the attempt through the gate under key (the key of an
+// [HTTP] request, see gateKey) instead of the run's key, which it settles
+// as answered.
 // From then on the attempt is key's, even when the gate refuses it (its
 // error is then the gate's).
 // Only the goroutine running the attempt calls it, before Run reads the
@@ -236,9 +260,9 @@ func (a *attemptState) enter(ctx context.Context, key string) error {
 		return nil
 	}
 	now := time.Now()
-	a.gate.settle(a.permit, now, now, true, 0)       // the run's key lets it through
-	p, err := a.gate.pass(ctx, key, a.ceiling, true) // the run's key took the ceiling
-	a.permit, a.keyed = p, true                      // also when refused: the attempt is key's now
+	a.gate.settle(a.permit, now, now, true, 0)             // the run's key lets it through
+	p, err := a.gate.pass(ctx, key, a.ceiling, true, true) // the run's key took the ceiling
+	a.permit, a.keyed = p, true                            // also when refused: the attempt is key's now
 	return err
 }
 

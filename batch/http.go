@@ -9,6 +9,7 @@ import (
 
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/hostkey"
+	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/redact"
 )
 
@@ -42,9 +43,14 @@ import (
 // Pacing, per-host limits and transport-level retries belong to the
 // client's Transport (pace.Transport, for one); the batch sees only the
 // final response of each attempt. A final 429 is a throttle: Run pauses the
-// request's host (as pace.Hosts matches it) and probes it, as
-// the package documentation describes; each attempt waits for its host
-// before it is sent. An error from client.Do comes as a *url.Error, which
+// request's key and probes it, as the package documentation describes. The
+// key is what client's pace.Transport keys the request by (Transport.Key,
+// or else the host as pace.Hosts matches it). Each attempt waits for its
+// key before it is sent; while the key is paused its item waits in Run's
+// line, holding no slot, and the pace.Transport hands its throttles back
+// instead of sleeping on them. With any other client Transport, a
+// pace.Transport wrapped in another too, the key is the host, and a
+// pace.Transport within sleeps as usual. An error from client.Do comes as a *url.Error, which
 // Run sees through; its URL is cut to scheme://host/path (no user
 // information, no query: they often carry credentials; no path with
 // [Options].HidePath), so that neither
@@ -55,7 +61,7 @@ import (
 // retryable failure). One matching pace.ErrRateLimited with nothing sent
 // (the Transport's limiter refused the wait, as a short MaxWait does) is a
 // client-side refusal: the item is tried again after the wait it names,
-// and the host is not paused. Any other error fails the item, or sends it
+// and the key is not paused. Any other error fails the item, or sends it
 // back in line as [Options.MaxRequeues] says. An error from build, a nil
 // request or a request with a nil URL fails the item, with nothing sent.
 //
@@ -88,8 +94,12 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 			return errNilURL
 		}
 		if a != nil {
-			if err := a.enter(ctx, hostKey(req)); err != nil {
+			key, own := gateKey(client, req)
+			if err := a.enter(ctx, key); err != nil {
 				return err
+			}
+			if own {
+				req = req.WithContext(queued.With(req.Context())) // the Transport hands its pauses back
 			}
 			if a.item != nil {
 				if err := a.item.sending(req); err != nil {
@@ -145,9 +155,24 @@ func (a *attemptState) hidePath() bool {
 	return a != nil && a.item != nil && a.item.run.hidePath
 }
 
-// hostKey is the key a request's throttles pause in a run: its host as
-// pace.Transport keys hosts (see pace.Hosts).
-func hostKey(req *http.Request) string { return hostkey.Request(req) }
+// gateKey returns the key a request's throttles pause in a run, and
+// whether it is the key of client's pace.Transport (client.Transport is
+// one): its Transport.Key for the request, or else its host as
+// pace.Transport keys hosts (see pace.Hosts). With any other Transport it
+// is the host, and false.
+func gateKey(client *http.Client, req *http.Request) (string, bool) {
+	rt := client.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	t, ok := rt.(*pace.Transport)
+	if ok && t.Key != nil {
+		if k := t.Key(req); k != "" {
+			return k, true
+		}
+	}
+	return hostkey.Request(req), ok
+}
 
 // RecordStatus records code as the HTTP status of the attempt that ctx
 // belongs to, so that it shows in [Result.Status]; the last code recorded

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/pacehttp/pace"
@@ -102,9 +103,11 @@ func (r *runner[T]) requeue(a *attempt, now time.Time) bool {
 	return true
 }
 
-// putLater puts q in line among the items due later, by due time.
+// putLater puts q in line among the items due later, by due time, after
+// those due at the same time (the items a pause held back go in the order
+// they came).
 func (r *runner[T]) putLater(q requeued) {
-	i, _ := slices.BinarySearchFunc(r.later, q.at, func(q requeued, t time.Time) int { return q.at.Compare(t) })
+	i := sort.Search(len(r.later), func(i int) bool { return r.later[i].at.After(q.at) })
 	r.later = slices.Insert(r.later, i, q)
 }
 

@@ -63,7 +63,8 @@ type Result struct {
 	// [*ThrottledError] they returned), or 0 if none did.
 	Status int
 	// Attempts is how many times the item's function was called, throttled
-	// attempts included.
+	// attempts included. A call of [HTTP] that its key's pause held back,
+	// nothing sent, is not counted.
 	Attempts int
 	// Duration is the time spent in the item's function, all attempts
 	// together; pauses between attempts are not included.
