@@ -24,25 +24,21 @@ func (c *clientCounts) retried(url string) bool {
 	return ok
 }
 
-// onEvent counts ev. Every 429 the Transport receives ends in exactly one
-// EventRetry (sent again) or EventGiveUp (handed back to the caller, here
-// the batch), each carrying the status; EventThrottle marks a pause of the
-// whole host. It is safe for concurrent use.
+// onEvent counts ev. Every 429 the Transport receives is an EventThrottle
+// carrying the status, which pauses the whole key; the Transport then
+// sends it again (EventRetry) or hands it back to the batch, which waits
+// out the pause in its own line. It is safe for concurrent use.
 func (c *clientCounts) onEvent(ev pace.Event) {
 	switch ev.Kind {
 	case pace.EventThrottle:
 		c.pauses.Add(1)
+		if ev.StatusCode == http.StatusTooManyRequests {
+			c.seen429.Add(1)
+		}
 	case pace.EventRetry:
 		c.retries.Add(1)
 		if ev.Request != nil && ev.Request.URL != nil {
 			c.urls.Store(ev.Request.URL.String(), true)
-		}
-		if ev.StatusCode == http.StatusTooManyRequests {
-			c.seen429.Add(1)
-		}
-	case pace.EventGiveUp:
-		if ev.StatusCode == http.StatusTooManyRequests {
-			c.seen429.Add(1)
 		}
 	}
 }
