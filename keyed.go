@@ -11,10 +11,10 @@ import (
 )
 
 // DefaultMaxKeys is the number of keys a [Keyed] tracks at most when
-// [KeyedOptions].MaxKeys is 0. At about 56 bytes a key for the compact
-// limits ([TokenBucket], [LeakyBucket], [FixedWindow], [SlidingCounter]; measured at a million
-// keys) that bounds the store to about 60 MB however many distinct keys it
-// is shown. A [SlidingLog] log also keeps its booked instants per key.
+// [KeyedOptions].MaxKeys is 0. The compact limits ([TokenBucket],
+// [LeakyBucket], [FixedWindow], [SlidingCounter]) keep under 64 bytes a
+// key, so this bounds the store to about 64 MB however many distinct keys
+// it is shown. A [SlidingLog] also keeps its booked instants per key.
 const DefaultMaxKeys = 1 << 20
 
 const (
@@ -52,8 +52,7 @@ type KeyedOptions struct {
 	// What an attacker who chooses keys (an X-API-Key header, say) can and
 	// cannot do: it cannot grow memory beyond MaxKeys (plus at most 63), and
 	// a flood of made-up keys cannot lock out a legitimate key, whose first
-	// request gets a fresh limit (TestKeyedFloodOfMadeUpKeys: 10 × MaxKeys
-	// made-up keys, then a new key is admitted). Each made-up key gets a
+	// request gets a fresh limit. Each made-up key gets a
 	// fresh limit of its own, so per-key limits never bound a client that
 	// can mint keys: limit something it cannot vary too (its address, as
 	// package middleware does, or one limit for all). An evicted key forgets

@@ -56,9 +56,7 @@
 // [Options].MaxKeys are tracked; past that, a new key makes the store
 // forget the key whose limit would be whole again the soonest. A flood of
 // made-up keys therefore costs bounded memory and does not lock out a
-// legitimate key (TestMaxKeysFloodOfMadeUpAPIKeys: 100,000 made-up
-// X-API-Key values with MaxKeys 10,000, then a new key's first request is
-// answered 200). It is not slowed down either: every made-up key has a
+// legitimate key. It is not slowed down either: every made-up key has a
 // limit of its own, so a client that can make up keys (a header it
 // writes) is bounded only by a limit on what it cannot make up, such as
 // its address (the default key), which KeyHeader replaces. An evicted key
