@@ -364,3 +364,19 @@ func TestHostsKeysAsURLHostsHoldThem(t *testing.T) {
 		})
 	}
 }
+
+// TestHostsPortLeadingZeros: net/http dials "api.test:08443" as port 8443,
+// so a key "api.test:8443" paces it; a port written with leading zeros
+// cannot slip past its host's limit.
+func TestHostsPortLeadingZeros(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &testhttp.Server{}
+		tr := &Transport{Base: srv, Limits: Hosts{"api.test:8443": {Limit: TokenBucket(PerSecond(1), 1)}}}
+		for _, u := range []string{"http://api.test:8443/", "http://api.test:08443/", "http://api.test:008443/"} {
+			assert.Equal(t, http.StatusOK, roundTrip(t, tr, http.MethodGet, u))
+		}
+		assert.Equal(t, []time.Duration{time.Second, time.Second}, gaps(srv.Requests()), "one limit for every spelling of the port")
+		_, err := (&Transport{Limits: Hosts{"api.test": {}, "api.test:080": {}}}).compile(false)
+		assert.ErrorIs(t, err, ErrInvalidConfig, "two keys naming one host")
+	})
+}

@@ -40,13 +40,27 @@ import (
 func Of(hostport string) string {
 	name, port := splitPort(hostport)
 	n := normName(name)
-	if port == "" || port == ":" || port == ":80" || port == ":443" {
+	p := normPort(port)
+	if p == "" || p == ":" || p == ":80" || p == ":443" {
 		return n
 	}
-	if n == name {
+	if n == name && p == port {
 		return hostport
 	}
-	return n + port
+	return n + p
+}
+
+// normPort returns port (":" and digits, or "") without leading zeros, as
+// net/http dials it: ":044989" is ":44989", ":080" is ":80", ":00" is ":0".
+func normPort(port string) string {
+	i := 1
+	for i < len(port)-1 && port[i] == '0' {
+		i++
+	}
+	if i == 1 {
+		return port
+	}
+	return ":" + port[i:]
 }
 
 // Request returns the normal form of req's host: URL.Host, or req.Host when

@@ -37,6 +37,13 @@ func TestOf(t *testing.T) {
 		{"[::1", "[::1"}, // not a literal: left as it is
 		{"::1", "::1"},
 		{"127.0.0.1:80", "127.0.0.1"},
+		// Leading zeros: net/http dials ":044989" as port 44989.
+		{"127.0.0.1:044989", "127.0.0.1:44989"},
+		{"api.example:080", "api.example"},
+		{"api.example:0443", "api.example"},
+		{"[::1]:08443", "[::1]:8443"},
+		{"api.example:00", "api.example:0"},
+		{"api.example:0", "api.example:0"},
 		{"127.0.0.1.", "127.0.0.1"},
 		{"äpi.example", "xn--pi-uia.example"}, // as net/http sends it
 		{"ÄPI.example", "xn--pi-uia.example"},
