@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pacehttp/pace"
 )
@@ -146,7 +147,15 @@ func (r *runner[T]) prepare() error {
 		r.sum.Ideal = ideal(r.opts.Rate, len(r.items))
 		return nil
 	}
+	// A journal is JSON: text that is no UTF-8 would come back as U+FFFD,
+	// another ID or job, and a resumed run would do an item again.
+	if !utf8.ValidString(r.opts.Job) || len(r.opts.Job) > maxJobName {
+		return configErr("Job", r.opts.Job, fmt.Sprintf("must be valid UTF-8 of at most %d bytes, which a journal holds as it is", maxJobName))
+	}
 	for i := range r.marks {
+		if !utf8.ValidString(r.marks[i].id) {
+			return configErr("ID", r.marks[i].id, fmt.Sprintf("item %d: an ID in a journal must be valid UTF-8", i))
+		}
 		r.marks[i].fp = fingerprint(r.items[i])
 	}
 	j, st, err := openJournal(r.opts.Journal, r.opts.Job, func(st *journalState) error {

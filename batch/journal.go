@@ -40,6 +40,8 @@ const (
 	journalVersion = 3
 	// maxJournalSize bounds the journal Run reads, in bytes.
 	maxJournalSize = 1 << 30
+	// maxJobName bounds Options.Job, in bytes.
+	maxJobName = 256
 )
 
 // Outcomes of the records a version 2 journal adds.

@@ -5,12 +5,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/testhttp"
 )
 
@@ -132,4 +134,31 @@ func TestFingerprint(t *testing.T) {
 	assert.NotEqual(t, fingerprint(1), fingerprint(2))
 	assert.Empty(t, fingerprint(make(chan int)))
 	assert.Empty(t, fingerprint(func() {}))
+}
+
+// TestJournalTextNotUTF8: a journal is JSON, which turns bytes that are no
+// UTF-8 into U+FFFD. An item ID "id-\xff" would come back as another ID
+// and a resumed run would do its item again; a job name would no longer
+// match itself. With a journal Run refuses both up front, sending nothing;
+// it refuses a job name over 256 bytes too (it would fill every error).
+func TestJournalTextNotUTF8(t *testing.T) {
+	var sent atomic.Int32
+	fn := func(context.Context, int) error { sent.Add(1); return nil }
+	for name, o := range map[string]Options{
+		"ID":       {ID: func(int) string { return "id-\xff" }},
+		"Job":      {Job: "nightly-\xff"},
+		"long Job": {Job: string(make([]byte, 257))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o.Journal = filepath.Join(t.TempDir(), "run.jsonl")
+			_, err := Run(t.Context(), []int{1}, fn, o)
+			require.ErrorIs(t, err, pace.ErrInvalidConfig)
+			var ce *pace.ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Contains(t, ce.Field, strings.Fields(name)[len(strings.Fields(name))-1])
+			assert.Zero(t, sent.Load(), "nothing ran")
+		})
+	}
+	_, err := Run(t.Context(), []int{1}, fn, Options{ID: func(int) string { return "id-\xff" }})
+	assert.NoError(t, err, "without a journal any ID works")
 }

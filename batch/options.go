@@ -187,7 +187,9 @@ type Options struct {
 	// as another needs a name of its own: a nightly job needs the date in
 	// its name, or a journal per night. The empty name is the unnamed
 	// job's. An item of few possible values can be guessed from its
-	// fingerprint: keep secrets out of items.
+	// fingerprint: keep secrets out of items. With a journal, Job and every
+	// item's ID must be valid UTF-8 (JSON holds nothing else), and Job at
+	// most 256 bytes; Run refuses others with a *pace.ConfigError.
 	Job string
 
 	// ID returns the journal key of items[i]: a string that names the item
