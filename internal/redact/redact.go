@@ -62,7 +62,10 @@ func ErrorText(err error, hidePath bool) string {
 
 // Error returns err with its URL redacted as URL does when err is a
 // [*url.Error] (a copy: Op and Err are kept, so errors.Is and errors.As
-// see what they saw), and err itself otherwise.
+// see what they saw), and err itself otherwise. When err's tree holds
+// another *url.Error (a Base that wraps an http.Client, inside a
+// pace.AttemptsError), the text of the result is ErrorText's, with every
+// such URL redacted; unwrapping it gives the copy.
 func Error(err error, hidePath bool) error {
 	u, ok := err.(*url.Error)
 	if !ok {
@@ -70,8 +73,21 @@ func Error(err error, hidePath bool) error {
 	}
 	c := *u
 	c.URL = urlString(u.URL, hidePath)
+	if text := ErrorText(err, hidePath); text != c.Error() {
+		return &textError{text: text, err: &c}
+	}
 	return &c
 }
+
+// textError is an error whose text was redacted; it unwraps to the error
+// it stands for.
+type textError struct {
+	text string
+	err  error
+}
+
+func (e *textError) Error() string { return e.text }
+func (e *textError) Unwrap() error { return e.err }
 
 // urlErrors appends the *url.Error values in err's tree to found, at most
 // a few dozen: an error tree is small, and the bound keeps a cyclic or

@@ -64,6 +64,15 @@ func TestError(t *testing.T) {
 	assert.Equal(t, "Get", gu.Op)
 	assert.ErrorIs(t, got, context.DeadlineExceeded)
 	assert.Equal(t, "http://u:p@h.example/p?token=T", ue.URL, "the original is kept")
+	// A Base that wraps an http.Client: the inner URL is redacted in the
+	// text too, and errors.As still finds the outer copy first.
+	inner := &url.Error{Op: "Get", URL: "http://h.example/p?api_key=Q", Err: context.Canceled}
+	outer := &url.Error{Op: "Get", URL: "http://h.example/p?api_key=Q", Err: fmt.Errorf("pace: 1 attempt: %w", inner)}
+	got = Error(outer, false)
+	assert.NotContains(t, got.Error(), "api_key")
+	require.ErrorAs(t, got, &gu)
+	assert.Equal(t, "http://h.example/p", gu.URL)
+	assert.ErrorIs(t, got, context.Canceled)
 	plain := errors.New("x")
 	assert.Same(t, plain, Error(plain, false))
 	assert.NoError(t, Error(nil, false))
