@@ -92,7 +92,7 @@ type Summary struct {
 	Throttled int // attempts that came back throttled (HTTP 429 and the like) or refused by a client-side limit, nothing sent
 	Requeued  int // items put back in line at least once after a retryable failure (see Options.MaxRequeues)
 	Retries   int // attempts beyond each item's first (throttled and requeued items')
-	Pauses    int // times a key was paused, or its pause extended, by a throttle
+	Pauses    int // times a throttle paused an open key; its probes' throttles extend that pause and count once
 
 	Elapsed time.Duration // time since Run started
 	// Ideal is the least time Options.Rate allows for the items this run
