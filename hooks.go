@@ -89,7 +89,7 @@ type Event struct {
 	Reason  Reason        // why; see the kinds for which reasons each carries
 	Key     string        // the request's key (by default its host); a key from Transport.Key may be a secret, which the Logger shows only as a fingerprint
 	Request *http.Request // the caller's request; do not modify it
-	Attempt int           // the attempt concerned, counting from 1
+	Attempt int           // the attempt concerned, counting from 1; 0 for EventPortMismatch
 	// Delay is the wait the event is about (see the kinds).
 	Delay time.Duration
 	// Until is the end of the key's pause (EventThrottle only).
