@@ -3,11 +3,11 @@ package batch
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/discard"
 	"github.com/pacehttp/pace/internal/hostkey"
 	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/redact"
@@ -22,7 +22,7 @@ import (
 // [*pace.ConfigError] for "fn" before anything runs. check judges the
 // response; nil means [CheckResponse]. The response's status is recorded
 // for [Result.Status], and its body is closed after check returns, with up
-// to 4 KiB drained first so the connection can be reused; check may read
+// to 64 KiB drained first so the connection can be reused; check may read
 // the body.
 //
 // Idempotency keys: a POST or PATCH that build leaves without an
@@ -111,7 +111,7 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 		if err != nil {
 			return redact.Error(err, a.hidePath()) // its URL without user information and query (and path)
 		}
-		defer drainAndClose(resp.Body)
+		defer discard.Body(resp.Body)
 		RecordStatus(ctx, resp.StatusCode)
 		return check(resp)
 	}
@@ -121,13 +121,6 @@ var (
 	errNilRequest = errors.New("batch: build returned a nil request")
 	errNilURL     = errors.New("batch: build returned a request with a nil URL; nothing was sent")
 )
-
-// drainAndClose reads at most 4 KiB of body, so a small unread body does not
-// cost the connection, and closes it.
-func drainAndClose(body io.ReadCloser) {
-	_, _ = io.CopyN(io.Discard, body, 4<<10)
-	_ = body.Close()
-}
 
 // CheckResponse is the default response check of [HTTP]. It accepts a 2xx
 // status. It returns a [*ThrottledError] for a throttle as [pace.Throttled]

@@ -1,0 +1,105 @@
+// Package onecopy finds, in the library code of this repository (no tests,
+// examples or benchmarks), the places that implement a rule which must
+// live once. Its test keeps each shared helper in one place: a second
+// drain, a second config-error constructor, a second list of idempotent
+// methods comes back only with a failing test.
+package onecopy
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strings"
+)
+
+// File is one parsed library file; Path is relative to the root walked.
+type File struct {
+	Path string
+	Fset *token.FileSet
+	AST  *ast.File
+}
+
+// skipped are the directories that hold no library code.
+var skipped = map[string]bool{"examples": true, "bench": true, "testdata": true, "faulttest": true, ".git": true}
+
+// Library parses the non-test Go files below root, outside examples,
+// benchmarks, test data and test-only internal packages.
+func Library(root string) ([]File, error) {
+	var files []File
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if skipped[d.Name()] || rel == "internal/testhttp" || rel == "internal/realserver" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		files = append(files, File{Path: rel, Fset: fset, AST: f})
+		return nil
+	})
+	return files, err
+}
+
+// Dir returns the directory of f's path, "." for the root package.
+func (f File) Dir() string { return filepath.ToSlash(filepath.Dir(f.Path)) }
+
+// Pos returns "path:line" of n.
+func (f File) Pos(n ast.Node) string {
+	return f.Path + ":" + itoa(f.Fset.Position(n.Pos()).Line)
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	for n >= 10 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	i--
+	b[i] = byte('0' + n)
+	return string(b[i:])
+}
+
+// Calls returns the places in files that call pkg.name (pkg as imported,
+// e.g. "io", "CopyN") with first argument first ("io.Discard"), or with any
+// first argument when first is "".
+func Calls(files []File, pkg, name, first string) []string {
+	var at []string
+	for _, f := range files {
+		ast.Inspect(f.AST, func(n ast.Node) bool {
+			c, ok := n.(*ast.CallExpr)
+			if !ok || !isSel(c.Fun, pkg, name) {
+				return true
+			}
+			if first == "" || (len(c.Args) > 0 && isSel(c.Args[0], strings.Split(first, ".")[0], strings.Split(first, ".")[1])) {
+				at = append(at, f.Pos(c))
+			}
+			return true
+		})
+	}
+	return at
+}
+
+func isSel(e ast.Expr, pkg, name string) bool {
+	s, ok := e.(*ast.SelectorExpr)
+	if !ok || s.Sel.Name != name {
+		return false
+	}
+	id, ok := s.X.(*ast.Ident)
+	return ok && id.Name == pkg
+}
