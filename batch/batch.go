@@ -51,7 +51,7 @@ import (
 // a duplicate ID) or a [*JournalError], before anything runs.
 func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, item T) error, opts Options) (*Report, error) {
 	if fn == nil {
-		return nil, configErr("fn", nil, "the item function must not be nil (HTTP returns nil for a nil build)")
+		return nil, &pace.ConfigError{Field: "fn", Reason: "the item function must not be nil (HTTP returns nil for a nil build)"}
 	}
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -134,7 +134,7 @@ func (r *runner[T]) prepare() error {
 			id = r.opts.ID(i)
 		}
 		if j, dup := seen[id]; dup {
-			return configErr("ID", id, fmt.Sprintf("items %d and %d have the same ID", j, i))
+			return &pace.ConfigError{Field: "ID", Value: id, Reason: fmt.Sprintf("items %d and %d have the same ID", j, i)}
 		}
 		seen[id] = i
 		r.results[i] = Result{Index: i, ID: id}

@@ -103,3 +103,41 @@ func isSel(e ast.Expr, pkg, name string) bool {
 	id, ok := s.X.(*ast.Ident)
 	return ok && id.Name == pkg
 }
+
+// Constructors returns the functions in files whose whole body returns a
+// composite literal of a type named typ (of any package), such as
+// func configErr(...) error { return &ConfigError{...} }.
+func Constructors(files []File, typ string) []string {
+	var at []string
+	for _, f := range files {
+		for _, d := range f.AST.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil || len(fd.Body.List) != 1 {
+				continue
+			}
+			ret, ok := fd.Body.List[0].(*ast.ReturnStmt)
+			if !ok || len(ret.Results) != 1 {
+				continue
+			}
+			e := ret.Results[0]
+			if u, ok := e.(*ast.UnaryExpr); ok && u.Op == token.AND {
+				e = u.X
+			}
+			if cl, ok := e.(*ast.CompositeLit); ok && typeName(cl.Type) == typ {
+				at = append(at, f.Path+":"+fd.Name.Name)
+			}
+		}
+	}
+	return at
+}
+
+// typeName returns the name of a type expression T or pkg.T, or "".
+func typeName(e ast.Expr) string {
+	switch t := e.(type) {
+	case *ast.Ident:
+		return t.Name
+	case *ast.SelectorExpr:
+		return t.Sel.Name
+	}
+	return ""
+}

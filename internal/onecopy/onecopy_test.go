@@ -26,3 +26,10 @@ func TestOneDrain(t *testing.T) {
 	at = append(at, Calls(files, "io", "Copy", "io.Discard")...)
 	assert.Equal(t, []string{"internal/discard/discard.go:20"}, at)
 }
+
+// TestOneConfigErrorConstructor: the root package's configErr is the only
+// shorthand for a *pace.ConfigError; the other packages build the root's
+// type themselves, so errors.As(err, new(*pace.ConfigError)) sees them all.
+func TestOneConfigErrorConstructor(t *testing.T) {
+	assert.Equal(t, []string{"errors.go:configErr"}, Constructors(library(t), "ConfigError"))
+}
