@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pacehttp/pace/internal/hdr"
 	"github.com/pacehttp/pace/throttle"
 )
 
@@ -333,7 +334,7 @@ func shopifyHint(h http.Header) (quotaHint, bool) {
 // item whose r exceeds its policy's q contradicts it and is not used for
 // pacing; pk (the partition key) names the limit's identity.
 func rateLimitHints(h http.Header) []quotaHint {
-	vs := h[hdrRateLimit]
+	vs := h[hdr.RateLimit]
 	if len(vs) == 0 {
 		return nil
 	}
@@ -341,7 +342,7 @@ func rateLimitHints(h http.Header) []quotaHint {
 	if !ok {
 		return nil
 	}
-	pols, _ := parseRateLimitPolicy(h[hdrRateLimitPolicy])
+	pols, _ := parseRateLimitPolicy(h[hdr.RateLimitPolicy])
 	hints := make([]quotaHint, len(items))
 	for i, it := range items {
 		q := quotaHint{remaining: it.remaining, reset: it.reset, hasReset: it.hasReset, bucket: it.partition, consistent: true}
@@ -416,7 +417,7 @@ func quotaPresent(h http.Header) bool {
 	if len(h) == 0 {
 		return false
 	}
-	if len(h[hdrRateLimit]) > 0 || len(h[hdrShopifyCallLimit]) > 0 {
+	if len(h[hdr.RateLimit]) > 0 || len(h[hdrShopifyCallLimit]) > 0 {
 		return true
 	}
 	for i := range quotaFamilies {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/idempotent"
 	"github.com/pacehttp/pace/retry"
 )
 
@@ -76,7 +77,7 @@ func retryableStatus(code int) bool {
 // Options.Idempotent declares it.
 func (r *runner[T]) replaySafe(idx int) bool {
 	if req := r.marks[idx].req; req.Method != "" {
-		return idempotentMethod(req.Method) || req.Key != ""
+		return idempotent.Method(req.Method) || req.Key != ""
 	}
 	return r.opts.Idempotent != nil && r.opts.Idempotent(idx)
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/pacehttp/pace/internal/hdr"
 )
 
 // DefaultMaxAttempts is the default number of attempts per request, the
@@ -15,7 +16,7 @@ const DefaultMaxAttempts = 3
 // POST or PATCH safe to retry, and the one Policy.AddIdempotencyKey sets
 // (draft-ietf-httpapi-idempotency-key-header; Stripe, PayPal, Adyen and
 // others use it).
-const DefaultIdempotencyHeader = "Idempotency-Key"
+const DefaultIdempotencyHeader = hdr.IdempotencyKey
 
 // DefaultStatuses returns the response status codes retried by default,
 // in a new slice: 408 Request Timeout, 429 Too Many Requests, 500 Internal

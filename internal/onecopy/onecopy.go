@@ -141,3 +141,69 @@ func typeName(e ast.Expr) string {
 	}
 	return ""
 }
+
+// CaseLists returns the case clauses in files that list every one of
+// values (selector expressions such as "http.MethodGet").
+func CaseLists(files []File, values ...string) []string {
+	var at []string
+	for _, f := range files {
+		ast.Inspect(f.AST, func(n ast.Node) bool {
+			cc, ok := n.(*ast.CaseClause)
+			if !ok {
+				return true
+			}
+			listed := map[string]bool{}
+			for _, e := range cc.List {
+				if s, ok := e.(*ast.SelectorExpr); ok {
+					if id, ok := s.X.(*ast.Ident); ok {
+						listed[id.Name+"."+s.Sel.Name] = true
+					}
+				}
+			}
+			for _, v := range values {
+				if !listed[v] {
+					return true
+				}
+			}
+			at = append(at, f.Pos(cc))
+			return true
+		})
+	}
+	return at
+}
+
+// StringConsts returns, for each string value declared as a constant in
+// files and accepted by keep, the directories (packages) declaring it.
+func StringConsts(files []File, keep func(string) bool) map[string][]string {
+	dirs := map[string][]string{}
+	for _, f := range files {
+		for _, d := range f.AST.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				for _, v := range spec.(*ast.ValueSpec).Values {
+					lit, ok := v.(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						continue
+					}
+					s := strings.Trim(lit.Value, "\"`")
+					if keep(s) && !slicesContains(dirs[s], f.Dir()) {
+						dirs[s] = append(dirs[s], f.Dir())
+					}
+				}
+			}
+		}
+	}
+	return dirs
+}
+
+func slicesContains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,6 +1,8 @@
 package onecopy
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,6 +11,15 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// paths drops the line numbers of "path:line" places.
+func paths(at []string) []string {
+	var ps []string
+	for _, a := range at {
+		ps = append(ps, a[:strings.LastIndexByte(a, ':')])
+	}
+	return ps
+}
 
 func library(t *testing.T) []File {
 	t.Helper()
@@ -24,7 +35,7 @@ func TestOneDrain(t *testing.T) {
 	var at []string
 	at = append(at, Calls(files, "io", "CopyN", "io.Discard")...)
 	at = append(at, Calls(files, "io", "Copy", "io.Discard")...)
-	assert.Equal(t, []string{"internal/discard/discard.go:20"}, at)
+	assert.Equal(t, []string{"internal/discard/discard.go"}, paths(at))
 }
 
 // TestOneConfigErrorConstructor: the root package's configErr is the only
@@ -32,4 +43,24 @@ func TestOneDrain(t *testing.T) {
 // type themselves, so errors.As(err, new(*pace.ConfigError)) sees them all.
 func TestOneConfigErrorConstructor(t *testing.T) {
 	assert.Equal(t, []string{"errors.go:configErr"}, Constructors(library(t), "ConfigError"))
+}
+
+// TestOneIdempotentMethodList: RFC 9110 §9.2.2's idempotent methods are
+// listed once, in internal/idempotent (the root and batch each had a copy).
+func TestOneIdempotentMethodList(t *testing.T) {
+	at := CaseLists(library(t), "http.MethodGet", "http.MethodPut", "http.MethodDelete")
+	assert.Equal(t, []string{"internal/idempotent/idempotent.go"}, paths(at))
+}
+
+// TestOneHeaderName: a header name is declared as a constant in one
+// package only; names two packages share live in internal/hdr.
+func TestOneHeaderName(t *testing.T) {
+	header := regexp.MustCompile(`^[A-Z][a-z0-9]*(-[A-Z][a-z0-9]*)+$|^Ratelimit$`)
+	for name, dirs := range StringConsts(library(t), header.MatchString) {
+		assert.Len(t, dirs, 1, "header %q declared in %v", name, dirs)
+	}
+	for _, name := range []string{"Retry-After", "Ratelimit", "Ratelimit-Policy", "Idempotency-Key", "X-Idempotency-Key"} {
+		dirs := StringConsts(library(t), func(s string) bool { return s == name })[name]
+		assert.Equal(t, []string{"internal/hdr"}, dirs, "%s", name)
+	}
 }
