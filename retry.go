@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/pacehttp/pace/internal/hdr"
 	"github.com/pacehttp/pace/internal/httptoken"
 	"github.com/pacehttp/pace/internal/idempotent"
+	"github.com/pacehttp/pace/internal/retrystatus"
 	"github.com/pacehttp/pace/retry"
 )
 
@@ -83,18 +83,7 @@ func headerNameErr(field, name string) error {
 }
 
 // retryStatus reports whether code is one of the statuses to retry.
-func (p *retryPolicy) retryStatus(code int) bool {
-	if p.Statuses != nil {
-		return slices.Contains(p.Statuses, code)
-	}
-	switch code {
-	case http.StatusRequestTimeout, http.StatusTooManyRequests,
-		http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
-}
+func (p *retryPolicy) retryStatus(code int) bool { return retrystatus.Retried(p.Statuses, code) }
 
 // idempotencyHeader returns the canonical name of the idempotency header.
 func (p *retryPolicy) idempotencyHeader() string {

@@ -11,6 +11,7 @@ import (
 	"github.com/pacehttp/pace/internal/hostkey"
 	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/redact"
+	"github.com/pacehttp/pace/internal/retrystatus"
 )
 
 // HTTP returns an item function for [Run] that sends one request per item
@@ -107,6 +108,9 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 				}
 			}
 		}
+		if a != nil {
+			a.statuses, _ = retrystatus.Of(clientTransport(client), req)
+		}
 		resp, err := client.Do(req)
 		if err != nil {
 			return redact.Error(err, a.hidePath()) // its URL without user information and query (and path)
@@ -154,17 +158,21 @@ func (a *attemptState) hidePath() bool {
 // pace.Transport keys hosts (see pace.Hosts). With any other Transport it
 // is the host, and false.
 func gateKey(client *http.Client, req *http.Request) (string, bool) {
-	rt := client.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	t, ok := rt.(*pace.Transport)
+	t, ok := clientTransport(client).(*pace.Transport)
 	if ok && t.Key != nil {
 		if k := t.Key(req); k != "" {
 			return k, true
 		}
 	}
 	return hostkey.Request(req), ok
+}
+
+// clientTransport returns the RoundTripper client sends with.
+func clientTransport(client *http.Client) http.RoundTripper {
+	if client.Transport == nil {
+		return http.DefaultTransport
+	}
+	return client.Transport
 }
 
 // RecordStatus records code as the HTTP status of the attempt that ctx

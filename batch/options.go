@@ -91,8 +91,10 @@ type Options struct {
 
 	// MaxRequeues bounds how many times an item goes back in line after a
 	// retryable failure that outlived the client's own retries: an answer
-	// of 408, 500, 502, 503 or 504 (retry.DefaultStatuses, but 429,
-	// which is a throttle), returned or as the Response of a
+	// with a status the client's pace.Transport retries for the request
+	// (its Retry.Statuses, or its Hosts entry's), else one of
+	// retry.DefaultStatuses, but never a 429, which is a throttle;
+	// returned or as the Response of a
 	// *pace.AttemptsError (Transport.ErrorOnGiveUp), a *pace.AttemptsError
 	// whose Transport ran out of attempts, retry budget, backoff or time
 	// before the call's deadline (Reason pace.ReasonAttempts,

@@ -142,18 +142,24 @@ func typeName(e ast.Expr) string {
 	return ""
 }
 
-// CaseLists returns the case clauses in files that list every one of
-// values (selector expressions such as "http.MethodGet").
-func CaseLists(files []File, values ...string) []string {
+// Lists returns the case clauses and composite literals in files that
+// list every one of values (selector expressions such as
+// "http.MethodGet").
+func Lists(files []File, values ...string) []string {
 	var at []string
 	for _, f := range files {
 		ast.Inspect(f.AST, func(n ast.Node) bool {
-			cc, ok := n.(*ast.CaseClause)
-			if !ok {
+			var list []ast.Expr
+			switch x := n.(type) {
+			case *ast.CaseClause:
+				list = x.List
+			case *ast.CompositeLit:
+				list = x.Elts
+			default:
 				return true
 			}
 			listed := map[string]bool{}
-			for _, e := range cc.List {
+			for _, e := range list {
 				if s, ok := e.(*ast.SelectorExpr); ok {
 					if id, ok := s.X.(*ast.Ident); ok {
 						listed[id.Name+"."+s.Sel.Name] = true
@@ -165,7 +171,7 @@ func CaseLists(files []File, values ...string) []string {
 					return true
 				}
 			}
-			at = append(at, f.Pos(cc))
+			at = append(at, f.Pos(n))
 			return true
 		})
 	}

@@ -48,7 +48,7 @@ func TestOneConfigErrorConstructor(t *testing.T) {
 // TestOneIdempotentMethodList: RFC 9110 §9.2.2's idempotent methods are
 // listed once, in internal/idempotent (the root and batch each had a copy).
 func TestOneIdempotentMethodList(t *testing.T) {
-	at := CaseLists(library(t), "http.MethodGet", "http.MethodPut", "http.MethodDelete")
+	at := Lists(library(t), "http.MethodGet", "http.MethodPut", "http.MethodDelete")
 	assert.Equal(t, []string{"internal/idempotent/idempotent.go"}, paths(at))
 }
 
@@ -63,4 +63,11 @@ func TestOneHeaderName(t *testing.T) {
 		dirs := StringConsts(library(t), func(s string) bool { return s == name })[name]
 		assert.Equal(t, []string{"internal/hdr"}, dirs, "%s", name)
 	}
+}
+
+// TestOneRetryableStatusList: the default retryable statuses are listed in
+// internal/retrystatus only (batch kept its own rule beside the root's).
+func TestOneRetryableStatusList(t *testing.T) {
+	at := Lists(library(t), "http.StatusRequestTimeout", "http.StatusServiceUnavailable", "http.StatusGatewayTimeout")
+	assert.Equal(t, []string{"internal/retrystatus/retrystatus.go", "internal/retrystatus/retrystatus.go"}, paths(at))
 }
