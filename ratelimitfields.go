@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"iter"
 	"math"
 	"net/http"
 	"strings"
@@ -241,6 +242,31 @@ type quotaHint struct {
 // and reset.
 func (h *quotaHint) pacing() bool { return h.consistent && h.remaining >= 0 && h.hasReset }
 
+// quotaHints yields the hint of each family of h with a reset header, in
+// the order of quotaFamilies and then Shopify's call limit (shopifyHint),
+// with the header its reset came from. h was received at now.
+func quotaHints(h http.Header, now time.Time) iter.Seq2[string, quotaHint] {
+	return func(yield func(string, quotaHint) bool) {
+		var date time.Time
+		dated := false
+		for i := range quotaFamilies {
+			f := &quotaFamilies[i]
+			if len(h[f.reset]) == 0 {
+				continue
+			}
+			if !dated {
+				date, dated = responseDate(h, now), true
+			}
+			if q, ok := familyHint(h, f, now, date); ok && !yield(f.reset, q) {
+				return
+			}
+		}
+		if q, ok := shopifyHint(h); ok {
+			yield(hdrShopifyCallLimit, q)
+		}
+	}
+}
+
 // familyHint reads family f from h, received at now in a response whose
 // Date is date. ok is false when the family's reset and remaining headers
 // are both absent.
@@ -387,21 +413,7 @@ func serverQuota(h http.Header, now time.Time) (q throttle.Quota, ok bool) {
 	for _, c := range rateLimitHints(h) {
 		consider(c)
 	}
-	var date time.Time
-	dated := false
-	for i := range quotaFamilies {
-		f := &quotaFamilies[i]
-		if len(h[f.reset]) == 0 {
-			continue
-		}
-		if !dated {
-			date, dated = responseDate(h, now), true
-		}
-		if c, ok := familyHint(h, f, now, date); ok {
-			consider(c)
-		}
-	}
-	if c, ok := shopifyHint(h); ok {
+	for _, c := range quotaHints(h, now) {
 		consider(c)
 	}
 	if !found {

@@ -170,22 +170,10 @@ func serverDelay(resp *http.Response, now time.Time) (d time.Duration, source st
 			}
 		}
 	}
-	var date time.Time
-	dated := false
-	for i := range quotaFamilies {
-		f := &quotaFamilies[i]
-		if len(h[f.reset]) == 0 {
-			continue
+	for source, q := range quotaHints(h, now) {
+		if q.hasReset && (throttled || q.remaining == 0) {
+			return q.reset, source, true
 		}
-		if !dated {
-			date, dated = responseDate(h, now), true
-		}
-		if q, _ := familyHint(h, f, now, date); q.hasReset && (throttled || q.remaining == 0) {
-			return q.reset, f.reset, true
-		}
-	}
-	if q, ok := shopifyHint(h); ok && q.hasReset && (throttled || q.remaining == 0) {
-		return q.reset, hdrShopifyCallLimit, true
 	}
 	return 0, "", false
 }

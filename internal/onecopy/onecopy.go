@@ -213,3 +213,20 @@ func slicesContains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// FuncCalls returns the places in files that call the function name of
+// their own package.
+func FuncCalls(files []File, name string) []string {
+	var at []string
+	for _, f := range files {
+		ast.Inspect(f.AST, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				if id, ok := c.Fun.(*ast.Ident); ok && id.Name == name {
+					at = append(at, f.Pos(c))
+				}
+			}
+			return true
+		})
+	}
+	return at
+}

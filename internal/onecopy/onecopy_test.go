@@ -71,3 +71,14 @@ func TestOneRetryableStatusList(t *testing.T) {
 	at := Lists(library(t), "http.StatusRequestTimeout", "http.StatusServiceUnavailable", "http.StatusGatewayTimeout")
 	assert.Equal(t, []string{"internal/retrystatus/retrystatus.go", "internal/retrystatus/retrystatus.go"}, paths(at))
 }
+
+// TestOneQuotaFamilyLoop: the quota header families are read in one loop,
+// quotaHints, for the delay (serverDelay) and for the pace (serverQuota),
+// which each had a loop of their own.
+func TestOneQuotaFamilyLoop(t *testing.T) {
+	files := library(t)
+	for _, name := range []string{"familyHint", "shopifyHint"} {
+		assert.Equal(t, []string{"ratelimitfields.go"}, paths(FuncCalls(files, name)), name)
+		assert.Len(t, FuncCalls(files, name), 1, name)
+	}
+}
