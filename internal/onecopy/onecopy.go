@@ -8,6 +8,7 @@ package onecopy
 import (
 	"go/ast"
 	"go/parser"
+	"go/printer"
 	"go/token"
 	"io/fs"
 	"path/filepath"
@@ -229,4 +230,74 @@ func FuncCalls(files []File, name string) []string {
 		})
 	}
 	return at
+}
+
+// SameMethods returns, for the methods named in names declared in the
+// package in dir, those that two or more types declare with the same
+// parameters and body (the receiver's name aside), as "name: T1 T2".
+func SameMethods(files []File, dir string, names ...string) []string {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	byText := map[string][]string{}
+	var order []string
+	for _, f := range files {
+		if f.Dir() != dir {
+			continue
+		}
+		for _, d := range f.AST.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv == nil || fd.Body == nil || !want[fd.Name.Name] {
+				continue
+			}
+			recv := fd.Recv.List[0]
+			text := fd.Name.Name + ":" + source(f.Fset, fd.Type) + source(f.Fset, fd.Body)
+			if len(recv.Names) == 1 {
+				text = renameWord(text, recv.Names[0].Name, "_")
+			}
+			if byText[text] == nil {
+				order = append(order, text)
+			}
+			byText[text] = append(byText[text], typeName(deref(recv.Type)))
+		}
+	}
+	var out []string
+	for _, text := range order {
+		if ts := byText[text]; len(ts) > 1 {
+			out = append(out, text[:strings.IndexByte(text, ':')]+": "+strings.Join(ts, " "))
+		}
+	}
+	return out
+}
+
+func deref(e ast.Expr) ast.Expr {
+	if s, ok := e.(*ast.StarExpr); ok {
+		return s.X
+	}
+	return e
+}
+
+func source(fset *token.FileSet, n ast.Node) string {
+	var b strings.Builder
+	_ = printer.Fprint(&b, fset, n)
+	return b.String()
+}
+
+// renameWord replaces the identifier old in s by new, whole words only.
+func renameWord(s, old, new string) string {
+	isWord := func(c byte) bool {
+		return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if strings.HasPrefix(s[i:], old) && (i == 0 || !isWord(s[i-1])) && (i+len(old) == len(s) || !isWord(s[i+len(old)])) {
+			b.WriteString(new)
+			i += len(old)
+			continue
+		}
+		b.WriteByte(s[i])
+		i++
+	}
+	return b.String()
 }

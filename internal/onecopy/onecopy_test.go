@@ -82,3 +82,15 @@ func TestOneQuotaFamilyLoop(t *testing.T) {
 		assert.Len(t, FuncCalls(files, name), 1, name)
 	}
 }
+
+// TestAlgorithmsShareNoMethodCopies: no two algorithms of the root package
+// declare the same method with the same body: what the window limits
+// agree on lives once, in their embedded window, and waitBound has one
+// default (the fixed window, sliding log and sliding counter each had
+// their own no-op resume and relax, their own binds, interval, maxN,
+// waitBound, core, parts and params).
+func TestAlgorithmsShareNoMethodCopies(t *testing.T) {
+	methods := []string{"earliest", "book", "unbook", "depart", "relax", "resume", "idle", "span", "binds",
+		"interval", "maxN", "quota", "waitBound", "core", "parts", "params", "String"}
+	assert.Empty(t, SameMethods(library(t), ".", methods...))
+}
