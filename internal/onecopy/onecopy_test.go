@@ -94,3 +94,12 @@ func TestAlgorithmsShareNoMethodCopies(t *testing.T) {
 		"interval", "maxN", "quota", "waitBound", "core", "parts", "params", "String"}
 	assert.Empty(t, SameMethods(library(t), ".", methods...))
 }
+
+// TestOneStructuredListWalk: the RateLimit and RateLimit-Policy parsers
+// share one walk over the List's named members (namedItems), where each
+// had its own.
+func TestOneStructuredListWalk(t *testing.T) {
+	at := FuncCalls(library(t), "parseSFList")
+	assert.Len(t, at, 1)
+	assert.Equal(t, []string{"ratelimitfields.go"}, paths(at))
+}
