@@ -13,6 +13,8 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+
+	"github.com/pacehttp/pace/internal/apicount"
 )
 
 // File is one parsed library file; Path is relative to the root walked.
@@ -124,23 +126,12 @@ func Constructors(files []File, typ string) []string {
 			if u, ok := e.(*ast.UnaryExpr); ok && u.Op == token.AND {
 				e = u.X
 			}
-			if cl, ok := e.(*ast.CompositeLit); ok && typeName(cl.Type) == typ {
+			if cl, ok := e.(*ast.CompositeLit); ok && apicount.TypeName(cl.Type) == typ {
 				at = append(at, f.Path+":"+fd.Name.Name)
 			}
 		}
 	}
 	return at
-}
-
-// typeName returns the name of a type expression T or pkg.T, or "".
-func typeName(e ast.Expr) string {
-	switch t := e.(type) {
-	case *ast.Ident:
-		return t.Name
-	case *ast.SelectorExpr:
-		return t.Sel.Name
-	}
-	return ""
 }
 
 // Lists returns the case clauses and composite literals in files that
@@ -259,7 +250,7 @@ func SameMethods(files []File, dir string, names ...string) []string {
 			if byText[text] == nil {
 				order = append(order, text)
 			}
-			byText[text] = append(byText[text], typeName(deref(recv.Type)))
+			byText[text] = append(byText[text], apicount.TypeName(recv.Type))
 		}
 	}
 	var out []string
@@ -269,13 +260,6 @@ func SameMethods(files []File, dir string, names ...string) []string {
 		}
 	}
 	return out
-}
-
-func deref(e ast.Expr) ast.Expr {
-	if s, ok := e.(*ast.StarExpr); ok {
-		return s.X
-	}
-	return e
 }
 
 func source(fset *token.FileSet, n ast.Node) string {
