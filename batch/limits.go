@@ -43,14 +43,11 @@ const forgetAbove = 1 << 20
 // throttles, and relaxes it while the server stays quiet. Only Run's
 // goroutine uses it.
 //
-// It is not pace.Transport's adaptive rate, and does not use it: that one
-// needs a configured limit, cuts its pace by a factor on a throttle and
-// climbs back to it (CUBIC), while a learner starts from no limit at all
-// and learns a count per window (N starts in Per) from what the server
-// accepted, as a server counting a quota does. What they share is the
-// root's engine: the learned limit is a pace.SlidingLog on a pace.Shaper,
-// and it grows in place (Shaper.SetLimitAt keeps a sliding log's
-// instants).
+// It is not pace.Transport's adaptive rate. That one cuts a configured
+// limit's pace after a throttle and climbs back to it. A learner has no
+// configured limit: it learns a count per window from what the server
+// accepted, as a quota server counts. The engine is the root's: a
+// pace.SlidingLog on a pace.Shaper, grown in place by Shaper.SetLimitAt.
 type learner struct {
 	streak  []time.Time  // accepted starts since the last resume, unordered
 	learned pace.Rate    // the learned limit as it stands; zero: none

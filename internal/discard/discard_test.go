@@ -3,14 +3,9 @@ package discard
 import (
 	"bytes"
 	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -51,44 +46,4 @@ func TestBody(t *testing.T) {
 		})
 	}
 	Body(nil) // must not panic
-}
-
-// TestCloseReusesConnection sends three requests to a server that answers
-// 503 with a 10 KiB body. Drained with Body, the three share one
-// connection; merely closed, each needs its own, which shows the test can
-// tell the difference.
-func TestBodyReusesConnection(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		discard   func(io.ReadCloser)
-		wantConns int64
-	}{
-		{"drained", Body, 1},
-		{"closed unread", func(b io.ReadCloser) { _ = b.Close() }, 3},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var conns atomic.Int64
-			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.WriteHeader(http.StatusServiceUnavailable)
-				_, _ = w.Write(bytes.Repeat([]byte("x"), 10<<10))
-			}))
-			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-				if s == http.StateNew {
-					conns.Add(1)
-				}
-			}
-			srv.Start()
-			defer srv.Close()
-			tr := &http.Transport{}
-			defer tr.CloseIdleConnections()
-			for range 3 {
-				req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
-				require.NoError(t, err)
-				resp, err := tr.RoundTrip(req)
-				require.NoError(t, err)
-				tc.discard(resp.Body)
-			}
-			assert.Equal(t, tc.wantConns, conns.Load())
-		})
-	}
 }
