@@ -20,12 +20,6 @@ import (
 // *bytes.Reader or *strings.Reader) are rewound with it and never buffered.
 const DefaultMaxBufferedBody = 1 << 20
 
-// maxDrain is the most of a response body drainAndClose reads before
-// closing it: 64 KiB. Reading a short error body to its end lets net/http
-// put the connection back in its idle pool; a longer one is not worth
-// reading, and closing it costs only a new connection.
-const maxDrain = 64 << 10
-
 // errBodyNotReplayable means a retry needs the request body again but it
 // cannot be produced: there is no GetBody and pace did not buffer it.
 var errBodyNotReplayable = errors.New("pace: request body cannot be sent again")
@@ -116,22 +110,6 @@ func rewindBody(ctx context.Context, r *http.Request) (*http.Request, error) {
 	}
 	out.Body = body
 	return out, nil
-}
-
-// drainAndClose reads at most limit bytes of a response body that will not
-// be returned to the caller (limit <= 0 means maxDrain, 64 KiB), then closes
-// it, so that net/http can reuse the connection when the body was short
-// (STYLE.md §2.5). A nil body is ignored; read and close errors are not
-// interesting for a discarded response and are dropped.
-func drainAndClose(body io.ReadCloser, limit int64) {
-	if body == nil {
-		return
-	}
-	if limit <= 0 {
-		limit = maxDrain
-	}
-	_, _ = io.CopyN(io.Discard, body, limit)
-	_ = body.Close()
 }
 
 // closeRequestBody closes req.Body, as the RoundTripper contract requires on

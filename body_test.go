@@ -1,12 +1,10 @@
 package pace
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/pacehttp/pace/internal/discard"
 )
 
 // oneShotBody is a request body that can be read once, with no length
@@ -96,7 +96,7 @@ func send(t *testing.T, tr http.RoundTripper, r *http.Request) {
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
 	}
-	drainAndClose(resp.Body, 0)
+	discard.Body(resp.Body)
 }
 
 // TestPrepareBodyOneShot is philippta/trip#1 at the body level: a POST of "hello
@@ -285,73 +285,6 @@ type ctxKey struct{}
 type failingReader struct{ err error }
 
 func (r *failingReader) Read([]byte) (int, error) { return 0, r.err }
-
-func TestDrainAndClose(t *testing.T) {
-	tests := []struct {
-		name     string
-		size     int
-		limit    int64
-		wantRead int64
-	}{
-		{"short body read to the end", 10, 0, 10},
-		{"long body read only up to maxDrain", 1 << 20, 0, maxDrain},
-		{"explicit limit", 100, 7, 7},
-		{"empty", 0, 0, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			body := &oneShotBody{r: bytes.NewReader(make([]byte, tt.size))}
-			drainAndClose(body, tt.limit)
-			if body.read.Load() != tt.wantRead || body.closed.Load() != 1 {
-				t.Errorf("drainAndClose(%d bytes, %d): read %d, closed %d; want %d, 1", tt.size, tt.limit, body.read.Load(), body.closed.Load(), tt.wantRead)
-			}
-		})
-	}
-	drainAndClose(nil, 0) // must not panic
-}
-
-// TestDrainAndCloseReusesConnection sends three requests to a server that
-// answers 503 with a 1 KiB body. Drained with drainAndClose, the three
-// share one connection; merely closed, each needs its own, which shows the
-// test can tell the difference.
-func TestDrainAndCloseReusesConnection(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		discard   func(io.ReadCloser)
-		wantConns int64
-	}{
-		{"drained", func(b io.ReadCloser) { drainAndClose(b, 0) }, 1},
-		{"closed unread", func(b io.ReadCloser) { b.Close() }, 3},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var conns atomic.Int64
-			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.WriteHeader(http.StatusServiceUnavailable)
-				_, _ = w.Write(bytes.Repeat([]byte("x"), 1024))
-			}))
-			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-				if s == http.StateNew {
-					conns.Add(1)
-				}
-			}
-			srv.Start()
-			defer srv.Close()
-			tr := &http.Transport{}
-			defer tr.CloseIdleConnections()
-			for range 3 {
-				req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-				resp, err := tr.RoundTrip(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				tc.discard(resp.Body)
-			}
-			if got := conns.Load(); got != tc.wantConns {
-				t.Errorf("3 requests used %d connections, want %d", got, tc.wantConns)
-			}
-		})
-	}
-}
 
 func BenchmarkPrepareBodyBuffered(b *testing.B) {
 	payload := strings.Repeat("x", 1024)

@@ -31,7 +31,7 @@ func All(limits ...Limit) Limit {
 		case l.alg == nil:
 			continue
 		}
-		parts = append(parts, l.alg.parts()...)
+		parts = append(parts, flatten(l.alg)...)
 	}
 	if len(parts) == 0 {
 		return newLimit(nil, configErr("limits", nil, "All needs at least one non-zero limit"))
@@ -75,7 +75,7 @@ func newComposite(parts []algorithm) *composite {
 	for _, p := range parts {
 		c.n = min(c.n, p.maxN())
 		c.spn = max(c.spn, p.span())
-		c.bound = min(c.bound, p.waitBound())
+		c.bound = min(c.bound, waitBound(p))
 	}
 	return c
 }
@@ -155,7 +155,7 @@ func (m *composite) depart(c *cell, now, t, left int64) {
 		return
 	}
 	for i, p := range m.list {
-		p.depart(&c.x.parts[i], now, t, left)
+		departOne(p, &c.x.parts[i], now, t, left)
 	}
 }
 
@@ -230,42 +230,38 @@ func (m *composite) String() string {
 	return b.String()
 }
 
-// quotaAt of a composite: every part's Quota, the tightest part's limit,
-// and the composite's own wait, which is at least every part's.
-func (m *composite) quota(c *cell, now, from int64) Quota {
-	parts := make([]Quota, len(m.list))
-	var q Quota
+// standing of a composite: the tightest part's limit, window and
+// remaining units (the first on a tie), and the latest reset. quotaAt adds
+// the composite's own wait, at least every part's, and the parts' Quotas.
+func (m *composite) standing(c *cell, now int64) quotaState {
+	var s quotaState
 	for i, p := range m.list {
-		pq := quotaAt(p, m.part(c, i), now, from)
-		parts[i] = pq
-		if i == 0 || pq.Remaining < q.Remaining {
-			q.Limit, q.Window, q.Remaining = pq.Limit, pq.Window, pq.Remaining
+		ps := p.standing(m.part(c, i), now)
+		ps.remaining = max(ps.remaining, 0)
+		if i == 0 || ps.remaining < s.remaining {
+			s.limit, s.window, s.remaining = ps.limit, ps.window, ps.remaining
 		}
-		q.Reset = max(q.Reset, pq.Reset)
+		s.reset = max(s.reset, ps.reset)
 	}
-	if q.Remaining == 0 {
-		q.Wait = waitFor(m, c, now, from)
-	}
-	q.Parts = parts
-	return q
+	return s
 }
 
-// waitBound of a composite is the tightest of its parts'.
-func (m *composite) waitBound() int64 { return m.bound }
-
-// core is nil: a composite decides through its parts.
-func (*composite) core() *gcra { return nil }
-
-func (m *composite) parts() []algorithm { return m.list }
-
 // partsOf returns the parts of a composite, whose cell keeps one cell per
-// part (cell.x.parts), or nil for a limit of one algorithm, whose parts()
-// is itself: the test that needs no type assertion.
+// part (cell.x.parts), or nil for a limit of one algorithm.
 func partsOf(a algorithm) []algorithm {
-	if ps := a.parts(); len(ps) != 1 || ps[0] != a {
-		return ps
+	if m, ok := a.(*composite); ok {
+		return m.list
 	}
 	return nil
+}
+
+// flatten returns a's parts as [All] flattens them: the parts of a
+// composite, or a itself.
+func flatten(a algorithm) []algorithm {
+	if ps := partsOf(a); ps != nil {
+		return ps
+	}
+	return []algorithm{a}
 }
 
 // params is never asked of a composite (Limit.Params checks parts).

@@ -66,12 +66,17 @@ func (p partCheck) book(c *cell, now, t int64, n int) {
 		if u, err := p.algorithm.earliest(c, t, n); err != nil || u != t {
 			*p.err = fmt.Errorf("%v booked %d units at %d; on its own it gives %d, %v", p.algorithm, n, t, u, err)
 		}
-		if b := p.algorithm.waitBound(); t-now > b {
+		if b := waitBound(p.algorithm); t-now > b {
 			*p.err = fmt.Errorf("%v booked at %d, %d after now, beyond its queue %d", p.algorithm, t, t-now, b)
 		}
 	}
 	p.algorithm.book(c, now, t, n)
 }
+
+// waitBound and depart are the wrapped part's.
+func (p partCheck) waitBound() int64 { return waitBound(p.algorithm) }
+
+func (p partCheck) depart(c *cell, now, t, left int64) { departOne(p.algorithm, c, now, t, left) }
 
 // checked wraps alg in a partCheck that records into err.
 func checked(alg algorithm, err *error) algorithm { return partCheck{algorithm: alg, err: err} }

@@ -1,10 +1,5 @@
 package pace
 
-import (
-	"fmt"
-	"math"
-)
-
 // FixedWindow returns a fixed-window Limit: at most r.N units in each window of
 // length r.Per, windows aligned to the clock (for every r.Per that divides 24
 // hours a window starts on a multiple of r.Per since midnight UTC, so
@@ -31,17 +26,13 @@ func FixedWindow(r Rate) Limit {
 	if err := r.validate("Rate"); err != nil {
 		return newLimit(nil, err)
 	}
-	return newLimit(&fixedWindow{r: r, n: int64(r.N), per: int64(r.Per)}, nil)
+	return newLimit(&fixedWindow{newWindow("fixed window", r)}, nil)
 }
 
 // fixedWindow is the algorithm. cell.a is the index of the window last
 // booked and cell.b the units booked in it; only the latest booked window is
 // tracked, so bookings never go back to an earlier one.
-type fixedWindow struct {
-	r   Rate
-	n   int64 // units per window
-	per int64 // window length in nanoseconds
-}
+type fixedWindow struct{ window }
 
 var _ algorithm = (*fixedWindow)(nil)
 
@@ -89,45 +80,14 @@ func (f *fixedWindow) unbook(c *cell, _, t int64, n int) {
 	}
 }
 
-// resume keeps the window's counts: they are what the server counts.
-func (*fixedWindow) resume(*cell, int64) {}
-
-// relax has nothing to do: the window's bookings are counted exactly.
-func (*fixedWindow) relax(*cell, int64) {}
-
-// depart counts the unit in the window where it left instead of where it
-// was booked.
-func (f *fixedWindow) depart(c *cell, now, t, left int64) {
-	f.unbook(c, now, t, 1)
-	f.book(c, now, left, 1)
-}
-
 func (f *fixedWindow) idle(c *cell, now int64) bool {
 	w := winIndex(now, f.per)
 	return w > c.a || (w == c.a && c.b == 0)
 }
 
-// binds is always true: every unit counts against a later one.
-func (*fixedWindow) binds(*cell, int64) bool { return true }
-
-// interval is the window over its count.
-func (f *fixedWindow) interval() int64 { return ceilDiv(f.per, f.n) }
-
-func (f *fixedWindow) span() int64 { return f.per }
-
-func (f *fixedWindow) maxN() int { return int(f.n) }
-
-func (f *fixedWindow) String() string {
-	return fmt.Sprintf("fixed window %v", f.r)
-}
-
-// quota of the fixed window: the window that holds now, or the one booked
-// ahead of it (then nothing fits until that window starts).
-func (f *fixedWindow) quota(c *cell, now, from int64) Quota {
-	return finishQuota(f, c, f.standing(c, now), now, from)
-}
-
-// standing is the fixed window's quotaState at now.
+// standing is the fixed window's quotaState at now: the window that holds
+// now, or the one booked ahead of it (then nothing fits until that window
+// starts).
 func (f *fixedWindow) standing(c *cell, now int64) quotaState {
 	s := quotaState{limit: f.n, window: f.per}
 	w := winIndex(now, f.per)
@@ -146,16 +106,4 @@ func (f *fixedWindow) standing(c *cell, now int64) quotaState {
 		}
 	}
 	return s
-}
-
-// waitBound: a window queues callers as long as they are willing.
-func (*fixedWindow) waitBound() int64 { return math.MaxInt64 }
-
-// core is nil: a window has no GCRA core.
-func (*fixedWindow) core() *gcra { return nil }
-
-func (f *fixedWindow) parts() []algorithm { return []algorithm{f} }
-
-func (f *fixedWindow) params() (string, Rate, int, LeakyOptions) {
-	return "fixed window", f.r, 0, LeakyOptions{}
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/pacehttp/pace/internal/hostkey"
+	"github.com/pacehttp/pace/internal/retrystatus"
 	"github.com/pacehttp/pace/throttle"
 )
 
@@ -144,6 +145,28 @@ func compileHosts(h Hosts, policy *retryPolicy, maxAttempts int) (*hostLimiters,
 		slices.SortFunc(es, func(a, b *hostEntry) int { return cmp.Compare(a.key, b.key) })
 	}
 	return hl, nil
+}
+
+func init() { retrystatus.Of = statusesFor }
+
+// statusesFor returns the Statuses rt, a *Transport, retries for req: its
+// host's (Hosts) or its Retry's. It is retrystatus.Of, for package batch.
+func statusesFor(rt http.RoundTripper, req *http.Request) ([]int, bool) {
+	t, ok := rt.(*Transport)
+	if !ok || t == nil {
+		return nil, false
+	}
+	s, err := t.init()
+	if err != nil {
+		return t.Retry.Statuses, true
+	}
+	p := s.policy
+	if s.limiter == nil {
+		if e, _ := s.hosts.forHost(requestHost(req)); e != nil {
+			p = e.policy
+		}
+	}
+	return p.Statuses, true
 }
 
 // forHost returns the entry for host (in the form requestHost returns), or

@@ -182,7 +182,7 @@ func NewKeyed(l Limit, o KeyedOptions) (*Keyed, error) {
 	}
 	if l.alg != nil {
 		k.sweepEvery = max(l.alg.span(), minSweepEvery)
-		k.g = l.alg.core()
+		k.g = coreOf(l.alg)
 	}
 	for i := range k.shards {
 		k.shards[i].cells = make(map[uint64]words)
@@ -613,7 +613,7 @@ func (s *shard) evict(k *Keyed, now int64, keep uint64) bool {
 		if h == keep {
 			return true
 		}
-		if r := int64(k.alg.quota(&s.tmp, now, now).Reset); !found || r < best {
+		if r := int64(quotaAt(k.alg, &s.tmp, now, now).Reset); !found || r < best {
 			victim, best, found = h, r, true
 		}
 		seen++

@@ -164,7 +164,7 @@ func (e *entry) depart(b *booking, t int64) {
 	}
 	if e.c != nil && t > b.at {
 		e.replan(i, func() {
-			e.k.alg.depart(e.c, e.now, b.at, t)
+			departOne(e.k.alg, e.c, e.now, b.at, t)
 			b.at = t
 		})
 	}

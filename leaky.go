@@ -174,10 +174,4 @@ func (a *leakyAlg) waitBound() int64 {
 	return a.wait
 }
 
-func (a *leakyAlg) quota(c *cell, now, from int64) Quota {
-	return finishQuota(a, c, a.standing(c, now), now, from)
-}
-
-func (a *leakyAlg) parts() []algorithm { return []algorithm{a} }
-
 func (a *leakyAlg) params() (string, Rate, int, LeakyOptions) { return "leaky bucket", a.rate, 0, a.o }

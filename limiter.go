@@ -61,14 +61,6 @@ type algorithm interface {
 	// unbook gives back n units booked at t, restoring c exactly when
 	// nothing else was booked since.
 	unbook(c *cell, now, t int64, n int)
-	// depart moves one unit booked at t to left (> t), the instant its
-	// request actually left, as the keyed store's queue asks when it
-	// learns of a late departure (it has given back the bookings made
-	// after it and books them again): the limit then counts the unit where
-	// the server saw it, and a token bucket's later units move back by as
-	// much (left − t), so that every gap after a late request keeps its
-	// length.
-	depart(c *cell, now, t, left int64)
 	// relax tells c that nothing still booked in it was booked after
 	// latest, so that unbook can give back all of a booking at latest: the
 	// keyed store's queue knows it when it books its waiters again.
@@ -98,28 +90,99 @@ type algorithm interface {
 	interval() int64
 	// maxN is the largest n a single call may ever be granted.
 	maxN() int
-	// quota returns c's standing at now for a caller that may not start
-	// before from (>= now; from > now while the key is paused), without
-	// changing c. now may be earlier than instants recorded in c. Each
-	// algorithm's quota lives in its own file; quotaOf finishes the simple
-	// ones.
-	quota(c *cell, now, from int64) Quota
-	// waitBound is the longest delay, in nanoseconds, the limit lets a
-	// caller queue for (a leaky-bucket pacer's queue; see [LeakyOptions]),
-	// or math.MaxInt64 when only the caller bounds it. A composite checks
-	// each part's bound against the real now, since a part's earliest
-	// judges it from the instant it is given.
-	waitBound() int64
-	// core returns the limit's GCRA core for the fast paths of Allow (token
-	// buckets and pacers), or nil.
-	core() *gcra
-	// parts returns the limit's parts as [All] flattens them: the parts of
-	// a composite, or the limit itself.
-	parts() []algorithm
+	// standing returns c's quota at now, without changing c. now may be
+	// earlier than instants recorded in c. quotaAt turns it into a Quota.
+	standing(c *cell, now int64) quotaState
 	// params describes the limit (not a composite) for [Limit.Params].
 	params() (algorithm string, r Rate, burst int, leaky LeakyOptions)
 	// String describes the limit, e.g. "token bucket 10/1s burst 20".
 	String() string
+}
+
+// The methods an algorithm may have beyond [algorithm], each with a
+// default for those that do not: see departOne (had by GCRA, the sliding
+// log and composites), coreOf (GCRA: token and leaky buckets) and
+// waitBound (leaky buckets).
+type (
+	departer interface {
+		depart(c *cell, now, t, left int64)
+	}
+	cored   interface{ core() *gcra }
+	bounded interface{ waitBound() int64 }
+)
+
+// waitBound is the longest delay, in nanoseconds, a limit lets a caller
+// queue for: the waitBound method of an algorithm that has one (a
+// leaky-bucket pacer's queue, see [LeakyOptions]), else math.MaxInt64,
+// since only the caller bounds the wait. A composite checks each part's
+// bound against the real now, since a part's earliest judges it from the
+// instant it is given.
+func waitBound(a algorithm) int64 {
+	if b, ok := a.(bounded); ok {
+		return b.waitBound()
+	}
+	return math.MaxInt64
+}
+
+// departOne moves one unit booked at t in c to left (> t), the instant its
+// request actually left, as the keyed store's queue asks when it learns of
+// a late departure (it has given back the bookings made after it and books
+// them again): the limit then counts the unit where the server saw it. It
+// is the algorithm's depart method when it has one (a token bucket's later
+// units move back by as much, left − t, so that every gap after a late
+// request keeps its length), else unbook at t and book at left.
+func departOne(a algorithm, c *cell, now, t, left int64) {
+	if d, ok := a.(departer); ok {
+		d.depart(c, now, t, left)
+		return
+	}
+	a.unbook(c, now, t, 1)
+	a.book(c, now, left, 1)
+}
+
+// coreOf returns the limit's GCRA core for the fast paths of Allow (token
+// buckets and pacers), or nil.
+func coreOf(a algorithm) *gcra {
+	if g, ok := a.(cored); ok {
+		return g.core()
+	}
+	return nil
+}
+
+// window is what the window algorithms (fixed window, sliding log, sliding
+// counter) share: the rate they count and the methods in which they agree.
+// They count what the server counts, so a pause keeps their state
+// (resume) and their bookings are counted exactly (relax); every unit
+// counts against a later one (binds); a unit that leaves late moves to
+// the window it left in (departOne).
+type window struct {
+	name string // the algorithm's name, as [Limit.Params] gives it
+	r    Rate
+	n    int64 // units per window
+	per  int64 // window length in nanoseconds
+}
+
+func newWindow(name string, r Rate) window {
+	return window{name: name, r: r, n: int64(r.N), per: int64(r.Per)}
+}
+
+func (*window) resume(*cell, int64)     {}
+func (*window) relax(*cell, int64)      {}
+func (*window) binds(*cell, int64) bool { return true }
+
+// span is the window: a window's cell is idle one window after its last
+// booking.
+func (w *window) span() int64 { return w.per }
+
+// interval is the window over its count.
+func (w *window) interval() int64 { return ceilDiv(w.per, w.n) }
+
+func (w *window) maxN() int { return int(w.n) }
+
+func (w *window) String() string { return w.name + " " + w.r.String() }
+
+func (w *window) params() (string, Rate, int, LeakyOptions) {
+	return w.name, w.r, 0, LeakyOptions{}
 }
 
 // epochOffset places a limiter's epoch this far before its creation, so that
@@ -256,7 +319,7 @@ func NewShaper(l Limit) (*Shaper, error) {
 
 // newShaper returns a fresh Shaper of alg.
 func newShaper(alg algorithm) *Shaper {
-	return &Shaper{alg: alg, epoch: newEpoch(), g: alg.core()}
+	return &Shaper{alg: alg, epoch: newEpoch(), g: coreOf(alg)}
 }
 
 // mustInit panics with a clear message when s was not made by NewShaper (a
@@ -385,7 +448,7 @@ func (s *Shaper) QuotaAt(now time.Time) Quota {
 	at := sinceEpoch(s.epoch, now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.alg.quota(&s.c, at, at)
+	return quotaAt(s.alg, &s.c, at, at)
 }
 
 // Wait blocks until n units may be used, books them, and returns nil. It

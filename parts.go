@@ -11,7 +11,7 @@ func (l Limit) Parts() []Limit {
 	if l.err != nil || l.alg == nil {
 		return nil
 	}
-	algs := l.alg.parts()
+	algs := flatten(l.alg)
 	ps := make([]Limit, len(algs))
 	for i, a := range algs {
 		ps[i] = Limit{alg: a}
@@ -29,7 +29,7 @@ func (l Limit) Parts() []Limit {
 // for the others). For the zero Limit, a Limit that carries an error, and
 // a Limit built by [All] of several parts, algorithm is "".
 func (l Limit) Params() (algorithm string, r Rate, burst int, leaky LeakyOptions) {
-	if l.err != nil || l.alg == nil || len(l.alg.parts()) != 1 {
+	if l.err != nil || l.alg == nil || partsOf(l.alg) != nil {
 		return "", Rate{}, 0, LeakyOptions{}
 	}
 	return l.alg.params()

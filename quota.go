@@ -77,7 +77,17 @@ type quotaState struct {
 
 // quotaAt returns the Quota of c under alg at now for a caller that may not
 // start before from (>= now; from > now while the key is paused).
-func quotaAt(alg algorithm, c *cell, now, from int64) Quota { return alg.quota(c, now, from) }
+// A composite's Quota is its tightest part's, with every part's in Parts.
+func quotaAt(alg algorithm, c *cell, now, from int64) Quota {
+	q := finishQuota(alg, c, alg.standing(c, now), now, from)
+	if m, ok := alg.(*composite); ok {
+		q.Parts = make([]Quota, len(m.list))
+		for i, p := range m.list {
+			q.Parts[i] = quotaAt(p, m.part(c, i), now, from)
+		}
+	}
+	return q
+}
 
 // finishQuota turns the standing s of c under alg at now into a Quota for a
 // caller that may not start before from: a pause empties Remaining and

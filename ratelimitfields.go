@@ -1,11 +1,13 @@
 package pace
 
 import (
+	"iter"
 	"math"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/pacehttp/pace/internal/hdr"
 	"github.com/pacehttp/pace/throttle"
 )
 
@@ -67,42 +69,49 @@ func rateLimitDelay(items []rateLimitItem, throttled bool) (time.Duration, bool)
 // ignored. A malformed field is ignored as a whole (ok ==
 // false), as draft §7 requires.
 func parseRateLimit(lines []string) ([]rateLimitItem, bool) {
+	return namedItems(lines, func(name string, params []sfParam) (rateLimitItem, bool) {
+		it := rateLimitItem{policy: name, remaining: -1}
+		for _, p := range params {
+			switch {
+			case p.key == "r" && p.atLeast(0):
+				it.remaining = p.num
+			case p.key == "t" && p.atLeast(0):
+				it.reset, it.hasReset = secondsDuration(uint64(p.num)), true
+			case p.key == "pk" && p.kind == sfBytes:
+				it.partition = p.str
+			case p.key == "r" || p.key == "t" || p.key == "pk":
+				return it, false
+			}
+		}
+		return it, it.remaining >= 0 // r is required
+	})
+}
+
+// namedItems parses field lines as an RFC 9651 List of Items named by a
+// String or a Token, each turned into a T by item from its name and
+// parameters. ok is false when the List is malformed, a member is of
+// another kind, or item refuses one.
+func namedItems[T any](lines []string, item func(name string, params []sfParam) (T, bool)) ([]T, bool) {
 	members, ok := parseSFList(lines)
 	if !ok {
 		return nil, false
 	}
-	items := make([]rateLimitItem, 0, len(members))
+	out := make([]T, 0, len(members))
 	for _, m := range members {
 		if m.kind != sfString && m.kind != sfToken {
 			return nil, false
 		}
-		it := rateLimitItem{policy: m.str, remaining: -1}
-		for _, p := range m.params {
-			switch p.key {
-			case "r":
-				if p.kind != sfInteger || p.num < 0 {
-					return nil, false
-				}
-				it.remaining = p.num
-			case "t":
-				if p.kind != sfInteger || p.num < 0 {
-					return nil, false
-				}
-				it.reset, it.hasReset = secondsDuration(uint64(p.num)), true
-			case "pk":
-				if p.kind != sfBytes {
-					return nil, false
-				}
-				it.partition = p.str
-			}
-		}
-		if it.remaining < 0 { // r is required
+		v, ok := item(m.str, m.params)
+		if !ok {
 			return nil, false
 		}
-		items = append(items, it)
+		out = append(out, v)
 	}
-	return items, true
+	return out, true
 }
+
+// atLeast reports whether v is an Integer of at least lo.
+func (v sfValue) atLeast(lo int64) bool { return v.kind == sfInteger && v.num >= lo }
 
 // parseRateLimitPolicy parses the RateLimit-Policy field lines (draft §3,
 // e.g. `"burst";q=100;w=60,"daily";q=1000;w=86400`): q (required) a
@@ -112,46 +121,24 @@ func parseRateLimit(lines []string) ([]rateLimitItem, bool) {
 // does not use them; serverQuota takes q as the limit and qu as the unit of
 // the RateLimit items that name them.
 func parseRateLimitPolicy(lines []string) ([]rateLimitPolicy, bool) {
-	members, ok := parseSFList(lines)
-	if !ok {
-		return nil, false
-	}
-	pols := make([]rateLimitPolicy, 0, len(members))
-	for _, m := range members {
-		if m.kind != sfString && m.kind != sfToken {
-			return nil, false
-		}
-		p := rateLimitPolicy{name: m.str, quota: -1, unit: "requests"}
-		for _, prm := range m.params {
-			switch prm.key {
-			case "q":
-				if prm.kind != sfInteger || prm.num < 0 {
-					return nil, false
-				}
+	return namedItems(lines, func(name string, params []sfParam) (rateLimitPolicy, bool) {
+		p := rateLimitPolicy{name: name, quota: -1, unit: "requests"}
+		for _, prm := range params {
+			switch {
+			case prm.key == "q" && prm.atLeast(0):
 				p.quota = prm.num
-			case "w":
-				if prm.kind != sfInteger || prm.num <= 0 {
-					return nil, false
-				}
+			case prm.key == "w" && prm.atLeast(1):
 				p.window = secondsDuration(uint64(prm.num))
-			case "qu":
-				if prm.kind != sfString {
-					return nil, false
-				}
+			case prm.key == "qu" && prm.kind == sfString:
 				p.unit = prm.str
-			case "pk":
-				if prm.kind != sfBytes {
-					return nil, false
-				}
+			case prm.key == "pk" && prm.kind == sfBytes:
 				p.partition = prm.str
+			case prm.key == "q" || prm.key == "w" || prm.key == "qu" || prm.key == "pk":
+				return p, false
 			}
 		}
-		if p.quota < 0 { // q is required
-			return nil, false
-		}
-		pols = append(pols, p)
-	}
-	return pols, true
+		return p, p.quota >= 0 // q is required
+	})
 }
 
 // Names of the quota headers of the vendor families, in canonical form
@@ -239,6 +226,31 @@ type quotaHint struct {
 // pacing reports whether h can pace requests: a consistent remaining count
 // and reset.
 func (h *quotaHint) pacing() bool { return h.consistent && h.remaining >= 0 && h.hasReset }
+
+// quotaHints yields the hint of each family of h with a reset header, in
+// the order of quotaFamilies and then Shopify's call limit (shopifyHint),
+// with the header its reset came from. h was received at now.
+func quotaHints(h http.Header, now time.Time) iter.Seq2[string, quotaHint] {
+	return func(yield func(string, quotaHint) bool) {
+		var date time.Time
+		dated := false
+		for i := range quotaFamilies {
+			f := &quotaFamilies[i]
+			if len(h[f.reset]) == 0 {
+				continue
+			}
+			if !dated {
+				date, dated = responseDate(h, now), true
+			}
+			if q, ok := familyHint(h, f, now, date); ok && !yield(f.reset, q) {
+				return
+			}
+		}
+		if q, ok := shopifyHint(h); ok {
+			yield(hdrShopifyCallLimit, q)
+		}
+	}
+}
 
 // familyHint reads family f from h, received at now in a response whose
 // Date is date. ok is false when the family's reset and remaining headers
@@ -333,7 +345,7 @@ func shopifyHint(h http.Header) (quotaHint, bool) {
 // item whose r exceeds its policy's q contradicts it and is not used for
 // pacing; pk (the partition key) names the limit's identity.
 func rateLimitHints(h http.Header) []quotaHint {
-	vs := h[hdrRateLimit]
+	vs := h[hdr.RateLimit]
 	if len(vs) == 0 {
 		return nil
 	}
@@ -341,7 +353,7 @@ func rateLimitHints(h http.Header) []quotaHint {
 	if !ok {
 		return nil
 	}
-	pols, _ := parseRateLimitPolicy(h[hdrRateLimitPolicy])
+	pols, _ := parseRateLimitPolicy(h[hdr.RateLimitPolicy])
 	hints := make([]quotaHint, len(items))
 	for i, it := range items {
 		q := quotaHint{remaining: it.remaining, reset: it.reset, hasReset: it.hasReset, bucket: it.partition, consistent: true}
@@ -386,21 +398,7 @@ func serverQuota(h http.Header, now time.Time) (q throttle.Quota, ok bool) {
 	for _, c := range rateLimitHints(h) {
 		consider(c)
 	}
-	var date time.Time
-	dated := false
-	for i := range quotaFamilies {
-		f := &quotaFamilies[i]
-		if len(h[f.reset]) == 0 {
-			continue
-		}
-		if !dated {
-			date, dated = responseDate(h, now), true
-		}
-		if c, ok := familyHint(h, f, now, date); ok {
-			consider(c)
-		}
-	}
-	if c, ok := shopifyHint(h); ok {
+	for _, c := range quotaHints(h, now) {
 		consider(c)
 	}
 	if !found {
@@ -416,7 +414,7 @@ func quotaPresent(h http.Header) bool {
 	if len(h) == 0 {
 		return false
 	}
-	if len(h[hdrRateLimit]) > 0 || len(h[hdrShopifyCallLimit]) > 0 {
+	if len(h[hdr.RateLimit]) > 0 || len(h[hdrShopifyCallLimit]) > 0 {
 		return true
 	}
 	for i := range quotaFamilies {

@@ -10,12 +10,14 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/pacehttp/pace/internal/hdr"
 	"github.com/pacehttp/pace/internal/httptoken"
+	"github.com/pacehttp/pace/internal/idempotent"
+	"github.com/pacehttp/pace/internal/retrystatus"
 	"github.com/pacehttp/pace/retry"
 )
 
@@ -81,23 +83,12 @@ func headerNameErr(field, name string) error {
 }
 
 // retryStatus reports whether code is one of the statuses to retry.
-func (p *retryPolicy) retryStatus(code int) bool {
-	if p.Statuses != nil {
-		return slices.Contains(p.Statuses, code)
-	}
-	switch code {
-	case http.StatusRequestTimeout, http.StatusTooManyRequests,
-		http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
-}
+func (p *retryPolicy) retryStatus(code int) bool { return retrystatus.Retried(p.Statuses, code) }
 
 // idempotencyHeader returns the canonical name of the idempotency header.
 func (p *retryPolicy) idempotencyHeader() string {
 	if p.IdempotencyHeader == "" {
-		return retry.DefaultIdempotencyHeader
+		return hdr.IdempotencyKey
 	}
 	return http.CanonicalHeaderKey(p.IdempotencyHeader)
 }
@@ -105,34 +96,19 @@ func (p *retryPolicy) idempotencyHeader() string {
 // hasIdempotencyKey reports whether req carries the idempotency header
 // (see retry.Policy.IdempotencyHeader for what counts).
 func (p *retryPolicy) hasIdempotencyKey(req *http.Request) bool {
-	if headerCounts(req.Header, p.idempotencyHeader()) {
-		return true
+	name := p.IdempotencyHeader
+	if name != "" {
+		name = http.CanonicalHeaderKey(name)
 	}
-	return p.IdempotencyHeader == "" && headerCounts(req.Header, "X-Idempotency-Key")
-}
-
-func headerCounts(h http.Header, key string) bool {
-	vs, ok := h[key]
-	return ok && (vs == nil || (len(vs) > 0 && vs[0] != ""))
+	_, ok := idempotent.Key(req.Header, name)
+	return ok
 }
 
 // replaySafe reports whether req may be sent again when the server may have
 // processed it: its method is idempotent (RFC 9110 §9.2.2), it carries an
 // idempotency key, or the policy retries every method.
 func (p *retryPolicy) replaySafe(req *http.Request) bool {
-	return isIdempotentMethod(req.Method) || p.RetryNonIdempotent || p.hasIdempotencyKey(req)
-}
-
-// isIdempotentMethod reports whether m is idempotent per RFC 9110 §9.2.2:
-// GET, HEAD, OPTIONS, TRACE, PUT and DELETE ("" means GET in net/http).
-// Method names are case-sensitive (RFC 9110 §9.1).
-func isIdempotentMethod(m string) bool {
-	switch m {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
-		http.MethodPut, http.MethodDelete:
-		return true
-	}
-	return false
+	return idempotent.Method(req.Method) || p.RetryNonIdempotent || p.hasIdempotencyKey(req)
 }
 
 // check decides whether to retry after attempt number attempt (from 1) of
@@ -212,7 +188,7 @@ func (p *retryPolicy) checkError(req *http.Request, err error) (bool, string) {
 // The Transport calls it once per request, before the first attempt, so
 // every attempt sends the same key. The caller's request is never modified.
 func (p *retryPolicy) withIdempotencyKey(req *http.Request) *http.Request {
-	if !p.AddIdempotencyKey || (req.Method != http.MethodPost && req.Method != http.MethodPatch) || p.hasIdempotencyKey(req) {
+	if !p.AddIdempotencyKey || !idempotent.WantsKey(req.Method) || p.hasIdempotencyKey(req) {
 		return req
 	}
 	r := req.Clone(req.Context())

@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"github.com/pacehttp/pace/internal/hdr"
 	"math"
 	"net/http"
 	"strings"
@@ -82,13 +83,11 @@ func Throttled(resp *http.Response, now time.Time) (delay time.Duration, ok bool
 
 // Names of the response headers that carry a delay, in canonical form
 // (textproto.CanonicalMIMEHeaderKey) so that lookups do not allocate; these
-// are also the source names serverDelay reports.
+// are also the source names serverDelay reports, beside internal/hdr's
+// RetryAfter, RateLimit and RateLimitPolicy, which other packages share.
 const (
-	hdrRetryAfter       = "Retry-After"           // RFC 9110 §10.2.3
 	hdrRetryAfterMs     = "Retry-After-Ms"        // OpenAI, Azure OpenAI
 	hdrMsRetryAfterMs   = "X-Ms-Retry-After-Ms"   // Azure Cosmos DB and other Azure services
-	hdrRateLimit        = "Ratelimit"             // RateLimit, draft-ietf-httpapi-ratelimit-headers-10/11 §4
-	hdrRateLimitPolicy  = "Ratelimit-Policy"      // RateLimit-Policy, same draft §3
 	hdrRateLimitReset   = "Ratelimit-Reset"       // RateLimit-Reset, drafts up to -06, GitLab and others
 	hdrRateLimitRemain  = "Ratelimit-Remaining"   // RateLimit-Remaining, idem
 	hdrXRateLimitReset  = "X-Ratelimit-Reset"     // X-RateLimit-Reset: GitHub, X (Twitter) and many others
@@ -158,35 +157,23 @@ func serverDelay(resp *http.Response, now time.Time) (d time.Duration, source st
 			return d, name, true
 		}
 	}
-	if v := headerValue(h, hdrRetryAfter); v != "" {
+	if v := headerValue(h, hdr.RetryAfter); v != "" {
 		if d, ok := parseRetryAfterAt(v, now, responseDate(h, now)); ok {
-			return d, hdrRetryAfter, true
+			return d, hdr.RetryAfter, true
 		}
 	}
 	throttled := isThrottleStatus(resp.StatusCode)
-	if vs := h[hdrRateLimit]; len(vs) > 0 {
+	if vs := h[hdr.RateLimit]; len(vs) > 0 {
 		if items, ok := parseRateLimit(vs); ok {
 			if d, ok := rateLimitDelay(items, throttled); ok {
-				return d, hdrRateLimit, true
+				return d, hdr.RateLimit, true
 			}
 		}
 	}
-	var date time.Time
-	dated := false
-	for i := range quotaFamilies {
-		f := &quotaFamilies[i]
-		if len(h[f.reset]) == 0 {
-			continue
+	for source, q := range quotaHints(h, now) {
+		if q.hasReset && (throttled || q.remaining == 0) {
+			return q.reset, source, true
 		}
-		if !dated {
-			date, dated = responseDate(h, now), true
-		}
-		if q, _ := familyHint(h, f, now, date); q.hasReset && (throttled || q.remaining == 0) {
-			return q.reset, f.reset, true
-		}
-	}
-	if q, ok := shopifyHint(h); ok && q.hasReset && (throttled || q.remaining == 0) {
-		return q.reset, hdrShopifyCallLimit, true
 	}
 	return 0, "", false
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacehttp/pace/internal/hdr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -418,8 +419,8 @@ func TestServerDelayDateForms(t *testing.T) {
 		"Sun Nov  6 08:49:37 1994",       // asctime
 	} {
 		d, src, ok := serverDelay(response(429, "Date", date, "Retry-After", form), rfcNow)
-		if d != 30*time.Second || src != hdrRetryAfter || !ok {
-			t.Errorf("serverDelay(Retry-After: %q) = %v, %q, %v; want 30s, %q, true", form, d, src, ok, hdrRetryAfter)
+		if d != 30*time.Second || src != hdr.RetryAfter || !ok {
+			t.Errorf("serverDelay(Retry-After: %q) = %v, %q, %v; want 30s, %q, true", form, d, src, ok, hdr.RetryAfter)
 		}
 	}
 }
@@ -624,7 +625,7 @@ func TestServerDelayRFC9110DateResolution(t *testing.T) {
 	} {
 		d, src, ok := serverDelay(response(429, "Date", date.Format(http.TimeFormat), "Retry-After", named.Format(f.layout)), now)
 		require.True(t, ok, f.name)
-		assert.Equal(t, hdrRetryAfter, src, f.name)
+		assert.Equal(t, hdr.RetryAfter, src, f.name)
 		late := now.Add(d).Sub(named) // before the fix: 300ms
 		assert.True(t, late >= 0 && late <= 50*time.Millisecond, "%s: delay %v is %v after the named instant, want within [0, 50ms]", f.name, d, late)
 	}
@@ -639,7 +640,7 @@ func TestServerDelayDateFrom1970(t *testing.T) {
 		"Date", "Thu, 01 Jan 1970 00:00:00 GMT",
 		"Retry-After", now.Add(time.Second).Format(http.TimeFormat)), now)
 	require.True(t, ok)
-	assert.Equal(t, hdrRetryAfter, src)
+	assert.Equal(t, hdr.RetryAfter, src)
 	assert.Equal(t, time.Second, d)
 }
 

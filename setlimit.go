@@ -54,7 +54,7 @@ func retune(from, to algorithm, c *cell, now int64) cell {
 // instants, whatever the new N and Per; a fixed window's or sliding
 // estimate's counts when the window length is the same.
 func keep(from, to algorithm, c *cell, now int64) (cell, bool) {
-	if f, t := from.core(), to.core(); f != nil && t != nil {
+	if f, t := coreOf(from), coreOf(to); f != nil && t != nil {
 		backlog := max(c.a-now, 0)
 		queued := max(backlog-f.tau, 0) // booked beyond a drained bucket
 		used := min(rescale(backlog-queued, f.i, t.i), t.tau)
@@ -106,10 +106,10 @@ func usedUnits(from algorithm, c *cell, now int64) int64 {
 		}
 		return used
 	}
-	if g := from.core(); g != nil {
+	if g := coreOf(from); g != nil {
 		return ceilDiv(max(c.a-now, 0), g.i)
 	}
-	q := from.quota(c, now, now)
+	q := quotaAt(from, c, now, now)
 	return int64(max(q.Limit-q.Remaining, 0))
 }
 
@@ -126,7 +126,7 @@ func carry(to algorithm, used, now int64) cell {
 		}
 		return nc
 	}
-	if g := to.core(); g != nil {
+	if g := coreOf(to); g != nil {
 		backlog, ok := mulCheck(used, g.i)
 		if !ok || backlog > maxSpan {
 			backlog = maxSpan
@@ -180,7 +180,7 @@ func (s *Shaper) SetLimitAt(now time.Time, l Limit) error {
 	s.mu.Lock()
 	at = max(at, s.seen)
 	s.c = retune(s.alg, l.alg, &s.c, at)
-	s.alg, s.g = l.alg, l.alg.core()
+	s.alg, s.g = l.alg, coreOf(l.alg)
 	s.mu.Unlock()
 	return nil
 }
@@ -227,7 +227,7 @@ func (k *Keyed) SetLimitAt(now time.Time, l Limit) error {
 		o.st.giveBack(from, &o.c, t)
 	}
 	o.c = retune(from, l.alg, &o.c, t)
-	k.alg, k.g = l.alg, l.alg.core()
+	k.alg, k.g = l.alg, coreOf(l.alg)
 	k.sweepEvery = max(l.alg.span(), minSweepEvery)
 	return nil
 }

@@ -1,7 +1,6 @@
 package pace
 
 import (
-	"fmt"
 	"math"
 	"math/bits"
 )
@@ -60,17 +59,13 @@ func SlidingCounter(r Rate) Limit {
 	if int64(r.N) > math.MaxUint32 {
 		return newLimit(nil, configErr("Rate.N", r.N, "must be at most 4294967295 for a sliding counter"))
 	}
-	return newLimit(&slidingCounter{r: r, n: int64(r.N), per: int64(r.Per)}, nil)
+	return newLimit(&slidingCounter{newWindow("sliding counter", r)}, nil)
 }
 
 // slidingCounter is the algorithm. cell.a is the index of the window last
 // booked ("current") and cell.b packs the units booked in it (low 32 bits)
 // and in the window before it (high 32 bits).
-type slidingCounter struct {
-	r   Rate
-	n   int64 // units per window, at most math.MaxUint32
-	per int64 // window length in nanoseconds
-}
+type slidingCounter struct{ window } // n is at most math.MaxUint32
 
 var _ algorithm = (*slidingCounter)(nil)
 
@@ -191,43 +186,16 @@ func (s *slidingCounter) unbook(c *cell, _, t int64, n int) {
 	c.b = packCounts(prev, cur)
 }
 
-// resume keeps the window's counts: they are what the server counts.
-func (*slidingCounter) resume(*cell, int64) {}
-
-// relax has nothing to do: the window's bookings are counted exactly.
-func (*slidingCounter) relax(*cell, int64) {}
-
-// depart counts the unit in the window where it left instead of where it
-// was booked.
-func (s *slidingCounter) depart(c *cell, now, t, left int64) {
-	s.unbook(c, now, t, 1)
-	s.book(c, now, left, 1)
-}
-
 func (s *slidingCounter) idle(c *cell, now int64) bool {
 	w := winIndex(now, s.per)
 	return w-c.a >= 2 || (w >= c.a && c.b == 0)
 }
 
-// binds is always true: every unit counts against a later one.
-func (*slidingCounter) binds(*cell, int64) bool { return true }
-
-// interval is the window over its count.
-func (s *slidingCounter) interval() int64 { return ceilDiv(s.per, s.n) }
-
 func (s *slidingCounter) span() int64 { return winSpan(2, s.per) }
 
-func (s *slidingCounter) maxN() int { return int(s.n) }
-
-func (s *slidingCounter) String() string { return fmt.Sprintf("sliding counter %v", s.r) }
-
-// quota of the sliding counter: the room the estimate leaves at now, and
-// the start of the first window from which neither count weighs.
-func (s *slidingCounter) quota(c *cell, now, from int64) Quota {
-	return finishQuota(s, c, s.standing(c, now), now, from)
-}
-
-// standing is the sliding counter's quotaState at now.
+// standing is the sliding counter's quotaState at now: the room the
+// estimate leaves at now, and the start of the first window from which
+// neither count weighs.
 func (s *slidingCounter) standing(c *cell, now int64) quotaState {
 	q := quotaState{limit: s.n, window: s.per}
 	w := winIndex(now, s.per)
@@ -265,16 +233,4 @@ func (s *slidingCounter) room(prev, cur, e int64) int64 {
 	// The quotient is at most avail < 2^33, so hi < per and Div64 is safe.
 	n, _ := bits.Div64(hi, lo, uint64(s.per))
 	return int64(n)
-}
-
-// waitBound: a window queues callers as long as they are willing.
-func (*slidingCounter) waitBound() int64 { return math.MaxInt64 }
-
-// core is nil: a window has no GCRA core.
-func (*slidingCounter) core() *gcra { return nil }
-
-func (s *slidingCounter) parts() []algorithm { return []algorithm{s} }
-
-func (s *slidingCounter) params() (string, Rate, int, LeakyOptions) {
-	return "sliding counter", s.r, 0, LeakyOptions{}
 }

@@ -96,9 +96,9 @@ func TestSlidingCounterFirstFit(t *testing.T) {
 	for i := range 20_000 {
 		var s slidingCounter
 		if i%2 == 0 {
-			s = slidingCounter{n: 1 + rng.Int64N(math.MaxUint32), per: 1 + rng.Int64N(math.MaxInt64)}
+			s = slidingCounter{window{n: 1 + rng.Int64N(math.MaxUint32), per: 1 + rng.Int64N(math.MaxInt64)}}
 		} else {
-			s = slidingCounter{n: 1 + rng.Int64N(20), per: 1 + rng.Int64N(1000)}
+			s = slidingCounter{window{n: 1 + rng.Int64N(20), per: 1 + rng.Int64N(1000)}}
 		}
 		prev, cur := rng.Int64N(s.n+1), rng.Int64N(s.n+1)
 		n := 1 + int(rng.Int64N(s.n))
@@ -219,8 +219,8 @@ func TestSlidingCounterErrorVsLog(t *testing.T) {
 		for _, k := range ks {
 			for ph := range int64(10) {
 				phase := per * ph / 10
-				counter := &slidingCounter{n: int64(N), per: per}
-				log := &slidingLog{n: int64(N), per: per}
+				counter := &slidingCounter{window{n: int64(N), per: per}}
+				log := &slidingLog{window{n: int64(N), per: per}}
 				var cc, lc cell
 				var ct, lt []int64
 				start, offered := 10*per+phase, 0

@@ -43,7 +43,7 @@ func SlidingLog(r Rate) Limit {
 		return newLimit(nil, configErr("Rate.N", r.N, fmt.Sprintf(
 			"exceeds %d, the most a sliding log counts (8 bytes per unit per key); SlidingCounter has no such cap", maxSlidingLogN)))
 	}
-	return newLimit(&slidingLog{r: r, n: int64(r.N), per: int64(r.Per)}, nil)
+	return newLimit(&slidingLog{newWindow("sliding log", r)}, nil)
 }
 
 // maxSlidingLogN is the largest r.N of a sliding log: its log holds one
@@ -56,11 +56,7 @@ const maxSlidingLogN = 1 << 20
 // the number in use), one entry per unit. cell.a is the latest now at which
 // anything was booked: entries at or before cell.a−per can never count
 // again, because no booking is made before cell.a, so book drops them.
-type slidingLog struct {
-	r   Rate
-	n   int64 // units per window
-	per int64 // window length in nanoseconds
-}
+type slidingLog struct{ window }
 
 var _ algorithm = (*slidingLog)(nil)
 
@@ -155,12 +151,6 @@ func (s *slidingLog) unbook(c *cell, _, t int64, n int) {
 	x.count -= removed
 }
 
-// resume keeps the window's counts: they are what the server counts.
-func (*slidingLog) resume(*cell, int64) {}
-
-// relax has nothing to do: the window's bookings are counted exactly.
-func (*slidingLog) relax(*cell, int64) {}
-
 // depart counts the unit in the window where it left instead of where it
 // was booked, keeping the log sorted.
 func (s *slidingLog) depart(c *cell, now, t, left int64) {
@@ -186,25 +176,9 @@ func (s *slidingLog) idle(c *cell, now int64) bool {
 	return x == nil || x.count == 0 || logAt(x, x.count-1) <= now-s.per
 }
 
-// binds is always true: every unit counts against a later one.
-func (*slidingLog) binds(*cell, int64) bool { return true }
-
-// interval is the window over its count.
-func (s *slidingLog) interval() int64 { return ceilDiv(s.per, s.n) }
-
-func (s *slidingLog) span() int64 { return s.per }
-
-func (s *slidingLog) maxN() int { return int(s.n) }
-
-func (s *slidingLog) String() string { return fmt.Sprintf("sliding log %v", s.r) }
-
-// quota of the sliding log: nothing fits before the latest booking or its
-// now (c.a); after them, N minus the entries in (now−per, now].
-func (s *slidingLog) quota(c *cell, now, from int64) Quota {
-	return finishQuota(s, c, s.standing(c, now), now, from)
-}
-
-// standing is the sliding log's quotaState at now.
+// standing is the sliding log's quotaState at now: nothing fits before the
+// latest booking or its now (c.a); after them, N minus the entries in
+// (now−per, now].
 func (s *slidingLog) standing(c *cell, now int64) quotaState {
 	q := quotaState{limit: s.n, window: s.per, reset: c.a - now}
 	x := c.x
@@ -227,16 +201,4 @@ func (s *slidingLog) standing(c *cell, now int64) quotaState {
 	in := x.count - sort.Search(x.count, func(i int) bool { return logAt(x, i) > now-s.per })
 	q.remaining = max(s.n-int64(in), 0)
 	return q
-}
-
-// waitBound: a window queues callers as long as they are willing.
-func (*slidingLog) waitBound() int64 { return math.MaxInt64 }
-
-// core is nil: a window has no GCRA core.
-func (*slidingLog) core() *gcra { return nil }
-
-func (s *slidingLog) parts() []algorithm { return []algorithm{s} }
-
-func (s *slidingLog) params() (string, Rate, int, LeakyOptions) {
-	return "sliding log", s.r, 0, LeakyOptions{}
 }

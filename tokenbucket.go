@@ -2,7 +2,6 @@ package pace
 
 import (
 	"fmt"
-	"math"
 )
 
 // TokenBucket returns a token-bucket Limit: a bucket holding up to burst tokens,
@@ -55,15 +54,6 @@ func (a *bucketAlg) maxN() int { return a.burst }
 func (a *bucketAlg) String() string {
 	return fmt.Sprintf("token bucket %v burst %d", a.rate, a.burst)
 }
-
-func (a *bucketAlg) quota(c *cell, now, from int64) Quota {
-	return finishQuota(a, c, a.standing(c, now), now, from)
-}
-
-// waitBound: a token bucket queues callers as long as they are willing.
-func (*bucketAlg) waitBound() int64 { return math.MaxInt64 }
-
-func (a *bucketAlg) parts() []algorithm { return []algorithm{a} }
 
 func (a *bucketAlg) params() (string, Rate, int, LeakyOptions) {
 	return "token bucket", a.rate, a.burst, LeakyOptions{}

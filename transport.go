@@ -17,6 +17,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/pacehttp/pace/internal/bodyprefix"
+	"github.com/pacehttp/pace/internal/discard"
 	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/retry"
 	"github.com/pacehttp/pace/throttle"
@@ -620,7 +621,7 @@ func (c *call) run() (*http.Response, error) {
 		}
 		resp, err := s.base.RoundTrip(out)
 		if resp != nil && err != nil { // a broken Base; keep the contract
-			drainAndClose(resp.Body, 0)
+			discard.Body(resp.Body)
 			resp = nil
 		}
 		if resp == nil && err == nil {
@@ -679,7 +680,7 @@ func (c *call) run() (*http.Response, error) {
 			c.emit(Event{Kind: EventRetry, Reason: v.why, Attempt: attempt, Delay: v.wait, StatusCode: statusOf(resp), Err: err})
 		}
 		lastStatus = statusOf(resp)
-		drainAndClose(bodyOf(resp), 0)
+		discard.Body(bodyOf(resp))
 		if err := sleepCtx(c.ctx, c.key, v.wait); err != nil {
 			return nil, &AttemptsError{Attempts: attempt, StatusCode: lastStatus, Err: err}
 		}
@@ -939,13 +940,13 @@ func (c *backoffState) next(throttled bool) (time.Duration, bool) {
 // ErrorOnGiveUp it drains and closes resp's body and returns nil.
 func (c *call) giveUpResponse(resp *http.Response) *http.Response {
 	if resp == nil || !c.s.errorOnGiveUp {
-		drainAndClose(bodyOf(resp), 0)
+		discard.Body(bodyOf(resp))
 		return nil
 	}
 	var prefix []byte
 	if resp.Body != nil && resp.Body != http.NoBody {
 		prefix, _ = bodyprefix.Read(resp.Body, bodyprefix.Max) // a read error leaves the bytes read so far
-		drainAndClose(resp.Body, 0)
+		discard.Body(resp.Body)
 	}
 	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(prefix)), int64(len(prefix))
 	return resp

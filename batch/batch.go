@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/idempotent"
 )
 
 // Run calls fn for each item, once per attempt, with at most
@@ -52,7 +53,7 @@ import (
 // a duplicate ID) or a [*JournalError], before anything runs.
 func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, item T) error, opts Options) (*Report, error) {
 	if fn == nil {
-		return nil, configErr("fn", nil, "the item function must not be nil (HTTP returns nil for a nil build)")
+		return nil, &pace.ConfigError{Field: "fn", Reason: "the item function must not be nil (HTTP returns nil for a nil build)"}
 	}
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -135,7 +136,7 @@ func (r *runner[T]) prepare() error {
 			id = r.opts.ID(i)
 		}
 		if j, dup := seen[id]; dup {
-			return configErr("ID", id, fmt.Sprintf("items %d and %d have the same ID", j, i))
+			return &pace.ConfigError{Field: "ID", Value: id, Reason: fmt.Sprintf("items %d and %d have the same ID", j, i)}
 		}
 		seen[id] = i
 		r.results[i] = Result{Index: i, ID: id}
@@ -206,7 +207,7 @@ func (r *runner[T]) resumeInDoubt(i int, s *itemState) {
 	switch {
 	case r.opts.ResendInDoubt || (r.opts.Idempotent != nil && r.opts.Idempotent(i)):
 		m.resend = true
-	case s.sending != nil && (idempotentMethod(s.sending.Method) || s.sending.Key != ""):
+	case s.sending != nil && (idempotent.Method(s.sending.Method) || s.sending.Key != ""):
 		m.doubt = s.sending
 	default:
 		r.results[i] = Result{Index: i, ID: r.results[i].ID, Outcome: InDoubt, Err: ErrInDoubt, Resumed: true}

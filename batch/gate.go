@@ -246,6 +246,9 @@ type attemptState struct {
 	permit  throttle.Permit // under the run's key "", or the key HTTP entered
 	keyed   bool            // HTTP entered a key of its own
 	item    *item           // the item's place in the journal
+	// statuses are the Statuses of the client's pace.Transport for HTTP's
+	// request (nil: the defaults), which the item's requeues follow.
+	statuses []int
 }
 
 // enter passes the attempt through the gate under key (the key of an

@@ -3,14 +3,15 @@ package batch
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/discard"
 	"github.com/pacehttp/pace/internal/hostkey"
 	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/redact"
+	"github.com/pacehttp/pace/internal/retrystatus"
 )
 
 // HTTP returns an item function for [Run] that sends one request per item
@@ -22,7 +23,7 @@ import (
 // [*pace.ConfigError] for "fn" before anything runs. check judges the
 // response; nil means [CheckResponse]. The response's status is recorded
 // for [Result.Status], and its body is closed after check returns, with up
-// to 4 KiB drained first so the connection can be reused; check may read
+// to 64 KiB drained first so the connection can be reused; check may read
 // the body.
 //
 // Idempotency keys: a POST or PATCH that build leaves without an
@@ -107,11 +108,14 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 				}
 			}
 		}
+		if a != nil {
+			a.statuses, _ = retrystatus.Of(clientTransport(client), req)
+		}
 		resp, err := client.Do(req)
 		if err != nil {
 			return redact.Error(err, a.hidePath()) // its URL without user information and query (and path)
 		}
-		defer drainAndClose(resp.Body)
+		defer discard.Body(resp.Body)
 		RecordStatus(ctx, resp.StatusCode)
 		return check(resp)
 	}
@@ -121,13 +125,6 @@ var (
 	errNilRequest = errors.New("batch: build returned a nil request")
 	errNilURL     = errors.New("batch: build returned a request with a nil URL; nothing was sent")
 )
-
-// drainAndClose reads at most 4 KiB of body, so a small unread body does not
-// cost the connection, and closes it.
-func drainAndClose(body io.ReadCloser) {
-	_, _ = io.CopyN(io.Discard, body, 4<<10)
-	_ = body.Close()
-}
 
 // CheckResponse is the default response check of [HTTP]. It accepts a 2xx
 // status. It returns a [*ThrottledError] for a throttle as [pace.Throttled]
@@ -161,17 +158,21 @@ func (a *attemptState) hidePath() bool {
 // pace.Transport keys hosts (see pace.Hosts). With any other Transport it
 // is the host, and false.
 func gateKey(client *http.Client, req *http.Request) (string, bool) {
-	rt := client.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	t, ok := rt.(*pace.Transport)
+	t, ok := clientTransport(client).(*pace.Transport)
 	if ok && t.Key != nil {
 		if k := t.Key(req); k != "" {
 			return k, true
 		}
 	}
 	return hostkey.Request(req), ok
+}
+
+// clientTransport returns the RoundTripper client sends with.
+func clientTransport(client *http.Client) http.RoundTripper {
+	if client.Transport == nil {
+		return http.DefaultTransport
+	}
+	return client.Transport
 }
 
 // RecordStatus records code as the HTTP status of the attempt that ctx

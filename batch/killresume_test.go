@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/discard"
 )
 
 // The kill-and-resume tests run their batch in a child process: the test
@@ -76,7 +77,7 @@ func TestKillResumeHelper(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			drainAndClose(resp.Body)
+			discard.Body(resp.Body)
 		}
 		method := http.MethodPost
 		if kind == "get" {

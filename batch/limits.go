@@ -42,15 +42,17 @@ const forgetAbove = 1 << 20
 // learner derives a limit from the starts the server accepted between two
 // throttles, and relaxes it while the server stays quiet. Only Run's
 // goroutine uses it.
+//
+// It is not pace.Transport's adaptive rate. That one cuts a configured
+// limit's pace after a throttle and climbs back to it. A learner has no
+// configured limit: it learns a count per window from what the server
+// accepted, as a quota server counts. The engine is the root's: a
+// pace.SlidingLog on a pace.Shaper, grown in place by Shaper.SetLimitAt.
 type learner struct {
 	streak  []time.Time  // accepted starts since the last resume, unordered
 	learned pace.Rate    // the learned limit as it stands; zero: none
 	limit   *pace.Shaper // enforces learned, or nil
-	// next enforces the limit learned will grow to, and records every start
-	// from since on, so that when it takes over one window later it holds
-	// every start that window can still count.
-	next  *pace.Shaper
-	since time.Time // when the limit was set or last grew
+	since   time.Time    // when the limit was set or last grew
 }
 
 // accepted records the start of an attempt the server did not throttle.
@@ -83,17 +85,16 @@ func (l *learner) resume(now, probe time.Time) {
 }
 
 // set makes r, which has N and Per positive, the learned limit at now,
-// with empty logs.
+// with an empty log.
 func (l *learner) set(r pace.Rate, now time.Time) {
 	l.learned, l.since = r, now
-	l.limit, l.next = newLog(r), newLog(grown(r))
-	if l.limit == nil || l.next == nil {
+	if l.limit = newLog(r); l.limit == nil {
 		l.forget()
 	}
 }
 
 // forget drops the learned limit.
-func (l *learner) forget() { l.learned, l.limit, l.next = pace.Rate{}, nil, nil }
+func (l *learner) forget() { l.learned, l.limit = pace.Rate{}, nil }
 
 // grown returns r with N grown by an eighth, and by one at least.
 func grown(r pace.Rate) pace.Rate {
@@ -114,24 +115,23 @@ func newLog(r pace.Rate) *pace.Shaper {
 // wait returns how long after now the learned limit lets the next attempt
 // start, first growing the limit by an eighth for each whole window that
 // passed since it was set or last grew (the server stayed quiet). The grown
-// limit is exact at once: its log has recorded every start of the window
-// that passed.
+// limit is exact at once: its log keeps every start of the window that
+// passed.
 func (l *learner) wait(now time.Time) time.Duration {
 	if l.limit == nil {
 		return 0
 	}
-	for now.Sub(l.since) >= l.learned.Per {
-		l.learned = grown(l.learned)
-		l.since = l.since.Add(l.learned.Per)
-		if l.learned.N >= forgetAbove {
-			l.forget()
-			return 0
+	if now.Sub(l.since) >= l.learned.Per {
+		for now.Sub(l.since) >= l.learned.Per {
+			l.learned = grown(l.learned)
+			l.since = l.since.Add(l.learned.Per)
+			if l.learned.N >= forgetAbove {
+				l.forget()
+				return 0
+			}
 		}
-		// No start has happened since l.since yet (wait runs before every
-		// start), so a fresh log is exact for the limit after this one.
-		l.limit, l.next = l.next, newLog(grown(l.learned))
-		if l.next == nil {
-			l.forget()
+		if l.limit.SetLimitAt(now, pace.SlidingLog(l.learned)) != nil {
+			l.forget() // past the sliding log's cap
 			return 0
 		}
 	}
@@ -142,7 +142,6 @@ func (l *learner) wait(now time.Time) time.Duration {
 func (l *learner) started(t time.Time) {
 	if l.limit != nil {
 		bookAt(l.limit, t)
-		bookAt(l.next, t)
 	}
 }
 

@@ -91,8 +91,10 @@ type Options struct {
 
 	// MaxRequeues bounds how many times an item goes back in line after a
 	// retryable failure that outlived the client's own retries: an answer
-	// of 408, 500, 502, 503 or 504 (retry.DefaultStatuses, but 429,
-	// which is a throttle), returned or as the Response of a
+	// with a status the client's pace.Transport retries for the request
+	// (its Retry.Statuses, or its Hosts entry's), else one of
+	// retry.DefaultStatuses, but never a 429, which is a throttle;
+	// returned or as the Response of a
 	// *pace.AttemptsError (Transport.ErrorOnGiveUp), a *pace.AttemptsError
 	// whose Transport ran out of attempts, retry budget, backoff or time
 	// before the call's deadline (Reason pace.ReasonAttempts,
@@ -233,7 +235,7 @@ type Options struct {
 // *pace.ConfigError naming the first invalid field.
 func (o Options) withDefaults() (Options, error) {
 	if o.Concurrency < 0 {
-		return o, configErr("Concurrency", o.Concurrency, "must not be negative")
+		return o, &pace.ConfigError{Field: "Concurrency", Value: o.Concurrency, Reason: "must not be negative"}
 	}
 	if o.Rate != (pace.Rate{}) {
 		if err := pace.SlidingLog(o.Rate).Err(); err != nil {
@@ -242,9 +244,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	switch {
 	case o.Backoff < 0:
-		return o, configErr("Backoff", o.Backoff, "must not be negative")
+		return o, &pace.ConfigError{Field: "Backoff", Value: o.Backoff, Reason: "must not be negative"}
 	case o.MaxBackoff < 0:
-		return o, configErr("MaxBackoff", o.MaxBackoff, "must not be negative")
+		return o, &pace.ConfigError{Field: "MaxBackoff", Value: o.MaxBackoff, Reason: "must not be negative"}
 	}
 	if o.Concurrency == 0 {
 		o.Concurrency = DefaultConcurrency
@@ -262,14 +264,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.MaxBackoff = max(DefaultMaxBackoff, o.Backoff)
 	}
 	if o.MaxBackoff < o.Backoff {
-		return o, configErr("MaxBackoff", o.MaxBackoff, fmt.Sprintf("must not be below Backoff (%v)", o.Backoff))
+		return o, &pace.ConfigError{Field: "MaxBackoff", Value: o.MaxBackoff, Reason: fmt.Sprintf("must not be below Backoff (%v)", o.Backoff)}
 	}
 	return o, nil
-}
-
-// configErr returns a *pace.ConfigError, the one error type of invalid
-// settings in pace and its subpackages, so that errors.Is(err,
-// pace.ErrInvalidConfig) matches every one of them.
-func configErr(field string, value any, reason string) error {
-	return &pace.ConfigError{Field: field, Value: value, Reason: reason}
 }

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
-	"github.com/pacehttp/pace/retry"
+	"github.com/pacehttp/pace/internal/idempotent"
+	"github.com/pacehttp/pace/internal/retrystatus"
 )
 
 // DefaultMaxRequeues is how many times an item may go back in line after a
@@ -28,9 +29,9 @@ type requeued struct {
 }
 
 // retryableErr reports whether err is a failure worth trying again later
-// in the run: an answer with a status the Transport retries (408, 500, 502,
-// 503, 504: retry.DefaultStatuses; a 429 is a throttle, handled
-// apart), as a [*StatusError] or as the Response of a *pace.AttemptsError
+// in the run: an answer with a status the Transport retries (statuses, its
+// retry.Policy's Statuses for the request, nil for the defaults: 408, 500,
+// 502, 503, 504; a 429 is a throttle, handled apart), as a [*StatusError] or as the Response of a *pace.AttemptsError
 // (Transport.ErrorOnGiveUp), so that the rule is the same with the option
 // and without; a pace.Transport that gave up retrying a retryable failure
 // because its attempts, its retry budget or its backoff schedule ran out,
@@ -43,11 +44,11 @@ type requeued struct {
 // gives; Run's context is still live here, or the item would be
 // Interrupted). A failure the Transport did not retry because the request
 // was not safe to repeat (pace.ReasonNotIdempotent) is not.
-func retryableErr(err error) bool {
+func retryableErr(err error, statuses []int) bool {
 	var ae *pace.AttemptsError
 	if errors.As(err, &ae) {
 		if ae.Response != nil {
-			return retryableStatus(ae.Response.StatusCode)
+			return retryableStatus(statuses, ae.Response.StatusCode)
 		}
 		switch ae.Reason {
 		case pace.ReasonAttempts, pace.ReasonBudget, pace.ReasonBackoffStop, pace.ReasonDeadline:
@@ -61,13 +62,13 @@ func retryableErr(err error) bool {
 		return true
 	}
 	var se *StatusError
-	return errors.As(err, &se) && retryableStatus(se.Code)
+	return errors.As(err, &se) && retryableStatus(statuses, se.Code)
 }
 
-// retryableStatus reports whether code is a status pace.Transport retries
-// by default and not a throttle's: 408, 500, 502, 503 or 504.
-func retryableStatus(code int) bool {
-	return code != http.StatusTooManyRequests && slices.Contains(retry.DefaultStatuses(), code)
+// retryableStatus reports whether code is a status retried under
+// statuses (see retrystatus.Retried) and not a throttle's (429).
+func retryableStatus(statuses []int, code int) bool {
+	return code != http.StatusTooManyRequests && retrystatus.Retried(statuses, code)
 }
 
 // replaySafe reports whether item idx may be sent again after a failure
@@ -76,7 +77,7 @@ func retryableStatus(code int) bool {
 // Options.Idempotent declares it.
 func (r *runner[T]) replaySafe(idx int) bool {
 	if req := r.marks[idx].req; req.Method != "" {
-		return idempotentMethod(req.Method) || req.Key != ""
+		return idempotent.Method(req.Method) || req.Key != ""
 	}
 	return r.opts.Idempotent != nil && r.opts.Idempotent(idx)
 }
@@ -88,7 +89,7 @@ func (r *runner[T]) replaySafe(idx int) bool {
 // before the context's deadline.
 func (r *runner[T]) requeue(a *attempt, now time.Time) bool {
 	n := r.requeues[a.idx] + 1
-	if r.stopped || n > r.opts.MaxRequeues || !retryableErr(a.err) || !r.replaySafe(a.idx) {
+	if r.stopped || n > r.opts.MaxRequeues || !retryableErr(a.err, a.state.statuses) || !r.replaySafe(a.idx) {
 		return false
 	}
 	d := r.requeueDelay(n)

@@ -10,7 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pacehttp/pace/retry"
+	"github.com/pacehttp/pace/internal/hdr"
+	"github.com/pacehttp/pace/internal/idempotent"
 )
 
 // ErrInDoubt is the Err of an item that is [InDoubt]: an earlier run with
@@ -86,22 +87,22 @@ func (it *item) entered() error {
 // again as the earlier run's, and writes a sending record before the
 // request leaves.
 func (it *item) sending(req *http.Request) error {
-	key := idempotencyKeyOf(req.Header)
-	if vs, ok := req.Header[retry.DefaultIdempotencyHeader]; ok && key == "" && len(vs) > 0 {
-		delete(req.Header, retry.DefaultIdempotencyHeader) // opted out
-	} else if key == "" && (req.Method == http.MethodPost || req.Method == http.MethodPatch) {
+	key, _ := idempotent.Key(req.Header, "")
+	if vs, ok := req.Header[hdr.IdempotencyKey]; ok && key == "" && len(vs) > 0 {
+		delete(req.Header, hdr.IdempotencyKey) // opted out
+	} else if key == "" && idempotent.WantsKey(req.Method) {
 		if req.Header == nil {
 			req.Header = make(http.Header)
 		}
 		key = derivedKey(it.run.id, it.id)
-		req.Header.Set(retry.DefaultIdempotencyHeader, key)
+		req.Header.Set(hdr.IdempotencyKey, key)
 	}
 	method := req.Method
 	if method == "" {
 		method = http.MethodGet
 	}
 	if d := it.doubt; d != nil && !it.resend {
-		sameSafe := idempotentMethod(method) && method == d.Method
+		sameSafe := idempotent.Method(method) && method == d.Method
 		sameKey := key != "" && key == d.Key
 		if !sameSafe && !sameKey {
 			return fmt.Errorf("%w (the earlier run sent %s with key %q; this one would send %s with key %q)",
@@ -134,24 +135,6 @@ func (it *item) unsent(now time.Time) error {
 	}
 	it.started, it.sent = false, record{}
 	return nil
-}
-
-// idempotencyKeyOf returns the value of the Idempotency-Key header, or of
-// X-Idempotency-Key without it, or "".
-func idempotencyKeyOf(h http.Header) string {
-	if k := h.Get(retry.DefaultIdempotencyHeader); k != "" {
-		return k
-	}
-	return h.Get("X-Idempotency-Key")
-}
-
-// idempotentMethod reports whether m is idempotent per RFC 9110 §9.2.2.
-func idempotentMethod(m string) bool {
-	switch m {
-	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
-		return true
-	}
-	return false
 }
 
 // derivedKey is the idempotency key of item id in run: see IdempotencyKey.

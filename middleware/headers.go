@@ -9,14 +9,6 @@ import (
 	"github.com/pacehttp/pace"
 )
 
-// Field names, in Go's canonical form (HTTP field names are
-// case-insensitive; HTTP/2 and HTTP/3 send them in lower case anyway).
-const (
-	hdrRetryAfter      = "Retry-After"      // RFC 9110 §10.2.3
-	hdrRateLimit       = "Ratelimit"        // RateLimit, draft-ietf-httpapi-ratelimit-headers-11 §4
-	hdrRateLimitPolicy = "Ratelimit-Policy" // RateLimit-Policy, same draft §3
-)
-
 // maxSFInteger is the largest Integer a structured field can carry (RFC
 // 9651 §3.3.1: at most 15 digits). Larger values are sent as this one.
 const maxSFInteger = 999_999_999_999_999

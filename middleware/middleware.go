@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/hdr"
 )
 
 // ErrNoKey is matched by the error [Options].OnKeyError receives when
@@ -109,17 +110,17 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		h := w.Header()
 		if ok {
 			if !m.o.OmitHeaders {
-				h.Set(hdrRateLimitPolicy, m.policy)
-				h.Set(hdrRateLimit, rateLimitField(m.policies, q, math.MaxInt64))
+				h.Set(hdr.RateLimitPolicy, m.policy)
+				h.Set(hdr.RateLimit, rateLimitField(m.policies, q, math.MaxInt64))
 			}
 			next.ServeHTTP(w, r)
 			return
 		}
 		secs := retryAfter(q.Wait)
-		h.Set(hdrRetryAfter, strconv.FormatInt(secs, 10))
+		h.Set(hdr.RetryAfter, strconv.FormatInt(secs, 10))
 		if !m.o.OmitHeaders {
-			h.Set(hdrRateLimitPolicy, m.policy)
-			h.Set(hdrRateLimit, rateLimitField(m.policies, q, secs))
+			h.Set(hdr.RateLimitPolicy, m.policy)
+			h.Set(hdr.RateLimit, rateLimitField(m.policies, q, secs))
 		}
 		if m.o.OnLimited != nil {
 			m.o.OnLimited(w, r, Refusal{Quota: q, RetryAfter: secondsDuration(secs)})

@@ -140,30 +140,26 @@ func (o *Options) check() error {
 	case o.Limit.Err() != nil:
 		return o.Limit.Err()
 	case o.Limit.IsZero():
-		return configErr("Limit", o.Limit, "is required (the zero Limit means no limit)")
+		return &pace.ConfigError{Field: "Limit", Value: o.Limit, Reason: "is required (the zero Limit means no limit)"}
 	case o.Key != nil && o.KeyHeader != "":
-		return configErr("KeyHeader", o.KeyHeader, "must be empty when Key is set")
+		return &pace.ConfigError{Field: "KeyHeader", Value: o.KeyHeader, Reason: "must be empty when Key is set"}
 	case o.KeyHeader != "" && !httptoken.Valid(o.KeyHeader):
-		return configErr("KeyHeader", o.KeyHeader, "is not a valid HTTP field name")
+		return &pace.ConfigError{Field: "KeyHeader", Value: o.KeyHeader, Reason: "is not a valid HTTP field name"}
 	case o.RequireKey && o.KeyHeader == "":
-		return configErr("RequireKey", o.RequireKey, "needs KeyHeader")
+		return &pace.ConfigError{Field: "RequireKey", Value: o.RequireKey, Reason: "needs KeyHeader"}
 	case o.IPv6Prefix < 0 || o.IPv6Prefix > 128:
-		return configErr("IPv6Prefix", o.IPv6Prefix, "must be within [1, 128], or 0 for the default")
+		return &pace.ConfigError{Field: "IPv6Prefix", Value: o.IPv6Prefix, Reason: "must be within [1, 128], or 0 for the default"}
 	case !isPrintable(o.PolicyName):
-		return configErr("PolicyName", o.PolicyName, "must be printable ASCII")
+		return &pace.ConfigError{Field: "PolicyName", Value: o.PolicyName, Reason: "must be printable ASCII"}
 	case o.MaxKeys < 0:
-		return configErr("MaxKeys", o.MaxKeys, "must not be negative")
+		return &pace.ConfigError{Field: "MaxKeys", Value: o.MaxKeys, Reason: "must not be negative"}
 	}
 	for i, p := range o.TrustedProxies {
 		if !p.IsValid() {
-			return configErr(fmt.Sprintf("TrustedProxies[%d]", i), p, "is not a valid prefix")
+			return &pace.ConfigError{Field: fmt.Sprintf("TrustedProxies[%d]", i), Value: p, Reason: "is not a valid prefix"}
 		}
 	}
 	return nil
-}
-
-func configErr(field string, value any, reason string) error {
-	return &pace.ConfigError{Field: field, Value: value, Reason: reason}
 }
 
 // isPrintable reports whether s holds only printable ASCII.

@@ -162,33 +162,33 @@ var _ throttle.Limiter = (*Limiter)(nil)
 // microseconds, the resolution of Redis's TIME.
 func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	if rdb == nil {
-		return nil, cfgErr("rdb", nil, "a Redis client is required")
+		return nil, &pace.ConfigError{Field: "rdb", Reason: "a Redis client is required"}
 	}
 	if !honoursContext(rdb) {
-		return nil, cfgErr("rdb", fmt.Sprintf("%T", rdb), "set ContextTimeoutEnabled in its options, so that Options.Timeout bounds each decision")
+		return nil, &pace.ConfigError{Field: "rdb", Value: fmt.Sprintf("%T", rdb), Reason: "set ContextTimeoutEnabled in its options, so that Options.Timeout bounds each decision"}
 	}
 	prefix := o.Prefix
 	switch {
 	case prefix == "":
 		prefix = DefaultPrefix
 	case strings.ContainsAny(prefix, "{}"):
-		return nil, cfgErr("Prefix", prefix, "must not contain '{' or '}' (Redis Cluster's hash tag)")
+		return nil, &pace.ConfigError{Field: "Prefix", Value: prefix, Reason: "must not contain '{' or '}' (Redis Cluster's hash tag)"}
 	}
 	timeout := o.Timeout
 	switch {
 	case timeout < 0:
-		return nil, cfgErr("Timeout", timeout, "must not be negative")
+		return nil, &pace.ConfigError{Field: "Timeout", Value: timeout, Reason: "must not be negative"}
 	case timeout == 0:
 		timeout = DefaultTimeout
 	}
 	lease := o.ProbeLease
 	switch {
 	case lease < 0:
-		return nil, cfgErr("ProbeLease", lease, "must not be negative")
+		return nil, &pace.ConfigError{Field: "ProbeLease", Value: lease, Reason: "must not be negative"}
 	case lease == 0:
 		lease = DefaultProbeLease
 	case micros(lease) > maxPause:
-		return nil, cfgErr("ProbeLease", lease, "exceeds 24h, the longest pause a Limiter records")
+		return nil, &pace.ConfigError{Field: "ProbeLease", Value: lease, Reason: "exceeds 24h, the longest pause a Limiter records"}
 	}
 	margin := o.Margin
 	switch {
@@ -444,7 +444,7 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 		return p, &pace.WaitError{Key: key, Err: err}
 	}
 	if maxWait < 0 {
-		return p, &pace.WaitError{Key: key, Err: cfgErr("maxWait", maxWait, "must not be negative (0 sets no bound)")}
+		return p, &pace.WaitError{Key: key, Err: &pace.ConfigError{Field: "maxWait", Value: maxWait, Reason: "must not be negative (0 sets no bound)"}}
 	}
 	start := time.Now()
 	tag := keyTag(key)

@@ -97,10 +97,10 @@ func convert(l pace.Limit, margin time.Duration) ([]part, error) {
 	}
 	ps := l.Parts()
 	if len(ps) == 0 { // the zero Limit
-		return nil, cfgErr("Limit", l.String(), "the zero Limit sets no limit; a Limiter needs one")
+		return nil, &pace.ConfigError{Field: "Limit", Value: l.String(), Reason: "the zero Limit sets no limit; a Limiter needs one"}
 	}
 	if len(ps) > maxParts {
-		return nil, cfgErr("Limit", l.String(), fmt.Sprintf("has %d parts; a Limit held in Redis has at most %d", len(ps), maxParts))
+		return nil, &pace.ConfigError{Field: "Limit", Value: l.String(), Reason: fmt.Sprintf("has %d parts; a Limit held in Redis has at most %d", len(ps), maxParts)}
 	}
 	out := make([]part, 0, len(ps))
 	for _, p := range ps {
@@ -121,14 +121,14 @@ func convertPart(l pace.Limit, margin time.Duration) (part, error) {
 	alg, r, burst, leaky := l.Params()
 	per := micros(r.Per)
 	if per > maxMicros {
-		return part{}, cfgErr("Rate.Per", r.Per, fmt.Sprintf("exceeds 2^50 µs (%v), the range Redis's scripts compute exactly", time.Duration(maxMicros)*time.Microsecond))
+		return part{}, &pace.ConfigError{Field: "Rate.Per", Value: r.Per, Reason: fmt.Sprintf("exceeds 2^50 µs (%v), the range Redis's scripts compute exactly", time.Duration(maxMicros)*time.Microsecond)}
 	}
 	window := alg == "fixed window" || alg == "sliding log"
 	switch {
 	case window && r.Per < time.Microsecond:
-		return part{}, cfgErr("Rate.Per", r.Per, "a window shorter than one microsecond, the resolution of Redis's clock and of the scripts")
+		return part{}, &pace.ConfigError{Field: "Rate.Per", Value: r.Per, Reason: "a window shorter than one microsecond, the resolution of Redis's clock and of the scripts"}
 	case !window && r.Interval() < time.Microsecond:
-		return part{}, cfgErr("Rate", r.String(), "faster than one per microsecond, the resolution of Redis's clock")
+		return part{}, &pace.ConfigError{Field: "Rate", Value: r.String(), Reason: "faster than one per microsecond, the resolution of Redis's clock"}
 	}
 	switch alg {
 	case "token bucket", "leaky bucket":
@@ -147,7 +147,7 @@ func convertPart(l pace.Limit, margin time.Duration) (part, error) {
 			// A MaxDelay beyond 2^50 µs (35 years) bounds nothing.
 			if leaky.Queue > 0 {
 				if int64(leaky.Queue) > maxMicros/max(i, 1) {
-					return part{}, cfgErr("Queue", leaky.Queue, "the queue's wait exceeds 2^50 µs, the range Redis's scripts compute exactly")
+					return part{}, &pace.ConfigError{Field: "Queue", Value: leaky.Queue, Reason: "the queue's wait exceeds 2^50 µs, the range Redis's scripts compute exactly"}
 				}
 				queue = int64(leaky.Queue) * i
 			}
@@ -160,25 +160,25 @@ func convertPart(l pace.Limit, margin time.Duration) (part, error) {
 			if alg == "leaky bucket" {
 				field = "Slack"
 			}
-			return part{}, cfgErr(field, capacity, "capacity × interval exceeds 2^50 µs, the range Redis's scripts compute exactly")
+			return part{}, &pace.ConfigError{Field: field, Value: capacity, Reason: "capacity × interval exceeds 2^50 µs, the range Redis's scripts compute exactly"}
 		}
 		return part{kind: kindGCRA, x: i, y: capacity * i, z: queue}, nil
 	case "fixed window":
 		if int64(r.N) > maxMicros {
-			return part{}, cfgErr("Rate.N", r.N, "exceeds 2^50, the range Redis's scripts count exactly")
+			return part{}, &pace.ConfigError{Field: "Rate.N", Value: r.N, Reason: "exceeds 2^50, the range Redis's scripts count exactly"}
 		}
 		return part{kind: kindFixed, x: per, y: int64(r.N), z: micros(min(margin, r.Per/20))}, nil
 	case "sliding log":
 		if r.N > maxSlidingN {
-			return part{}, cfgErr("Rate.N", r.N, fmt.Sprintf("exceeds %d, the most entries a sliding log keeps in Redis per key", maxSlidingN))
+			return part{}, &pace.ConfigError{Field: "Rate.N", Value: r.N, Reason: fmt.Sprintf("exceeds %d, the most entries a sliding log keeps in Redis per key", maxSlidingN)}
 		}
 		w := micros(r.Per + min(margin, r.Per/20))
 		if w > maxMicros {
-			return part{}, cfgErr("Rate.Per", r.Per, "exceeds 2^50 µs, the range Redis's scripts compute exactly")
+			return part{}, &pace.ConfigError{Field: "Rate.Per", Value: r.Per, Reason: "exceeds 2^50 µs, the range Redis's scripts compute exactly"}
 		}
 		return part{kind: kindSliding, x: w, y: int64(r.N)}, nil
 	}
-	return part{}, cfgErr("Limit", alg, "not held in Redis: use a token bucket, leaky bucket, fixed window or sliding log")
+	return part{}, &pace.ConfigError{Field: "Limit", Value: alg, Reason: "not held in Redis: use a token bucket, leaky bucket, fixed window or sliding log"}
 }
 
 // ceilDiv returns ⌈a/b⌉ for a >= 0, b > 0.
@@ -188,8 +188,4 @@ func ceilDiv(a, b int64) int64 {
 		q++
 	}
 	return q
-}
-
-func cfgErr(field string, value any, reason string) error {
-	return &pace.ConfigError{Field: field, Value: value, Reason: reason}
 }

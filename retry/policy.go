@@ -1,9 +1,10 @@
 package retry
 
 import (
-	"net/http"
-
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/pacehttp/pace/internal/hdr"
+	"github.com/pacehttp/pace/internal/retrystatus"
 )
 
 // DefaultMaxAttempts is the default number of attempts per request, the
@@ -15,7 +16,7 @@ const DefaultMaxAttempts = 3
 // POST or PATCH safe to retry, and the one Policy.AddIdempotencyKey sets
 // (draft-ietf-httpapi-idempotency-key-header; Stripe, PayPal, Adyen and
 // others use it).
-const DefaultIdempotencyHeader = "Idempotency-Key"
+const DefaultIdempotencyHeader = hdr.IdempotencyKey
 
 // DefaultStatuses returns the response status codes retried by default,
 // in a new slice: 408 Request Timeout, 429 Too Many Requests, 500 Internal
@@ -24,16 +25,7 @@ const DefaultIdempotencyHeader = "Idempotency-Key"
 // however often it is sent are not retried: 400, 401, 403, 404, 405, 409,
 // 422, and the permanent 5xx 501 Not Implemented, 505 HTTP Version Not
 // Supported, 506, 510 and 511 (aws/aws-sdk-go#1819).
-func DefaultStatuses() []int {
-	return []int{
-		http.StatusRequestTimeout,
-		http.StatusTooManyRequests,
-		http.StatusInternalServerError,
-		http.StatusBadGateway,
-		http.StatusServiceUnavailable,
-		http.StatusGatewayTimeout,
-	}
-}
+func DefaultStatuses() []int { return retrystatus.Default() }
 
 // Policy is a Transport's retry configuration (pace.Transport's Retry
 // field): how many attempts a request gets, which statuses and transport

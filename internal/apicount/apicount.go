@@ -95,7 +95,7 @@ func members(t *doc.Type) []string {
 				}
 			}
 			if len(f.Names) == 0 { // an embedded field or interface
-				if id := embeddedName(f.Type); id != "" && token.IsExported(id) {
+				if id := TypeName(f.Type); id != "" && token.IsExported(id) {
 					names = append(names, t.Name+"."+id)
 				}
 			}
@@ -104,12 +104,14 @@ func members(t *doc.Type) []string {
 	return names
 }
 
-func embeddedName(e ast.Expr) string {
+// TypeName returns the name of a type expression T, *T, pkg.T or *pkg.T,
+// or "" for any other.
+func TypeName(e ast.Expr) string {
 	switch x := e.(type) {
 	case *ast.Ident:
 		return x.Name
 	case *ast.StarExpr:
-		return embeddedName(x.X)
+		return TypeName(x.X)
 	case *ast.SelectorExpr:
 		return x.Sel.Name
 	}

@@ -150,24 +150,7 @@ func StartNginx(t testing.TB, conf NginxConf) *Nginx {
 	if build.err != nil {
 		unavailable(t, "nginx unusable: %v", build.err)
 	}
-	var lastErr error
-	for range startTries {
-		n, err := startNginx(t, bin, build, conf)
-		if err == nil {
-			t.Cleanup(func() {
-				if err := n.Stop(); err != nil {
-					t.Errorf("stopping nginx: %v", err)
-				}
-			})
-			return n
-		}
-		lastErr = err
-		if !strings.Contains(err.Error(), "Address already in use") {
-			break // only a lost race for the port is worth another try
-		}
-	}
-	unavailable(t, "nginx did not start: %v", lastErr)
-	return nil
+	return start(t, "nginx", "Address already in use", func() (*Nginx, error) { return startNginx(t, bin, build, conf) })
 }
 
 func startNginx(t testing.TB, bin string, build nginxBuild, conf NginxConf) (*Nginx, error) {

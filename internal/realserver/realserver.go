@@ -52,6 +52,33 @@ func unavailable(t testing.TB, format string, args ...any) {
 
 // lookBinary finds name in PATH or, since /usr/sbin is often missing from a
 // user's PATH, in the sbin directories.
+// start starts a server with run, up to startTries times while it fails
+// with an error holding lostPort (a lost race for the port; "" means
+// whatever the error), stops it at t's cleanup, and returns it. When it
+// does not start, t is skipped, or failed when CI=true (see unavailable).
+func start[S interface{ Stop() error }](t testing.TB, name, lostPort string, run func() (S, error)) S {
+	t.Helper()
+	var lastErr error
+	for range startTries {
+		s, err := run()
+		if err == nil {
+			t.Cleanup(func() {
+				if err := s.Stop(); err != nil {
+					t.Errorf("stopping %s: %v", name, err)
+				}
+			})
+			return s
+		}
+		lastErr = err
+		if !strings.Contains(err.Error(), lostPort) {
+			break // only a lost race for the port is worth another try
+		}
+	}
+	unavailable(t, "%s did not start: %v", name, lastErr)
+	var zero S
+	return zero
+}
+
 func lookBinary(name string) (string, error) {
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil

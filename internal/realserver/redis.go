@@ -43,24 +43,7 @@ func StartRedis(t testing.TB, args ...string) *Redis {
 	if err != nil {
 		unavailable(t, "redis-server not installed (apt-get install redis-server): %v", err)
 	}
-	var lastErr error
-	for range startTries {
-		r, err := startRedis(t, bin, args)
-		if err == nil {
-			t.Cleanup(func() {
-				if err := r.Stop(); err != nil {
-					t.Errorf("stopping redis-server: %v", err)
-				}
-			})
-			return r
-		}
-		lastErr = err
-		if !strings.Contains(err.Error(), "in use") {
-			break // only a lost race for the port is worth another try
-		}
-	}
-	unavailable(t, "redis-server did not start: %v", lastErr)
-	return nil
+	return start(t, "redis-server", "in use", func() (*Redis, error) { return startRedis(t, bin, args) })
 }
 
 func startRedis(t testing.TB, bin string, extra []string) (*Redis, error) {

@@ -42,21 +42,7 @@ func StartRedisCluster(t testing.TB, masters int, args ...string) *RedisCluster 
 	if err != nil {
 		unavailable(t, "redis-cli not installed (apt-get install redis-tools): %v", err)
 	}
-	var lastErr error
-	for range startTries {
-		c, err := startCluster(t, bin, cli, max(masters, 3), args)
-		if err == nil {
-			t.Cleanup(func() {
-				if err := c.Stop(); err != nil {
-					t.Errorf("stopping the Redis Cluster: %v", err)
-				}
-			})
-			return c
-		}
-		lastErr = err
-	}
-	unavailable(t, "Redis Cluster did not start: %v", lastErr)
-	return nil
+	return start(t, "the Redis Cluster", "", func() (*RedisCluster, error) { return startCluster(t, bin, cli, max(masters, 3), args) })
 }
 
 func startCluster(t testing.TB, bin, cli string, masters int, extra []string) (*RedisCluster, error) {

@@ -1,0 +1,59 @@
+// Package idempotent holds the rules of which requests are safe to send
+// twice, shared by the root Transport's retries and package batch's
+// requeues and write-ahead journal.
+package idempotent
+
+import (
+	"net/http"
+
+	"github.com/pacehttp/pace/internal/hdr"
+)
+
+// Method reports whether m is idempotent per RFC 9110 §9.2.2: GET, HEAD,
+// OPTIONS, TRACE, PUT and DELETE ("" means GET in net/http). Method names
+// are case-sensitive (RFC 9110 §9.1).
+func Method(m string) bool {
+	switch m {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
+		http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// WantsKey reports whether a request of method m needs an idempotency key
+// to be safe to send twice, and so gets one when keys are added: POST and
+// PATCH.
+func WantsKey(m string) bool { return m == http.MethodPost || m == http.MethodPatch }
+
+// Key returns the idempotency key h carries under name, a canonical header
+// name; "" means hdr.IdempotencyKey, and then hdr.XIdempotencyKey counts
+// too, as in net/http. ok reports whether the header counts: it has a
+// non-empty first value, or it is present with a nil value (net/http's way
+// to mark a request idempotent without sending the header). key is the
+// first value, "" for a nil one.
+func Key(h http.Header, name string) (key string, ok bool) {
+	if name != "" {
+		return first(h, name)
+	}
+	if key, ok = first(h, hdr.IdempotencyKey); key != "" {
+		return key, true
+	}
+	if k, xok := first(h, hdr.XIdempotencyKey); xok {
+		return k, true
+	}
+	return "", ok
+}
+
+func first(h http.Header, name string) (string, bool) {
+	vs, present := h[name]
+	switch {
+	case !present:
+		return "", false
+	case vs == nil:
+		return "", true
+	case len(vs) > 0 && vs[0] != "":
+		return vs[0], true
+	}
+	return "", false
+}
