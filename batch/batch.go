@@ -148,15 +148,10 @@ func (r *runner[T]) prepare() error {
 		r.sum.Ideal = ideal(r.opts.Rate, len(r.items))
 		return nil
 	}
-	// A journal is JSON: text that is no UTF-8 would come back as U+FFFD,
-	// another ID or job, and a resumed run would do an item again.
-	if !utf8.ValidString(r.opts.Job) || len(r.opts.Job) > maxJobName {
-		return configErr("Job", r.opts.Job, fmt.Sprintf("must be valid UTF-8 of at most %d bytes, which a journal holds as it is", maxJobName))
+	if err := r.journalText(); err != nil {
+		return err
 	}
 	for i := range r.marks {
-		if !utf8.ValidString(r.marks[i].id) {
-			return configErr("ID", r.marks[i].id, fmt.Sprintf("item %d: an ID in a journal must be valid UTF-8", i))
-		}
 		r.marks[i].fp = fingerprint(r.items[i])
 	}
 	j, st, err := openJournal(r.opts.Journal, r.opts.Job, func(st *journalState) error {
@@ -438,6 +433,22 @@ func (r *runner[T]) unsent(idx int, now time.Time) {
 func (r *runner[T]) stopJournal() bool {
 	var je *JournalError
 	return r.stop != nil && errors.As(r.stop, &je)
+}
+
+// journalText refuses a Job or an item ID that a journal cannot hold as it
+// is: JSON turns text that is no UTF-8 into U+FFFD, another ID or job, and
+// a resumed run would do an item again. Job is bounded too.
+func (r *runner[T]) journalText() error {
+	if !utf8.ValidString(r.opts.Job) || len(r.opts.Job) > maxJobName {
+		return &pace.ConfigError{Field: "Job", Value: r.opts.Job,
+			Reason: fmt.Sprintf("must be valid UTF-8 of at most %d bytes, which a journal holds as it is", maxJobName)}
+	}
+	for i := range r.marks {
+		if !utf8.ValidString(r.marks[i].id) {
+			return &pace.ConfigError{Field: "ID", Value: r.marks[i].id, Reason: fmt.Sprintf("item %d: an ID in a journal must be valid UTF-8", i)}
+		}
+	}
+	return nil
 }
 
 func (r *runner[T]) journalErr(err error) error {
