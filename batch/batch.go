@@ -129,18 +129,8 @@ func (r *runner[T]) prepare() error {
 	r.marks = make([]item, len(r.items))
 	r.requeues = make([]int, len(r.items))
 	r.waited = make([]bool, len(r.items))
-	seen := make(map[string]int, len(r.items))
-	for i := range r.results {
-		id := strconv.Itoa(i)
-		if r.opts.ID != nil {
-			id = r.opts.ID(i)
-		}
-		if j, dup := seen[id]; dup {
-			return &pace.ConfigError{Field: "ID", Value: id, Reason: fmt.Sprintf("items %d and %d have the same ID", j, i)}
-		}
-		seen[id] = i
-		r.results[i] = Result{Index: i, ID: id}
-		r.marks[i] = item{run: &r.run, id: id}
+	if err := r.assignIDs(); err != nil {
+		return err
 	}
 	if r.opts.Journal == "" {
 		r.run.id = newRunID()
@@ -167,6 +157,35 @@ func (r *runner[T]) prepare() error {
 	}
 	r.journal = j
 	r.run = run{journal: j, path: r.opts.Journal, id: st.run}
+	r.restore(st)
+	r.sum.NotStarted = len(r.items) - r.sum.Resumed
+	r.sum.Ideal = ideal(r.opts.Rate, r.sum.NotStarted)
+	return nil
+}
+
+// assignIDs gives every item its ID (Options.ID, else its index) and
+// refuses two items of one ID.
+func (r *runner[T]) assignIDs() error {
+	seen := make(map[string]int, len(r.items))
+	for i := range r.results {
+		id := strconv.Itoa(i)
+		if r.opts.ID != nil {
+			id = r.opts.ID(i)
+		}
+		if j, dup := seen[id]; dup {
+			return &pace.ConfigError{Field: "ID", Value: id, Reason: fmt.Sprintf("items %d and %d have the same ID", j, i)}
+		}
+		seen[id] = i
+		r.results[i] = Result{Index: i, ID: id}
+		r.marks[i] = item{run: &r.run, id: id}
+	}
+	return nil
+}
+
+// restore takes over what the journal's state st says of each item: the
+// outcome of one done before (unless RedoFailed redoes a failure), and the
+// fate of one in doubt.
+func (r *runner[T]) restore(st *journalState) {
 	for i := range r.results {
 		s := st.items[r.results[i].ID]
 		switch {
@@ -186,9 +205,6 @@ func (r *runner[T]) prepare() error {
 			r.resumeInDoubt(i, s)
 		}
 	}
-	r.sum.NotStarted = len(r.items) - r.sum.Resumed
-	r.sum.Ideal = ideal(r.opts.Rate, r.sum.NotStarted)
-	return nil
 }
 
 // resumeInDoubt decides the fate of item i, in doubt after an earlier run:
@@ -382,18 +398,25 @@ func (r *runner[T]) finish(a *attempt) {
 		r.settle(res, Interrupted, now)
 		r.halt(&ItemError{Index: res.Index, ID: res.ID, Status: res.Status, Err: res.Err})
 	default:
-		opened := r.gate.settle(p, a.start, now, true, 0)
-		if !r.requeue(a, now) {
-			r.settle(res, Failed, now)
-			if r.opts.StopOnError {
-				r.halt(&ItemError{Index: res.Index, ID: res.ID, Status: res.Status, Err: res.Err})
-			}
-		}
-		if opened {
-			r.progressPause()
-		}
+		r.failed(a, res, now)
 	}
 	r.progress(a.idx)
+}
+
+// failed handles an attempt that failed with an answer or an error that
+// is no throttle: the item goes back in line if it may (requeue), else it
+// fails, and with StopOnError the run stops.
+func (r *runner[T]) failed(a *attempt, res *Result, now time.Time) {
+	opened := r.gate.settle(a.state.permit, a.start, now, true, 0)
+	if !r.requeue(a, now) {
+		r.settle(res, Failed, now)
+		if r.opts.StopOnError {
+			r.halt(&ItemError{Index: res.Index, ID: res.ID, Status: res.Status, Err: res.Err})
+		}
+	}
+	if opened {
+		r.progressPause()
+	}
 }
 
 // settle gives item res its final outcome and journals it.

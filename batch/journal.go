@@ -235,6 +235,44 @@ var errNewerJournal = fmt.Errorf("journal format newer than version %d", journal
 // torn tail (a last line without its newline) is cut off, so that new
 // records start on a line of their own. A new journal gets a header, with
 // a new run ID.
+// readLocked locks the opened journal f and reads it whole: a regular
+// file, whatever its path names now, of at most maxJournalSize bytes.
+func readLocked(f *os.File) ([]byte, error) {
+	switch fi, err := f.Stat(); {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, errNotRegular
+	case fi.Size() > maxJournalSize:
+		return nil, errTooLarge
+	}
+	if err := lockJournal(f); err != nil { // before reading: another run may be writing
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxJournalSize+1)) // it may have grown since
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxJournalSize {
+		return nil, errTooLarge
+	}
+	return data, nil
+}
+
+// belongsTo returns a *JobError when the journal read into st is not job's:
+// another job's, or of a version that records no job.
+func (st *journalState) belongsTo(job string) error {
+	switch {
+	case st.run == "" && len(st.items) > 0:
+		return &JobError{Job: job, Version: 1}
+	case st.run != "" && st.version < journalVersion:
+		return &JobError{Job: job, Version: st.version}
+	case st.run != "" && st.job != job:
+		return &JobError{Journal: st.job, Job: job}
+	}
+	return nil
+}
+
 func openJournal(path, job string, items func(*journalState) error) (*journal, *journalState, error) {
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		return nil, nil, &JournalError{Path: path, Err: errNotRegular} // not opened: a FIFO's open may block
@@ -253,35 +291,16 @@ func openJournal(path, job string, items func(*journalState) error) (*journal, *
 		}
 		return nil, nil, err
 	}
-	switch fi, err := f.Stat(); { // the file opened, whatever the path names now
-	case err != nil:
-		return fail(err)
-	case !fi.Mode().IsRegular():
-		return fail(errNotRegular)
-	case fi.Size() > maxJournalSize:
-		return fail(errTooLarge)
-	}
-	if err := lockJournal(f); err != nil { // before reading: another run may be writing
-		return fail(err)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxJournalSize+1)) // it may have grown since
+	data, err := readLocked(f)
 	if err != nil {
 		return fail(err)
-	}
-	if len(data) > maxJournalSize {
-		return fail(errTooLarge)
 	}
 	st, end, err := parseJournal(data)
 	if err != nil {
 		return fail(err)
 	}
-	switch {
-	case st.run == "" && len(st.items) > 0:
-		return fail(&JobError{Job: job, Version: 1})
-	case st.run != "" && st.version < journalVersion:
-		return fail(&JobError{Job: job, Version: st.version})
-	case st.run != "" && st.job != job:
-		return fail(&JobError{Journal: st.job, Job: job})
+	if err := st.belongsTo(job); err != nil {
+		return fail(err)
 	}
 	if err := items(st); err != nil {
 		return fail(err)
