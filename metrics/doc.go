@@ -16,7 +16,7 @@
 //	pace.client.requests        counter    {request}   RoundTrip calls
 //	pace.client.attempts        counter    {attempt}   attempts the limiter let go
 //	pace.client.retries         counter    {retry}     attempts sent again
-//	pace.client.throttles       counter    {throttle}  answers that paused the key (429, 503 with a delay)
+//	pace.client.throttles       counter    {throttle}  answers that paused the key (see pace.Throttled)
 //	pace.client.give_ups        counter    {call}      calls that ended on a retryable failure not retried
 //	pace.client.pace            gauge      s           spacing in force (pace.source: configured, quota)
 //	pace.client.wait.duration   histogram  s           wait for the key's pause or limit (pace.wait.reason)

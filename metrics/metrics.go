@@ -40,6 +40,8 @@ type Metrics struct {
 	hosts  hostSet
 	wait   metric.Float64Histogram
 	delay  metric.Float64Histogram
+	ctrs   []metric.Int64ObservableCounter // one per counters entry
+	gauge  metric.Float64ObservableGauge
 	reg    metric.Registration
 	chain  func(pace.Event)
 	t      *pace.Transport
@@ -62,92 +64,106 @@ func Instrument(t *pace.Transport, o Options) (*Metrics, error) {
 	case o.MaxHosts < 0:
 		return nil, &pace.ConfigError{Field: "MaxHosts", Value: o.MaxHosts, Reason: "must not be negative"}
 	}
-	mp := o.MeterProvider
-	if mp == nil {
-		mp = otel.GetMeterProvider()
-	}
 	maxHosts := o.MaxHosts
 	if maxHosts == 0 {
 		maxHosts = DefaultMaxHosts
+	}
+	m := &Metrics{hosts: hostSet{max: maxHosts, seen: make(map[string]bool)}, chain: t.OnEvent, t: t}
+	if err := m.instruments(newMeter(o.MeterProvider)); err != nil {
+		return nil, err
+	}
+	t.OnEvent = m.onEvent
+	return m, nil
+}
+
+// newMeter returns the Meter of mp (nil: the global MeterProvider) under
+// this package's scope.
+func newMeter(mp metric.MeterProvider) metric.Meter {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
 	}
 	var scope []metric.MeterOption
 	if v := scopeVersion(); v != "" {
 		scope = append(scope, metric.WithInstrumentationVersion(v))
 	}
-	meter := mp.Meter(scopeName, scope...)
-	m := &Metrics{hosts: hostSet{max: maxHosts, seen: make(map[string]bool)}, chain: t.OnEvent, t: t}
+	return mp.Meter(scopeName, scope...)
+}
+
+// counters are the counters Metrics observes from pace.Stats.
+var counters = []struct {
+	name, unit, desc string
+	value            func(pace.Stats) int64
+}{
+	{"pace.client.requests", "{request}", "RoundTrip calls.", func(s pace.Stats) int64 { return s.Requests }},
+	{"pace.client.attempts", "{attempt}", "Attempts the key's limiter let go, retries included.", func(s pace.Stats) int64 { return s.Admitted }},
+	{"pace.client.retries", "{retry}", "Attempts sent again (gRFC A96 retries).", func(s pace.Stats) int64 { return s.Retries }},
+	{"pace.client.throttles", "{throttle}", "Answers that paused their key (see pace.Throttled).", func(s pace.Stats) int64 { return s.Throttles }},
+	{"pace.client.give_ups", "{call}", "Calls that ended on a failure the Transport could have retried but did not (none for running out of attempts with MaxAttempts 1).", func(s pace.Stats) int64 { return s.GiveUps }},
+}
+
+// instruments makes m's instruments on meter and registers the callback
+// that observes the counters and the pace gauge.
+func (m *Metrics) instruments(meter metric.Meter) error {
 	var err error
 	buckets := metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 	if m.wait, err = meter.Float64Histogram("pace.client.wait.duration", metric.WithUnit("s"), buckets,
 		metric.WithDescription("How long requests waited for their key's pause or limit before an attempt.")); err != nil {
-		return nil, err
+		return err
 	}
 	if m.delay, err = meter.Float64Histogram("pace.client.retry_delay", metric.WithUnit("s"), buckets,
 		metric.WithDescription("How long the Transport waited before sending an attempt again (gRFC A96 retry_delay).")); err != nil {
-		return nil, err
-	}
-	counters := []struct {
-		name, unit, desc string
-		value            func(pace.Stats) int64
-	}{
-		{"pace.client.requests", "{request}", "RoundTrip calls.", func(s pace.Stats) int64 { return s.Requests }},
-		{"pace.client.attempts", "{attempt}", "Attempts the key's limiter let go, retries included.", func(s pace.Stats) int64 { return s.Admitted }},
-		{"pace.client.retries", "{retry}", "Attempts sent again (gRFC A96 retries).", func(s pace.Stats) int64 { return s.Retries }},
-		{"pace.client.throttles", "{throttle}", "Answers that paused their key: 429, or 503 with a delay.", func(s pace.Stats) int64 { return s.Throttles }},
-		{"pace.client.give_ups", "{call}", "Calls that ended on a failure the Transport could have retried but did not (none for running out of attempts with MaxAttempts 1).", func(s pace.Stats) int64 { return s.GiveUps }},
+		return err
 	}
 	obs := make([]metric.Observable, 0, len(counters)+1)
-	ctrs := make([]metric.Int64ObservableCounter, len(counters))
+	m.ctrs = make([]metric.Int64ObservableCounter, len(counters))
 	for i, c := range counters {
-		if ctrs[i], err = meter.Int64ObservableCounter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.desc)); err != nil {
-			return nil, err
+		if m.ctrs[i], err = meter.Int64ObservableCounter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.desc)); err != nil {
+			return err
 		}
-		obs = append(obs, ctrs[i])
+		obs = append(obs, m.ctrs[i])
 	}
-	gauge, err := meter.Float64ObservableGauge("pace.client.pace", metric.WithUnit("s"),
-		metric.WithDescription("The spacing between a server's requests in force now: the slowest of its keys."))
-	if err != nil {
-		return nil, err
+	if m.gauge, err = meter.Float64ObservableGauge("pace.client.pace", metric.WithUnit("s"),
+		metric.WithDescription("The spacing between a server's requests in force now: the slowest of its keys.")); err != nil {
+		return err
 	}
-	obs = append(obs, gauge)
-	m.reg, err = meter.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
-		type paceOf struct {
-			seconds float64
-			source  string
-		}
-		sums := make(map[string][]int64)
-		paces := make(map[string]paceOf)
-		for _, s := range t.Stats() {
-			host := m.hosts.fold(s.Host)
-			v := sums[host]
-			if v == nil {
-				v = make([]int64, len(counters))
-				sums[host] = v
-			}
-			for i, c := range counters {
-				v[i] += c.value(s)
-			}
-			if sec := s.Pace.Seconds(); s.Pace > 0 && sec > paces[host].seconds {
-				paces[host] = paceOf{sec, s.PaceSource}
-			}
-		}
-		for host, v := range sums {
-			kvs := hostAttrs(host)
-			attrs := metric.WithAttributes(kvs...)
-			for i := range counters {
-				ob.ObserveInt64(ctrs[i], v[i], attrs)
-			}
-			if p, ok := paces[host]; ok {
-				ob.ObserveFloat64(gauge, p.seconds, metric.WithAttributes(append(kvs, attribute.String("pace.source", p.source))...))
-			}
-		}
-		return nil
-	}, obs...)
-	if err != nil {
-		return nil, err
+	m.reg, err = meter.RegisterCallback(m.observe, append(obs, m.gauge)...)
+	return err
+}
+
+// observe reports the Transport's Stats, summed per server.address: the
+// counters, and the slowest pace of the server's keys.
+func (m *Metrics) observe(_ context.Context, ob metric.Observer) error {
+	type paceOf struct {
+		seconds float64
+		source  string
 	}
-	t.OnEvent = m.onEvent
-	return m, nil
+	sums := make(map[string][]int64)
+	paces := make(map[string]paceOf)
+	for _, s := range m.t.Stats() {
+		host := m.hosts.fold(s.Host)
+		v := sums[host]
+		if v == nil {
+			v = make([]int64, len(counters))
+			sums[host] = v
+		}
+		for i, c := range counters {
+			v[i] += c.value(s)
+		}
+		if sec := s.Pace.Seconds(); s.Pace > 0 && sec > paces[host].seconds {
+			paces[host] = paceOf{sec, s.PaceSource}
+		}
+	}
+	for host, v := range sums {
+		kvs := hostAttrs(host)
+		attrs := metric.WithAttributes(kvs...)
+		for i := range counters {
+			ob.ObserveInt64(m.ctrs[i], v[i], attrs)
+		}
+		if p, ok := paces[host]; ok {
+			ob.ObserveFloat64(m.gauge, p.seconds, metric.WithAttributes(append(kvs, attribute.String("pace.source", p.source))...))
+		}
+	}
+	return nil
 }
 
 // scopeName is the Meter's instrumentation scope: this package's import
