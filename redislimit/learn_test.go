@@ -322,6 +322,26 @@ func TestLearnedPaceInRedis(t *testing.T) {
 		}
 	})
 
+	t.Run("no limit: a throttle pauses, then one probe", func(t *testing.T) {
+		a := newLimiter(t, rdb, pace.Limit{}, Options{Prefix: "q5:"})
+		b := newLimiter(t, rdb2, pace.Limit{}, Options{Prefix: "q5:"})
+		p, err := a.Wait(ctx, "k", 0)
+		require.NoError(t, err)
+		a.Settle(p, throttle.Outcome{Sent: true, Response: true, Pause: 200 * time.Millisecond})
+		assert.InDelta(t, 200*time.Millisecond, refusedAfter(t, b, "k"), float64(50*time.Millisecond), "paused in the other process")
+		time.Sleep(220 * time.Millisecond)
+		probe, err := b.Wait(ctx, "k", 10*time.Millisecond)
+		require.NoError(t, err)
+		assert.True(t, probe.Probe)
+		_, err = a.Wait(ctx, "k", 10*time.Millisecond)
+		assert.ErrorIs(t, err, pace.ErrWaitTooLong, "held behind the probe")
+		b.Settle(probe, answered(throttle.Quota{}))
+		p, err = a.Wait(ctx, "k", 10*time.Millisecond)
+		require.NoError(t, err)
+		assert.False(t, p.Probe)
+		assert.Zero(t, p.Delay, "no limit, no pace")
+	})
+
 	t.Run("a quota the limit holds to is not sent", func(t *testing.T) {
 		lim := newLimiter(t, rdb, pace.TokenBucket(pace.PerSecond(10), 1), Options{Prefix: "q3:"})
 		p, err := lim.Wait(ctx, "k", 0)
