@@ -40,7 +40,6 @@ func TestNewRejects(t *testing.T) {
 		{"prefix with }", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Prefix: "a}"}, "Prefix"},
 		{"negative timeout", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Timeout: -1}, "Timeout"},
 		{"negative probe lease", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{ProbeLease: -1}, "ProbeLease"},
-		{"zero limit", rdb, pace.Limit{}, Options{}, "Limit"},
 		{"invalid limit", rdb, pace.TokenBucket(pace.PerSecond(0), 1), Options{}, "Rate.N"},
 		{"sliding counter", rdb, pace.SlidingCounter(pace.PerSecond(1)), Options{}, "Limit"},
 		{"faster than 1/µs", rdb, pace.TokenBucket(pace.PerSecond(2_000_000), 1), Options{}, "Rate"},

@@ -27,8 +27,8 @@
 // script is built when the Limiter is made, from one fragment of Lua per
 // algorithm, for the kinds of the Limit's parts (at most 32), so that a
 // decision on one token bucket runs no dispatch: its commands are TIME,
-// one MGET of the pause and the bucket, and one SET, as a plain GCRA
-// limiter's are. A request that leaves later than its slot by more than
+// one MGET of the pause, the bucket and the learned pace, and one SET, as
+// a plain GCRA limiter's are. A request that leaves later than its slot by more than
 // Options.Margin has its booking moved to where it left (Limiter.Depart,
 // a second round trip), so that the limit counts it where the server saw
 // it. The scripts rely on Redis 5's default of replicating a
@@ -37,8 +37,8 @@
 // # Keys in Redis
 //
 // Any key works, of any bytes and length. A key's state lives in
-// prefix + "{" + tag + "}:p" (its pause) and prefix + "{" + tag + "}:N"
-// (part N). The hash tag puts them in one Cluster slot, so no script
+// prefix + "{" + tag + "}:p" (its pause), prefix + "{" + tag + "}:N"
+// (part N) and prefix + "{" + tag + "}:l" (its learned pace). The hash tag puts them in one Cluster slot, so no script
 // meets CROSSSLOT. A plain key is its own tag: 1 to 128 bytes of visible
 // ASCII, without '{' or '}', not starting with '#'. Any other key (empty,
 // longer, with braces, spaces, control bytes or non-ASCII) is tagged "#"
@@ -63,6 +63,20 @@
 // been full), as package pace's Keyed does; windows keep their counts. A
 // pause is at most 24 h.
 //
+// # What answers teach
+//
+// Settle shares what pace.Transport learns from an answer, as package
+// pace's Keyed learns it in one process. The server's quota headers
+// (throttle.Outcome.Quota) pace the key: its remaining requests are
+// spread over the time to its reset, and a spent quota pauses the key
+// until the reset, without a probe. A throttle that names no delay on a
+// key the Limit paces (Outcome.Cut) lowers the key's rate, pace's
+// adaptive rate, which then grows back (CUBIC). Both live in the key's
+// learned pace, one string beside its pause. Each decision reads it in
+// its one MGET, and books no earlier than the slower of the two paces
+// allows, on top of the Limit. The zero Limit configures no limit: the
+// Limiter then holds each key's pause and quota pace alone.
+//
 // # State in Redis
 //
 // Every decision checks the state it reads, in a few comparisons, against
@@ -78,7 +92,10 @@
 // range, counts as the whole limit used at now. The repaired key is
 // written back in the same script with a TTL of at most its horizon plus
 // its span, so a key recovers by itself; no TTL the scripts set exceeds the part's horizon
-// plus its span (the throttle's: twice 24 h). A key of another type under
+// plus its span (the throttle's: twice 24 h; the learned pace's: 24 h).
+// The learned pace is checked the same way: an interval or window beyond
+// 24 h, a booking beyond the horizon or a cut after now is clamped, and
+// what is no number reads as none. A key of another type under
 // the Prefix (a hash, a list: someone else's data) is left alone and Wait
 // fails with [ErrBadState]. The type check costs a command only when a
 // part's key looks absent (a key's first decision, or its first after it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -126,7 +127,10 @@ type Limiter struct {
 	args     []any         // decider's arguments common to every decision (see decideScript)
 	sliding  bool          // a part is a sliding log: decisions need a unique id
 	cancelKX []any         // cancelScript's kind, x and c per part
-	suffixes []string      // of the decision's keys: "p", then the parts' "0", "1", …
+	suffixes []string      // of the decision's keys: "p", then the parts' "0", "1", …, then "l"
+	limited  bool          // the Limit is not zero: Permit.Limited
+	interval int64         // the Limit's slowest spacing (µs; see limitInterval)
+	horizon  int64         // µs; see horizon
 	prefix   string
 	channel  string
 	dl       deadlines // bounds each round trip by timeout
@@ -153,13 +157,14 @@ var _ throttle.Limiter = (*Limiter)(nil)
 //
 // It returns a *pace.ConfigError (matching pace.ErrInvalidConfig) for a
 // nil rdb, a client without ContextTimeoutEnabled (Timeout could not bound
-// a decision), an invalid Options field, a Limit that carries an error or
-// is zero, a sliding counter (pace.SlidingCounter; not held in Redis), and
+// a decision), an invalid Options field, a Limit that carries an error, a sliding counter (pace.SlidingCounter; not held in Redis), and
 // numbers the scripts cannot compute exactly: a token bucket's or leaky
 // bucket's rate faster than one per microsecond, a fixed window's or
 // sliding log's Rate.Per under one microsecond, spans beyond 2^50 µs (about 35 years), a sliding log of
 // more than 2^20 requests per window, or more than 32 parts (pace.All). Durations are rounded up to whole
-// microseconds, the resolution of Redis's TIME.
+// microseconds, the resolution of Redis's TIME. The zero Limit sets no
+// limit: the Limiter holds each key's pause and learned pace alone (see
+// the package documentation, "What answers teach").
 func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	if rdb == nil {
 		return nil, &pace.ConfigError{Field: "rdb", Reason: "a Redis client is required"}
@@ -204,6 +209,7 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	lim := &Limiter{
 		rdb: rdb, parts: parts, prefix: prefix, channel: prefix + "throttle",
 		lease: micros(lease), margin: margin, decider: decideScript(parts),
+		limited: len(parts) > 0, interval: limitInterval(l), horizon: horizon(parts),
 	}
 	lim.onFall = o.OnFallback
 	lim.dl.init(timeout)
@@ -213,13 +219,14 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		}
 	}
 	lim.suffixes = append(lim.suffixes, "p")
-	lim.args = append(lim.args, lim.lease, parts[0].c-parts[0].span()) // the probe lease, the horizon
+	lim.args = append(lim.args, lim.lease, lim.horizon)
 	for i, p := range parts {
 		lim.suffixes = append(lim.suffixes, strconv.Itoa(i))
 		lim.sliding = lim.sliding || p.kind == kindSliding
 		lim.args = append(lim.args, []any{p.x, p.y, p.c, p.z}[:partArgs(p)]...)
 		lim.cancelKX = append(lim.cancelKX, p.kind, p.x, p.c)
 	}
+	lim.suffixes = append(lim.suffixes, "l")
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+timeout/2)
 	lim.ps = rdb.Subscribe(ctx, lim.channel) // if Redis does not answer in time, listen tries again
 	cancel()
@@ -260,7 +267,8 @@ func (l *Limiter) Close() error {
 }
 
 // keys returns the Redis keys of one decision for the key of tag (see
-// keyTag): its throttle, then one per part, all with the hash tag {tag}
+// keyTag): its throttle, then one per part, then its learned record
+// (see luaLearned), all with the hash tag {tag}
 // so that they share a slot. The keys are slices of one string, built in
 // one allocation.
 func (l *Limiter) keys(tag string) []string {
@@ -439,7 +447,7 @@ func parseDecision(v any, parts int, sliding bool) (decision, error) {
 // of bounded length, unless a pace.Transport keyed the request by host.
 // Safe for concurrent use.
 func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
-	p := throttle.Permit{Key: key}
+	p := throttle.Permit{Key: key, Limited: l.limited}
 	if err := ctx.Err(); err != nil {
 		return p, &pace.WaitError{Key: key, Err: err}
 	}
@@ -503,7 +511,7 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 		// The slot on this machine's clock, at the latest: Redis read its
 		// clock after the script was sent.
 		p.State = &inflight{lease: d.lease, at: d.at, slot: sent.Add(wait), members: d.members}
-		p.Probe, p.Strikes, p.Gen, p.Delay, p.Track = d.probe, int(d.b), uint64(d.gen), wait, true
+		p.Probe, p.Strikes, p.Gen, p.Delay, p.Track = d.probe, int(d.b), uint64(d.gen), wait, l.limited
 		if wait == 0 {
 			return p, nil
 		}
@@ -661,8 +669,8 @@ func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
 		return
 	}
 	e, _ := p.State.(*inflight)
-	if e == nil {
-		return
+	if e == nil || !l.limited {
+		return // no part to move
 	}
 	late := at.Sub(e.slot)
 	if late <= l.margin || e.moved {
@@ -684,14 +692,24 @@ func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
 // throttle (o.Pause > 0) pauses the key in Redis for o.Pause from Redis's
 // clock, for every process, and wakes their waiters; an answer ends the
 // probe's role, closing the key; a probe that ends without one hands its
-// role on. It is one round trip, skipped for a plain answer to a request
-// that was no probe and was admitted while its key had no strikes: then it
-// could only reset strikes that another process counted meanwhile, which
-// the next answer to a request admitted with strikes resets. A request
-// whose slot passed (Wait returns only then) has nothing to give back, so
-// o.Sent changes nothing else. A pause longer than 24 h counts as 24 h,
-// the longest a key's throttle holds in Redis. When Redis fails, a throttle pauses the key
-// in the Fallback limiter, if there is one. Safe for concurrent use.
+// role on. What the answer teaches is shared the same way, as package
+// pace's Keyed learns it. o.Cut lowers the key's rate (pace's adaptive
+// rate) once per strike. o.Quota, the server's quota, paces the key: its
+// Remaining requests are spread over its Reset; none remaining pauses the
+// key until the Reset, without a probe. An answer that contradicts the
+// quota already known for the same window is ignored. A quota no faster
+// than the Limit's own spacing teaches nothing, and costs no round trip.
+// Each decision applies the slower of the two paces on top of the Limit.
+//
+// It is one round trip, skipped for a plain answer (no throttle, no quota
+// to learn) to a request that was no probe and was admitted while its key
+// had no strikes: then it could only reset strikes that another process
+// counted meanwhile, which the next answer to a request admitted with
+// strikes resets. A request whose slot passed (Wait returns only then)
+// has nothing to give back, so o.Sent changes nothing else. A pause or a
+// Reset longer than 24 h counts as 24 h, the longest a key's throttle
+// holds in Redis. When Redis fails, a throttle or a quota goes to the
+// Fallback limiter, if there is one. Safe for concurrent use.
 func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	if p.Gen&fallbackBit != 0 {
 		if l.fallback != nil {
@@ -704,15 +722,19 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	if e, _ := p.State.(*inflight); e != nil {
 		lease = e.lease
 	}
-	if o.Pause <= 0 && !p.Probe && p.Strikes == 0 {
+	left, reset, bucket := l.learnt(o.Quota)
+	if o.Pause <= 0 && reset == 0 && !p.Probe && p.Strikes == 0 {
 		return
 	}
-	probe, resp := 0, 0
+	probe, resp, cut := 0, 0, 0
 	if p.Probe {
 		probe = 1
 	}
 	if o.Response {
 		resp = 1
+	}
+	if o.Cut && l.limited {
+		cut = 1
 	}
 	pause := int64(0)
 	if o.Pause > 0 {
@@ -721,9 +743,44 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	ctx, cancel := l.dl.bound(context.Background())
 	defer cancel()
 	tag := keyTag(p.Key)
-	keys := []string{l.prefix + "{" + tag + "}:p"}
-	err := settleScript.Run(ctx, l.rdb, keys, int64(p.Gen), lease, probe, pause, resp, l.channel, tag).Err()
-	if err != nil && o.Pause > 0 && l.fallback != nil {
+	base := l.prefix + "{" + tag + "}:"
+	keys := []string{base + "p", base + "l"}
+	err := settleScript.Run(ctx, l.rdb, keys, int64(p.Gen), lease, probe, pause, resp, l.channel, tag,
+		cut, l.interval, left, reset, bucket, l.horizon).Err()
+	if err != nil && (o.Pause > 0 || reset > 0) && l.fallback != nil {
 		l.fallback.Settle(throttle.Permit{Key: p.Key}, o)
 	}
+}
+
+// learnt returns what Settle's script learns of q: its remaining count,
+// its reset (µs, at most 24 h; 0: nothing to learn) and its bucket's hash
+// (see bucketHash). A quota with requests left teaches nothing when the
+// Limit holds the key to it already, as in package pace's Keyed: its
+// pace, reset/(remaining+1), or the quota's own rate (Limit per Window,
+// when stated) is no slower than the Limit's spacing, as when the client
+// is configured with the server's published limit. (Keyed learns it when
+// the key already has a pace; here that pace holds until its window
+// ends: stricter, never looser, and a round trip less.)
+func (l *Limiter) learnt(q throttle.Quota) (left, reset, bucket int64) {
+	if q.Reset <= 0 {
+		return 0, 0, 0
+	}
+	left, reset = min(int64(max(q.Remaining, 0)), maxMicros), min(micros(q.Reset), maxPause)
+	if left > 0 && l.limited && (reset/(left+1) <= l.interval ||
+		q.Limit > 0 && q.Window > 0 && micros(q.Window)/int64(q.Limit) <= l.interval) {
+		return 0, 0, 0
+	}
+	return left, reset, bucketHash(q.Bucket)
+}
+
+// bucketHash returns a number (below 2^50, exact in Lua) that names the
+// server's bucket b: 0 for none, FNV-1a of b otherwise. Answers of two
+// buckets are told apart, short of a collision of 50 bits.
+func bucketHash(b string) int64 {
+	if b == "" {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(b))
+	return max(int64(h.Sum64()&(maxMicros-1)), 1)
 }

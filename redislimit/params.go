@@ -36,6 +36,26 @@ const staleMicros = int64(pace.DefaultMaxRetryAfter / time.Microsecond)
 // written, holds a key longer.
 const maxPause = int64(24 * time.Hour / time.Microsecond)
 
+// The adaptive rate's constants, package pace's (CUBIC, as the AWS SDKs'
+// adaptive retry mode applies it): a throttle that names no delay drops
+// the key's rate to cubicBeta times its rate, which then grows as
+// cubicC·(t−K)³ + wMax, t seconds after the cut, never below
+// adaptiveFloor requests a second.
+const (
+	cubicBeta     = 0.7
+	cubicC        = 0.4
+	adaptiveFloor = 0.5
+)
+
+// quotaTolerance is how far a quota's reset may move between two answers
+// (µs) and still name the same window, as in package pace: reset headers
+// have a resolution of one second.
+const quotaTolerance = int64(time.Second / time.Microsecond)
+
+// maxRate bounds the rates the learned record holds (µ-requests a second):
+// 10^6 a second, one a microsecond, the fastest limit New accepts.
+const maxRate = 1e12
+
 // part is one part of the limit as the scripts take it.
 type part struct {
 	kind    int
@@ -90,15 +110,12 @@ func micros(d time.Duration) int64 {
 // convert returns the parts of l for the scripts, with margin (see
 // [Options].Margin), or a *pace.ConfigError naming the setting whose
 // numbers do not fit the scripts' arithmetic, or an algorithm the scripts
-// do not hold.
+// do not hold. The zero Limit has no parts.
 func convert(l pace.Limit, margin time.Duration) ([]part, error) {
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
 	ps := l.Parts()
-	if len(ps) == 0 { // the zero Limit
-		return nil, &pace.ConfigError{Field: "Limit", Value: l.String(), Reason: "the zero Limit sets no limit; a Limiter needs one"}
-	}
 	if len(ps) > maxParts {
 		return nil, &pace.ConfigError{Field: "Limit", Value: l.String(), Reason: fmt.Sprintf("has %d parts; a Limit held in Redis has at most %d", len(ps), maxParts)}
 	}
@@ -179,6 +196,19 @@ func convertPart(l pace.Limit, margin time.Duration) (part, error) {
 		return part{kind: kindSliding, x: w, y: int64(r.N)}, nil
 	}
 	return part{}, &pace.ConfigError{Field: "Limit", Value: alg, Reason: "not held in Redis: use a token bucket, leaky bucket, fixed window or sliding log"}
+}
+
+// limitInterval returns the spacing of l's slowest part (µs, rounded up;
+// 0 for the zero Limit), as package pace's algorithms state it: the
+// ceiling of the key's adaptive rate, and the spacing a server's quota
+// must be slower than to pace a limited key. l is valid (convert took it).
+func limitInterval(l pace.Limit) int64 {
+	var i int64
+	for _, p := range l.Parts() {
+		_, r, _, _ := p.Params()
+		i = max(i, micros(r.Interval()))
+	}
+	return i
 }
 
 // ceilDiv returns ⌈a/b⌉ for a >= 0, b > 0.

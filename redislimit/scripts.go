@@ -25,9 +25,12 @@ import (
 // KEYS[1] is the key's throttle, a string of 8 numbers (see luaThrottle):
 // u the end of its pause, l the pause's length, g its count of pauses (the
 // generation), s its strikes, p its throttled probe answers, h 1 while
-// half-open, q the end of the probe's lease (0: no probe in flight), i the
-// lease's number. KEYS[2..] hold the limit's parts, one key per part, all
-// in the slot of one hash tag: a string "TAT latest" (µs) for a token
+// half-open (2 after a pause without a probe, a spent quota's, until the
+// first decision after it), q the end of the probe's lease (at most now:
+// no probe in flight; 0 also when none was elected since the pause), i
+// the lease's number. KEYS[2..] hold the limit's parts, one key per part,
+// then the learned record (see luaLearned), all in the slot of one hash
+// tag: a string "TAT latest" (µs) for a token
 // bucket or pacer (GCRA), or "TAT" alone when latest is TAT − interval
 // (see setPair), "window count" for a fixed window, a sorted set of
 // booked instants for a sliding log.
@@ -119,13 +122,13 @@ if $v then
   local f = {string.match($v, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')}
   u, l, g, s = tonumber(f[1]) or 0, tonumber(f[2]) or 0, tonumber(f[3]) or 0, tonumber(f[4]) or 0
   pr, h, q, pid = tonumber(f[5]) or 0, tonumber(f[6]) or 0, tonumber(f[7]) or 0, tonumber(f[8]) or 0
-  if not (f[8] and l >= 0 and l <= $P and u <= now + l and q <= now + $P and (h == 0 or h == 1) and
+  if not (f[8] and l >= 0 and l <= $P and u <= now + l and q <= now + $P and (h == 0 or h == 1 or h == 2) and
       g >= 0 and g <= $N and s >= 0 and s <= $N and pr >= 0 and pr <= $N and pid >= 0 and pid <= $N) then
     bad = true
     if not (l >= 0) then l = 0 elseif l > $P then l = $P end
     if not (u <= now + l) then u = now + l end
     if not (q <= now + $P) then q = now + $P end
-    if h ~= 0 then h = 1 end
+    if not (h == 0 or h == 1 or h == 2) then h = 1 end
     if not (g >= 0 and g <= $N) then g = 0 end
     if not (s >= 0 and s <= $N) then s = 0 end
     if not (pr >= 0 and pr <= $N) then pr = 0 end
@@ -143,6 +146,116 @@ const luaThrottleFields = `string.format('%d %d %d %d %d %d %d %d', u, l, g, s, 
 // matter; or deletes it.
 var luaKeepThrottle = fill(luaSet, "$key", "KEYS[1]", "$val", luaThrottleFields,
 	"$us", "math.max(u - now + math.max(l, "+strconv.FormatInt(staleMicros, 10)+"), q - now)")
+
+// luaLearned reads the learned record $v (false: none) into the numbers
+// qi, qu, ql, qn, qb (the quota pace, package pace's quotaPace: its
+// interval, 0 for none; the end of its window; the latest instant booked
+// under the pace; the remaining count it was learnt from; the hash of the
+// server's bucket) and as, aw, ac (the adaptive rate, package pace's
+// adaptiveRate: the instant of the latest cut, 0 when it never cut; the
+// rate before the cut, in µ-requests a second; the ceiling's interval,
+// µs), 0 when absent, and sets lbad when it had to repair them: no answer
+// teaches an interval or a window beyond maxPause, no decision books
+// beyond now + the horizon ($H), no cut happened after now, and a rate
+// stays within 0..maxRate. Each value beyond its bound is clamped to it
+// (strict: the pace holds no longer than that), an unreadable one reads
+// as 0; an adaptive rate without a valid ceiling is dropped. A record
+// that is not 8 numbers reads as none. A later field goes at the end: a
+// record with more fields reads its first 8.
+var luaLearned = fill(`local qi, qu, ql, qn, qb, as, aw, ac, lbad = 0, 0, 0, 0, 0, 0, 0, 0, false
+if $v then
+  local f = {string.match($v, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)')}
+  qi, qu, ql, qn = tonumber(f[1]) or -1, tonumber(f[2]) or -1, tonumber(f[3]) or -1, tonumber(f[4]) or -1
+  qb, as, aw, ac = tonumber(f[5]) or -1, tonumber(f[6]) or -1, tonumber(f[7]) or -1, tonumber(f[8]) or -1
+  if not (qi >= 0 and qi <= $P and qu >= 0 and qu <= now + $P and ql >= 0 and ql <= now + $H and qn >= 0 and qn <= $N and
+      qb >= 0 and qb <= $N and as >= 0 and as <= now and aw >= 0 and aw <= $W and
+      (as == 0 and aw == 0 and ac == 0 or as > 0 and ac >= 1 and ac <= $N)) then
+    lbad = true
+    if not (qi >= 0 and qi <= $P) then qi = qi > $P and $P or 0 end
+    if not (qu >= 0 and qu <= now + $P) then qu = qu > now + $P and now + $P or 0 end
+    if not (ql >= 0 and ql <= now + $H) then ql = ql > now + $H and now + $H or 0 end
+    if not (qn >= 0 and qn <= $N) then qn = qn > $N and $N or 0 end
+    if not (qb >= 0 and qb <= $N) then qb = 0 end
+    if not (as >= 0 and as <= now) then as = as > now and now or 0 end
+    if not (aw >= 0 and aw <= $W) then aw = aw > $W and $W or 0 end
+    if not (as > 0 and ac >= 1 and ac <= $N) then as, aw, ac = 0, 0, 0 end
+  end
+end
+`, "$P", strconv.FormatInt(maxPause, 10), "$N", strconv.FormatInt(maxMicros, 10), "$W", strconv.FormatInt(maxRate, 10))
+
+// luaRate sets ar to the adaptive rate at now, in requests a second (0:
+// not adapting), as package pace's adaptiveRate.rate does: C·(t−K)³ +
+// wMax, t seconds after the cut, with K = ∛(wMax·(1−β)/C), never below
+// the floor (or the ceiling, when that is slower); over once it reaches
+// the ceiling.
+var luaRate = fill(`local ar = 0
+if as > 0 then
+  local w, cl = aw / 1e6, 1e6 / ac
+  local tt = (now - as) / 1e6 - (w * $K) ^ (1 / 3)
+  local r = $C * tt * tt * tt + w
+  if r < cl then ar = math.max(r, math.min($F, cl)) end
+end
+`, cubicPairs...)
+
+// cubicPairs fill the adaptive rate's constants into Lua: $K (1−β)/C, $C
+// and $F the floor.
+var cubicPairs = []string{"$K", strconv.FormatFloat((1-cubicBeta)/cubicC, 'g', -1, 64),
+	"$C", strconv.FormatFloat(cubicC, 'g', -1, 64), "$F", strconv.FormatFloat(adaptiveFloor, 'g', -1, 64)}
+
+// luaLearnedEnd sets le to the instant after which the learned record
+// (see luaLearned) no longer matters: the end of its quota pace's window,
+// or when its adaptive rate is back at the ceiling (K + ∛((ceiling −
+// wMax)/C) seconds after the cut), whichever is later; 0 for neither.
+// So no record is kept longer than maxPause, or a few minutes for the
+// adaptive rate.
+var luaLearnedEnd = fill(`local le = 0
+if qi > 0 then le = qu end
+if as > 0 then
+  local w, cl = aw / 1e6, 1e6 / ac
+  local e = as + ((w * $K) ^ (1 / 3) + (math.max(cl - w, 0) / $C) ^ (1 / 3)) * 1e6
+  if e > le then le = e end
+end
+`, cubicPairs...)
+
+// luaLearnedFields formats the learned record's 8 numbers.
+const luaLearnedFields = `string.format('%d %d %d %d %d %d %d %d', qi, qu, ql, qn, qb, as, aw, ac)`
+
+// keepLearned returns Lua that writes the learned record to key, kept
+// until luaLearnedEnd's instant, or deletes it.
+func keepLearned(key string) string {
+	return "do\n" + luaLearnedEnd + fill(luaSet, "$key", key, "$us", "le - now", "$val", luaLearnedFields) + "end\n"
+}
+
+// luaDecidePace declares t, the instant the decision books from, and
+// reads the key's learned record (v[$lv], KEYS[$lk]; see luaLearned): t
+// is the earliest instant its pace lets the request leave (package pace's
+// keyThrottle.paceFrom), the latest booking under the pace plus the
+// slower of the quota's interval (while its window lasts) and the
+// adaptive rate's; now when neither applies. While one does, lr holds
+// the record's numbers and luaLearnedEnd's instant, for the booking to
+// update (luaDecidePaced). The record's variables live in a block, so
+// that the script's locals stay within Lua's 200 with maxParts parts.
+var luaDecidePace = `local lr, t = nil, now
+if v[$lv] then
+` + fill(luaLearned, "$v", "v[$lv]", "$H", "ARGV[2]") + luaLearnedEnd + `if lbad then
+` + fill(luaSet, "$key", "KEYS[$lk]", "$us", "le - now", "$val", luaLearnedFields) + `end
+` + luaRate + `local pi = 0
+if qi > 0 and qu > now then pi = qi end
+if ar > 0 and math.ceil(1e6 / ar) > pi then pi = math.ceil(1e6 / ar) end
+if pi > 0 then
+  if ql + pi > now then t = ql + pi end
+  lr = {qi, qu, ql, qn, qb, as, aw, ac, le}
+end
+end
+`
+
+// luaDecidePaced records the booking at t as the pace's latest (see
+// luaDecidePace).
+const luaDecidePaced = `if lr then
+  if t > lr[3] then lr[3] = t end
+  redis.call('SET', KEYS[$lk], string.format('%d %d %d %d %d %d %d %d', unpack(lr, 1, 8)), 'PX', math.ceil(math.max(lr[9] - now, 1) / 1000) + 1)
+end
+`
 
 // luaDecideHead is the start of every decision: the throttle first
 // (paused, waiting for the probe, or electing this request as the probe).
@@ -164,13 +277,18 @@ if not ($all) and redis.call('EXISTS', $keys) > $present then
 end
 ` + fill(luaThrottle, "$v", "v[1]") + `if bad then
 ` + luaKeepThrottle + `end
-local want = ARGV[$want]
-if want and want + 0 >= 0 and pr ~= want + 0 then return {4, 0, g, pr} end
+do
+  local want = ARGV[$want]
+  if want and want + 0 >= 0 and pr ~= want + 0 then return {4, 0, g, pr} end
+end
 if u > now then return {1, u - now, g, pr} end
-local probe = 0
+local probe, resume = 0, 0
 if h == 1 then
   if q > now then return {2, q - now, g, pr} end
   probe = 1
+  if q == 0 then resume = 1 end
+elseif h == 2 then
+  resume, h = 1, 0
 end
 `
 
@@ -204,13 +322,20 @@ var algorithms = map[int]fragments{
 	// capacity × interval after it), latest at most TAT. After a pause the
 	// probe finds one unit and none saved beyond it: TAT at least u + y −
 	// x, so the unit after the probe's comes x later, without the burst
-	// the bucket saved up meanwhile (package pace's gcra.resume).
+	// the bucket saved up meanwhile (package pace's gcra.resume). The
+	// first decision after a pause (resume: the first probe, or the first
+	// decision after a pause without one) finds TAT at most u + y: every
+	// booking still held was made before u (a booking at t leaves TAT at
+	// most t + y), and those made for later were given back, which a
+	// bucket does only in part when later ones overlap them (a pace books
+	// slots far apart), so what they left is dropped.
 	kindGCRA: {
 		read: `local x$j, y$j, c$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$c] + 0, 0, 0
 ` + getPair("v[$v]", "a$j", "b$j", "x$j") + `if v[$v] and not (a$j and b$j and a$j <= now + c$j and b$j <= a$j) then
   if a$j and a$j > now + c$j then a$j = now + c$j elseif not (a$j and a$j <= now + c$j) then a$j = now + y$j end
   if not (b$j and b$j <= a$j) then b$j = a$j end
 ` + setPair("KEYS[$k]", "a$j - now", "a$j", "b$j", "x$j") + `end
+if resume == 1 and a$j > u + y$j then a$j = u + y$j end
 if probe == 1 and a$j < u + y$j - x$j then a$j = u + y$j - x$j end
 `,
 		earliest: `do
@@ -313,7 +438,8 @@ func partArgs(p part) int {
 // has a queue bound), never on their numbers, so that Redis holds one
 // script per shape of limit.
 //
-// KEYS: the throttle, then one per part. ARGV: the probe lease (µs), the
+// KEYS: the throttle, then one per part, then the learned record. ARGV:
+// the probe lease (µs), the
 // horizon (µs, see horizon), then each part's parameters (see part): x, y
 // and c, and z for a fixed window and for a GCRA part that has a queue
 // bound (see partArgs); these are the same in every decision of a
@@ -372,25 +498,33 @@ func decideText(parts []part) string {
 		}
 		arg += partArgs(p)
 	}
-	all, present := make([]string, len(mget)), make([]string, len(mget))
+	lk := strconv.Itoa(len(parts) + 2) // the learned record: the last of KEYS, and of v
+	mget, idx = append(mget, "KEYS["+lk+"]"), append(idx, lk)
+	lv := strconv.Itoa(len(mget))
+	all, present := make([]string, 0, len(mget)), make([]string, len(mget))
 	for i := range mget {
-		all[i] = "v[" + strconv.Itoa(i+1) + "]"
-		present[i] = "(" + all[i] + " and 1 or 0)"
+		present[i] = "(v[" + strconv.Itoa(i+1) + "] and 1 or 0)"
+		if i > 0 && i < len(mget)-1 {
+			all = append(all, "v["+strconv.Itoa(i+1)+"]") // the parts' keys
+		}
 	}
-	if len(all) > 1 {
-		all = all[1:] // the parts' keys
+	if len(all) == 0 { // no string part: the throttle or the learned record
+		all = append(all, "v[1] or v["+lv+"]")
 	}
 	var b strings.Builder
 	b.WriteString(fill(luaDecideHead, "$keys", strings.Join(mget, ", "), "$idx", strings.Join(idx, ", "),
 		"$all", strings.Join(all, " and "), "$present", strings.Join(present, " + "), "$want", strconv.Itoa(bound+1)))
+	b.WriteString(fill(luaDecidePace, "$lv", lv, "$lk", lk))
 	b.WriteString(read.String())
-	// The earliest instant every part admits: for one part, its earliest
-	// (which admits); for more, passes until none moves, at most 16.
-	if len(parts) == 1 {
-		b.WriteString("local t = now\n")
+	// The earliest instant every part admits, from the pace's: for one
+	// part, its earliest (which admits); for more, passes until none
+	// moves, at most 16.
+	switch len(parts) {
+	case 0:
+	case 1:
 		b.WriteString(earliest.String())
-	} else {
-		b.WriteString("local t, settled = now, false\nfor _ = 1, 16 do\nlocal t0 = t\n")
+	default:
+		b.WriteString("local settled = false\nfor _ = 1, 16 do\nlocal t0 = t\n")
 		b.WriteString(earliest.String())
 		b.WriteString("if t == t0 then settled = true break end\nend\nif not settled then return {3, 0, 4, pr} end\n")
 	}
@@ -402,9 +536,12 @@ func decideText(parts []part) string {
 end
 `)
 	b.WriteString(book.String())
+	b.WriteString(fill(luaDecidePaced, "$lk", lk))
 	b.WriteString("local lease = 0\nif probe == 1 then\n  pid = pid + 1\n  q = now + ARGV[1]\n")
 	b.WriteString(luaKeepThrottle)
-	b.WriteString("  lease = pid\nend\n")
+	b.WriteString("  lease = pid\nelseif resume == 1 then\n")
+	b.WriteString(luaKeepThrottle)
+	b.WriteString("end\n")
 	if sliding {
 		b.WriteString("return {0, d, g, s, probe, lease, t, " + strings.Join(members, ", ") + "}\n")
 	} else {
@@ -469,38 +606,93 @@ end
 return 0
 `)
 
-// settleScript records how a request ended, as the in-memory throttle
-// engine of package pace does (a 429's pause, strikes, the probe's answer).
-// ARGV: gen and lease of the Permit, probe (1/0), pause (0: none),
-// response (1/0), channel, the key's tag (keyTag). It writes nothing for
-// a key that has no throttle and met none. It publishes "p <gen> <tag>"
-// when it set or extended the pause, "a <probes> <tag>" when it ended the
-// probe's role.
-var settleScript = redis.NewScript(luaNow + `
+// settleScript records how a request ended, as package pace's Keyed
+// does (a 429's pause, strikes, the probe's answer, and what the answer
+// taught: the adaptive rate's cut, the server's quota). KEYS: the
+// throttle and the learned record. ARGV: gen and lease of the Permit,
+// probe (1/0), pause (0: none), response (1/0), channel, the key's tag
+// (keyTag), cut (1/0; with a pause), the ceiling's interval (µs, the
+// limit's; see limitInterval), the quota's remaining count and reset (µs;
+// 0: no quota) and bucket hash, the horizon (µs). It writes nothing for
+// a key that has no throttle and met none, and learnt nothing. It
+// publishes "p <gen> <tag>" when it set or extended the pause, "a
+// <probes> <tag>" when it ended the probe's role.
+//
+// A quota is learnt as package pace's keyThrottle.learn does: remaining
+// requests are spaced reset/(remaining+1) apart until the reset; none
+// remaining pauses the key until the reset, without a probe. An answer
+// that contradicts the pace of the same bucket in a window that has not
+// ended is old news and ignored: its reset a second or more earlier, or
+// more remaining within the same window. An answer of another bucket
+// replaces the pace only when slower. A cut (a new strike: the Permit's
+// generation is the throttle's) drops the adaptive rate to β times its
+// rate at now, or the ceiling's if it was not adapting. A pause moves the
+// pace's latest booking back to now at the latest, as the bookings after
+// it are given back.
+var settleScript = redis.NewScript(settleText)
+
+// settleText is settleScript's text.
+var settleText = luaNow + `
 local pgen, plea, probe, pause, resp =
   tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local ch, key = ARGV[6], ARGV[7]
+local cut, ci, left, reset, bucket, hz =
+  tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
 local th = redis.call('GET', KEYS[1])
-if pause <= 0 and not th then return 0 end
-` + fill(luaThrottle, "$v", "th") + `local mine = probe == 1 and q > now and pid == plea
+local lv = redis.call('GET', KEYS[2])
+if pause <= 0 and reset <= 0 and not th then return 0 end
+` + fill(luaThrottle, "$v", "th") + fill(luaLearned, "$v", "lv", "$H", "hz") + `local lw = lbad
+local mine = probe == 1 and q > now and pid == plea
 local msg = nil
 if pause > 0 then
+  if cut == 1 and pgen == g then
+` + luaRate + `    if ar <= 0 then ar = 1e6 / ci end
+    as, aw, ac, lw = now, math.floor(ar * 1e6), ci, true
+  end
   if pgen == g then s = s + 1 end
   if mine then q, pr, msg = 0, pr + 1, 'a ' end
   if not (pgen ~= g and u <= now and h == 0) and now + pause > u then
     u, l, g, h, msg = now + pause, pause, g + 1, 1, 'p '
+    if q <= now then q = 0 end
   end
 elseif resp == 1 then
   if mine then q, msg = 0, 'a ' end
   s = 0
   if u <= now and q <= now then h = 0 end
 elseif mine then
-  q, msg = 0, 'a '
+  q, msg = now, 'a '
 end
-` + luaKeepThrottle + `if msg == 'p ' then redis.call('PUBLISH', ch, msg .. string.format('%d', g) .. ' ' .. key)
+if reset > 0 then
+  local till, iv, old = now + reset, math.max(math.floor(reset / (left + 1)), 1), false
+  if qi > 0 and qu > now then
+    if bucket ~= qb then old = left > 0 and iv <= qi
+    elseif till < qu - ` + strconv.FormatInt(quotaTolerance, 10) + ` then old = true
+    elseif till <= qu + ` + strconv.FormatInt(quotaTolerance, 10) + ` and left > qn then old = true end
+  end
+  if not old then
+    lw = true
+    if left == 0 then
+      qi, qu, qn, qb = 0, 0, 0, 0
+      if till > u then
+        u, l, g, msg = till, reset, g + 1, 'p '
+        if h == 0 then h = 2 end
+        if q <= now then q = 0 end
+      end
+    else
+      qi, qu, qn, qb = iv, till, left, bucket
+      if now > ql then ql = now end
+    end
+  end
+end
+if msg == 'p ' and ql > now then ql, lw = now, true end
+if th or msg then
+` + luaKeepThrottle + `end
+if lw then
+` + keepLearned("KEYS[2]") + `end
+if msg == 'p ' then redis.call('PUBLISH', ch, msg .. string.format('%d', g) .. ' ' .. key)
 elseif msg then redis.call('PUBLISH', ch, msg .. string.format('%d', pr) .. ' ' .. key) end
 return 0
-`)
+`
 
 // departScript moves the booking a decision made at instant t (ARGV[1])
 // to t + L (ARGV[2], > 0), where its request actually left, as package
