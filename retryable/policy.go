@@ -132,7 +132,8 @@ func oneAttemptPerHost(h pace.Hosts) error {
 
 // Install makes c wait and retry by p and send every attempt through t: it
 // sets c.CheckRetry and c.Backoff to p's methods, and c.HTTPClient to a
-// copy of it (Timeout, Jar and CheckRedirect kept) whose Transport is t.
+// copy of it (Timeout, Jar and CheckRedirect kept) whose Transport is t
+// (or wraps t, when c has a PrepareRetry: see below).
 // t paces each attempt by its Limits or Limiter, makes each wait out its
 // host's cooldown, and pauses the host on a 429 (or a 503 with a delay) for
 // every goroutine and every client that shares t. t must make one attempt

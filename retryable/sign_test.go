@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,12 +206,14 @@ func TestInstallPrepareRetry(t *testing.T) {
 	t.Cleanup(srv.Close)
 	tr := signTransport(nil, 1)
 	errPrepare := errors.New("no token")
+	var failed atomic.Int32
 	var clients []*retryablehttp.Client
 	for _, name := range []string{"a", "b", "fail"} {
 		c, base := newClient(t, 3, time.Millisecond, time.Millisecond)
 		tr.Base = base
 		c.PrepareRetry = func(req *http.Request) error {
 			if name == "fail" {
+				failed.Add(1)
 				return errPrepare
 			}
 			req.Header.Set("X-Client", name)
@@ -229,6 +232,7 @@ func TestInstallPrepareRetry(t *testing.T) {
 	}
 	_, err := clients[2].Get(srv.URL)
 	require.ErrorIs(t, err, errPrepare)
+	assert.Equal(t, int32(1), failed.Load(), "PrepareRetry calls: no retry after its error")
 	mu.Lock()
 	assert.Equal(t, []string{"a", "b"}, seen, "each client's header; nothing sent for the failed one")
 	mu.Unlock()
