@@ -26,6 +26,12 @@
 // retryable.Install wants it, the client making the retries) makes no
 // retries and counts no give-up for running out of attempts.
 //
+// A server may count more requests than pace.client.attempts: net/http
+// resends a replayable request (GET, HEAD, OPTIONS, TRACE, or with an
+// Idempotency-Key header) by itself when a reused connection dies before
+// the answer, and pace does not see it. It counts fewer when an attempt
+// never reached it, as on a refused connection.
+//
 // server.address is the host in the form [pace.Hosts] matches it: lower
 // case, punycode, no trailing dot, no port 80 or 443. So every spelling of
 // a host is one value, in the counters and the histograms alike.

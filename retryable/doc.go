@@ -40,6 +40,10 @@
 //     give-up, and the client retries them (its own "giving up after N
 //     attempt(s)" is for its ErrorHandler to report). A server delay above
 //     MaxRetryAfter still counts ([pace.ReasonDelayTooLong]).
+//   - The Transport calls the client's PrepareRetry once its waits are
+//     over, before every attempt, the first included. So a signature or a
+//     token it sets is fresh when the attempt leaves. A request signed
+//     before Do is signed again. See [Policy.Install].
 //
 // # Moving to pace.Transport
 //
@@ -65,8 +69,9 @@
 //	                                                      from the response's body
 //	ErrorHandler               as is                      ErrorOnGiveUp: an *AttemptsError whose
 //	                                                      Response holds the last response
-//	PrepareRetry               as is                      PrepareAttempt(req, attempt), before every
-//	                                                      attempt, the first included
+//	PrepareRetry               called by the Transport    PrepareAttempt(req, attempt), after the
+//	                           after its waits, before    waits, before every attempt, the first
+//	                           every attempt              included
 //	RequestLogHook,            as is                      OnEvent (EventWait, EventThrottle, EventRetry,
 //	ResponseLogHook                                       EventGiveUp)
 //	Logger (Logger or          as is                      Logger (*slog.Logger, debug level)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -53,6 +54,8 @@ func (p *Policy) maxRetryAfter() time.Duration {
 // CheckRetry is a [retryablehttp.CheckRetry]. In order:
 //
 //   - The context ended: no retry, and the context's error.
+//   - The client's PrepareRetry failed (see [Policy.Install]): no retry,
+//     and its error.
 //   - An error that no retry can mend ([pace.ErrInvalidConfig],
 //     [pace.ErrBurstExceeded], [pace.ErrWaitExceedsDeadline]: the pacing
 //     Transport refused the attempt, nothing was sent): no retry, and
@@ -69,6 +72,9 @@ func (p *Policy) maxRetryAfter() time.Duration {
 func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if ctx.Err() != nil {
 		return false, ctx.Err()
+	}
+	if pe := (*prepareError)(nil); errors.As(err, &pe) {
+		return false, pe.err
 	}
 	if err != nil && (errors.Is(err, pace.ErrInvalidConfig) || errors.Is(err, pace.ErrBurstExceeded) ||
 		errors.Is(err, pace.ErrWaitExceedsDeadline)) {
@@ -126,7 +132,8 @@ func oneAttemptPerHost(h pace.Hosts) error {
 
 // Install makes c wait and retry by p and send every attempt through t: it
 // sets c.CheckRetry and c.Backoff to p's methods, and c.HTTPClient to a
-// copy of it (Timeout, Jar and CheckRedirect kept) whose Transport is t.
+// copy of it (Timeout, Jar and CheckRedirect kept) whose Transport is t
+// (or wraps t, when c has a PrepareRetry: see below).
 // t paces each attempt by its Limits or Limiter, makes each wait out its
 // host's cooldown, and pauses the host on a 429 (or a 503 with a delay) for
 // every goroutine and every client that shares t. t must make one attempt
@@ -134,10 +141,20 @@ func oneAttemptPerHost(h pace.Hosts) error {
 // MaxAttempts above 1: c makes the retries) and return responses, not
 // errors (ErrorOnGiveUp false: c's CheckRetry and Backoff read them); t.Base
 // nil means pace's default Base, as always (set Base to
-// c.HTTPClient.Transport to keep the client's own). Install returns, and
-// changes nothing then, a [*pace.ConfigError] (matching
-// [pace.ErrInvalidConfig]) for a nil argument, a t that breaks those rules,
-// an invalid t (see [pace.Transport.Validate]), or a negative
+// c.HTTPClient.Transport to keep the client's own).
+//
+// If c has a PrepareRetry, t calls it instead of c, after t's waits, so
+// that a signature or a token it sets is fresh when the attempt leaves.
+// It is then called before every attempt, the first included. It gets
+// t's copy of the request: its changes do not carry over to the next
+// attempt. If it fails, that attempt is not sent, and c returns its error
+// without a retry. For this, Install sets t.PrepareAttempt, which must be
+// nil (or set by an earlier Install), and c.PrepareRetry to nil; t reads
+// PrepareAttempt once, at its first use, so call Install before that.
+//
+// Install returns, and changes nothing then, a [*pace.ConfigError]
+// (matching [pace.ErrInvalidConfig]) for a nil argument, a t that breaks
+// those rules, an invalid t (see [pace.Transport.Validate]), or a negative
 // p.MaxRetryAfter. Call it before c's first use; it is not safe for
 // concurrent use with c.
 func (p *Policy) Install(c *retryablehttp.Client, t *pace.Transport) error {
@@ -153,6 +170,13 @@ func (p *Policy) Install(c *retryablehttp.Client, t *pace.Transport) error {
 	case t.ErrorOnGiveUp:
 		return &pace.ConfigError{Field: "ErrorOnGiveUp", Value: true, Reason: "must be false: CheckRetry and Backoff read the response"}
 	}
+	prepare := c.PrepareRetry
+	if pr, ok := httpTransport(c).(*preparing); ok && prepare == nil {
+		prepare = pr.prepare // Install ran before: keep the client's PrepareRetry
+	}
+	if prepare != nil && t.PrepareAttempt != nil && !isPrepareAttempt(t.PrepareAttempt) {
+		return &pace.ConfigError{Field: "PrepareAttempt", Reason: "set, and the client has a PrepareRetry, which Install calls there: use one"}
+	}
 	if err := oneAttemptPerHost(t.Limits); err != nil {
 		return err
 	}
@@ -164,7 +188,75 @@ func (p *Policy) Install(c *retryablehttp.Client, t *pace.Transport) error {
 		hc = *c.HTTPClient
 	}
 	hc.Transport = t
+	if prepare != nil {
+		if t.PrepareAttempt == nil {
+			t.PrepareAttempt = prepareAttempt
+		}
+		hc.Transport = &preparing{t: t, prepare: prepare}
+		c.PrepareRetry = nil
+	}
 	c.HTTPClient = &hc
 	c.CheckRetry, c.Backoff = p.CheckRetry, p.Backoff
 	return nil
 }
+
+// httpTransport returns c's http.Client's Transport, or nil.
+func httpTransport(c *retryablehttp.Client) http.RoundTripper {
+	if c.HTTPClient == nil {
+		return nil
+	}
+	return c.HTTPClient.Transport
+}
+
+// prepareKey is the context key under which a [preparing] passes a
+// client's PrepareRetry to [prepareAttempt].
+type prepareKey struct{}
+
+// preparing is the Transport of a client that has a PrepareRetry: it sends
+// each request through t with prepare in its context, for t's
+// PrepareAttempt. Clients that share t keep their own PrepareRetry.
+type preparing struct {
+	t       *pace.Transport
+	prepare retryablehttp.PrepareRetry
+}
+
+// RoundTrip sends req through t, prepare in a shallow copy's context.
+func (p *preparing) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req == nil {
+		return p.t.RoundTrip(nil)
+	}
+	resp, err := p.t.RoundTrip(req.WithContext(context.WithValue(req.Context(), prepareKey{}, p.prepare)))
+	if resp != nil {
+		resp.Request = req
+	}
+	return resp, err
+}
+
+// CloseIdleConnections closes t's idle connections.
+func (p *preparing) CloseIdleConnections() { p.t.CloseIdleConnections() }
+
+// prepareAttempt is the PrepareAttempt Install sets: it calls the
+// PrepareRetry in req's context, if any, once pace's waits are over.
+func prepareAttempt(req *http.Request, _ int) error {
+	f, _ := req.Context().Value(prepareKey{}).(retryablehttp.PrepareRetry)
+	if f == nil {
+		return nil
+	}
+	if err := f(req); err != nil {
+		return &prepareError{err: err}
+	}
+	return nil
+}
+
+// isPrepareAttempt reports whether f is [prepareAttempt], set by an
+// earlier Install (funcs compare only to nil, so by code pointer).
+func isPrepareAttempt(f func(*http.Request, int) error) bool {
+	return reflect.ValueOf(f).Pointer() == reflect.ValueOf(prepareAttempt).Pointer()
+}
+
+// prepareError is the error of a client's PrepareRetry, called by
+// [prepareAttempt]; CheckRetry stops the retries on it.
+type prepareError struct{ err error }
+
+func (e *prepareError) Error() string { return e.err.Error() }
+func (e *prepareError) Unwrap() error { return e.err }
