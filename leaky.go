@@ -59,8 +59,10 @@ type LeakyOptions struct {
 // of ReserveAt and Wait queue without a count bound (see [LeakyOptions]).
 // nginx counts on a millisecond clock; this pacer counts nanoseconds.
 //
-// It mirrors uber-go/ratelimit's Take with WithSlack(S) too, as
-// LeakyOptions{Slack: S, MaxDelay: a long bound}.
+// LeakyOptions{Slack: S, MaxDelay: a long bound} is close to
+// uber-go/ratelimit's Take with WithSlack(S), with one difference: a fresh
+// pacer here starts with its slack whole (S+1 at once), where uber's starts
+// with none (0, then one interval apart) and earns slack only by idling.
 //
 // Each request takes one slot; a call may take n <= Slack+1 slots at once,
 // since a bigger n would release more than Slack+1 at one instant.

@@ -461,3 +461,20 @@ func BenchmarkLeakyBucketReserveAtParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestLeakyFreshSlackIsWhole: a fresh pacer with Slack 2 at 10/s lets 3
+// requests through at once, then one every 100 ms; uber-go/ratelimit's
+// WithSlack(2) starts with no slack instead (0, 100 ms, 200 ms), as
+// LeakyBucket's doc says.
+func TestLeakyFreshSlackIsWhole(t *testing.T) {
+	s, err := NewShaper(LeakyBucket(PerSecond(10), LeakyOptions{Slack: 2}))
+	require.NoError(t, err)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var got []time.Duration
+	for range 5 {
+		r, err := s.ReserveAt(t0, 1)
+		require.NoError(t, err)
+		got = append(got, r.Delay)
+	}
+	assert.Equal(t, []time.Duration{0, 0, 0, 100 * time.Millisecond, 200 * time.Millisecond}, got)
+}
