@@ -168,6 +168,8 @@ type Progress struct {
 type Report struct {
 	Results []Result // Results[i] is the account of items[i]
 	Summary Summary  // the counts of the whole run
+
+	tl *timeline // what the run did over time (see WriteHTML), or nil
 }
 
 // ItemError is the error of one failed item, as found in an [*Error] (as
