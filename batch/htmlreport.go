@@ -20,11 +20,12 @@ const (
 	listedItems  = 10  // in-doubt and failed items listed by ID
 	maxErrorText = 200 // bytes of a failed item's error text shown
 	chartW       = 780 // a chart's width in pixels
-	chartH       = 170 // a chart's height in pixels
+	chartH       = 170 // a chart's height in pixels; a run of one key gets a taller one
+	tallH        = 260
 	plotL        = 46  // the plot area's left edge
 	plotR        = 766 // the plot area's right edge
 	plotT        = 28  // the plot area's top edge
-	plotB        = 146 // the plot area's bottom edge
+	plotBelow    = 24  // the plot area's bottom edge, above the chart's
 )
 
 // WriteHTML writes r as one self-contained HTML page: for each key of the
@@ -113,7 +114,7 @@ func (r *Report) view() pageView {
 		row("resumed", s.Resumed)
 		row("redone", s.Redone)
 	}
-	row("throttled", s.Throttled)
+	row("throttled or refused", s.Throttled)
 	row("pauses", s.Pauses)
 	row("requeued", s.Requeued)
 	row("retries", s.Retries)
@@ -168,6 +169,10 @@ func (tl *timeline) view(v *pageView) {
 		keys = append(keys, rest)
 	}
 	n := max(int((tl.end+tl.width-1)/tl.width), 1)
+	h := chartH
+	if len(keys) == 1 {
+		h = tallH
+	}
 	for _, s := range keys {
 		kv := keyView{
 			Key: s.text, Sent: int(s.total[evSent]), Throttled: int(s.total[evThrottled]),
@@ -183,7 +188,7 @@ func (tl *timeline) view(v *pageView) {
 			r := s.learned[k-1].rate
 			kv.Learned = fmt.Sprintf("%d per %v", r.N, r.Per.Round(time.Millisecond))
 		}
-		kv.Chart = tl.chart(s, n, paced, ceiling)
+		kv.Chart = tl.chart(s, n, h, paced, ceiling)
 		v.Keys = append(v.Keys, kv)
 	}
 }
@@ -233,10 +238,11 @@ func (tl *timeline) rates(s *series, n int) (bars, window []float64) {
 // perSecond returns r in requests per second.
 func perSecond(r pace.Rate) float64 { return float64(r.N) / r.Per.Seconds() }
 
-// chart draws s over n buckets, against the Transport's pace and the
-// ceiling (per second; 0: none).
-func (tl *timeline) chart(s *series, n int, paced, ceiling float64) chartView {
-	c := chartView{W: chartW, H: chartH, L: plotL, R: plotR, T: plotT, B: plotB, PH: plotB - plotT, PaceY: -1, CeilingY: -1}
+// chart draws s over n buckets, h pixels high, against the Transport's
+// pace and the ceiling (per second; 0: none).
+func (tl *timeline) chart(s *series, n, h int, paced, ceiling float64) chartView {
+	plotB := h - plotBelow
+	c := chartView{W: chartW, H: h, L: plotL, R: plotR, T: plotT, B: plotB, PH: plotB - plotT, PaceY: -1, CeilingY: -1}
 	bars, window := tl.rates(s, n)
 	top := max(slices.Max(bars), slices.Max(window), paced, ceiling, 1)
 	for _, st := range s.learned {
