@@ -29,11 +29,16 @@ const (
 )
 
 // WriteHTML writes r as one self-contained HTML page: for each key of the
-// run, a chart of the requests sent per second over time, against the
-// key's limit when known, with each throttle, refusal, requeue, failure and
-// pause marked; and the Summary beside it. It fetches nothing and needs no
+// run, a chart of the requests sent per second over time, and the Summary
+// beside it. The chart marks each throttle, refusal, requeue, failure and
+// pause. It draws the limits known: the pace of the key's pace.Transport at
+// the end of the run ([pace.Stats]), the limit learned from throttles, and
+// Options.Rate. It fetches nothing and needs no
 // script: the charts are inline SVG. The six busiest keys are drawn apart
-// and the others together.
+// and the others together, as are all keys past the first 32 a run met.
+// Requests are counted as they leave (net/http/httptrace), the client
+// Transport's own retries included; an item function other than [HTTP]'s
+// counts one request per attempt.
 //
 // Keys are shown as pace's logs show them: a host as it is, any other key
 // (an API key, say) as a fingerprint. Error text is shown without URL

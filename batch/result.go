@@ -164,7 +164,7 @@ type Progress struct {
 }
 
 // Report is what [Run] returns: one Result per item, in input order, and
-// their Summary.
+// their Summary. [Report.WriteHTML] draws the run over time.
 type Report struct {
 	Results []Result // Results[i] is the account of items[i]
 	Summary Summary  // the counts of the whole run

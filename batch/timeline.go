@@ -9,7 +9,7 @@ import (
 )
 
 // The bounds of a run's timeline, so that its memory stays bounded however
-// long the run and however many keys (at most about 200 KB).
+// long the run and however many keys (under 1 MB).
 const (
 	maxSeries   = 32                     // keys recorded apart; later keys are counted as "other"
 	maxBuckets  = 600                    // buckets per key; past them, buckets double in width
