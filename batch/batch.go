@@ -119,6 +119,7 @@ type runner[T any] struct {
 
 	ceiling *pace.Shaper // Options.Rate, or nil
 	gate    *gate        // the throttles of the run's keys
+	tl      *timeline    // what the run did over time, for Report.WriteHTML
 
 	sum Summary // counters kept as the run goes
 }
@@ -233,6 +234,7 @@ func (r *runner[T]) resumeInDoubt(i int, s *itemState) {
 // to do and nothing is in flight.
 func (r *runner[T]) loop() {
 	r.started = time.Now()
+	r.tl = newTimeline(r.started, r.opts.Rate, r.opts.HidePath)
 	timer := time.NewTimer(time.Hour) // armed only while a wake is due
 	timer.Stop()
 	for {
@@ -329,12 +331,12 @@ func (r *runner[T]) launch(idx int, now time.Time, requeue bool) {
 		r.requeueInflight++
 	}
 	a := &attempt{idx: idx, requeue: requeue, start: now}
-	a.state.gate, a.state.ceiling, a.state.item = r.gate, r.ceiling, &r.marks[idx]
+	a.state.gate, a.state.ceiling, a.state.item, a.state.tl = r.gate, r.ceiling, &r.marks[idx], r.tl
 	actx := context.WithValue(r.ctx, attemptKey{}, &a.state)
 	it := r.items[idx]
 	go func() {
 		if a.state.permit, a.err = r.gate.pass(actx, "", r.ceiling, false, false); a.err == nil {
-			a.start = time.Now()
+			a.start, a.state.passed = time.Now(), true
 			if a.err = a.state.item.begin(a.start); a.err == nil {
 				a.err = r.fn(actx, it)
 			}
@@ -356,6 +358,7 @@ func (r *runner[T]) finish(a *attempt) {
 		r.inLine(a, we.Delay, now)
 		return
 	}
+	r.recordSent(a)
 	res := &r.results[a.idx]
 	res.Duration += a.dur
 	if s := int(a.state.status.Load()); s != 0 {
@@ -375,16 +378,23 @@ func (r *runner[T]) finish(a *attempt) {
 		}
 	case kind == serverThrottle:
 		r.sum.Throttled++
+		if a.state.status.Load() != 0 || statusOf(a.err) != 0 {
+			r.record(a, evThrottled, now) // answered: a 429, say
+		} else {
+			r.record(a, evRefused, now) // the Transport held it for the key's pause: nothing sent
+		}
 		r.unsent(a.idx, now)
 		r.throttled(a, delay, now)
 	case kind == clientRefusal:
 		r.sum.Throttled++
+		r.record(a, evRefused, now)
 		r.unsent(a.idx, now)
 		r.refused(a, delay, now)
 	case errors.Is(a.err, ErrInDoubt): // HTTP refused to send it again
 		r.gate.settle(p, a.start, now, false, 0)
 		r.sum.Redone-- // counted when it was scheduled to be redone
 		r.settle(res, InDoubt, now)
+		r.record(a, evInDoubt, now)
 	case errors.As(a.err, new(*JournalError)): // its start could not be recorded: nothing was done
 		r.gate.settle(p, a.start, now, false, 0)
 		r.settle(res, Interrupted, now)
@@ -400,6 +410,9 @@ func (r *runner[T]) finish(a *attempt) {
 	default:
 		r.failed(a, res, now)
 	}
+	if r.sum.Pauses > 0 { // a limit is learned only after a pause
+		r.tl.learnedAt(p.Key, r.gate.learnedRate(p.Key), now)
+	}
 	r.progress(a.idx)
 }
 
@@ -408,8 +421,11 @@ func (r *runner[T]) finish(a *attempt) {
 // fails, and with StopOnError the run stops.
 func (r *runner[T]) failed(a *attempt, res *Result, now time.Time) {
 	opened := r.gate.settle(a.state.permit, a.start, now, true, 0)
-	if !r.requeue(a, now) {
+	if r.requeue(a, now) {
+		r.record(a, evRequeued, now)
+	} else {
 		r.settle(res, Failed, now)
+		r.record(a, evFailed, now)
 		if r.opts.StopOnError {
 			r.halt(&ItemError{Index: res.Index, ID: res.ID, Status: res.Status, Err: res.Err})
 		}
@@ -484,7 +500,11 @@ func (r *runner[T]) journalErr(err error) error {
 func (r *runner[T]) throttled(a *attempt, delay time.Duration, now time.Time) {
 	p := a.state.permit
 	pause := r.pauseFor(delay, p.Strikes)
-	if r.gate.settle(p, a.start, now, false, pause) {
+	news := r.gate.settle(p, a.start, now, false, pause)
+	if until, paused := r.gate.pauseEnd(p.Key); paused {
+		r.tl.pause(p.Key, a.state.host, news, now, until)
+	}
+	if news {
 		r.sum.Pauses++
 		r.progressPause()
 	}
@@ -617,6 +637,25 @@ func (r *runner[T]) progress(idx int) {
 
 func (r *runner[T]) progressPause() { r.progress(-1) }
 
+// record adds an event of attempt a at now to the run's timeline, under
+// the attempt's key.
+func (r *runner[T]) record(a *attempt, kind eventKind, now time.Time) {
+	r.tl.record(a.state.permit.Key, a.state.host, a.state.tr, kind, now)
+}
+
+// recordSent adds attempt a's departure to the timeline when no request
+// of HTTP reported it: an attempt of another item function left when the
+// gate let it through; one of HTTP whose Transport reports no departures
+// (no net/http underneath) left when it entered its key, if answered.
+func (r *runner[T]) recordSent(a *attempt) {
+	switch st := &a.state; {
+	case !st.keyed && st.passed:
+		r.record(a, evSent, a.start)
+	case st.keyed && st.wrote.Load() == 0 && st.status.Load() != 0:
+		r.record(a, evSent, st.entered)
+	}
+}
+
 // report settles what the loop left open and builds the Report and error.
 func (r *runner[T]) report() (*Report, error) {
 	now := time.Now()
@@ -632,7 +671,8 @@ func (r *runner[T]) report() (*Report, error) {
 			r.halt(r.journalErr(err))
 		}
 	}
-	rep := &Report{Results: r.results, Summary: r.snapshot()}
+	r.tl.finish(now)
+	rep := &Report{Results: r.results, Summary: r.snapshot(), tl: r.tl}
 	s := rep.Summary
 	if s.Failed == 0 && s.Interrupted == 0 && s.InDoubt == 0 && s.NotStarted == 0 && !r.stopJournal() {
 		return rep, nil // the context may have ended after the last start: nothing was lost

@@ -233,6 +233,22 @@ func (g *gate) paused() (bool, time.Time) {
 	return g.throttled > 0, g.until
 }
 
+// pauseEnd returns the end of key's latest pause, and whether the key is
+// paused or waits for its probe's answer.
+func (g *gate) pauseEnd(key string) (time.Time, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ki := g.info(key)
+	return ki.until, ki.throttled
+}
+
+// learnedRate returns key's learned limit, or the zero Rate.
+func (g *gate) learnedRate(key string) pace.Rate {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.info(key).learn.rate()
+}
+
 // attemptKey is the context key of an attempt's state.
 type attemptKey struct{}
 
@@ -249,6 +265,14 @@ type attemptState struct {
 	// statuses are the Statuses of the client's pace.Transport for HTTP's
 	// request (nil: the defaults), which the item's requeues follow.
 	statuses []int
+
+	// For the run's timeline (see Report.WriteHTML).
+	tl      *timeline
+	passed  bool            // the gate let the attempt through under the run's key
+	host    bool            // the key HTTP entered is the request's host, shown as it is
+	tr      *pace.Transport // the client's Transport, when HTTP's is one
+	entered time.Time       // when HTTP entered its key
+	wrote   atomic.Int32    // the requests of HTTP that left, as net/http reports them
 }
 
 // enter passes the attempt through the gate under key (the key of an

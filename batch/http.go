@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptrace"
 	"time"
 
 	"github.com/pacehttp/pace"
@@ -95,13 +96,17 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 			return errNilURL
 		}
 		if a != nil {
-			key, own := gateKey(client, req)
+			key, own, host := gateKey(client, req)
+			a.host = host
+			a.tr, _ = clientTransport(client).(*pace.Transport)
 			if err := a.enter(ctx, key); err != nil {
 				return err
 			}
+			rctx := a.departures(req.Context(), key)
 			if own {
-				req = req.WithContext(queued.With(req.Context())) // the Transport hands its pauses back
+				rctx = queued.With(rctx) // the Transport hands its pauses back
 			}
+			req = req.WithContext(rctx)
 			if a.item != nil {
 				if err := a.item.sending(req); err != nil {
 					return err
@@ -152,19 +157,37 @@ func (a *attemptState) hidePath() bool {
 	return a != nil && a.item != nil && a.item.run.hidePath
 }
 
-// gateKey returns the key a request's throttles pause in a run, and
-// whether it is the key of client's pace.Transport (client.Transport is
-// one): its Transport.Key for the request, or else its host as
-// pace.Transport keys hosts (see pace.Hosts). With any other Transport it
-// is the host, and false.
-func gateKey(client *http.Client, req *http.Request) (string, bool) {
+// gateKey returns the key a request's throttles pause in a run, whether
+// it is the key of client's pace.Transport (client.Transport is one), and
+// whether it is the request's host: its Transport.Key for the request, or
+// else its host as pace.Transport keys hosts (see pace.Hosts). With any
+// other Transport it is the host, and own is false.
+func gateKey(client *http.Client, req *http.Request) (key string, own, host bool) {
 	t, ok := clientTransport(client).(*pace.Transport)
 	if ok && t.Key != nil {
 		if k := t.Key(req); k != "" {
-			return k, true
+			return k, true, false
 		}
 	}
-	return hostkey.Request(req), ok
+	return hostkey.Request(req), ok, true
+}
+
+// departures returns ctx with a net/http/httptrace hook that records in
+// the run's timeline each request that leaves under key, the client
+// Transport's own retries included. pace.Transport's hook, which counts
+// departures for its limiter, composes with it.
+func (a *attemptState) departures(ctx context.Context, key string) context.Context {
+	a.entered = time.Now()
+	if a.tl == nil {
+		return ctx
+	}
+	tl, tr, host := a.tl, a.tr, a.host
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+		if info.Err == nil {
+			a.wrote.Add(1)
+			tl.record(key, host, tr, evSent, time.Now())
+		}
+	}})
 }
 
 // clientTransport returns the RoundTripper client sends with.

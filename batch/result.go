@@ -164,10 +164,12 @@ type Progress struct {
 }
 
 // Report is what [Run] returns: one Result per item, in input order, and
-// their Summary.
+// their Summary. [Report.WriteHTML] draws the run over time.
 type Report struct {
 	Results []Result // Results[i] is the account of items[i]
 	Summary Summary  // the counts of the whole run
+
+	tl *timeline // what the run did over time (see WriteHTML), or nil
 }
 
 // ItemError is the error of one failed item, as found in an [*Error] (as

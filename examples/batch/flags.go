@@ -47,6 +47,7 @@ type config struct {
 	journal     string        // -journal: JSON Lines file that makes the run resumable
 	timeout     time.Duration // -timeout: longest one call may take, its retries included
 	faults      bool          // -faults: a flaky local API, and the calls are charges (POST)
+	report      string        // -report: HTML file the run's picture is written to
 }
 
 // clientRate returns the pace, in calls per second, the client keeps.
@@ -70,6 +71,7 @@ func flagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.mismatch, "mismatch", false, fmt.Sprintf("pace the client at %g× the API's limit, to watch 429s and host pauses at work (not with -margin)", mismatchFactor))
 	fs.StringVar(&c.journal, "journal", "", "JSON Lines journal of finished items: a run started again with the same file skips them")
 	fs.BoolVar(&c.faults, "faults", false, fmt.Sprintf("a flaky local API: %g%% of answers 503, %g%% of connections reset (half after the charge was applied); the calls are charges (POST) with batch.HTTP's Idempotency-Key (not with -url)", 100*faultUnavailable, 100*faultReset))
+	fs.StringVar(&c.report, "report", "", "write a picture of the run to this HTML file: requests per second against the limit, 429s and pauses (batch.Report.WriteHTML)")
 	fs.DurationVar(&c.timeout, "timeout", defaultTimeout, "longest one call may take, the Transport's waits and retries included; a call that takes longer fails")
 	return fs
 }
@@ -129,6 +131,11 @@ func parseArgs(args []string) (config, error) {
 			return c, err
 		}
 	}
+	if c.report != "" {
+		if err := checkReport(c.report); err != nil {
+			return c, err
+		}
+	}
 	return c, nil
 }
 
@@ -157,6 +164,19 @@ func checkJournal(path string) error {
 		return fmt.Errorf("-journal %q: %v", path, oneLine(err))
 	}
 	return f.Close()
+}
+
+// checkReport reports, on one line, why path cannot be the report: it
+// must not be a directory, and its directory must exist.
+func checkReport(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("-report %q is a directory, want a file", path)
+	}
+	dir := filepath.Dir(path)
+	if di, err := os.Stat(dir); err != nil || !di.IsDir() {
+		return fmt.Errorf("-report %q: directory %q does not exist", path, dir)
+	}
+	return nil
 }
 
 // oneLine returns err's message without the path an *fs.PathError repeats.

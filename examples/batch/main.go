@@ -3,6 +3,7 @@
 //
 //	go run ./examples/batch              # 300 calls, about 4.5 seconds
 //	go run ./examples/batch -mismatch    # a client set 1.5× too fast, an API without RateLimit fields: 429s, pauses, still nothing lost
+//	go run ./examples/batch -mismatch -report run.html  # the same, and a picture of the run to open in a browser
 //	go run ./examples/batch -h           # the flags
 //
 // It starts, on loopback (127.0.0.1, a free port), an API that allows at most

@@ -56,6 +56,8 @@ func TestFlagErrors(t *testing.T) {
 		{"negative timeout", []string{"-timeout", "-1s"}, "-timeout must be positive"},
 		{"timeout without unit", []string{"-timeout", "30"}, "-timeout"},
 		{"timeout not a duration", []string{"-timeout", "soon"}, "-timeout"},
+		{"report in no directory", []string{"-report", "/no/such/dir/report.html"}, "-report"},
+		{"report a directory", []string{"-report", os.TempDir()}, "-report"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,6 +224,31 @@ func TestRunMismatch(t *testing.T) {
 	}
 	if !progressLine {
 		t.Errorf("no \"batch-level done: \" line:\n%s", stdout.String())
+	}
+}
+
+// TestRunReport: -report writes the run's picture, a page with the host's
+// chart, its 429 marked, and as many requests sent as the API counted.
+func TestRunReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "report.html")
+	var stdout bytes.Buffer
+	tl, err := execute(t.Context(), mustConfig(t, "-n", "30", "-rate", "20", "-mismatch", "-report", path), &stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<svg class="key"`, `class="sent"`, `class="throttle"`, fmt.Sprintf("sent %d,", tl.admitted+tl.refused)} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report lacks %q:\n%s", want, page)
+		}
+	}
+	stdout.Reset()
+	tl.print(&stdout)
+	if !strings.Contains(stdout.String(), "report  "+path) {
+		t.Errorf("the summary does not name the report:\n%s", stdout.String())
 	}
 }
 

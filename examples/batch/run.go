@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -134,6 +135,12 @@ func execute(ctx context.Context, cfg config, stdout io.Writer) (t tally, err er
 	if rep == nil { // nothing ran: the journal could not be opened, say
 		return t, runErr
 	}
+	if cfg.report != "" {
+		if err := writeReport(cfg.report, rep); err != nil {
+			return t, err
+		}
+		t.report = cfg.report
+	}
 	t.Summary = rep.Summary
 	t.Ideal = ideal(t.Items-t.Resumed, cfg.rate)
 	shown := t.Summary
@@ -147,6 +154,22 @@ func execute(ctx context.Context, cfg config, stdout io.Writer) (t tally, err er
 		}
 	}
 	return t, nil
+}
+
+// writeReport writes rep's picture to path as HTML (see -report).
+func writeReport(path string, rep *batch.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("-report: %v", oneLine(err))
+	}
+	if err := rep.WriteHTML(f); err != nil {
+		f.Close()
+		return fmt.Errorf("-report %q: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("-report %q: %w", path, err)
+	}
+	return nil
 }
 
 // ideal returns the least time for calls calls spaced evenly at rate per

@@ -15,6 +15,7 @@ type tally struct {
 	rate    int    // the API's limit, requests in any second
 	err     error  // batch.Run's error, nil when every item succeeded
 	journal string // -journal, or empty
+	report  string // -report, once written, or empty
 
 	// At the API; only when it is the local one.
 	local             bool
@@ -106,6 +107,9 @@ func (t tally) print(w io.Writer) {
 	}
 	if t.client429 > 0 {
 		fmt.Fprintln(w, "Each 429 paused the whole host for the API's Retry-After; the Transport then sent the call again, and the pacer resumed.")
+	}
+	if t.report != "" {
+		fmt.Fprintf(w, "report  %s (open it in a browser)\n", t.report)
 	}
 	if t.ok() {
 		fmt.Fprintf(w, "OK: all %d calls succeeded, none lost\n", t.Items)

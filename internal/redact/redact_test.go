@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -100,4 +101,18 @@ func TestHidePath(t *testing.T) {
 	require.ErrorAs(t, Error(ue, true), &gu)
 	assert.Equal(t, "https://hooks.slack.com/[redacted]", gu.URL)
 	assert.ErrorIs(t, Error(ue, true), context.Canceled)
+}
+
+// TestKeyText: a host is shown as it is; a key the caller chose, and a
+// host too long to be one, as "key~" and 12 hex digits of its SHA-256.
+func TestKeyText(t *testing.T) {
+	text, shown := KeyText("api.example:443", true)
+	assert.Equal(t, "api.example:443", text)
+	assert.True(t, shown)
+	text, shown = KeyText("sk_live_SECRET", false)
+	assert.Equal(t, "key~95697d8551e8", text)
+	assert.False(t, shown)
+	long := strings.Repeat("a", MaxHostKeyText+1)
+	text, _ = KeyText(long, true)
+	assert.Regexp(t, `^key~[0-9a-f]{12}$`, text)
 }
