@@ -345,7 +345,10 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 		switch {
 		case e.c != nil:
 			r, err = decideCell(k.alg, e.c, slot, e.now, 1, left, deadline, true)
-		case slot == e.now:
+		case slot == e.now: // no limit, and the pace lets it go now
+			if e.st != nil {
+				e.st.th.paced(slot) // the pace's latest: the next are spaced after it
+			}
 			p.State = leaseOnly(e, lease)
 			e.close(false)
 			return p, nil
