@@ -253,7 +253,9 @@ func TestMostParts(t *testing.T) {
 	lim := newLimiter(t, rdb, pace.All(parts...), Options{})
 	p, err := lim.Wait(ctx, "k", 0)
 	require.NoError(t, err)
-	assert.Zero(t, p.Delay)
+	// At once, but for a fixed window's margin when Redis's clock is within
+	// it of the window's start (a run in CI met 1.051 ms).
+	assert.LessOrEqual(t, p.Delay, DefaultMargin)
 	lim.Settle(p, throttle.Outcome{Sent: true, Response: true})
 	keys, err := rdb.Keys(ctx, DefaultPrefix+"*").Result()
 	require.NoError(t, err)
