@@ -150,7 +150,7 @@ func (e *entry) withdraw(b *booking) {
 
 // depart records that b's request was written at t. A request that left
 // later than its slot counts where it left (algorithm.depart), plus the
-// departure margin, and the bookings after it move back by as much, so that
+// key's departure margin (margin.go), and the bookings after it move back by as much, so that
 // no two requests of the key reach the wire closer than the limit allows
 // (net/http/httptrace reports the instant).
 func (e *entry) depart(b *booking, t int64) {
@@ -160,7 +160,7 @@ func (e *entry) depart(b *booking, t int64) {
 		return
 	}
 	if e.c != nil {
-		t = satAdd(t, departMargin(e.k.alg.interval()))
+		t = satAdd(t, st.th.margin.at(e.k.alg.interval()))
 	}
 	if e.c != nil && t > b.at {
 		e.replan(i, func() {
@@ -540,16 +540,23 @@ func (k *Keyed) Depart(p throttle.Permit, at time.Time) {
 // so a quota never makes requests go faster than it; an answer that
 // contradicts the quota already known for the same window (its reset moved
 // more than a second earlier, or more remains than an earlier answer said)
-// is ignored, and the pace ends with its window. o.Cut lowers the key's
-// rate (see [Transport], "Adaptive rate"). Safe for concurrent use.
+// is ignored, and the pace ends with its window.
+//
+// The key's departure margin learns (see [Transport], "Spacing"). A first
+// throttle of a request that left at its limit's slot (p.Track), without
+// a quota, doubles the margin, up to a 20th of the limit's interval. 128
+// answers in a row without one halve it again. o.Cut lowers the key's rate
+// (see [Transport], "Adaptive rate"), unless the margin widened. Safe for
+// concurrent use.
 func (k *Keyed) Settle(p throttle.Permit, o throttle.Outcome) {
 	k.mustInit()
 	k.settle(&p, o)
 }
 
 // settle is Settle with the Permit passed by pointer. o.Quota, when its
-// Reset is positive, is the server's quota, from o.At; o.Cut lowers the
-// key's rate (adaptiveRate), once per strike.
+// Reset is positive, is the server's quota, from o.At; a throttle widens
+// the margin or, with o.Cut, lowers the key's rate, once per strike
+// (learnThrottle).
 func (k *Keyed) settle(p *throttle.Permit, o throttle.Outcome) {
 	q := o.Quota
 	t := int64(0) // not read yet
@@ -578,13 +585,16 @@ func (k *Keyed) settle(p *throttle.Permit, o throttle.Outcome) {
 	}
 	switch {
 	case o.Pause > 0:
-		if o.Cut && e.c != nil && (st == nil || uint32(p.Gen) == st.th.gen) { // a new strike, not the same news again
-			e.state().th.adapt.cut(e.now, e.k.alg.interval())
+		if e.c != nil && (st == nil || uint32(p.Gen) == st.th.gen) { // a new strike, not the same news again
+			e.learnThrottle(p, o)
 		}
 		e.throttle(int64(o.Pause), uint32(p.Gen), lease, true)
 	case st == nil:
 	case o.Response:
 		st.th.answered(e.now, lease)
+		if p.Track {
+			st.th.margin.answered(e.now, e.k.alg.interval())
+		}
 		if p.Probe {
 			st.broadcast()
 		}
@@ -596,6 +606,22 @@ func (k *Keyed) settle(p *throttle.Permit, o throttle.Outcome) {
 		e.learn(q)
 	}
 	e.close(e.c != nil && (e.tracked || o.Pause > 0))
+}
+
+// learnThrottle learns from a new strike, a throttle o of p's request, of a
+// key with a limit. The first throttle of a request that left at its
+// limit's slot (p.Track), with no quota stated, is the server's clock
+// disagreeing with ours: it widens the key's departure margin (margin.go).
+// Otherwise, or once the margin is at its widest, o.Cut lowers the key's
+// rate (adaptiveRate).
+func (e *entry) learnThrottle(p *throttle.Permit, o throttle.Outcome) {
+	i := e.k.alg.interval()
+	if p.Track && p.Strikes == 0 && o.Quota.Reset <= 0 && e.state().th.margin.widen(e.now, i) {
+		return
+	}
+	if o.Cut {
+		e.state().th.adapt.cut(e.now, i)
+	}
 }
 
 // learn applies the server's quota q, stated at e.now, to the key (see
@@ -657,18 +683,3 @@ func refuseWait(key string, d, left time.Duration, until, deadline int64) error 
 	}
 	return nil
 }
-
-// departMargin is how much later than it actually left a request of a
-// binding limit with the given interval counts as leaving: 1.5 ms, or a
-// twentieth of the interval when that is shorter. Servers count arrivals on
-// their own clocks, after their own scheduling: on loopback, nginx
-// limit_req (a millisecond clock) refused requests written 100.2 ms after
-// the previous one at 10 r/s, and package middleware's exact sliding log,
-// behind net/http's server in a test binary built with -race, saw the 11th
-// request of a window up to about a millisecond less than a second after
-// the first. With 0.5 ms, those tests met a 429 in about one run in three;
-// with 1.5 ms, in none of 8. Go's timers add their own lateness (up to
-// 1 ms) to every gap, and the margin comes on top: at 10 r/s the two cost
-// about 2.3 % of the rate. The pause after a 429 absorbs what the margin
-// does not cover.
-func departMargin(interval int64) int64 { return min(1500*int64(time.Microsecond), interval/20) }
