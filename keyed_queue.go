@@ -487,8 +487,12 @@ func (k *Keyed) sleepBooked(ctx context.Context, key string, b *booking, deadlin
 			return false, &WaitError{Key: key, Delay: d, Err: errDeadline}
 		}
 		ch := e.st.waitCh()
+		var i int64
+		if e.c != nil {
+			i = e.k.alg.interval()
+		}
 		e.close(false)
-		if err := sleepOn(ctx, key, d, ch); err != nil {
+		if err := sleepSlot(ctx, key, d, time.Duration(i), ch); err != nil {
 			e := k.open(clampNow(int64(time.Since(k.epoch))), key, b.over)
 			e.withdraw(b)
 			e.close(true)
