@@ -15,10 +15,11 @@ import (
 // throttled, half-open, or has requests waiting or on their way.
 type keyState struct {
 	th keyThrottle
-	// pending holds the bookings not yet departed, in booking order (which
+	// pending holds the bookings not yet answered, in booking order (which
 	// is also the order of their slots): requests still waiting for their
-	// slot, then requests released and on their way to the wire whose
-	// departure the store has asked to hear of (see Permit.Track).
+	// slot, then requests released and on their way to the wire or to their
+	// answer, whose departure the store has asked to hear of (see
+	// Permit.Track).
 	pending []*booking
 	// wake, when non-nil, is closed (and cleared) to make every request
 	// waiting on the key look again: the pause was set, the probe was
@@ -31,6 +32,7 @@ type booking struct {
 	at       int64  // booked instant, ns since the store's epoch; 0 once given back by a pause
 	floor    int64  // the earliest instant the key's quota pace allowed it (keyThrottle.paceFrom); replan keeps it
 	released bool   // its wait is over; it is on its way to the wire
+	wrote    int64  // when its request was written (Depart); 0: not yet
 	probe    uint32 // the probe role it holds (keyThrottle.lease); 0: it is no probe
 	over     bool   // booked on the shared overflow state
 }
@@ -150,25 +152,51 @@ func (e *entry) withdraw(b *booking) {
 
 // depart records that b's request was written at t. A request that left
 // later than its slot counts where it left (algorithm.depart), plus the
-// key's departure margin (margin.go), and the bookings after it move back by as much, so that
-// no two requests of the key reach the wire closer than the limit allows
-// (net/http/httptrace reports the instant).
+// key's departure margin (margin.go), and the bookings after it move back
+// by as much, so that no two requests of the key reach the wire closer
+// than the limit allows (net/http/httptrace reports the instant). With a
+// limit, b stays in the queue until its answer (see entry.answer).
 func (e *entry) depart(b *booking, t int64) {
 	st := e.st
 	i := st.index(b)
 	if i < 0 {
 		return
 	}
-	if e.c != nil {
-		t = satAdd(t, st.th.margin.at(e.k.alg.interval()))
+	if e.c == nil {
+		st.pending = slices.Delete(st.pending, i, i+1)
+		return
 	}
-	if e.c != nil && t > b.at {
+	b.wrote = t
+	e.move(i, satAdd(t, st.th.margin.at(e.k.alg.interval())))
+}
+
+// answer records that b's request, written at b.wrote, was answered at
+// e.now, without a throttle. An answer later than the key's quickest
+// (margin.answer) says the server got to the request late, and may have
+// counted it late: nginx stamps an arrival when its worker wakes. When
+// that is more than the margin, b counts that much after it left, and the
+// bookings after it move back.
+func (e *entry) answer(b *booking) {
+	i := e.st.index(b)
+	if i < 0 || b.wrote == 0 || e.c == nil {
+		return
+	}
+	m, iv := &e.st.th.margin, e.k.alg.interval()
+	if late := m.answer(e.now-b.wrote, iv); late > m.at(iv) {
+		e.move(i, satAdd(b.wrote, late))
+	}
+}
+
+// move counts the booking at position i of the queue at t when that is
+// later than its instant, and moves the bookings after it back.
+func (e *entry) move(i int, t int64) {
+	b := e.st.pending[i]
+	if t > b.at {
 		e.replan(i, func() {
 			e.k.alg.depart(e.c, e.now, b.at, t)
 			b.at = t
 		})
 	}
-	st.pending = slices.Delete(st.pending, i, i+1)
 }
 
 // replan gives back the bookings after position i of the queue, latest
@@ -549,9 +577,11 @@ func (k *Keyed) Depart(p throttle.Permit, at time.Time) {
 // The key's departure margin learns (see [Transport], "Spacing"). A first
 // throttle of a request that left at its limit's slot (p.Track), without
 // a quota, doubles the margin, up to a 20th of the limit's interval. 128
-// answers in a row without one halve it again. o.Cut lowers the key's rate
-// (see [Transport], "Adaptive rate"), unless the margin widened. Safe for
-// concurrent use.
+// answers in a row without one halve it again. A Tracked request answered
+// later than the key's quickest answers counts as leaving that much later
+// (up to the same 20th), and the key's later slots move back. o.Cut
+// lowers the key's rate (see [Transport], "Adaptive rate"), unless the
+// margin widened. Safe for concurrent use.
 func (k *Keyed) Settle(p throttle.Permit, o throttle.Outcome) {
 	k.mustInit()
 	k.settle(&p, o)
@@ -582,6 +612,9 @@ func (k *Keyed) settle(p *throttle.Permit, o throttle.Outcome) {
 	st := e.st
 	if st != nil && b != nil {
 		if o.Sent {
+			if p.Track && o.Response && o.Pause <= 0 {
+				e.answer(b)
+			}
 			st.drop(b) // Depart, if told, has placed it already
 		} else {
 			e.withdraw(b)

@@ -11,7 +11,10 @@ import "time"
 // machine would slow every client, so each key learns its own, between
 // baseMargin and maxMargin (DESIGN.md, "The margin learns"): a throttle of
 // a request that left at its limit's slot doubles it, and a run of
-// marginRun answers without one halves it again.
+// marginRun answers without one halves it again. A server that gets to a
+// request late also answers it late, so an answer later than the key's
+// quickest makes its request count that much after it left, up to
+// maxMargin (entry.answer).
 
 // baseMargin is the margin a key starts with, for a limit with the given
 // interval (ns): 1.5 ms, or a 64th of the interval when that is shorter.
@@ -27,13 +30,39 @@ func maxMargin(interval int64) int64 { return max(baseMargin(interval), interval
 // that left at their limit's slot, halve a widened margin.
 const marginRun = 128
 
-// margin is a key's learnt departure margin. The zero margin is the base.
-// Methods take explicit time and the key's interval (ns); the owner holds
-// its lock.
+// margin is a key's learnt departure margin, and how quickly the key's
+// server answers. The zero margin is the base. Methods take explicit time
+// and the key's interval (ns); the owner holds its lock.
 type margin struct {
 	d     int64  // the margin, ns; 0: baseMargin
 	clean uint32 // answers without a throttle since d last changed
 	keep  int64  // until when a widened margin outlives an idle key
+	// The quickest answer (write to answer, ns, plus 1; 0: none) of the
+	// previous marginRun answers and of those since, and how many those are.
+	fastPrev, fast int64
+	answers        uint32
+}
+
+// answer records an answer that came rtt after its request was written,
+// and returns how much later than the key's quickest answer it came, up
+// to maxMargin: a request the server got to late, which it may also have
+// counted late.
+func (m *margin) answer(rtt, interval int64) int64 {
+	if rtt < 0 {
+		return 0
+	}
+	rtt++ // stored one more, so that 0 names none
+	if m.fast == 0 || rtt < m.fast {
+		m.fast = rtt
+	}
+	quickest := m.fast
+	if m.fastPrev > 0 {
+		quickest = min(quickest, m.fastPrev)
+	}
+	if m.answers++; m.answers >= marginRun {
+		m.fastPrev, m.fast, m.answers = m.fast, 0, 0
+	}
+	return min(rtt-quickest, maxMargin(interval))
 }
 
 // at returns the margin for a limit of the given interval.
@@ -64,7 +93,7 @@ func (m *margin) answered(now, interval int64) {
 	}
 	m.d, m.clean = max(m.d/2, baseMargin(interval)), 0
 	if m.d == baseMargin(interval) {
-		*m = margin{}
+		m.d = 0
 		return
 	}
 	m.keep = satAdd(now, marginRun*interval)

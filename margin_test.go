@@ -186,13 +186,14 @@ func TestKeyedLearnThrottle(t *testing.T) {
 // TestMarginStopsNginxStyle429: a fake nginx limit_req without burst at
 // 10 r/s (https://nginx.org/en/docs/http/ngx_http_limit_req_module.html):
 // it refuses, with a 429 that names no delay, an arrival less than 100 ms
-// after the last admitted one, on its own clock, which stamps every 7th
-// arrival 2.5 ms late (its scheduling), so the arrival after it looks 2.5 ms
-// early. A client at exactly 10 r/s with the base margin of 1.5 ms meets
-// the first such pair as a 429; the margin widens to 3 ms and no later pair
+// after the last admitted one, on its own clock, which reads 2.5 ms early
+// for every 8th arrival (nginx reads its clock once per turn of its event
+// loop), so that arrival looks 2.5 ms early, and its answer is not late.
+// A client at exactly 10 r/s with the base margin of 1.5 ms meets the
+// first such arrival as a 429; the margin widens to 3 ms and no later one
 // is refused, and the rate is not cut: 50 calls take about the ideal time.
-// With the margin fixed, every such pair would be refused; with the cut
-// answering the first 429, as before, the rest went at 0.7 × the rate.
+// With the margin fixed, every such arrival would be refused; with the
+// cut answering the first 429, as before, the rest went at 0.7 × the rate.
 func TestMarginStopsNginxStyle429(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const (
@@ -214,8 +215,8 @@ func TestMarginStopsNginxStyle429(t *testing.T) {
 			defer mu.Unlock()
 			arrivals++
 			stamp := time.Now()
-			if arrivals%7 == 0 {
-				stamp = stamp.Add(late)
+			if arrivals%7 == 1 && arrivals > 1 {
+				stamp = stamp.Add(-late)
 			}
 			if !last.IsZero() && stamp.Sub(last) < interval {
 				refused = append(refused, arrivals)
@@ -256,5 +257,94 @@ func TestMarginStopsNginxStyle429(t *testing.T) {
 		for _, st := range tr.Stats() {
 			assert.NotEqual(t, "adaptive", st.PaceSource, "the rate was not cut")
 		}
+	})
+}
+
+// TestMarginAnswer: margin.answer on explicit round trips: the excess over
+// the quickest answer of this run of marginRun answers and the one before,
+// capped at maxMargin.
+func TestMarginAnswer(t *testing.T) {
+	const i = 100 * msNs // 10/s: maxMargin 5 ms
+	var m margin
+	assert.Zero(t, m.answer(300_000, i), "the first answer is the quickest")
+	assert.Equal(t, int64(3_000_000), m.answer(3_300_000, i), "3 ms late")
+	assert.Equal(t, 5*msNs, m.answer(20*msNs, i), "capped at maxMargin")
+	assert.Zero(t, m.answer(200_000, i), "a quicker one")
+	assert.Equal(t, int64(100_000), m.answer(300_000, i))
+	assert.Zero(t, m.answer(-1, i), "a clock that went back: nothing")
+	for range 2 * marginRun { // two whole runs of slower answers: the old quickest is forgotten
+		m.answer(1*msNs, i)
+	}
+	assert.Equal(t, int64(500_000), m.answer(1500_000, i), "the quickest of the latest runs")
+}
+
+// TestAnswerLateCountsLate: a fake nginx limit_req without burst at 10 r/s
+// whose worker gets to every 5th request 3 ms late (it was not scheduled),
+// stamping it then, and answering then: the answer shows the delay, so
+// the request counts from when the server saw it, and the next one leaves
+// late enough. No 429, and no widened margin. With only the departure
+// margin (1.5 ms), the first such request's successor was refused.
+func TestAnswerLateCountsLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			n        = 50
+			interval = 100 * time.Millisecond
+			late     = 3 * time.Millisecond
+		)
+		var (
+			mu       sync.Mutex
+			arrivals int
+			last     time.Time
+			refused  int
+		)
+		base := testhttp.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.WroteRequest != nil {
+				tr.WroteRequest(httptrace.WroteRequestInfo{})
+			}
+			mu.Lock()
+			arrivals++
+			slow := arrivals%5 == 0
+			mu.Unlock()
+			if slow {
+				time.Sleep(late)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if stamp := time.Now(); last.IsZero() || stamp.Sub(last) >= interval {
+				last = stamp
+				return testhttp.Response(http.StatusOK), nil
+			}
+			refused++
+			return testhttp.Response(http.StatusTooManyRequests), nil
+		})
+		k, err := NewKeyed(LeakyBucket(PerSecond(10), LeakyOptions{Queue: 100}), KeyedOptions{})
+		require.NoError(t, err)
+		tr := &Transport{Base: base, Limiter: k}
+		start := time.Now()
+		var wg sync.WaitGroup
+		jobs := make(chan int, n)
+		for i := range n {
+			jobs <- i
+		}
+		close(jobs)
+		for range 4 {
+			wg.Go(func() {
+				for range jobs {
+					req, _ := http.NewRequest(http.MethodGet, "http://nginx.test/", nil)
+					resp, err := tr.RoundTrip(req)
+					if assert.NoError(t, err) {
+						resp.Body.Close()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		elapsed, ideal := time.Since(start), time.Duration(n-1)*interval
+		t.Logf("%d arrivals, %d × 429, elapsed %.3f × ideal", arrivals, refused, float64(elapsed)/float64(ideal))
+		assert.Zero(t, refused, "429s")
+		m, cut := keyLearnt(k, "nginx.test")
+		assert.Equal(t, baseMargin(int64(interval)), m, "margin not widened")
+		assert.False(t, cut)
+		assert.LessOrEqual(t, elapsed, ideal*103/100, "elapsed")
 	})
 }
