@@ -31,9 +31,9 @@ type keyState struct {
 type booking struct {
 	at       int64  // booked instant, ns since the store's epoch; 0 once given back by a pause
 	floor    int64  // the earliest instant the key's quota pace allowed it (keyThrottle.paceFrom); replan keeps it
-	released bool   // its wait is over; it is on its way to the wire
 	wrote    int64  // when its request was written (Depart); 0: not yet
 	probe    uint32 // the probe role it holds (keyThrottle.lease); 0: it is no probe
+	released bool   // its wait is over; it is on its way to the wire
 	over     bool   // booked on the shared overflow state
 }
 
@@ -177,8 +177,11 @@ func (e *entry) depart(b *booking, t int64) {
 // that is more than the margin, b counts that much after it left, and the
 // bookings after it move back.
 func (e *entry) answer(b *booking) {
+	if b.wrote == 0 || e.c == nil {
+		return
+	}
 	i := e.st.index(b)
-	if i < 0 || b.wrote == 0 || e.c == nil {
+	if i < 0 {
 		return
 	}
 	m, iv := &e.st.th.margin, e.k.alg.interval()
