@@ -581,10 +581,10 @@ func (k *Keyed) Depart(p throttle.Permit, at time.Time) {
 // throttle of a request that left at its limit's slot (p.Track), without
 // a quota, doubles the margin, up to a 20th of the limit's interval. 128
 // answers in a row without one halve it again. A Tracked request answered
-// later than the key's quickest answers counts as leaving that much later
-// (up to the same 20th), and the key's later slots move back. o.Cut
-// lowers the key's rate (see [Transport], "Adaptive rate"), unless the
-// margin widened. Safe for concurrent use.
+// later than the key's quickest recent answers counts as leaving that
+// much later (up to the same 20th), and the key's later slots move back.
+// o.Cut lowers the key's rate (see [Transport], "Adaptive rate"), unless
+// the margin widened. Safe for concurrent use.
 func (k *Keyed) Settle(p throttle.Permit, o throttle.Outcome) {
 	k.mustInit()
 	k.settle(&p, o)

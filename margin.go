@@ -13,8 +13,8 @@ import "time"
 // a request that left at its limit's slot doubles it, and a run of
 // marginRun answers without one halves it again. A server that gets to a
 // request late also answers it late, so an answer later than the key's
-// quickest makes its request count that much after it left, up to
-// maxMargin (entry.answer).
+// quickest recent one makes its request count that much after it left, up
+// to maxMargin (entry.answer).
 
 // baseMargin is the margin a key starts with, for a limit with the given
 // interval (ns): 1.5 ms, or a 64th of the interval when that is shorter.
@@ -30,6 +30,11 @@ func maxMargin(interval int64) int64 { return max(baseMargin(interval), interval
 // that left at their limit's slot, halve a widened margin.
 const marginRun = 128
 
+// quickRun is how many answers a key's quickest answer is taken over, at
+// least (margin.answer): few, so that a server that has become slower
+// for all its answers, which keeps their spacing, pushes none of them.
+const quickRun = 8
+
 // margin is a key's learnt departure margin, and how quickly the key's
 // server answers. The zero margin is the base. Methods take explicit time
 // and the key's interval (ns); the owner holds its lock.
@@ -38,15 +43,15 @@ type margin struct {
 	clean uint32 // answers without a throttle since d last changed
 	keep  int64  // until when a widened margin outlives an idle key
 	// The quickest answer (write to answer, ns, plus 1; 0: none) of the
-	// previous marginRun answers and of those since, and how many those are.
+	// previous quickRun answers and of those since, and how many those are.
 	fastPrev, fast int64
 	answers        uint32
 }
 
 // answer records an answer that came rtt after its request was written,
-// and returns how much later than the key's quickest answer it came, up
-// to maxMargin: a request the server got to late, which it may also have
-// counted late.
+// and returns how much later than the key's quickest recent answer it
+// came, up to maxMargin: a request the server got to late, which it may
+// also have counted late.
 func (m *margin) answer(rtt, interval int64) int64 {
 	if rtt < 0 {
 		return 0
@@ -59,7 +64,7 @@ func (m *margin) answer(rtt, interval int64) int64 {
 	if m.fastPrev > 0 {
 		quickest = min(quickest, m.fastPrev)
 	}
-	if m.answers++; m.answers >= marginRun {
+	if m.answers++; m.answers >= quickRun {
 		m.fastPrev, m.fast, m.answers = m.fast, 0, 0
 	}
 	return min(rtt-quickest, maxMargin(interval))

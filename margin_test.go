@@ -261,7 +261,7 @@ func TestMarginStopsNginxStyle429(t *testing.T) {
 }
 
 // TestMarginAnswer: margin.answer on explicit round trips: the excess over
-// the quickest answer of this run of marginRun answers and the one before,
+// the quickest answer of this run of quickRun answers and the one before,
 // capped at maxMargin.
 func TestMarginAnswer(t *testing.T) {
 	const i = 100 * msNs // 10/s: maxMargin 5 ms
@@ -272,7 +272,7 @@ func TestMarginAnswer(t *testing.T) {
 	assert.Zero(t, m.answer(200_000, i), "a quicker one")
 	assert.Equal(t, int64(100_000), m.answer(300_000, i))
 	assert.Zero(t, m.answer(-1, i), "a clock that went back: nothing")
-	for range 2 * marginRun { // two whole runs of slower answers: the old quickest is forgotten
+	for range 2 * quickRun { // two whole runs of slower answers: the old quickest is forgotten
 		m.answer(1*msNs, i)
 	}
 	assert.Equal(t, int64(500_000), m.answer(1500_000, i), "the quickest of the latest runs")

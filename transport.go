@@ -120,11 +120,10 @@ const DefaultMaxWait = 5 * time.Minute
 // a 429 or 503 of a request that left at its slot doubles it, up to a 20th
 // of the interval, instead of lowering the rate; 128 answers in a row
 // without one halve it again. A request answered later than the key's
-// quickest answers counts as leaving that much later, up to the same 20th:
-// a server that got to it late may have counted it late. The last stretch
-// of a paced wait yields
-// instead of sleeping on a timer, since Go's timers wake up to a
-// millisecond late.
+// quickest recent answers counts as leaving that much later, up to the
+// same 20th: a server that got to it late may have counted it late. The
+// last stretch of a paced wait yields instead of sleeping on a timer,
+// since Go's timers wake up to a millisecond late.
 //
 // # Contract
 //
