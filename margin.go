@@ -9,7 +9,7 @@ import "time"
 // limit_req (a millisecond clock) refused requests at 10 r/s that pace had
 // written more than 101.5 ms apart. A fixed margin wide enough for every
 // machine would slow every client, so each key learns its own, between
-// baseMargin and maxMargin (DESIGN.md, "The margin learns"): a throttle of
+// baseMargin and maxMargin: a throttle of
 // a request that left at its limit's slot doubles it, and a run of
 // marginRun answers without one halves it again. A server that gets to a
 // request late also answers it late, so an answer later than the key's

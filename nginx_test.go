@@ -119,11 +119,12 @@ func TestNginxLimitReqNoBurst(t *testing.T) {
 
 // TestNginxLimitReqNoBurstSeries is TestNginxLimitReqNoBurst 20 times in a
 // row, each with a new Transport (a new process, as a user runs it), while
-// another goroutine keeps a core busy. nginx stamps arrivals after its own
-// scheduling, so a request written more than one interval after the last
-// one may still look early and meet a 429 (pace#17). The key's margin
-// learns from it: at most one 429 in any run, none in at least 17 of the
-// 20, and every run without a 429 within 1.03 × the ideal time.
+// another goroutine keeps a core busy. nginx stamps an arrival when its
+// worker gets to it, so a request written more than one interval after the
+// last one may still look early and meet a 429: the key's margin, and the
+// late answers of requests nginx got to late, keep that rare. At most one
+// 429 in any run, none in at least 17 of the 20, and every run without a
+// 429 within 1.03 × the ideal time. It runs once in CI (about 100 s).
 func TestNginxLimitReqNoBurstSeries(t *testing.T) {
 	const (
 		runs    = 20
