@@ -540,8 +540,8 @@ func TestGCRASpan(t *testing.T) {
 			}
 		}},
 		// slack+1 intervals, and Queue intervals, each stretched by the
-		// departure margin (1.5ms) and a millisecond.
-		{"leaky", lb, 2*250*time.Millisecond + 3*(252500*time.Microsecond), (2 + 3) * 250 * time.Millisecond, func(l *Shaper) {
+		// widest departure margin (a 20th: 12.5ms) and a millisecond.
+		{"leaky", lb, 2*250*time.Millisecond + 3*(263500*time.Microsecond), (2 + 3) * 250 * time.Millisecond, func(l *Shaper) {
 			for {
 				if _, err := l.ReserveAt(gcraT0, 1); err != nil {
 					return

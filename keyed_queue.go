@@ -15,10 +15,11 @@ import (
 // throttled, half-open, or has requests waiting or on their way.
 type keyState struct {
 	th keyThrottle
-	// pending holds the bookings not yet departed, in booking order (which
+	// pending holds the bookings not yet answered, in booking order (which
 	// is also the order of their slots): requests still waiting for their
-	// slot, then requests released and on their way to the wire whose
-	// departure the store has asked to hear of (see Permit.Track).
+	// slot, then requests released and on their way to the wire or to their
+	// answer, whose departure the store has asked to hear of (see
+	// Permit.Track).
 	pending []*booking
 	// wake, when non-nil, is closed (and cleared) to make every request
 	// waiting on the key look again: the pause was set, the probe was
@@ -30,8 +31,9 @@ type keyState struct {
 type booking struct {
 	at       int64  // booked instant, ns since the store's epoch; 0 once given back by a pause
 	floor    int64  // the earliest instant the key's quota pace allowed it (keyThrottle.paceFrom); replan keeps it
-	released bool   // its wait is over; it is on its way to the wire
+	wrote    int64  // when its request was written (Depart); 0: not yet
 	probe    uint32 // the probe role it holds (keyThrottle.lease); 0: it is no probe
+	released bool   // its wait is over; it is on its way to the wire
 	over     bool   // booked on the shared overflow state
 }
 
@@ -150,25 +152,54 @@ func (e *entry) withdraw(b *booking) {
 
 // depart records that b's request was written at t. A request that left
 // later than its slot counts where it left (algorithm.depart), plus the
-// departure margin, and the bookings after it move back by as much, so that
-// no two requests of the key reach the wire closer than the limit allows
-// (net/http/httptrace reports the instant).
+// key's departure margin (margin.go), and the bookings after it move back
+// by as much, so that no two requests of the key reach the wire closer
+// than the limit allows (net/http/httptrace reports the instant). With a
+// limit, b stays in the queue until its answer (see entry.answer).
 func (e *entry) depart(b *booking, t int64) {
 	st := e.st
 	i := st.index(b)
 	if i < 0 {
 		return
 	}
-	if e.c != nil {
-		t = satAdd(t, departMargin(e.k.alg.interval()))
+	if e.c == nil {
+		st.pending = slices.Delete(st.pending, i, i+1)
+		return
 	}
-	if e.c != nil && t > b.at {
+	b.wrote = t
+	e.move(i, satAdd(t, st.th.margin.at(e.k.alg.interval())))
+}
+
+// answer records that b's request, written at b.wrote, was answered at
+// e.now, without a throttle. An answer later than the key's quickest
+// (margin.answer) says the server got to the request late, and may have
+// counted it late: nginx stamps an arrival when its worker wakes. When
+// that is more than the margin, b counts that much after it left, and the
+// bookings after it move back.
+func (e *entry) answer(b *booking) {
+	if b.wrote == 0 || e.c == nil {
+		return
+	}
+	i := e.st.index(b)
+	if i < 0 {
+		return
+	}
+	m, iv := &e.st.th.margin, e.k.alg.interval()
+	if late := m.answer(e.now-b.wrote, iv); late > m.at(iv) {
+		e.move(i, satAdd(b.wrote, late))
+	}
+}
+
+// move counts the booking at position i of the queue at t when that is
+// later than its instant, and moves the bookings after it back.
+func (e *entry) move(i int, t int64) {
+	b := e.st.pending[i]
+	if t > b.at {
 		e.replan(i, func() {
 			departOne(e.k.alg, e.c, e.now, b.at, t)
 			b.at = t
 		})
 	}
-	st.pending = slices.Delete(st.pending, i, i+1)
 }
 
 // replan gives back the bookings after position i of the queue, latest
@@ -490,8 +521,12 @@ func (k *Keyed) sleepBooked(ctx context.Context, key string, b *booking, deadlin
 			return false, &WaitError{Key: key, Delay: d, Err: errDeadline}
 		}
 		ch := e.st.waitCh()
+		var i int64
+		if e.c != nil {
+			i = e.k.alg.interval()
+		}
 		e.close(false)
-		if err := sleepOn(ctx, key, d, ch); err != nil {
+		if err := sleepSlot(ctx, key, d, time.Duration(i), ch); err != nil {
 			e := k.open(clampNow(int64(time.Since(k.epoch))), key, b.over)
 			e.withdraw(b)
 			e.close(true)
@@ -543,16 +578,25 @@ func (k *Keyed) Depart(p throttle.Permit, at time.Time) {
 // so a quota never makes requests go faster than it; an answer that
 // contradicts the quota already known for the same window (its reset moved
 // more than a second earlier, or more remains than an earlier answer said)
-// is ignored, and the pace ends with its window. o.Cut lowers the key's
-// rate (see [Transport], "Adaptive rate"). Safe for concurrent use.
+// is ignored, and the pace ends with its window.
+//
+// The key's departure margin learns (see [Transport], "Spacing"). A first
+// throttle of a request that left at its limit's slot (p.Track), without
+// a quota, doubles the margin, up to a 20th of the limit's interval. 128
+// answers in a row without one halve it again. A Tracked request answered
+// later than the key's quickest recent answers counts as leaving that
+// much later (up to the same 20th), and the key's later slots move back.
+// o.Cut lowers the key's rate (see [Transport], "Adaptive rate"), unless
+// the margin widened. Safe for concurrent use.
 func (k *Keyed) Settle(p throttle.Permit, o throttle.Outcome) {
 	k.mustInit()
 	k.settle(&p, o)
 }
 
 // settle is Settle with the Permit passed by pointer. o.Quota, when its
-// Reset is positive, is the server's quota, from o.At; o.Cut lowers the
-// key's rate (adaptiveRate), once per strike.
+// Reset is positive, is the server's quota, from o.At; a throttle widens
+// the margin or, with o.Cut, lowers the key's rate, once per strike
+// (learnThrottle).
 func (k *Keyed) settle(p *throttle.Permit, o throttle.Outcome) {
 	q := o.Quota
 	t := int64(0) // not read yet
@@ -574,6 +618,9 @@ func (k *Keyed) settle(p *throttle.Permit, o throttle.Outcome) {
 	st := e.st
 	if st != nil && b != nil {
 		if o.Sent {
+			if p.Track && o.Response && o.Pause <= 0 {
+				e.answer(b)
+			}
 			st.drop(b) // Depart, if told, has placed it already
 		} else {
 			e.withdraw(b)
@@ -581,13 +628,16 @@ func (k *Keyed) settle(p *throttle.Permit, o throttle.Outcome) {
 	}
 	switch {
 	case o.Pause > 0:
-		if o.Cut && e.c != nil && (st == nil || uint32(p.Gen) == st.th.gen) { // a new strike, not the same news again
-			e.state().th.adapt.cut(e.now, e.k.alg.interval())
+		if e.c != nil && (st == nil || uint32(p.Gen) == st.th.gen) { // a new strike, not the same news again
+			e.learnThrottle(p, o)
 		}
 		e.throttle(int64(o.Pause), uint32(p.Gen), lease, true)
 	case st == nil:
 	case o.Response:
 		st.th.answered(e.now, lease)
+		if p.Track {
+			st.th.margin.answered(e.now, e.k.alg.interval())
+		}
 		if p.Probe {
 			st.broadcast()
 		}
@@ -599,6 +649,22 @@ func (k *Keyed) settle(p *throttle.Permit, o throttle.Outcome) {
 		e.learn(q)
 	}
 	e.close(e.c != nil && (e.tracked || o.Pause > 0))
+}
+
+// learnThrottle learns from a new strike, a throttle o of p's request, of a
+// key with a limit. The first throttle of a request that left at its
+// limit's slot (p.Track), with no quota stated, is the server's clock
+// disagreeing with ours: it widens the key's departure margin (margin.go).
+// Otherwise, or once the margin is at its widest, o.Cut lowers the key's
+// rate (adaptiveRate).
+func (e *entry) learnThrottle(p *throttle.Permit, o throttle.Outcome) {
+	i := e.k.alg.interval()
+	if p.Track && p.Strikes == 0 && o.Quota.Reset <= 0 && e.state().th.margin.widen(e.now, i) {
+		return
+	}
+	if o.Cut {
+		e.state().th.adapt.cut(e.now, i)
+	}
 }
 
 // learn applies the server's quota q, stated at e.now, to the key (see
@@ -660,18 +726,3 @@ func refuseWait(key string, d, left time.Duration, until, deadline int64) error 
 	}
 	return nil
 }
-
-// departMargin is how much later than it actually left a request of a
-// binding limit with the given interval counts as leaving: 1.5 ms, or a
-// twentieth of the interval when that is shorter. Servers count arrivals on
-// their own clocks, after their own scheduling: on loopback, nginx
-// limit_req (a millisecond clock) refused requests written 100.2 ms after
-// the previous one at 10 r/s, and package middleware's exact sliding log,
-// behind net/http's server in a test binary built with -race, saw the 11th
-// request of a window up to about a millisecond less than a second after
-// the first. With 0.5 ms, those tests met a 429 in about one run in three;
-// with 1.5 ms, in none of 8. Go's timers add their own lateness (up to
-// 1 ms) to every gap, and the margin comes on top: at 10 r/s the two cost
-// about 2.3 % of the rate. The pause after a 429 absorbs what the margin
-// does not cover.
-func departMargin(interval int64) int64 { return min(1500*int64(time.Microsecond), interval/20) }

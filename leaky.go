@@ -105,9 +105,9 @@ func newLeakyAlg(r Rate, o LeakyOptions) (*leakyAlg, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A queued slot may stretch by the departure margin and a millisecond
-	// of lateness (see Keyed's queue): Queue waiters must still fit.
-	slot := satAdd(g.i, departMargin(g.i)+int64(time.Millisecond))
+	// A queued slot may stretch by the widest departure margin and a
+	// millisecond of lateness (see Keyed's queue): Queue waiters must still fit.
+	slot := satAdd(g.i, maxMargin(g.i)+int64(time.Millisecond))
 	wait, ok := mulCheck(int64(o.Queue), slot)
 	if !ok || wait > maxSpan {
 		return nil, configErr("Queue", o.Queue, "with the interval "+time.Duration(g.i).String()+" spans over 146 years")

@@ -378,7 +378,7 @@ func TestLeakyBucketPromise(t *testing.T) {
 func leakyWait(o LeakyOptions, interval int64) int64 {
 	wait := int64(math.MaxInt64)
 	if o.Queue > 0 {
-		wait = int64(o.Queue) * (interval + departMargin(interval) + int64(time.Millisecond)) // a queued slot may stretch
+		wait = int64(o.Queue) * (interval + maxMargin(interval) + int64(time.Millisecond)) // a queued slot may stretch
 	}
 	if md := int64(o.MaxDelay); md > 0 && md < wait {
 		wait = md

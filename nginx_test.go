@@ -4,8 +4,10 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -106,12 +108,64 @@ func TestNginxLimitReqNoBurst(t *testing.T) {
 	assert.Equal(t, n, r.statuses[http.StatusOK], "200s in nginx's access log")
 	assert.Zero(t, r.errs, "client errors")
 	// The target was 1.02 × (n−1)/rate = 4.998 s. pace reaches about
-	// 1.023 × (5.01 s): each gap is the interval plus Go's timer lateness
-	// (up to 1 ms) plus the departure margin (1.5 ms), the least margin
-	// with which this test and the middleware one met no 429 in 8 runs.
-	// The bound is 1.03 × (5.047 s), a miss of the target stated here.
+	// 1.018 × (4.99 s): each gap is the interval plus the departure margin
+	// (1.5 ms to start with) plus the time the request takes to reach the
+	// wire; the last millisecond of each wait yields instead of sleeping on
+	// a timer that may wake a millisecond late. The bound is 1.03 ×
+	// (5.047 s).
 	maxElapsed := time.Duration(n-1) * time.Second / rate * 103 / 100
 	assert.LessOrEqual(t, r.elapsed, maxElapsed, "elapsed")
+}
+
+// TestNginxLimitReqNoBurstSeries is TestNginxLimitReqNoBurst 20 times in a
+// row, each with a new Transport (a new process, as a user runs it), while
+// another goroutine keeps a core busy. nginx stamps an arrival when its
+// worker gets to it, so a request written more than one interval after the
+// last one may still look early and meet a 429: the key's margin, and the
+// late answers of requests nginx got to late, keep that rare. At most one
+// 429 in any run, none in at least 17 of the 20, and every run without a
+// 429 within 1.03 × the ideal time. It runs once in CI (about 100 s).
+func TestNginxLimitReqNoBurstSeries(t *testing.T) {
+	const (
+		runs    = 20
+		n       = 50
+		workers = 4
+		rate    = 10
+	)
+	var stop atomic.Bool
+	var busy sync.WaitGroup
+	busy.Go(func() { // the machine's other core, kept busy
+		for x := 0; !stop.Load(); x++ {
+			_ = x * x
+		}
+	})
+	defer func() { stop.Store(true); busy.Wait() }()
+
+	ideal := time.Duration(n-1) * time.Second / rate
+	clean := 0
+	for i := range runs {
+		r := runAgainstNginx(t, realserver.NginxConf{Rate: "10r/s"},
+			pace.LeakyBucket(pace.PerSecond(rate), pace.LeakyOptions{Queue: 100}), time.Second/rate, n, workers)
+		refused := r.statuses[http.StatusTooManyRequests]
+		t.Logf("run %2d: load %s, %d × 429, %.3f × ideal", i+1, loadAverage(), refused, float64(r.elapsed)/float64(ideal))
+		assert.LessOrEqual(t, refused, 1, "run %d: 429s in nginx's access log", i+1)
+		assert.Equal(t, n, r.statuses[http.StatusOK], "run %d: 200s in nginx's access log", i+1)
+		assert.Zero(t, r.errs, "run %d: client errors", i+1)
+		if refused == 0 {
+			clean++
+			assert.LessOrEqual(t, r.elapsed, ideal*103/100, "run %d: elapsed", i+1)
+		}
+	}
+	assert.GreaterOrEqual(t, clean, 17, "runs without a 429")
+}
+
+// loadAverage returns the 1-minute load average, or "?".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 func TestNginxLimitReqBurstNodelay(t *testing.T) {

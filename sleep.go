@@ -2,6 +2,8 @@ package pace
 
 import (
 	"context"
+	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacehttp/pace/internal/wake"
@@ -36,14 +38,83 @@ func sleepReserved(ctx context.Context, key string, d time.Duration, cancel func
 // ends first it returns a *WaitError wrapping ctx.Err(), or errDeadline
 // when ctx's deadline came.
 func sleepOn(ctx context.Context, key string, d time.Duration, ch <-chan struct{}) error {
-	err := wake.Sleep(ctx, d, ch)
-	if err == nil {
-		return nil
+	if err := wake.Sleep(ctx, d, ch); err != nil {
+		return ctxWaitErr(key, d, err)
 	}
+	return nil
+}
+
+// ctxWaitErr is the error of a wait of d cut short by its context's err.
+func ctxWaitErr(key string, d time.Duration, err error) error {
 	if err == context.DeadlineExceeded {
 		err = errDeadline
 	}
 	return &WaitError{Key: key, Delay: d, Err: err}
+}
+
+// slotTail is the last stretch of a wait for a booked slot that is spent
+// yielding (runtime.Gosched) rather than on a timer: Go's timers wake up to
+// about a millisecond late, and each late wake widens the key's gap.
+const slotTail = time.Millisecond
+
+// spinning is held by the one waiter of the process that spends its tail
+// yielding; the others sleep on their timers. So the tails cost at most one
+// core's slotTail per slot, and yielding leaves every other goroutine its
+// turn.
+var spinning atomic.Bool
+
+// sleepSlot waits d for a booked slot of a limit that spaces requests
+// interval apart, or until ch is closed, as sleepOn does, and returns
+// early, before the tail, for its caller to look again. It yields through
+// the tail when the interval is at least ten tails, so that a tail is at
+// most a tenth of each slot, and no other waiter of the process is
+// yielding through its own.
+func sleepSlot(ctx context.Context, key string, d, interval time.Duration, ch <-chan struct{}) error {
+	if interval < 10*slotTail {
+		return sleepOn(ctx, key, d, ch)
+	}
+	if d > slotTail {
+		if err := wake.Sleep(ctx, d-slotTail, ch); err != nil {
+			return ctxWaitErr(key, d, err) // the whole wait was cut short
+		}
+		return nil
+	}
+	if !spinning.CompareAndSwap(false, true) {
+		return sleepOn(ctx, key, d, ch)
+	}
+	end, ok := yieldUntil(ctx, time.Now().Add(d), ch)
+	spinning.Store(false)
+	if !ok { // the clock stands still while this goroutine runs: a synctest bubble
+		return sleepOn(ctx, key, time.Until(end), ch)
+	}
+	if err := ctx.Err(); err != nil {
+		return ctxWaitErr(key, d, err)
+	}
+	return nil
+}
+
+// yieldUntil yields until end, ctx's end or ch's closing, and returns end;
+// false when the clock did not move across a yield.
+func yieldUntil(ctx context.Context, end time.Time, ch <-chan struct{}) (time.Time, bool) {
+	var prev time.Time
+	for {
+		now := time.Now()
+		if !now.Before(end) {
+			return end, true
+		}
+		if now.Equal(prev) {
+			return end, false
+		}
+		select {
+		case <-ch:
+			return end, true
+		case <-ctx.Done():
+			return end, true
+		default:
+		}
+		prev = now
+		runtime.Gosched()
+	}
 }
 
 // waitProbe waits until done is closed (the probe ended), for at most left

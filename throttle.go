@@ -78,8 +78,9 @@ type keyThrottle struct {
 	probing  bool   // the probe is in flight
 	lease    uint32 // the number of the latest probe role granted; 0 names none
 
-	pace  quotaPace    // the spacing the server's quota headers ask for
-	adapt adaptiveRate // the rate the key slowed to after throttles without a hint
+	pace   quotaPace    // the spacing the server's quota headers ask for
+	adapt  adaptiveRate // the rate the key slowed to after throttles without a hint
+	margin margin       // the departure margin the key learnt (margin.go)
 }
 
 // Constants of the adaptive rate, CUBIC (Ha, Rhee, Xu: "CUBIC: a new
@@ -329,12 +330,13 @@ func (t *keyThrottle) released(probe uint32) {
 
 // forgettable reports whether t may be dropped at now, even though it may
 // be half-open (a waiter would have taken the probe), once no probe is in
-// flight, it is not adapting and its pace's window has ended: a plain pause
+// flight, it is not adapting, its pace's window has ended and its margin
+// may be forgotten: a plain pause
 // once it has ended, a throttle once its pause ended staleAfter ago, so that an
 // answer to a request sent before the pause, arriving late, is still known
 // as old news.
 func (t *keyThrottle) forgettable(now int64) bool {
-	if _, adapting := t.adapt.rate(now); adapting || t.probing || (t.pace.interval > 0 && t.pace.until > now) {
+	if _, adapting := t.adapt.rate(now); adapting || t.probing || (t.pace.interval > 0 && t.pace.until > now) || !t.margin.forgettable(now) {
 		return false
 	}
 	if t.length == 0 {

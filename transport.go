@@ -114,12 +114,17 @@ const DefaultMaxWait = 5 * time.Minute
 // Transport tells the Limiter when each request was actually written to the
 // connection (net/http/httptrace's WroteRequest), and a request that left
 // later than its slot pushes the key's later slots back by as much, plus
-// 1.5 ms (a twentieth of the limit's interval, if that is shorter) for the
-// server's own clock and scheduling, so that no two requests reach the
-// server closer than the limit allows even when one of them waited for a
-// new connection. Measured against nginx limit_req at exactly its rate, on
-// an otherwise idle 2-core machine: no 429, 2.3% slower than the ideal at
-// 10 r/s.
+// a margin for the server's own clock and scheduling, so that no two
+// requests reach the server closer than the limit allows even when one of
+// them waited for a new connection. The margin starts at 1.5 ms (a 64th of
+// the limit's interval, if that is shorter) and learns each key's server:
+// a 429 or 503 of a request that left at its slot doubles it, up to a 20th
+// of the interval, instead of lowering the rate; 128 answers in a row
+// without one halve it again. A request answered later than the key's
+// quickest recent answers counts as leaving that much later, up to the
+// same 20th: a server that got to it late may have counted it late. The
+// last stretch of a paced wait yields instead of sleeping on a timer,
+// since Go's timers wake up to a millisecond late.
 //
 // # Contract
 //

@@ -2,6 +2,7 @@ package pace
 
 import (
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -21,7 +22,7 @@ type opaque struct{ throttle.Limiter }
 
 // TestWrappedKeyedLearnsAsKeyed: what the Transport learns from an answer
 // (the server's quota headers, a throttle without a hint that cuts the
-// adaptive rate) reaches any throttle.Limiter through Settle's Outcome, so
+// adaptive rate or widens the margin) reaches any throttle.Limiter through Settle's Outcome, so
 // a wrapper of Keyed sends at exactly the instants Keyed itself does.
 // Before, the Transport handed quota and cut to a *Keyed alone, through
 // private methods, and a wrapper never heard them.
@@ -45,8 +46,10 @@ func TestWrappedKeyedLearnsAsKeyed(t *testing.T) {
 			},
 		},
 		{
+			// A burst the requests do not use up: the limit does not hold
+			// them back, so the 429 is the server's lower limit.
 			name: "adaptive cut", sends: 9,
-			limit: TokenBucket(PerSecond(10), 1),
+			limit: TokenBucket(PerSecond(10), 10),
 			answer: func(n int) *http.Response {
 				if n == 3 {
 					return testhttp.Response(http.StatusTooManyRequests)
@@ -55,6 +58,22 @@ func TestWrappedKeyedLearnsAsKeyed(t *testing.T) {
 			},
 			paced: func(t *testing.T, at []time.Duration) {
 				assert.Greater(t, at[len(at)-1]-at[len(at)-2], 100*time.Millisecond, "slower than the 10/s limit after the cut")
+			},
+		},
+		{
+			// Requests the limit holds back to their slots: the 429 is
+			// the server's clock, and the margin widens.
+			name: "learnt margin", sends: 9,
+			limit: TokenBucket(PerSecond(10), 1),
+			answer: func(n int) *http.Response {
+				if n == 3 {
+					return testhttp.Response(http.StatusTooManyRequests)
+				}
+				return testhttp.Response(http.StatusOK)
+			},
+			paced: func(t *testing.T, at []time.Duration) {
+				assert.Equal(t, 1500*time.Microsecond, at[2]-at[1]-100*time.Millisecond, "the base margin before")
+				assert.Equal(t, 3*time.Millisecond, at[len(at)-1]-at[len(at)-2]-100*time.Millisecond, "twice the margin after")
 			},
 		},
 	}
@@ -70,7 +89,10 @@ func TestWrappedKeyedLearnsAsKeyed(t *testing.T) {
 						lim = opaque{k}
 					}
 					start := time.Now()
-					base := testhttp.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
+					base := testhttp.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+						if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.WroteRequest != nil {
+							tr.WroteRequest(httptrace.WroteRequestInfo{}) // written at once
+						}
 						at = append(at, time.Since(start))
 						return sc.answer(len(at)), nil
 					})

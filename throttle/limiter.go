@@ -110,7 +110,9 @@ type Outcome struct {
 	Pause time.Duration
 	// Cut reports a throttle that named no delay and no quota, of a key
 	// whose Permit was Limited: the limiter lowers the key's rate (pace's
-	// adaptive rate, CUBIC), once per strike.
+	// adaptive rate, CUBIC), once per strike. pace.Keyed first widens the
+	// key's departure margin instead, when the Permit was Tracked and had
+	// no Strikes: the request left at its limit's slot.
 	Cut bool
 	// Quota is the server's quota as the answer stated it. The zero Quota
 	// states none.

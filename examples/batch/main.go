@@ -33,8 +33,9 @@
 // and the next one closer than 1/rate on the wire. pace counts a request's
 // slot where it actually leaves (net/http/httptrace), so a late departure
 // pushes the key's later slots back, with a built-in margin (1.5 ms, or a
-// twentieth of the interval) for the server's own clock and scheduling; see
-// pace.Transport.
+// 64th of the interval) for the server's own clock and scheduling, which
+// widens when the server still refuses a request that left at its slot;
+// see pace.Transport.
 // -margin paces further below the limit, for an API whose limit is not
 // known exactly.
 //
@@ -46,9 +47,10 @@
 // once and then waited could start the last one after ⌊(n − 1)/rate⌋ s,
 // but only by putting rate requests into one instant, which an API stating
 // "N per second" rarely welcomes and a pacer never does.) On a clean run the
-// elapsed time is about 112% of the ideal (111.7-113.6% measured): each 13.3 ms gap at 75/s grows
-// by pace's margin (0.67 ms there) and the up to 1 ms by which Go's timers
-// fire late; at 10/s the two cost about 2%.
+// elapsed time is about 102% of the ideal: each 13.3 ms gap at 75/s grows
+// by pace's margin (0.21 ms there) and the time a request takes to reach
+// the wire; the last millisecond of each wait yields rather than sleeping
+// on a timer, which wakes up to a millisecond late.
 //
 // # A flaky API
 //
