@@ -9,24 +9,6 @@ import (
 	"github.com/pacehttp/pace/throttle"
 )
 
-// keyState is what a [Keyed] keeps of a key beyond its limit: its throttle
-// (the pause and probe, see keyThrottle) and its queue, the bookings of
-// requests that have not yet left. It exists only while the key is
-// throttled, half-open, or has requests waiting or on their way.
-type keyState struct {
-	th keyThrottle
-	// pending holds the bookings not yet answered, in booking order (which
-	// is also the order of their slots): requests still waiting for their
-	// slot, then requests released and on their way to the wire or to their
-	// answer, whose departure the store has asked to hear of (see
-	// Permit.Track).
-	pending []*booking
-	// wake, when non-nil, is closed (and cleared) to make every request
-	// waiting on the key look again: the pause was set, the probe was
-	// answered, or waiting bookings moved earlier.
-	wake chan struct{}
-}
-
 // booking is one request's place in its key's queue.
 type booking struct {
 	at       int64  // booked instant, ns since the store's epoch; 0 once given back by a pause
@@ -37,31 +19,6 @@ type booking struct {
 	over     bool   // booked on the shared overflow state
 }
 
-// waitCh returns the channel that the next change of the key closes.
-func (st *keyState) waitCh() <-chan struct{} {
-	if st.wake == nil {
-		st.wake = make(chan struct{})
-	}
-	return st.wake
-}
-
-// broadcast wakes every request waiting on the key.
-func (st *keyState) broadcast() {
-	if st.wake != nil {
-		close(st.wake)
-		st.wake = nil
-	}
-}
-
-// forgettable reports whether st may be dropped at now: nothing is queued
-// and its throttle may be forgotten. A wake channel does not keep it: one
-// whose sleepers woke by their timers (a pause or a pace that simply ended)
-// is never closed otherwise, and the sweep closes it, so that a sleeper
-// still on it looks again and finds the key fresh, as it would be.
-func (st *keyState) forgettable(now int64) bool {
-	return len(st.pending) == 0 && st.th.forgettable(now)
-}
-
 // index returns the position of b in the queue, or -1.
 func (st *keyState) index(b *booking) int { return slices.Index(st.pending, b) }
 
@@ -70,6 +27,46 @@ func (st *keyState) drop(b *booking) {
 	if i := st.index(b); i >= 0 {
 		st.pending = slices.Delete(st.pending, i, i+1)
 	}
+}
+
+// PauseUntil makes requests for key wait until until: Wait, ReserveAt and
+// AllowAt admit nothing of the key before it. Unlike a throttle reported to
+// [Keyed.Settle], it sends no probe when it ends: every waiter leaves, paced
+// by the key's limit, which resumes at its steady rate. It only ever extends
+// a pause, never shortens one, and a paused key is not evicted before its
+// pause ends. If the key is new and every key of its shard is paused or
+// waited on (see [KeyedOptions].MaxKeys), the pause applies to the shared
+// overflow state instead. The zero Time, and an until in the past of the store (no later
+// than the latest instant it has decided a request of the key's shard at,
+// or read for Wait), are ignored: such a pause could hold nothing back.
+// Safe for concurrent use.
+func (k *Keyed) PauseUntil(key string, until time.Time) {
+	k.mustInit()
+	if until.IsZero() || !until.After(k.epoch) {
+		return
+	}
+	at := sinceEpoch(k.epoch, until)
+	e := k.open(0, key, false)
+	if at > e.now {
+		e.throttle(at-e.now, e.state().th.gen, 0, false)
+	}
+	e.close(e.c != nil)
+}
+
+// PausedUntil returns the end of key's pause, or the zero Time if it has
+// none. The store keeps no clock of its own: a pause ends for it once it has
+// decided a request of the key's shard at or after the pause's end, so a
+// pause that has ended by the wall clock may still be reported until then.
+// Safe for concurrent use.
+func (k *Keyed) PausedUntil(key string) time.Time {
+	k.mustInit()
+	e := k.open(0, key, false)
+	p, now := e.pause(), e.now
+	e.close(false)
+	if p <= now {
+		return time.Time{}
+	}
+	return k.epoch.Add(time.Duration(p))
 }
 
 // throttle pauses the key for d nanoseconds from e.now, as the answer to a
@@ -274,164 +271,250 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (th
 }
 
 // waitSlow is Wait past its fast path, from its first clock reading start.
+// Like golang.org/x/time/rate's reserveN and wait, it decides under the
+// key's lock (waiter.look) and sleeps outside it, then looks again.
 func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration, start int64) (throttle.Permit, error) {
-	deadline := int64(noDeadline)
+	var w waiter
+	w.k, w.ctx, w.key, w.maxWait, w.start, w.deadline = k, ctx, key, maxWait, start, noDeadline
+	w.p.Key, w.p.Limited = key, k.limited
 	if dl, ok := ctx.Deadline(); ok {
-		deadline = sinceEpoch(k.epoch, dl)
+		w.deadline = sinceEpoch(k.epoch, dl)
 	}
-	p := throttle.Permit{Key: key, Limited: k.limited}
-	var probes uint32
-	var b *booking
-	var lease uint32        // the probe role this request holds (p.Probe); 0: none
-	var held int64          // the pace slot this request holds and waits for; 0: none
-	var heldGen uint32      // the key's generation when it was taken: a pause voids it
-	var paced time.Duration // time waited for pace slots
-	for first := true; ; first = false {
-		now := start // the first look is at the start
-		if !first {
-			now = clampNow(int64(time.Since(k.epoch)))
-		}
-		left := time.Duration(0)
-		if maxWait > 0 {
-			left = max(maxWait-time.Duration(now-start), 1) // 1ns: refuse any wait
-		}
-		e := k.open(now, key, b != nil && b.over)
-		if st := e.st; st != nil {
-			if first {
-				probes = st.th.probes
-			} else if st.th.probes != probes {
-				e.close(false)
-				return p, &WaitError{Key: key, Err: ErrThrottled} // p.Held says how long it waited
+	for now, first := start, true; ; now, first = clampNow(int64(time.Since(k.epoch))), false {
+		do, err := w.look(now, first)
+		switch do {
+		case stepDone:
+			return w.p, err
+		case stepPause, stepPace:
+			if err := sleepOn(ctx, key, w.d, w.ch); err != nil {
+				return w.p, err
 			}
-			switch st.th.admit(e.now) {
-			case admitPaused:
-				d := time.Duration(st.th.until - e.now)
-				if d > MinThrottlePause && queued.Is(ctx) { // its caller waits out the pause in its own line
-					e.close(false)
-					return p, &WaitError{Key: key, Delay: d, Err: ErrThrottled}
-				}
-				if err := refuseWait(key, d, left, st.th.until, deadline); err != nil {
-					e.close(false)
-					return p, err
-				}
-				ch := st.waitCh()
-				e.close(false)
-				if err := sleepOn(ctx, key, d, ch); err != nil {
-					return p, err
-				}
-				p.Held += time.Duration(clampNow(int64(time.Since(k.epoch))) - e.now) // an extension wakes it early
-				continue
-			case admitWaitProbe:
-				ch := st.waitCh()
-				e.close(false)
-				bound := time.Duration(-1) // no bound
-				if maxWait > 0 {
-					bound = left
-				}
-				w, err := waitProbe(ctx, key, ch, bound)
-				p.Held += w
-				if err != nil {
-					return p, err
-				}
-				continue
-			case admitProbe:
-				p.Probe, lease = true, st.th.lease
-			}
-			p.Strikes, p.Gen = int(st.th.strikes), uint64(st.th.gen)
-		}
-		// The key's pace (quota or adaptive, keyThrottle.paceFrom), then its
-		// limit. With a limit, a request whose pace slot lies ahead first
-		// waits for it, holding it, and books the limit only then: a
-		// limit's unit booked far ahead for the pace could not all be given
-		// back by a pause (a token bucket's TAT keeps the gap), and the key
-		// would resume late. A probe books both at once, as before.
-		slot := e.now
-		if st := e.st; st != nil {
-			if held != 0 && heldGen == st.th.gen {
-				slot = max(held, e.now)
+			slept := time.Duration(clampNow(int64(time.Since(k.epoch))) - w.from) // an extension wakes it early
+			if do == stepPause {
+				w.p.Held += slept
 			} else {
-				held, slot = 0, st.th.paceFrom(e.now)
+				w.paced += slept
 			}
+		case stepProbe:
+			d, err := waitProbe(ctx, key, w.ch, w.d)
+			w.p.Held += d
+			if err != nil {
+				return w.p, err
+			}
+		case stepBooked:
+			again, err := k.sleepBooked(ctx, key, w.b, w.deadline)
+			if err != nil || !again {
+				return w.p, w.leave(err)
+			}
+			// A pause gave the booking back: wait for it and book again.
+			w.p.Track, w.p.State, w.p.Probe, w.lease = false, nil, false, 0
 		}
-		if slot > e.now && e.c != nil && !p.Probe {
-			d := time.Duration(slot - e.now)
-			if err := refuseWait(key, d, left, slot, deadline); err != nil {
-				e.close(false)
-				return p, err
-			}
-			if held == 0 {
-				e.st.th.paced(slot)
-				held, heldGen = slot, e.st.th.gen
-			}
-			ch := e.st.waitCh()
-			e.close(false)
-			if err := sleepOn(ctx, key, d, ch); err != nil {
-				return p, err
-			}
-			paced += time.Duration(clampNow(int64(time.Since(k.epoch))) - e.now)
-			continue
+	}
+}
+
+// waiter is one call of [Keyed.Wait] past its fast path: what it carries
+// from one look at its key to the next.
+type waiter struct {
+	k        *Keyed
+	ctx      context.Context
+	key      string
+	maxWait  time.Duration
+	start    int64 // the first clock reading, from which maxWait runs
+	deadline int64 // ctx's deadline since the epoch, or noDeadline
+	p        throttle.Permit
+	probes   uint32        // the key's probe count at the first look
+	b        *booking      // the request's booking, once it has one
+	lease    uint32        // the probe role this request holds (p.Probe); 0: none
+	held     int64         // the pace slot this request holds and waits for; 0: none
+	heldGen  uint32        // the key's generation when it was taken: a pause voids it
+	paced    time.Duration // time waited for pace slots
+	// The sleep a look asks for (stepPause, stepPace, stepProbe).
+	d    time.Duration   // its length, or the probe wait's bound (-1: none)
+	ch   <-chan struct{} // closed by the key's next change
+	from int64           // the instant looked at, from which it is counted
+}
+
+// A stepKind is what one look at a key (waiter.look) leaves its Wait to
+// do, outside the key's lock.
+type stepKind uint8
+
+const (
+	stepOn     stepKind = iota // go on deciding (within look only)
+	stepDone                   // return the Permit, or the error
+	stepPause                  // sleep out the key's pause
+	stepPace                   // sleep until the held pace slot
+	stepProbe                  // wait for the probe's answer
+	stepBooked                 // sleep until the booked slot (sleepBooked)
+)
+
+// look is one look at the key at now, deciding under its lock: the key's
+// throttle, then its pace, then its limit. It returns with the lock
+// released; a sleep's length and channel are in w.
+func (w *waiter) look(now int64, first bool) (stepKind, error) {
+	left := time.Duration(0)
+	if w.maxWait > 0 {
+		left = max(w.maxWait-time.Duration(now-w.start), 1) // 1ns: refuse any wait
+	}
+	e := w.k.open(now, w.key, w.b != nil && w.b.over)
+	if e.st != nil {
+		if do, err := w.admit(&e, left, first); do != stepOn {
+			return do, err
 		}
-		var r Reservation
+	}
+	// The key's pace (quota or adaptive, keyThrottle.paceFrom), then its
+	// limit. With a limit, a request whose pace slot lies ahead first
+	// waits for it, holding it, and books the limit only then: a
+	// limit's unit booked far ahead for the pace could not all be given
+	// back by a pause (a token bucket's TAT keeps the gap), and the key
+	// would resume late. A probe books both at once, as before.
+	slot := e.now
+	if st := e.st; st != nil {
+		if w.held != 0 && w.heldGen == st.th.gen {
+			slot = max(w.held, e.now)
+		} else {
+			w.held, slot = 0, st.th.paceFrom(e.now)
+		}
+	}
+	if slot > e.now && e.c != nil && !w.p.Probe {
+		return w.holdPace(&e, slot, left)
+	}
+	return w.book(&e, slot, left)
+}
+
+// admit applies the key's throttle (e.st is not nil) at e.now. It returns
+// stepOn, having set the request's probe role, strikes and generation, when
+// the request may go on to the pace and the limit; otherwise it releases
+// the lock and returns what to do.
+func (w *waiter) admit(e *entry, left time.Duration, first bool) (stepKind, error) {
+	st := e.st
+	if first {
+		w.probes = st.th.probes
+	} else if st.th.probes != w.probes {
+		e.close(false)
+		return stepDone, &WaitError{Key: w.key, Err: ErrThrottled} // p.Held says how long it waited
+	}
+	switch st.th.admit(e.now) {
+	case admitPaused:
+		d := time.Duration(st.th.until - e.now)
 		var err error
-		switch {
-		case e.c != nil:
-			r, err = decideCell(k.alg, e.c, slot, e.now, 1, left, deadline, true)
-		case slot == e.now: // no limit, and the pace lets it go now
-			if e.st != nil {
-				e.st.th.paced(slot) // the pace's latest: the next are spaced after it
-			}
-			p.State = leaseOnly(e, lease)
-			e.close(false)
-			return p, nil
-		default: // no limit, only the pace
-			r = Reservation{Delay: time.Duration(slot - e.now), at: slot, n: 1}
-			err = refuseWait(key, r.Delay, left, slot, deadline)
+		if d > MinThrottlePause && queued.Is(w.ctx) { // its caller waits out the pause in its own line
+			err = &WaitError{Key: w.key, Delay: d, Err: ErrThrottled}
+		} else {
+			err = refuseWait(w.key, d, left, st.th.until, w.deadline)
 		}
 		if err != nil {
-			if p.Probe {
-				e.st.th.released(lease)
-				e.st.broadcast()
-				p.Probe, lease = false, 0
-			}
 			e.close(false)
-			if _, ok := err.(*WaitError); ok {
-				return p, err
-			}
-			return p, &WaitError{Key: key, Delay: r.Delay, Err: err}
+			return stepDone, err
 		}
-		if e.st != nil {
-			e.st.th.paced(r.at)
+		w.d, w.ch, w.from = d, st.waitCh(), e.now
+		e.close(false)
+		return stepPause, nil
+	case admitWaitProbe:
+		w.d, w.ch = -1, st.waitCh() // no bound
+		if w.maxWait > 0 {
+			w.d = left
 		}
-		p.Delay = paced + r.Delay
-		if e.c != nil && r.Delay == 0 && !k.alg.binds(e.c, r.at) {
-			p.State = leaseOnly(e, lease)
-			e.close(true)
-			return p, nil
-		}
-		// The limit binds (algorithm.binds), or the pace holds the request:
-		// it joins the key's queue, so that its departure, or its giving up,
-		// can move the later bookings, and a pause can give its slot back.
-		st := e.state()
-		b = &booking{at: r.at, floor: slot, released: r.Delay == 0, probe: lease, over: e.over()}
-		st.pending = append(st.pending, b)
-		e.close(e.c != nil)
-		p.Track, p.State = e.c != nil, b // a pace alone does not need the departure
-		if r.Delay == 0 {
-			return p, nil
-		}
-		again, err := k.sleepBooked(ctx, key, b, deadline)
-		if err != nil || !again {
-			if err != nil {
-				p.Track, p.State = false, nil
-				if p.Probe {
-					k.releaseProbe(key, b.over, lease)
-				}
-			}
-			return p, err
-		}
-		// A pause gave the booking back: wait for it and book again.
-		p.Track, p.State, p.Probe, lease = false, nil, false, 0
+		e.close(false)
+		return stepProbe, nil
+	case admitProbe:
+		w.p.Probe, w.lease = true, st.th.lease
 	}
+	w.p.Strikes, w.p.Gen = int(st.th.strikes), uint64(st.th.gen)
+	return stepOn, nil
+}
+
+// holdPace makes the request hold the pace slot ahead of e.now (e.st is
+// not nil) and sleep until it, unless that wait is refused. It releases
+// the lock.
+func (w *waiter) holdPace(e *entry, slot int64, left time.Duration) (stepKind, error) {
+	d := time.Duration(slot - e.now)
+	if err := refuseWait(w.key, d, left, slot, w.deadline); err != nil {
+		e.close(false)
+		return stepDone, err
+	}
+	if w.held == 0 {
+		e.st.th.paced(slot)
+		w.held, w.heldGen = slot, e.st.th.gen
+	}
+	w.d, w.ch, w.from = d, e.st.waitCh(), e.now
+	e.close(false)
+	return stepPace, nil
+}
+
+// book decides the request under the key's limit at slot, its pace's
+// earliest instant, and releases the lock. The request leaves now without a
+// place in the key's queue while the limit does not bind; otherwise it
+// joins the queue, and waits for its slot unless that is now.
+func (w *waiter) book(e *entry, slot int64, left time.Duration) (stepKind, error) {
+	var r Reservation
+	var err error
+	switch {
+	case e.c != nil:
+		r, err = decideCell(w.k.alg, e.c, slot, e.now, 1, left, w.deadline, true)
+	case slot == e.now: // no limit, and the pace lets it go now
+		if e.st != nil {
+			e.st.th.paced(slot) // the pace's latest: the next are spaced after it
+		}
+		w.p.State = leaseOnly(e, w.lease)
+		e.close(false)
+		return stepDone, nil
+	default: // no limit, only the pace
+		r = Reservation{Delay: time.Duration(slot - e.now), at: slot, n: 1}
+		err = refuseWait(w.key, r.Delay, left, slot, w.deadline)
+	}
+	if err != nil {
+		return stepDone, w.refuse(e, r.Delay, err)
+	}
+	if e.st != nil {
+		e.st.th.paced(r.at)
+	}
+	w.p.Delay = w.paced + r.Delay
+	if e.c != nil && r.Delay == 0 && !w.k.alg.binds(e.c, r.at) {
+		w.p.State = leaseOnly(e, w.lease)
+		e.close(true)
+		return stepDone, nil
+	}
+	// The limit binds (algorithm.binds), or the pace holds the request:
+	// it joins the key's queue, so that its departure, or its giving up,
+	// can move the later bookings, and a pause can give its slot back.
+	st := e.state()
+	w.b = &booking{at: r.at, floor: slot, released: r.Delay == 0, probe: w.lease, over: e.over()}
+	st.pending = append(st.pending, w.b)
+	e.close(e.c != nil)
+	w.p.Track, w.p.State = e.c != nil, w.b // a pace alone does not need the departure
+	if r.Delay == 0 {
+		return stepDone, nil
+	}
+	return stepBooked, nil
+}
+
+// refuse returns the error of a Wait whose slot was refused with err (a
+// wait of d), giving up the probe role if it held one, and releases the
+// lock.
+func (w *waiter) refuse(e *entry, d time.Duration, err error) error {
+	if w.p.Probe {
+		e.st.th.released(w.lease)
+		e.st.broadcast()
+		w.p.Probe, w.lease = false, 0
+	}
+	e.close(false)
+	if _, ok := err.(*WaitError); ok {
+		return err
+	}
+	return &WaitError{Key: w.key, Delay: d, Err: err}
+}
+
+// leave ends a Wait whose booked sleep is over: err is nil when its slot
+// came. A request that gave up has left the queue (sleepBooked); it gives
+// up its probe role too.
+func (w *waiter) leave(err error) error {
+	if err != nil {
+		w.p.Track, w.p.State = false, nil
+		if w.p.Probe {
+			w.k.releaseProbe(w.key, w.b.over, w.lease)
+		}
+	}
+	return err
 }
 
 // leaseOnly returns the Permit.State of a request admitted at e without a
@@ -439,7 +522,7 @@ func (k *Keyed) waitSlow(ctx context.Context, key string, maxWait time.Duration,
 // no queue that holds its lease, so that Settle can end the probe's role
 // on the state (the key's own, or the overflow's) that leased it. Only a
 // probe allocates it, once per pause.
-func leaseOnly(e entry, n uint32) any {
+func leaseOnly(e *entry, n uint32) any {
 	if n == 0 {
 		return nil
 	}

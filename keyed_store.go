@@ -154,6 +154,49 @@ type overflow struct {
 	_    [64]byte
 }
 
+// keyState is what a [Keyed] keeps of a key beyond its limit: its throttle
+// (the pause and probe, see keyThrottle) and its queue, the bookings of
+// requests that have not yet left. It exists only while the key is
+// throttled, half-open, or has requests waiting or on their way.
+type keyState struct {
+	th keyThrottle
+	// pending holds the bookings not yet answered, in booking order (which
+	// is also the order of their slots): requests still waiting for their
+	// slot, then requests released and on their way to the wire or to their
+	// answer, whose departure the store has asked to hear of (see
+	// Permit.Track).
+	pending []*booking
+	// wake, when non-nil, is closed (and cleared) to make every request
+	// waiting on the key look again: the pause was set, the probe was
+	// answered, or waiting bookings moved earlier.
+	wake chan struct{}
+}
+
+// waitCh returns the channel that the next change of the key closes.
+func (st *keyState) waitCh() <-chan struct{} {
+	if st.wake == nil {
+		st.wake = make(chan struct{})
+	}
+	return st.wake
+}
+
+// broadcast wakes every request waiting on the key.
+func (st *keyState) broadcast() {
+	if st.wake != nil {
+		close(st.wake)
+		st.wake = nil
+	}
+}
+
+// forgettable reports whether st may be dropped at now: nothing is queued
+// and its throttle may be forgotten. A wake channel does not keep it: one
+// whose sleepers woke by their timers (a pause or a pace that simply ended)
+// is never closed otherwise, and the sweep closes it, so that a sleeper
+// still on it looks again and finds the key fresh, as it would be.
+func (st *keyState) forgettable(now int64) bool {
+	return len(st.pending) == 0 && st.th.forgettable(now)
+}
+
 // NewKeyed returns a Keyed that applies l to every key separately. It
 // returns l.Err() when l is invalid, and a [*ConfigError] for a negative
 // o.MaxKeys. The zero Limit means no limit: the Keyed then only holds pauses.
@@ -324,46 +367,6 @@ func (k *Keyed) CancelAt(now time.Time, key string, r Reservation) {
 		k.alg.unbook(&k.over.c, at, r.at, r.n)
 	}
 	k.over.mu.Unlock()
-}
-
-// PauseUntil makes requests for key wait until until: Wait, ReserveAt and
-// AllowAt admit nothing of the key before it. Unlike a throttle reported to
-// [Keyed.Settle], it sends no probe when it ends: every waiter leaves, paced
-// by the key's limit, which resumes at its steady rate. It only ever extends
-// a pause, never shortens one, and a paused key is not evicted before its
-// pause ends. If the key is new and every key of its shard is paused or
-// waited on (see [KeyedOptions].MaxKeys), the pause applies to the shared
-// overflow state instead. The zero Time, and an until in the past of the store (no later
-// than the latest instant it has decided a request of the key's shard at,
-// or read for Wait), are ignored: such a pause could hold nothing back.
-// Safe for concurrent use.
-func (k *Keyed) PauseUntil(key string, until time.Time) {
-	k.mustInit()
-	if until.IsZero() || !until.After(k.epoch) {
-		return
-	}
-	at := sinceEpoch(k.epoch, until)
-	e := k.open(0, key, false)
-	if at > e.now {
-		e.throttle(at-e.now, e.state().th.gen, 0, false)
-	}
-	e.close(e.c != nil)
-}
-
-// PausedUntil returns the end of key's pause, or the zero Time if it has
-// none. The store keeps no clock of its own: a pause ends for it once it has
-// decided a request of the key's shard at or after the pause's end, so a
-// pause that has ended by the wall clock may still be reported until then.
-// Safe for concurrent use.
-func (k *Keyed) PausedUntil(key string) time.Time {
-	k.mustInit()
-	e := k.open(0, key, false)
-	p, now := e.pause(), e.now
-	e.close(false)
-	if p <= now {
-		return time.Time{}
-	}
-	return k.epoch.Add(time.Duration(p))
 }
 
 // sweepAt forgets, at now, every key whose limit is idle and which is not
