@@ -359,15 +359,7 @@ func (r *runner[T]) finish(a *attempt) {
 		return
 	}
 	r.recordSent(a)
-	res := &r.results[a.idx]
-	res.Duration += a.dur
-	if s := int(a.state.status.Load()); s != 0 {
-		res.Status = s
-	}
-	if s := statusOf(a.err); s != 0 {
-		res.Status = s
-	}
-	res.Err = a.err
+	res := r.ended(a)
 	delay, kind := throttleOf(a.err, now)
 	p := a.state.permit
 	switch {
@@ -414,6 +406,21 @@ func (r *runner[T]) finish(a *attempt) {
 		r.tl.learnedAt(p.Key, r.gate.learnedRate(p.Key), now)
 	}
 	r.progress(a.idx)
+}
+
+// ended adds what attempt a did to its item's Result (its duration, last
+// status and error) and returns that Result.
+func (r *runner[T]) ended(a *attempt) *Result {
+	res := &r.results[a.idx]
+	res.Duration += a.dur
+	if s := int(a.state.status.Load()); s != 0 {
+		res.Status = s
+	}
+	if s := statusOf(a.err); s != 0 {
+		res.Status = s
+	}
+	res.Err = a.err
+	return res
 }
 
 // failed handles an attempt that failed with an answer or an error that
