@@ -169,7 +169,7 @@ func TestBudgetDeadUpstream(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusServiceUnavailable)}}
 				tr := &Transport{Base: srv, Retry: retry.Policy{Budget: tt.budget, NewBackOff: constBackOff(time.Millisecond)}}
-				giveUps := map[Reason]int{}
+				giveUps := map[retry.Reason]int{}
 				tr.OnEvent = func(e Event) {
 					if e.Kind == EventGiveUp {
 						giveUps[e.Reason]++
@@ -190,7 +190,7 @@ func TestBudgetDeadUpstream(t *testing.T) {
 				if tt.spacing == 0 {
 					assert.Equal(t, tt.wantAttempts, n, "attempts for %d calls", calls)
 					if !tt.budget.Disabled {
-						assert.Positive(t, giveUps[ReasonBudget], "give-ups for the budget")
+						assert.Positive(t, giveUps[retry.ReasonBudget], "give-ups for the budget")
 					}
 					return
 				}

@@ -100,8 +100,8 @@ func TestTransportCapsTheKeyPause(t *testing.T) {
 				if code := roundTrip(t, tr, "GET", "http://api.test/"); code != tt.status || time.Since(start) != 0 {
 					t.Fatalf("first call: %d after %v, want the %d at once", code, time.Since(start), tt.status)
 				}
-				if giveUp.Reason != ReasonDelayTooLong {
-					t.Errorf("give-up reason %q, want %q", giveUp.Reason, ReasonDelayTooLong)
+				if giveUp.Reason != retry.ReasonDelayTooLong {
+					t.Errorf("give-up reason %q, want %q", giveUp.Reason, retry.ReasonDelayTooLong)
 				}
 				if throttle.Delay != limit || !throttle.Until.Equal(start.Add(limit)) {
 					t.Errorf("throttle event paused the key %v until %v, want %v", throttle.Delay, throttle.Until, limit)

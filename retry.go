@@ -27,16 +27,14 @@ import (
 // Its methods only read it, and are safe for concurrent use.
 type retryPolicy retry.Policy
 
-// Reasons reported with a retry decision. They are constants so that a
-// decision allocates nothing.
+// Reasons of the default decision that no event carries. They are
+// constants so that a decision allocates nothing. The default decision
+// also gives retry.ReasonNotIdempotent, retry.ReasonServerHint and, when
+// Decide changes it, retry.ReasonDecided.
 const (
-	reasonRetryableStatus = "retryable status"
-	reasonFinalStatus     = "status not retryable"
-	reasonServerSaysNo    = "server said Stripe-Should-Retry: false"
-	reasonServerSaysYes   = "server said Stripe-Should-Retry: true"
-	reasonUnsafeMethod    = "method not safe to replay"
-	reasonMayBeProcessed  = "request may have been processed; method not safe to replay"
-	reasonDecideHook      = "decided by retry.Policy.Decide"
+	reasonRetryableStatus retry.Reason = "retryable status"
+	reasonFinalStatus     retry.Reason = "status not retryable"
+	reasonServerSaysYes   retry.Reason = "server said Stripe-Should-Retry: true"
 )
 
 // hdrStripeShouldRetry is Stripe's explicit retry hint (Stripe API
@@ -119,7 +117,7 @@ func (p *retryPolicy) replaySafe(req *http.Request) bool {
 // count or the request's deadline: the Transport checks those. It reads
 // resp.Body only when Decide asks (retry.Check.Body), and is safe for
 // concurrent use.
-func (p *retryPolicy) check(req *http.Request, resp *http.Response, err error, attempt int) (again bool, reason string, hook *retry.Check) {
+func (p *retryPolicy) check(req *http.Request, resp *http.Response, err error, attempt int) (again bool, reason retry.Reason, hook *retry.Check) {
 	if err != nil {
 		again, reason = p.checkError(req, err)
 	} else {
@@ -134,12 +132,12 @@ func (p *retryPolicy) check(req *http.Request, resp *http.Response, err error, a
 		decided = false // a success or a redirect is never retried, whatever Decide says
 	}
 	if (decided != again || c.Fail != nil) && c.Reason == reason {
-		c.Reason = reasonDecideHook
+		c.Reason = retry.ReasonDecided
 	}
 	return decided, c.Reason, c
 }
 
-func (p *retryPolicy) checkResponse(req *http.Request, resp *http.Response) (bool, string) {
+func (p *retryPolicy) checkResponse(req *http.Request, resp *http.Response) (bool, retry.Reason) {
 	if resp == nil {
 		return false, ""
 	}
@@ -147,10 +145,10 @@ func (p *retryPolicy) checkResponse(req *http.Request, resp *http.Response) (boo
 		if hint := trimOWS(headerValue(resp.Header, hdrStripeShouldRetry)); hint != "" {
 			switch {
 			case strings.EqualFold(hint, "false"):
-				return false, reasonServerSaysNo
+				return false, retry.ReasonServerHint
 			case strings.EqualFold(hint, "true"):
 				if !p.replaySafe(req) {
-					return false, reasonUnsafeMethod
+					return false, retry.ReasonNotIdempotent
 				}
 				return true, reasonServerSaysYes
 			}
@@ -163,19 +161,19 @@ func (p *retryPolicy) checkResponse(req *http.Request, resp *http.Response) (boo
 		return false, reasonFinalStatus
 	}
 	if !p.replaySafe(req) {
-		return false, reasonUnsafeMethod
+		return false, retry.ReasonNotIdempotent
 	}
 	return true, reasonRetryableStatus
 }
 
-func (p *retryPolicy) checkError(req *http.Request, err error) (bool, string) {
+func (p *retryPolicy) checkError(req *http.Request, err error) (bool, retry.Reason) {
 	class, reason := classifyError(req.Context(), err)
 	switch class {
 	case errNotSent:
 		return true, reason
 	case errTransient:
 		if !p.replaySafe(req) {
-			return false, reasonMayBeProcessed
+			return false, retry.ReasonNotIdempotent
 		}
 		return true, reason
 	}
@@ -246,7 +244,7 @@ const (
 //     context.DeadlineExceeded while ctx is still live (a Transport's own
 //     timeout, not the caller's deadline): transient.
 //   - anything else: final ("unknown transport error").
-func classifyError(ctx context.Context, err error) (errClass, string) {
+func classifyError(ctx context.Context, err error) (errClass, retry.Reason) {
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		return errFinal, "request canceled"
 	}
@@ -284,7 +282,7 @@ func classifyError(ctx context.Context, err error) (errClass, string) {
 }
 
 // reasonTimeout is classifyError's reason for a timeout of the attempt.
-const reasonTimeout = "timeout"
+const reasonTimeout retry.Reason = "timeout"
 
 // isTimeout reports whether err, a transport error of a request with
 // context ctx, is a timeout of the attempt, not of the caller's context:
@@ -330,7 +328,7 @@ func isTLSError(err error) bool {
 //     "http2: client connection lost", "server closed idle connection",
 //     "HTTP/1.x transport connection broken": the connection went away,
 //     transient.
-func netHTTPErrorClass(err error) (class errClass, reason string, ok bool) {
+func netHTTPErrorClass(err error) (class errClass, reason retry.Reason, ok bool) {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "unsupported protocol scheme"),
@@ -391,10 +389,10 @@ type attemptEnd struct {
 	attempt  int            // the attempt that ended, from 1
 	resp     *http.Response // nil when err is set
 	err      error
-	retry    bool   // retryPolicy.check's verdict
-	why      string // and its reason
-	failed   bool   // a retryable failure, whether or not this request may repeat it
-	canRetry bool   // the body can be sent again
+	retry    bool         // retryPolicy.check's verdict
+	why      retry.Reason // and its reason
+	failed   bool         // a retryable failure, whether or not this request may repeat it
+	canRetry bool         // the body can be sent again
 	// withdraw takes a retry from the key's retry budget at the given
 	// instant and reports whether the budget allowed it; with force it
 	// takes it anyway. It is called at most once, for a retry that is
@@ -428,10 +426,10 @@ type verdict struct {
 	retry    bool          // send the request again
 	wait     time.Duration // before the next attempt
 	pause    time.Duration // > 0: the answer was a throttle; pause the key this long
-	why      Reason        // the retry's reason (ReasonServerDelay, ReasonBackoff), or why a retryable failure is not retried
-	refused  time.Duration // the server delay or wait that was refused, for ReasonDelayTooLong and ReasonDeadline
+	why      retry.Reason  // the retry's reason (retry.ReasonServerDelay, retry.ReasonBackoff), or why a retryable failure is not retried
+	refused  time.Duration // the server delay or wait that was refused, for retry.ReasonDelayTooLong and retry.ReasonDeadline
 	deadline bool          // the wait would outlast the context's deadline
-	fail     error         // end the call with this error (retry.Check.Fail); why is ReasonDecided
+	fail     error         // end the call with this error (retry.Check.Fail); why is retry.ReasonDecided
 	cut      bool          // a throttle without a delay of an adaptive key: lower its rate
 	handBack bool          // a throttle returned unretried to a caller that waits out the pause (attemptEnd.handBack)
 }
@@ -463,14 +461,14 @@ type verdict struct {
 //     instead (verdict.cut, adaptiveRate): its first throttle without a
 //     delay pauses it only for MinThrottlePause; a probe throttled again
 //     gets the long pause, and the rate drops again.
-//   - Decide's Fail ends the call (ReasonDecided), after a throttle's
+//   - Decide's Fail ends the call (retry.ReasonDecided), after a throttle's
 //     pause is set.
 //   - A retryable failure is not retried, in this order, when: the policy
 //     said no (its reason); the server's delay exceeds maxRetryAfter
-//     (ReasonDelayTooLong: a retry before it is certain to fail,
+//     (retry.ReasonDelayTooLong: a retry before it is certain to fail,
 //     hashicorp/go-retryablehttp#247); the body cannot be sent again; the
 //     attempts are spent; the schedule says stop; the wait would outlast
-//     the deadline (ReasonDeadline, decided at once, not slept); or, last,
+//     the deadline (retry.ReasonDeadline, decided at once, not slept); or, last,
 //     so that only a retry otherwise made takes from it, the budget is
 //     spent (unless the server named a delay: the server itself set the
 //     pace, and the retry is counted anyway). Just before the budget, a
@@ -491,17 +489,17 @@ func decide(in attemptEnd) verdict {
 	if !in.retry && !throttle {
 		switch {
 		case in.fail != nil:
-			v.why, v.fail = ReasonDecided, in.fail
+			v.why, v.fail = retry.ReasonDecided, in.fail
 		case in.failed:
-			v.why = policyReason(in.why)
+			v.why = in.why
 		}
 		return v
 	}
 	wait, stop := time.Duration(0), false
-	v.why = ReasonBackoff
+	v.why = retry.ReasonBackoff
 	switch {
 	case fromServer:
-		wait, v.why = serverWait, ReasonServerDelay
+		wait, v.why = serverWait, retry.ReasonServerDelay
 	case in.retry || throttle:
 		w, ok := in.backoff(isThrottleStatus(status)) // a 503 without a delay: the throttle schedule
 		wait, stop = w, !ok
@@ -538,28 +536,28 @@ func decide(in attemptEnd) verdict {
 	}
 	switch {
 	case in.fail != nil:
-		v.why, v.fail = ReasonDecided, in.fail
+		v.why, v.fail = retry.ReasonDecided, in.fail
 		return v
 	case !in.retry:
 		v.why = ""
 		if in.failed {
-			v.why = policyReason(in.why)
+			v.why = in.why
 		}
 		return v
 	case fromServer && serverWait > in.maxRetryAfter:
-		v.why, v.refused = ReasonDelayTooLong, serverWait
+		v.why, v.refused = retry.ReasonDelayTooLong, serverWait
 		return v
 	case !in.canRetry:
-		v.why = ReasonNotReplayable
+		v.why = retry.ReasonNotReplayable
 		return v
 	case in.attempt >= in.maxAttempts:
-		v.why = ReasonAttempts
+		v.why = retry.ReasonAttempts
 		return v
 	case stop:
-		v.why = ReasonBackoffStop
+		v.why = retry.ReasonBackoffStop
 		return v
 	case !in.deadline.IsZero() && in.deadline.Sub(in.now) < wait:
-		v.why, v.refused, v.deadline = ReasonDeadline, wait, true
+		v.why, v.refused, v.deadline = retry.ReasonDeadline, wait, true
 		return v
 	case in.handBack && v.pause > 0 && wait > MinThrottlePause:
 		v.why, v.handBack = "", true // no give-up: the caller retries after the pause
@@ -567,7 +565,7 @@ func decide(in attemptEnd) verdict {
 	}
 	serverPaced := fromServer && serverWait > 0
 	if in.withdraw != nil && !in.withdraw(in.now, serverPaced) && !serverPaced {
-		v.why = ReasonBudget
+		v.why = retry.ReasonBudget
 		return v
 	}
 	v.retry, v.wait = true, wait

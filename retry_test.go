@@ -71,7 +71,7 @@ func TestRetryPolicyCheckResponse(t *testing.T) {
 		reqHeaders []string
 		resp       *http.Response
 		want       bool
-		wantReason string
+		wantReason retry.Reason
 	}{
 		{"200", retryPolicy{}, "GET", nil, response(200), false, ""},
 		{"GET 503", retryPolicy{}, "GET", nil, response(503), true, reasonRetryableStatus},
@@ -80,23 +80,23 @@ func TestRetryPolicyCheckResponse(t *testing.T) {
 		{"DELETE 502", retryPolicy{}, "DELETE", nil, response(502), true, reasonRetryableStatus},
 		{"HEAD OPTIONS TRACE", retryPolicy{}, "TRACE", nil, response(504), true, reasonRetryableStatus},
 		{"GET 501", retryPolicy{}, "GET", nil, response(501), false, reasonFinalStatus},
-		{"POST 503 no key", retryPolicy{}, "POST", nil, response(503), false, reasonUnsafeMethod},
-		{"PATCH 429 no key", retryPolicy{}, "PATCH", nil, response(429), false, reasonUnsafeMethod},
-		{"lowercase get is not GET", retryPolicy{}, "get", nil, response(503), false, reasonUnsafeMethod},
+		{"POST 503 no key", retryPolicy{}, "POST", nil, response(503), false, retry.ReasonNotIdempotent},
+		{"PATCH 429 no key", retryPolicy{}, "PATCH", nil, response(429), false, retry.ReasonNotIdempotent},
+		{"lowercase get is not GET", retryPolicy{}, "get", nil, response(503), false, retry.ReasonNotIdempotent},
 		{"POST 503 with key", retryPolicy{}, "POST", []string{"Idempotency-Key", "k1"}, response(503), true, reasonRetryableStatus},
 		{"POST 503 with X-Idempotency-Key", retryPolicy{}, "POST", []string{"X-Idempotency-Key", "k1"}, response(503), true, reasonRetryableStatus},
-		{"POST 503 empty key", retryPolicy{}, "POST", []string{"Idempotency-Key", ""}, response(503), false, reasonUnsafeMethod},
+		{"POST 503 empty key", retryPolicy{}, "POST", []string{"Idempotency-Key", ""}, response(503), false, retry.ReasonNotIdempotent},
 		{"POST 503 custom header", retryPolicy{IdempotencyHeader: "x-request-key"}, "POST", []string{"X-Request-Key", "k1"}, response(503), true, reasonRetryableStatus},
-		{"custom header replaces the default", retryPolicy{IdempotencyHeader: "X-Request-Key"}, "POST", []string{"Idempotency-Key", "k1"}, response(503), false, reasonUnsafeMethod},
+		{"custom header replaces the default", retryPolicy{IdempotencyHeader: "X-Request-Key"}, "POST", []string{"Idempotency-Key", "k1"}, response(503), false, retry.ReasonNotIdempotent},
 		{"POST 503 opt-in", retryPolicy{RetryNonIdempotent: true}, "POST", nil, response(503), true, reasonRetryableStatus},
 		{"custom statuses", retryPolicy{Statuses: []int{418}}, "GET", nil, response(418), true, reasonRetryableStatus},
 		{"custom statuses replace defaults", retryPolicy{Statuses: []int{418}}, "GET", nil, response(503), false, reasonFinalStatus},
 		{"empty statuses retry none", retryPolicy{Statuses: []int{}}, "GET", nil, response(503), false, reasonFinalStatus},
-		{"Stripe false beats 503", retryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", "false"), false, reasonServerSaysNo},
+		{"Stripe false beats 503", retryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", "false"), false, retry.ReasonServerHint},
 		{"Stripe true on 409", retryPolicy{}, "GET", nil, response(409, "Stripe-Should-Retry", "true"), true, reasonServerSaysYes},
 		{"Stripe true POST with key", retryPolicy{}, "POST", []string{"Idempotency-Key", "k"}, response(409, "Stripe-Should-Retry", "true"), true, reasonServerSaysYes},
-		{"Stripe true POST without key", retryPolicy{}, "POST", nil, response(500, "Stripe-Should-Retry", "true"), false, reasonUnsafeMethod},
-		{"Stripe hint case and OWS", retryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", " False "), false, reasonServerSaysNo},
+		{"Stripe true POST without key", retryPolicy{}, "POST", nil, response(500, "Stripe-Should-Retry", "true"), false, retry.ReasonNotIdempotent},
+		{"Stripe hint case and OWS", retryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", " False "), false, retry.ReasonServerHint},
 		{"Stripe true never retries a success", retryPolicy{}, "GET", nil, response(200, "Stripe-Should-Retry", "true"), false, ""},
 		{"Stripe garbage ignored", retryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", "maybe"), true, reasonRetryableStatus},
 	}
@@ -491,18 +491,18 @@ func TestRetryPolicyDecide(t *testing.T) {
 	}}
 	req := newReq(t, http.MethodGet)
 
-	if retry, reason, _ := p.check(req, response(501), nil, 2); !retry || reason != reasonDecideHook {
-		t.Errorf("Decide flipping 501: %v, %q; want true, %q", retry, reason, reasonDecideHook)
+	if again, reason, _ := p.check(req, response(501), nil, 2); !again || reason != retry.ReasonDecided {
+		t.Errorf("Decide flipping 501: %v, %q; want true, %q", again, reason, retry.ReasonDecided)
 	}
 	if seen.Attempt != 2 || seen.Retry || seen.Reason != reasonFinalStatus || seen.Request != req {
 		t.Errorf("Decide saw %+v; want attempt 2, default false, reason %q", seen, reasonFinalStatus)
 	}
-	if retry, reason, _ := p.check(req, response(503), nil, 1); retry || reason != "maintenance window" {
-		t.Errorf("Decide vetoing 503: %v, %q; want false, maintenance window", retry, reason)
+	if again, reason, _ := p.check(req, response(503), nil, 1); again || reason != "maintenance window" {
+		t.Errorf("Decide vetoing 503: %v, %q; want false, maintenance window", again, reason)
 	}
 	err := opErr("read", syscall.ECONNRESET)
-	if retry, reason, _ := p.check(req, nil, err, 3); !retry || reason != "connection reset" || seen.Err != err || seen.Response != nil {
-		t.Errorf("Decide keeping the default for an error: %v, %q; saw %+v", retry, reason, seen)
+	if again, reason, _ := p.check(req, nil, err, 3); !again || reason != "connection reset" || seen.Err != err || seen.Response != nil {
+		t.Errorf("Decide keeping the default for an error: %v, %q; saw %+v", again, reason, seen)
 	}
 }
 

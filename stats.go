@@ -43,7 +43,7 @@ type Stats struct {
 	// is no give-up and is not counted: under retryable.Install the
 	// retryablehttp.Client makes the retries, and a call it retries to
 	// success is not a give-up of the Transport's. ErrorOnGiveUp still
-	// returns such a final response as an [*AttemptsError] (ReasonAttempts).
+	// returns such a final response as an [*AttemptsError] (retry.ReasonAttempts).
 	Retries, Throttles, GiveUps int64
 	// Pace is the spacing between the key's requests in force now, 0 when
 	// nothing spaces them, and PaceSource where it comes from: "configured"

@@ -206,7 +206,7 @@ type Transport struct {
 	// MaxRetryAfter bounds every wait between attempts and every pause of
 	// a key. A server delay (Retry-After or a reset header) above it is not
 	// slept: the response is returned to the caller at once, unretried, and
-	// OnEvent is told why ([ReasonDelayTooLong]); its key is paused for
+	// OnEvent is told why ([retry.ReasonDelayTooLong]); its key is paused for
 	// MaxRetryAfter, not for the delay asked, so that no answer, however
 	// large or malformed its delay, can make the key's requests wait, or
 	// fail with [ErrWaitTooLong], for longer. The waits the Transport
@@ -665,10 +665,10 @@ func (c *call) run() (*http.Response, error) {
 			}
 			switch {
 			case v.fail != nil: // Decide ended the call
-				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: ReasonDecided, Err: v.fail,
+				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: retry.ReasonDecided, Err: v.fail,
 					Response: c.giveUpResponse(resp)}
 			case v.deadline: // the wait would outlast the context's deadline
-				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: ReasonDeadline,
+				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: retry.ReasonDeadline,
 					Err: &WaitError{Key: c.key, Delay: v.refused, Err: errDeadline}, Response: c.giveUpResponse(resp)}
 			case err != nil:
 				return nil, &AttemptsError{Attempts: attempt, Reason: giveUpReason(v.why), Err: err}
@@ -728,8 +728,8 @@ func (c *call) quota(resp *http.Response, at *time.Time) throttle.Quota {
 
 // giveUpReason is the Reason an AttemptsError records for a verdict's why:
 // empty for the reasons of a retry.
-func giveUpReason(r Reason) Reason {
-	if r == ReasonServerDelay || r == ReasonBackoff {
+func giveUpReason(r retry.Reason) retry.Reason {
+	if r == retry.ReasonServerDelay || r == retry.ReasonBackoff {
 		return ""
 	}
 	return r
@@ -741,8 +741,8 @@ func giveUpReason(r Reason) Reason {
 // allowed one attempt (Retry.MaxAttempts or Host.MaxAttempts 1) makes no retries, so running out of attempts is no
 // give-up there: under retryable.Install, for one, the retryablehttp.Client
 // makes the retries, and most of its 429s are retried and succeed.
-func (c *call) gaveUp(r Reason) bool {
-	return giveUpReason(r) != "" && (r != ReasonAttempts || c.maxAttempts > 1)
+func (c *call) gaveUp(r retry.Reason) bool {
+	return giveUpReason(r) != "" && (r != retry.ReasonAttempts || c.maxAttempts > 1)
 }
 
 // keyOf returns the request's key.
@@ -791,10 +791,10 @@ func (c *call) admit(attempt *int, lastStatus int, p *throttle.Permit) error {
 			}
 			if c.s.obs != nil {
 				if p.Held > 0 {
-					c.emit(Event{Kind: EventWait, Reason: ReasonCooldown, Attempt: *attempt, Delay: p.Held})
+					c.emit(Event{Kind: EventWait, Reason: retry.ReasonCooldown, Attempt: *attempt, Delay: p.Held})
 				}
 				if p.Delay > 0 {
-					c.emit(Event{Kind: EventWait, Reason: ReasonLimit, Attempt: *attempt, Delay: p.Delay})
+					c.emit(Event{Kind: EventWait, Reason: retry.ReasonLimit, Attempt: *attempt, Delay: p.Delay})
 				}
 			}
 			return nil
@@ -808,13 +808,13 @@ func (c *call) admit(attempt *int, lastStatus int, p *throttle.Permit) error {
 		waited += p.Held // the Permit says how long it waited, also with an error
 		lastStatus = http.StatusTooManyRequests
 		if *attempt >= c.maxAttempts {
-			if c.gaveUp(ReasonAttempts) {
+			if c.gaveUp(retry.ReasonAttempts) {
 				c.st.giveUps.Add(1)
 			}
-			if c.gaveUp(ReasonAttempts) && c.s.obs != nil {
-				c.giveUp(*attempt, ReasonAttempts, 0, lastStatus, err)
+			if c.gaveUp(retry.ReasonAttempts) && c.s.obs != nil {
+				c.giveUp(*attempt, retry.ReasonAttempts, 0, lastStatus, err)
 			}
-			return &AttemptsError{Attempts: *attempt, StatusCode: lastStatus, Reason: ReasonAttempts, Err: err}
+			return &AttemptsError{Attempts: *attempt, StatusCode: lastStatus, Reason: retry.ReasonAttempts, Err: err}
 		}
 		*attempt++
 	}
@@ -958,22 +958,8 @@ func (c *call) giveUpResponse(resp *http.Response) *http.Response {
 }
 
 // giveUp emits an EventGiveUp.
-func (c *call) giveUp(attempt int, r Reason, d time.Duration, status int, err error) {
+func (c *call) giveUp(attempt int, r retry.Reason, d time.Duration, status int, err error) {
 	c.emit(Event{Kind: EventGiveUp, Reason: r, Attempt: attempt, Delay: d, StatusCode: status, Err: err})
-}
-
-// policyReason maps a retryPolicy reason for not retrying a retryable
-// failure to an event Reason.
-func policyReason(why string) Reason {
-	switch why {
-	case reasonUnsafeMethod, reasonMayBeProcessed:
-		return ReasonNotIdempotent
-	case reasonServerSaysNo:
-		return ReasonServerHint
-	case reasonDecideHook:
-		return ReasonDecided
-	}
-	return Reason(why)
 }
 
 // errClassOf classifies a transport error of a request with context ctx.

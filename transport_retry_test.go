@@ -139,8 +139,8 @@ func TestTransportRetryAfterAboveCap(t *testing.T) {
 		if el := time.Since(start); el != 0 || srv.Count() != 1 {
 			t.Errorf("returned after %v and %d requests, want at once after 1", el, srv.Count())
 		}
-		if giveUp.Reason != ReasonDelayTooLong || giveUp.Delay != time.Hour {
-			t.Errorf("give-up event %+v, want reason %q with the 1h delay", giveUp, ReasonDelayTooLong)
+		if giveUp.Reason != retry.ReasonDelayTooLong || giveUp.Delay != time.Hour {
+			t.Errorf("give-up event %+v, want reason %q with the 1h delay", giveUp, retry.ReasonDelayTooLong)
 		}
 		// The key is paused for MaxRetryAfter (10 s), not the hour: a new
 		// call waits the 10 s and is sent.

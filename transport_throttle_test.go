@@ -578,7 +578,7 @@ func TestTransportBucketMeetsSlidingWindowServer(t *testing.T) {
 // their own attempt (they would have met the same 429), so every caller
 // returns within 3 × 1 s + 0.5 s: with the probe's 429 as its last
 // response, or, having sent nothing more, with an *AttemptsError of
-// Reason ReasonAttempts matching ErrThrottled. After the first burst the
+// Reason retry.ReasonAttempts matching ErrThrottled. After the first burst the
 // server sees at most one request per second, not 50. Without that, each
 // probe's 429 releases only itself, and the last caller returns after
 // about 25 s.
@@ -607,7 +607,7 @@ func TestTransportProbeAnswersCountForWaiters(t *testing.T) {
 				assert.ErrorIs(t, err, ErrThrottled, "caller %d", i)
 				var ae *AttemptsError
 				if assert.ErrorAs(t, err, &ae, "caller %d", i) {
-					assert.Equal(t, ReasonAttempts, ae.Reason, "caller %d", i)
+					assert.Equal(t, retry.ReasonAttempts, ae.Reason, "caller %d", i)
 					assert.Equal(t, 3, ae.Attempts, "caller %d", i)
 				}
 			})
