@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace/internal/hdr"
-	"github.com/pacehttp/pace/internal/httptoken"
 	"github.com/pacehttp/pace/internal/idempotent"
+	"github.com/pacehttp/pace/internal/retrydecide"
 	"github.com/pacehttp/pace/internal/retrystatus"
 	"github.com/pacehttp/pace/retry"
 )
@@ -44,38 +44,19 @@ const hdrStripeShouldRetry = "Stripe-Should-Retry"
 
 // validate reports the first invalid setting of p as a *ConfigError whose
 // Field is relative to the Policy ("Statuses", "Budget.TTL"; the Transport
-// prefixes "Retry."): a negative MaxAttempts, a status that is not an
-// error status (4xx or 5xx: a success or a redirect is never retried, so
-// listing one is a mistake), an idempotency header name that is not an
-// HTTP token, an unknown Jitter, or an invalid Budget.
+// prefixes "Retry."), as retrydecide.Validate finds it.
 func (p *retryPolicy) validate() error {
-	if p.MaxAttempts < 0 {
-		return configErr("MaxAttempts", p.MaxAttempts, "must not be negative")
+	if fe := retrydecide.Validate((*retry.Policy)(p)); fe != nil {
+		return configErr(fe.Field, fe.Value, fe.Reason)
 	}
-	for _, code := range p.Statuses {
-		if code < 400 || code > 599 {
-			return configErr("Statuses", code, "not an HTTP error status (400..599); only error responses are retried")
-		}
-	}
-	if h := p.IdempotencyHeader; h != "" {
-		if err := headerNameErr("IdempotencyHeader", h); err != nil {
-			return err
-		}
-	}
-	if err := validateJitter("Jitter", p.Jitter); err != nil {
-		return err
-	}
-	return validateBudget(p.Budget)
+	return nil
 }
 
 // headerNameErr returns a *ConfigError naming field when name is not a
-// header field name, a token of RFC 9110 §5.6.2 (§5.1), or nil.
+// header field name (retrydecide.HeaderNameProblem), or nil.
 func headerNameErr(field, name string) error {
-	switch {
-	case name == "":
-		return configErr(field, name, "empty header name")
-	case !httptoken.Valid(name):
-		return configErr(field, name, "not a header name: a token of RFC 9110 §5.6.2 (letters, digits and !#$%&'*+-.^_`|~), no space, colon or control character")
+	if why := retrydecide.HeaderNameProblem(name); why != "" {
+		return configErr(field, name, why)
 	}
 	return nil
 }
@@ -454,7 +435,7 @@ type verdict struct {
 //     never under MinThrottlePause, capped at retry.DefaultBackoffMax. Without a
 //     delay (a 429 that names none)
 //     for DefaultThrottlePause doubled by the key's strikes, jittered, never
-//     under DefaultThrottleBackoffInitial, or with a NewBackOff schedule its
+//     under retry.DefaultThrottleBackoffInitial, or with a NewBackOff schedule its
 //     next wait, never under a second (env0/terraform-provider-env0#1127).
 //     Every pause is capped at maxRetryAfter; the request's own wait is the
 //     pause. A key whose configured limit adapts (adaptive) slows its rate
@@ -512,7 +493,7 @@ func decide(in attemptEnd) verdict {
 				// server is overloaded, not keeping a schedule. Double
 				// from MinThrottlePause per strike, as a 429 without a
 				// delay doubles from DefaultThrottlePause.
-				v.pause = applyJitter(in.jitter, backoffDelay(in.strikes+1, MinThrottlePause, retry.DefaultBackoffMax),
+				v.pause = retrydecide.ApplyJitter(in.jitter, retrydecide.BackoffDelay(in.strikes+1, MinThrottlePause, retry.DefaultBackoffMax),
 					0, MinThrottlePause, retry.DefaultBackoffMax, in.rnd)
 			}
 			v.pause = min(v.pause, in.maxRetryAfter)
@@ -527,10 +508,10 @@ func decide(in attemptEnd) verdict {
 			v.cut = in.adaptive
 			keyWait := wait // a NewBackOff schedule is the caller's choice: its next wait
 			if !in.customBackoff {
-				keyWait = applyJitter(in.jitter, backoffDelay(in.strikes+1, DefaultThrottlePause, retry.DefaultBackoffMax),
+				keyWait = retrydecide.ApplyJitter(in.jitter, retrydecide.BackoffDelay(in.strikes+1, DefaultThrottlePause, retry.DefaultBackoffMax),
 					0, DefaultThrottlePause, retry.DefaultBackoffMax, in.rnd)
 			}
-			v.pause = min(max(wait, keyWait, DefaultThrottleBackoffInitial), in.maxRetryAfter)
+			v.pause = min(max(wait, keyWait, retry.DefaultThrottleBackoffInitial), in.maxRetryAfter)
 			wait = v.pause
 		}
 	}

@@ -183,7 +183,7 @@ func serverDelay(resp *http.Response, now time.Time) (d time.Duration, source st
 // be a throttle (isThrottle; a 503 only with a delay, see Throttled). Reset
 // headers count as a delay on these statuses, and either one without a
 // usable delay starts the request's default backoff at
-// DefaultThrottleBackoffInitial rather than retry.DefaultBackoffInitial.
+// retry.DefaultThrottleBackoffInitial rather than retry.DefaultBackoffInitial.
 func isThrottleStatus(code int) bool {
 	return code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
 }

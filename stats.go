@@ -38,7 +38,7 @@ type Stats struct {
 	// paused the key (see [Throttled]), and GiveUps the calls that
 	// ended on a failure that could have been retried, as [EventGiveUp]
 	// reports them (attempts, budget, the server's delay too long, the
-	// deadline, ...; see [Reason]). With MaxAttempts 1 (Retry.MaxAttempts or
+	// deadline, ...; see [retry.Reason]). With MaxAttempts 1 (Retry.MaxAttempts or
 	// the host's) the Transport makes no retries, so spending that attempt
 	// is no give-up and is not counted: under retryable.Install the
 	// retryablehttp.Client makes the retries, and a call it retries to

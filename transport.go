@@ -19,6 +19,7 @@ import (
 	"github.com/pacehttp/pace/internal/bodyprefix"
 	"github.com/pacehttp/pace/internal/discard"
 	"github.com/pacehttp/pace/internal/queued"
+	"github.com/pacehttp/pace/internal/retrydecide"
 	"github.com/pacehttp/pace/retry"
 	"github.com/pacehttp/pace/throttle"
 )
@@ -102,7 +103,7 @@ const DefaultMaxWait = 5 * time.Minute
 // pause was the first): DefaultThrottlePause doubled, 10 s, and doubling
 // again with each further one. With a retry.Policy.NewBackOff schedule,
 // even the first such 429 pauses the key, for that schedule's next wait
-// (at least DefaultThrottleBackoffInitial), and lowers its rate as well.
+// (at least retry.DefaultThrottleBackoffInitial), and lowers its rate as well.
 // Against a server whose token bucket allows 20 a second (burst 5), a client
 // configured at 40 a second met a 429 in 2.2% of its calls after the first
 // 10 s and did 20.0 calls a second (bench/, scenario adaptive-2x).
@@ -331,7 +332,7 @@ type state struct {
 	newBackOff    func() backoff.BackOff
 	jitter        retry.Jitter
 	maxBody       int64
-	budget        *budget
+	budget        *retrydecide.Budget
 	prepare       func(*http.Request, int) error
 	errorOnGiveUp bool
 	hidePath      bool
@@ -409,7 +410,7 @@ func (t *Transport) compile(build bool) (*state, error) {
 		newBackOff:    t.Retry.NewBackOff,
 		jitter:        t.Retry.Jitter,
 		maxBody:       orDefault(t.MaxBufferedBody, DefaultMaxBufferedBody),
-		budget:        newBudget(t.Retry.Budget),
+		budget:        retrydecide.NewBudget(t.Retry.Budget),
 		prepare:       t.PrepareAttempt,
 		errorOnGiveUp: t.ErrorOnGiveUp,
 		hidePath:      t.HidePath,
@@ -866,8 +867,8 @@ func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *
 	failed := again || (resp != nil && c.policy.retryResponse(resp)) ||
 		(err != nil && errClassOf(c.ctx, err) != errFinal)
 	if !failed && status < 400 && (hook == nil || hook.Fail == nil) {
-		if attempt == 1 && c.s.budget != nil && c.s.budget.tracking() { // the success path: one atomic load when nothing failed lately
-			c.s.budget.request(c.key, false, time.Now())
+		if attempt == 1 && c.s.budget != nil && c.s.budget.Tracking() { // the success path: one atomic load when nothing failed lately
+			c.s.budget.Request(c.key, false, time.Now())
 		}
 		return time.Time{}
 	}
@@ -876,7 +877,7 @@ func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *
 	}
 	now := time.Now()
 	if attempt == 1 && c.s.budget != nil {
-		c.s.budget.request(c.key, failed, now)
+		c.s.budget.Request(c.key, failed, now)
 	}
 	in := attemptEnd{
 		now: now, attempt: attempt, resp: resp, err: err, retry: again, why: why,
@@ -904,7 +905,7 @@ func (b *backoffState) withdraw(now time.Time, force bool) bool {
 	if b.s.budget == nil {
 		return true
 	}
-	return b.s.budget.withdraw(b.key, now, force)
+	return b.s.budget.Withdraw(b.key, now, force)
 }
 
 // next returns the wait before the next attempt from the request's
@@ -924,14 +925,14 @@ func (c *backoffState) next(throttled bool) (time.Duration, bool) {
 		} else {
 			initial := retry.DefaultBackoffInitial
 			if throttled {
-				initial = DefaultThrottleBackoffInitial
+				initial = retry.DefaultThrottleBackoffInitial
 			}
-			c.bo = newBackOff(initial, retry.DefaultBackoffMax)
+			c.bo = retrydecide.NewBackOff(initial, retry.DefaultBackoffMax)
 			c.cap = min(retry.DefaultBackoffMax, c.s.maxRetryAfter)
-			c.floor = min(backoffFloor(initial, throttled), c.cap)
+			c.floor = min(retrydecide.BackoffFloor(initial, throttled), c.cap)
 		}
 	}
-	w, ok := retryWait(c.bo, c.s.jitter, c.prevWait, c.floor, c.cap, nil)
+	w, ok := retrydecide.Wait(c.bo, c.s.jitter, c.prevWait, c.floor, c.cap, nil)
 	if ok {
 		c.prevWait = w
 	}

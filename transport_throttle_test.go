@@ -874,7 +874,7 @@ func TestTransportThrottleRepeatedRetryAfterZeroBacksOff(t *testing.T) {
 }
 
 // TestThrottleWaitsAsDocumented pins the waits that DefaultThrottlePause,
-// MinThrottlePause, DefaultThrottleBackoffInitial, Throttled and the
+// MinThrottlePause, retry.DefaultThrottleBackoffInitial, Throttled and the
 // Transport's "Adaptive rate" describe, without jitter: a 429 without a
 // delay pauses an unpaced key 5 s, a key a configured limit paces 50 ms
 // (its rate is lowered instead; its probe throttled again, 10 s, the
@@ -896,8 +896,8 @@ func TestThrottleWaitsAsDocumented(t *testing.T) {
 		{"429, no limit", 0, 429, nil, nil, []time.Duration{DefaultThrottlePause, 2 * DefaultThrottlePause}},
 		{"429, configured limit", 0, 429, Hosts{"*": {Limit: TokenBucket(PerSecond(1000), 1000)}}, nil,
 			[]time.Duration{MinThrottlePause, 2 * DefaultThrottlePause}}, // the brief pause was the first strike
-		{"429, NewBackOff", 0, 429, nil, constant, []time.Duration{DefaultThrottleBackoffInitial, DefaultThrottleBackoffInitial}},
-		{"503", 0, 503, nil, nil, []time.Duration{DefaultThrottleBackoffInitial, 2 * DefaultThrottleBackoffInitial}},
+		{"429, NewBackOff", 0, 429, nil, constant, []time.Duration{retry.DefaultThrottleBackoffInitial, retry.DefaultThrottleBackoffInitial}},
+		{"503", 0, 503, nil, nil, []time.Duration{retry.DefaultThrottleBackoffInitial, 2 * retry.DefaultThrottleBackoffInitial}},
 		{"500", 0, 500, nil, nil, []time.Duration{retry.DefaultBackoffInitial, 2 * retry.DefaultBackoffInitial}},
 		// The first failure chooses the schedule: a 503 after a 500 goes on on the 500's.
 		{"500 then 503", 500, 503, nil, nil, []time.Duration{retry.DefaultBackoffInitial, 2 * retry.DefaultBackoffInitial}},
