@@ -328,7 +328,7 @@ type state struct {
 	maxWait       time.Duration
 	maxAttempts   int
 	maxRetryAfter time.Duration
-	policy        *retryPolicy
+	policy        *retrydecide.Executor
 	newBackOff    func() backoff.BackOff
 	jitter        retry.Jitter
 	maxBody       int64
@@ -357,7 +357,7 @@ func (t *Transport) Validate(urls ...string) error {
 	if _, err := t.compile(false); err != nil || len(urls) == 0 {
 		return err
 	}
-	hl, err := compileHosts(t.Limits, &retryPolicy{}, 0)
+	hl, err := compileHosts(t.Limits, &retrydecide.Executor{}, 0)
 	if err != nil {
 		return err
 	}
@@ -386,7 +386,7 @@ func (t *Transport) compile(build bool) (*state, error) {
 	if t.Limiter != nil && len(t.Limits) > 0 {
 		return nil, configErr("Limiter", reflect.TypeOf(t.Limiter), "set together with Limits; use one")
 	}
-	if err := (*retryPolicy)(&t.Retry).validate(); err != nil {
+	if err := policyErr(&t.Retry); err != nil {
 		return nil, limitErr("Retry", err)
 	}
 	for i, h := range t.SecretHeaders {
@@ -397,8 +397,8 @@ func (t *Transport) compile(build bool) (*state, error) {
 	if !build {
 		return nil, validateHosts(t.Limits)
 	}
-	policy := retryPolicy(t.Retry)
-	policy.Statuses = slices.Clone(policy.Statuses)
+	policy := &retrydecide.Executor{Policy: t.Retry, ServerDelay: RetryAfter, MinPause: MinThrottlePause, ThrottlePause: DefaultThrottlePause}
+	policy.Policy.Statuses = slices.Clone(policy.Policy.Statuses)
 	s := &state{
 		base:          t.Base,
 		key:           t.Key,
@@ -406,7 +406,7 @@ func (t *Transport) compile(build bool) (*state, error) {
 		maxWait:       orDefault(t.MaxWait, DefaultMaxWait),
 		maxAttempts:   orDefault(t.Retry.MaxAttempts, retry.DefaultMaxAttempts),
 		maxRetryAfter: orDefault(t.MaxRetryAfter, DefaultMaxRetryAfter),
-		policy:        &policy,
+		policy:        policy,
 		newBackOff:    t.Retry.NewBackOff,
 		jitter:        t.Retry.Jitter,
 		maxBody:       orDefault(t.MaxBufferedBody, DefaultMaxBufferedBody),
@@ -525,8 +525,8 @@ type call struct {
 	lim     throttle.Limiter
 	st      *keyStats
 
-	policy      *retryPolicy // the host's (Host.Statuses) or the Transport's
-	maxAttempts int          // the host's (Host.MaxAttempts) or the Transport's
+	policy      *retrydecide.Executor // the host's (Host.Statuses) or the Transport's
+	maxAttempts int                   // the host's (Host.MaxAttempts) or the Transport's
 
 	send     *http.Request // what the first attempt sends: req, or a copy
 	canRetry bool          // the body can be sent again
@@ -600,7 +600,7 @@ func (c *call) run() (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.send, c.canRetry = c.policy.withIdempotencyKey(send), replayable
+	c.send, c.canRetry = c.policy.WithIdempotencyKey(send), replayable
 
 	lastStatus := 0
 	evict := false
@@ -633,61 +633,61 @@ func (c *call) run() (*http.Response, error) {
 		if resp == nil && err == nil {
 			err = fmt.Errorf("pace: %T returned no response and no error", s.base)
 		}
-		var v verdict
-		o := throttle.Outcome{At: c.decide(attempt, &p, out, resp, err, &v), Sent: true, Response: resp != nil, Pause: v.pause, Cut: v.cut}
+		var v retrydecide.Verdict
+		o := throttle.Outcome{At: c.decide(attempt, &p, out, resp, err, &v), Sent: true, Response: resp != nil, Pause: v.Pause, Cut: v.Cut}
 		if resp != nil {
 			o.Quota = c.quota(resp, &o.At)
 		}
 		now := o.At
 		c.lim.Settle(p, o)
-		if v.pause > 0 {
+		if v.Pause > 0 {
 			c.st.throttles.Add(1)
 			if s.obs != nil {
-				c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.pause, Until: now.Add(v.pause), StatusCode: statusOf(resp)})
+				c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.Pause, Until: now.Add(v.Pause), StatusCode: statusOf(resp)})
 			}
 		}
-		if !v.retry {
-			gaveUp := c.gaveUp(v.why)
+		if !v.Retry {
+			gaveUp := c.gaveUp(v.Why)
 			if gaveUp {
 				c.st.giveUps.Add(1)
 			}
 			if gaveUp && s.obs != nil {
 				var gerr error = err
 				switch {
-				case v.fail != nil:
-					gerr = v.fail
-				case v.deadline:
-					gerr = &WaitError{Key: c.key, Delay: v.refused, Err: errDeadline}
+				case v.Fail != nil:
+					gerr = v.Fail
+				case v.Deadline:
+					gerr = &WaitError{Key: c.key, Delay: v.Refused, Err: errDeadline}
 				}
-				c.giveUp(attempt, v.why, v.refused, statusOf(resp), gerr)
+				c.giveUp(attempt, v.Why, v.Refused, statusOf(resp), gerr)
 			}
 			if resp != nil && out != req {
 				resp.Request = req
 			}
 			switch {
-			case v.fail != nil: // Decide ended the call
-				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: retry.ReasonDecided, Err: v.fail,
+			case v.Fail != nil: // Decide ended the call
+				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: retry.ReasonDecided, Err: v.Fail,
 					Response: c.giveUpResponse(resp)}
-			case v.deadline: // the wait would outlast the context's deadline
+			case v.Deadline: // the wait would outlast the context's deadline
 				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: retry.ReasonDeadline,
-					Err: &WaitError{Key: c.key, Delay: v.refused, Err: errDeadline}, Response: c.giveUpResponse(resp)}
+					Err: &WaitError{Key: c.key, Delay: v.Refused, Err: errDeadline}, Response: c.giveUpResponse(resp)}
 			case err != nil:
-				return nil, &AttemptsError{Attempts: attempt, Reason: giveUpReason(v.why), Err: err}
-			case s.errorOnGiveUp && v.handBack:
+				return nil, &AttemptsError{Attempts: attempt, Reason: giveUpReason(v.Why), Err: err}
+			case s.errorOnGiveUp && v.HandBack:
 				return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Response: c.giveUpResponse(resp)}
-			case s.errorOnGiveUp && giveUpReason(v.why) != "":
-				return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Reason: v.why, Response: c.giveUpResponse(resp)}
+			case s.errorOnGiveUp && giveUpReason(v.Why) != "":
+				return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Reason: v.Why, Response: c.giveUpResponse(resp)}
 			}
 			return resp, nil
 		}
 		c.st.retries.Add(1)
-		evict = err != nil && isTimeout(c.ctx, err)
+		evict = err != nil && retrydecide.IsTimeout(c.ctx, err)
 		if s.obs != nil {
-			c.emit(Event{Kind: EventRetry, Reason: v.why, Attempt: attempt, Delay: v.wait, StatusCode: statusOf(resp), Err: err})
+			c.emit(Event{Kind: EventRetry, Reason: v.Why, Attempt: attempt, Delay: v.Wait, StatusCode: statusOf(resp), Err: err})
 		}
 		lastStatus = statusOf(resp)
 		discard.Body(bodyOf(resp))
-		if err := sleepCtx(c.ctx, c.key, v.wait); err != nil {
+		if err := sleepCtx(c.ctx, c.key, v.Wait); err != nil {
 			return nil, &AttemptsError{Attempts: attempt, StatusCode: lastStatus, Err: err}
 		}
 	}
@@ -856,16 +856,15 @@ func (c *call) request(attempt int, pp *throttle.Permit) (*http.Request, error) 
 
 // decide settles the attempt that ended with resp or err, admitted by a
 // Permit with the given Strikes: it charges or refunds the key's retry
-// budget, stores the retry decision (see decide in retry.go) in *v, and
+// budget, stores the retry decision (retrydecide.Executor.Decide) in *v, and
 // returns the instant it was made. On the success path it leaves *v alone
 // (the zero verdict) and returns the zero Time, reading no clock.
-func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *http.Response, err error, v *verdict) time.Time {
-	again, why, hook := c.policy.check(out, resp, err, attempt)
+func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *http.Response, err error, v *retrydecide.Verdict) time.Time {
+	again, why, hook := c.policy.Check(out, resp, err, attempt)
 	status := statusOf(resp)
 	// failed: an outcome that costs budget, a retryable failure whether
 	// or not this request may repeat it.
-	failed := again || (resp != nil && c.policy.retryResponse(resp)) ||
-		(err != nil && errClassOf(c.ctx, err) != errFinal)
+	failed := c.policy.Failed(c.ctx, resp, err, again)
 	if !failed && status < 400 && (hook == nil || hook.Fail == nil) {
 		if attempt == 1 && c.s.budget != nil && c.s.budget.Tracking() { // the success path: one atomic load when nothing failed lately
 			c.s.budget.Request(c.key, false, time.Now())
@@ -879,22 +878,22 @@ func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *
 	if attempt == 1 && c.s.budget != nil {
 		c.s.budget.Request(c.key, failed, now)
 	}
-	in := attemptEnd{
-		now: now, attempt: attempt, resp: resp, err: err, retry: again, why: why,
-		failed: failed, canRetry: c.canRetry, withdraw: c.bo.withdraw, strikes: p.Strikes,
-		maxAttempts: c.maxAttempts, maxRetryAfter: c.s.maxRetryAfter, jitter: c.s.jitter,
-		customBackoff: c.s.newBackOff != nil, backoff: c.bo.next,
-		adaptive: p.Limited, // a configured limit paces the key
-		handBack: queued.Is(c.ctx),
+	in := retrydecide.End{
+		Now: now, Attempt: attempt, Resp: resp, Err: err, Retry: again, Why: why,
+		Failed: failed, CanRetry: c.canRetry, Withdraw: c.bo.withdraw, Strikes: p.Strikes,
+		MaxAttempts: c.maxAttempts, MaxRetryAfter: c.s.maxRetryAfter, Jitter: c.s.jitter,
+		CustomBackoff: c.s.newBackOff != nil, Backoff: c.bo.next,
+		Adaptive: p.Limited, // a configured limit paces the key
+		HandBack: queued.Is(c.ctx),
 	}
 	if dl, ok := c.ctx.Deadline(); ok {
-		in.deadline = dl
+		in.Deadline = dl
 	}
 	if hook != nil {
-		in.hookWait, in.fail = hook.Wait, hook.Fail
+		in.HookWait, in.Fail = hook.Wait, hook.Fail
 	}
-	*v = decide(in)
-	return in.now
+	*v = c.policy.Decide(in)
+	return in.Now
 }
 
 // withdraw takes a retry from the key's budget at now, with force even
@@ -961,12 +960,6 @@ func (c *call) giveUpResponse(resp *http.Response) *http.Response {
 // giveUp emits an EventGiveUp.
 func (c *call) giveUp(attempt int, r retry.Reason, d time.Duration, status int, err error) {
 	c.emit(Event{Kind: EventGiveUp, Reason: r, Attempt: attempt, Delay: d, StatusCode: status, Err: err})
-}
-
-// errClassOf classifies a transport error of a request with context ctx.
-func errClassOf(ctx context.Context, err error) errClass {
-	class, _ := classifyError(ctx, err)
-	return class
 }
 
 // emit completes ev with the call's key and request and delivers it.
