@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
-
 	"github.com/pacehttp/pace/internal/bodyprefix"
 	"github.com/pacehttp/pace/internal/discard"
 	"github.com/pacehttp/pace/internal/queued"
@@ -329,8 +327,6 @@ type state struct {
 	maxAttempts   int
 	maxRetryAfter time.Duration
 	policy        *retrydecide.Executor
-	newBackOff    func() backoff.BackOff
-	jitter        retry.Jitter
 	maxBody       int64
 	budget        *retrydecide.Budget
 	prepare       func(*http.Request, int) error
@@ -407,8 +403,6 @@ func (t *Transport) compile(build bool) (*state, error) {
 		maxAttempts:   orDefault(t.Retry.MaxAttempts, retry.DefaultMaxAttempts),
 		maxRetryAfter: orDefault(t.MaxRetryAfter, DefaultMaxRetryAfter),
 		policy:        policy,
-		newBackOff:    t.Retry.NewBackOff,
-		jitter:        t.Retry.Jitter,
 		maxBody:       orDefault(t.MaxBufferedBody, DefaultMaxBufferedBody),
 		budget:        retrydecide.NewBudget(t.Retry.Budget),
 		prepare:       t.PrepareAttempt,
@@ -531,17 +525,7 @@ type call struct {
 	send     *http.Request // what the first attempt sends: req, or a copy
 	canRetry bool          // the body can be sent again
 
-	bo *backoffState // made at the first failure; a pointer, so that the call itself stays on the stack
-}
-
-// backoffState is a request's backoff schedule.
-type backoffState struct {
-	s        *state
-	key      string          // the request's key, for its retry budget
-	bo       backoff.BackOff // the request's schedule, made at its first backoff
-	floor    time.Duration   // shortest backoff wait
-	cap      time.Duration   // longest backoff wait
-	prevWait time.Duration   // the last backoff wait, for decorrelated jitter
+	bo *retrydecide.Schedule // made at the first failure; a pointer, so that the call itself stays on the stack
 }
 
 // checkRequest returns the error for a request net/http's Transport
@@ -872,7 +856,7 @@ func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *
 		return time.Time{}
 	}
 	if c.bo == nil {
-		c.bo = &backoffState{s: c.s, key: c.key}
+		c.bo = c.policy.NewSchedule(c.s.budget, c.key, c.s.maxRetryAfter)
 	}
 	now := time.Now()
 	if attempt == 1 && c.s.budget != nil {
@@ -880,9 +864,9 @@ func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *
 	}
 	in := retrydecide.End{
 		Now: now, Attempt: attempt, Resp: resp, Err: err, Retry: again, Why: why,
-		Failed: failed, CanRetry: c.canRetry, Withdraw: c.bo.withdraw, Strikes: p.Strikes,
-		MaxAttempts: c.maxAttempts, MaxRetryAfter: c.s.maxRetryAfter, Jitter: c.s.jitter,
-		CustomBackoff: c.s.newBackOff != nil, Backoff: c.bo.next,
+		Failed: failed, CanRetry: c.canRetry, Withdraw: c.bo.Withdraw, Strikes: p.Strikes,
+		MaxAttempts: c.maxAttempts, MaxRetryAfter: c.s.maxRetryAfter, Jitter: c.policy.Policy.Jitter,
+		CustomBackoff: c.policy.Policy.NewBackOff != nil, Backoff: c.bo.Next,
 		Adaptive: p.Limited, // a configured limit paces the key
 		HandBack: queued.Is(c.ctx),
 	}
@@ -894,48 +878,6 @@ func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *
 	}
 	*v = c.policy.Decide(in)
 	return in.Now
-}
-
-// withdraw takes a retry from the key's budget at now, with force even
-// when the budget is spent; it reports whether the budget allowed it, which
-// is always true without a budget. It is b's, not the call's, so that the
-// call stays on the stack: b is made only when an attempt failed.
-func (b *backoffState) withdraw(now time.Time, force bool) bool {
-	if b.s.budget == nil {
-		return true
-	}
-	return b.s.budget.Withdraw(b.key, now, force)
-}
-
-// next returns the wait before the next attempt from the request's
-// backoff schedule, jittered; ok is false when the schedule says stop.
-// throttled selects the default schedule for a 429 or 503 without a delay
-// (1s first) over the one for other failures (100ms first);
-// its waits are capped at the lower of retry.DefaultBackoffMax and
-// MaxRetryAfter. A schedule from retry.Policy.NewBackOff is used as given,
-// with waits from 1ns up to MaxRetryAfter.
-func (c *backoffState) next(throttled bool) (time.Duration, bool) {
-	if c.bo == nil {
-		if c.s.newBackOff != nil {
-			c.bo, c.floor, c.cap = c.s.newBackOff(), 1, c.s.maxRetryAfter
-			if c.bo != nil {
-				c.bo.Reset()
-			}
-		} else {
-			initial := retry.DefaultBackoffInitial
-			if throttled {
-				initial = retry.DefaultThrottleBackoffInitial
-			}
-			c.bo = retrydecide.NewBackOff(initial, retry.DefaultBackoffMax)
-			c.cap = min(retry.DefaultBackoffMax, c.s.maxRetryAfter)
-			c.floor = min(retrydecide.BackoffFloor(initial, throttled), c.cap)
-		}
-	}
-	w, ok := retrydecide.Wait(c.bo, c.s.jitter, c.prevWait, c.floor, c.cap, nil)
-	if ok {
-		c.prevWait = w
-	}
-	return w, ok
 }
 
 // giveUpResponse returns resp, or nil, for an [*AttemptsError] when
