@@ -2,7 +2,7 @@ package pace
 
 import (
 	"github.com/pacehttp/pace/internal/hdr"
-	"github.com/pacehttp/pace/internal/retrydecide"
+	"github.com/pacehttp/pace/internal/retrystatus"
 	"math"
 	"net/http"
 	"strings"
@@ -75,11 +75,11 @@ func RetryAfter(resp *http.Response, now time.Time) (d time.Duration, ok bool) {
 // pause then). A nil resp gives 0, false. It does not read the body and is
 // safe for concurrent use.
 func Throttled(resp *http.Response, now time.Time) (delay time.Duration, ok bool) {
-	if resp == nil || !retrydecide.IsThrottle(resp.StatusCode, true) {
+	if resp == nil || !retrystatus.Throttle(resp.StatusCode, true) {
 		return 0, false
 	}
 	delay, _, fromServer := serverDelay(resp, now)
-	return delay, retrydecide.IsThrottle(resp.StatusCode, fromServer)
+	return delay, retrystatus.Throttle(resp.StatusCode, fromServer)
 }
 
 // Names of the response headers that carry a delay, in canonical form
@@ -163,7 +163,7 @@ func serverDelay(resp *http.Response, now time.Time) (d time.Duration, source st
 			return d, hdr.RetryAfter, true
 		}
 	}
-	throttled := retrydecide.IsThrottleStatus(resp.StatusCode)
+	throttled := retrystatus.ThrottleStatus(resp.StatusCode)
 	if vs := h[hdr.RateLimit]; len(vs) > 0 {
 		if items, ok := parseRateLimit(vs); ok {
 			if d, ok := rateLimitDelay(items, throttled); ok {

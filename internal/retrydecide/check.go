@@ -206,7 +206,7 @@ func newIdempotencyKey() string {
 }
 
 // RetryResponse reports whether resp's status is one to retry: one of the
-// policy's statuses, or a 403 that is a throttle (IsThrottle) when the
+// policy's statuses, or a 403 that is a throttle (retrystatus.Throttle) when the
 // policy retries a 429.
 func (p *Executor) RetryResponse(resp *http.Response) bool {
 	if resp.StatusCode == http.StatusForbidden {

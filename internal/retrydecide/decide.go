@@ -4,36 +4,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/pacehttp/pace/internal/retrystatus"
 	"github.com/pacehttp/pace/retry"
 )
-
-// IsThrottle reports whether an answer with status code and, if fromServer,
-// a server delay is a throttle: a 429 Too Many Requests (RFC 6585 §4), or a
-// 503 Service Unavailable (RFC 9110 §15.6.4) or 403 Forbidden that names
-// when to come back. A throttle pauses its whole key. It is the one test
-// of pace for "the server is throttling": a 503 without a delay is an
-// outage, and a 403 without one a refusal. GitHub answers its rate limits
-// with a 403 and Retry-After, or x-ratelimit-remaining: 0 and
-// x-ratelimit-reset (docs.github.com, "Rate limits for the REST API").
-func IsThrottle(code int, fromServer bool) bool {
-	switch code {
-	case http.StatusTooManyRequests:
-		return true
-	case http.StatusServiceUnavailable, http.StatusForbidden:
-		return fromServer
-	}
-	return false
-}
-
-// IsThrottleStatus reports whether code is 429 Too Many Requests (RFC 6585
-// §4) or 503 Service Unavailable (RFC 9110 §15.6.4), the statuses that can
-// be a throttle (IsThrottle; a 503 only with a delay). Reset headers count
-// as a delay on these statuses, and either one without a usable delay
-// starts the request's default backoff at
-// retry.DefaultThrottleBackoffInitial rather than retry.DefaultBackoffInitial.
-func IsThrottleStatus(code int) bool {
-	return code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
-}
 
 // End is what the retry decision sees of one finished attempt: the
 // outcome, the request's situation, and the settings. Now is when the
@@ -98,7 +71,7 @@ type Verdict struct {
 //     delay Decide read from the body, or else Retry-After and the other
 //     headers ServerDelay reads), else the backoff schedule's next wait,
 //     jittered.
-//   - A throttle (IsThrottle) pauses the key: for the server's delay, never
+//   - A throttle (retrystatus.Throttle) pauses the key: for the server's delay, never
 //     less than MinPause. A server delay below MinPause
 //     (Retry-After: 0, a past date, a reset already reached) is legal (RFC
 //     9110 §10.2.3) and its first throttle pauses for MinPause, but
@@ -142,7 +115,7 @@ func (p *Executor) Decide(in End) Verdict {
 	if in.Resp != nil && in.HookWait > 0 {
 		serverWait, fromServer = in.HookWait, true
 	}
-	throttle := IsThrottle(status, fromServer)
+	throttle := retrystatus.Throttle(status, fromServer)
 	if !in.Retry && !throttle {
 		switch {
 		case in.Fail != nil:
@@ -158,7 +131,7 @@ func (p *Executor) Decide(in End) Verdict {
 	case fromServer:
 		wait, v.Why = serverWait, retry.ReasonServerDelay
 	case in.Retry || throttle:
-		w, ok := in.Backoff(IsThrottleStatus(status)) // a 503 without a delay: the throttle schedule
+		w, ok := in.Backoff(retrystatus.ThrottleStatus(status)) // a 503 without a delay: the throttle schedule
 		wait, stop = w, !ok
 	}
 	if throttle {
