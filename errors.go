@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pacehttp/pace/internal/retrydecide"
 	"github.com/pacehttp/pace/retry"
 )
 
@@ -118,25 +117,6 @@ var (
 
 func configErr(field string, value any, reason string) error {
 	return &ConfigError{Field: field, Value: value, Reason: reason}
-}
-
-// policyErr reports the first invalid setting of p (retrydecide.Validate)
-// as a *ConfigError whose Field is relative to the Policy ("Statuses",
-// "Budget.TTL"; the Transport prefixes "Retry."), or nil.
-func policyErr(p *retry.Policy) error {
-	if fe := retrydecide.Validate(p); fe != nil {
-		return configErr(fe.Field, fe.Value, fe.Reason)
-	}
-	return nil
-}
-
-// headerNameErr returns a *ConfigError naming field when name is not a
-// header field name (retrydecide.HeaderNameProblem), or nil.
-func headerNameErr(field, name string) error {
-	if why := retrydecide.HeaderNameProblem(name); why != "" {
-		return configErr(field, name, why)
-	}
-	return nil
 }
 
 // WaitError reports that a limiter, or a key's pause, did not let a request

@@ -424,6 +424,25 @@ func (t *Transport) compile(build bool) (*state, error) {
 	return s, nil
 }
 
+// policyErr reports the first invalid setting of p (retrydecide.Validate)
+// as a *ConfigError whose Field is relative to the Policy ("Statuses",
+// "Budget.TTL"; the Transport prefixes "Retry."), or nil.
+func policyErr(p *retry.Policy) error {
+	if fe := retrydecide.Validate(p); fe != nil {
+		return configErr(fe.Field, fe.Value, fe.Reason)
+	}
+	return nil
+}
+
+// headerNameErr returns a *ConfigError naming field when name is not a
+// header field name (retrydecide.HeaderNameProblem), or nil.
+func headerNameErr(field, name string) error {
+	if why := retrydecide.HeaderNameProblem(name); why != "" {
+		return configErr(field, name, why)
+	}
+	return nil
+}
+
 func orDefault[T int | int64 | time.Duration](v, def T) T {
 	if v == 0 {
 		return def
