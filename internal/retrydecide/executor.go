@@ -410,35 +410,47 @@ func (p *Executor) Decide(in End) Verdict {
 		wait, stop = w, !ok
 	}
 	if throttle {
-		if fromServer {
-			v.Pause = max(serverWait, p.MinPause)
-			if serverWait < p.MinPause && in.Strikes > 0 {
-				// Retry-After: 0 again (RFC 9110 §10.2.3 allows it): the
-				// server is overloaded, not keeping a schedule. Double
-				// from MinPause per strike, as a 429 without a
-				// delay doubles from ThrottlePause.
-				v.Pause = ApplyJitter(in.Jitter, BackoffDelay(in.Strikes+1, p.MinPause, retry.DefaultBackoffMax),
-					0, p.MinPause, retry.DefaultBackoffMax, in.Rnd)
-			}
-			v.Pause = min(v.Pause, in.MaxRetryAfter)
-			wait = max(wait, v.Pause)
-		} else if in.Adaptive && in.Strikes == 0 && !in.CustomBackoff {
-			// The key's rate adapts (adaptiveRate): it slows down instead
-			// of pausing for long; a brief pause and a probe, as after
-			// Retry-After: 0. A probe throttled again gets the long pause.
-			v.Pause, v.Cut = min(p.MinPause, in.MaxRetryAfter), true
-			wait = v.Pause
-		} else {
-			v.Cut = in.Adaptive
-			keyWait := wait // a NewBackOff schedule is the caller's choice: its next wait
-			if !in.CustomBackoff {
-				keyWait = ApplyJitter(in.Jitter, BackoffDelay(in.Strikes+1, p.ThrottlePause, retry.DefaultBackoffMax),
-					0, p.ThrottlePause, retry.DefaultBackoffMax, in.Rnd)
-			}
-			v.Pause = min(max(wait, keyWait, retry.DefaultThrottleBackoffInitial), in.MaxRetryAfter)
-			wait = v.Pause
-		}
+		v.Pause, v.Cut, wait = p.throttlePause(in, serverWait, fromServer, wait)
 	}
+	return p.settle(in, v, wait, stop, serverWait, fromServer)
+}
+
+// throttlePause returns the pause of a throttled key, whether to cut its
+// rate, and the request's wait then, which was wait (see Decide).
+func (p *Executor) throttlePause(in End, serverWait time.Duration, fromServer bool, wait time.Duration) (pause time.Duration, cut bool, _ time.Duration) {
+	if fromServer {
+		pause = max(serverWait, p.MinPause)
+		if serverWait < p.MinPause && in.Strikes > 0 {
+			// Retry-After: 0 again (RFC 9110 §10.2.3 allows it): the
+			// server is overloaded, not keeping a schedule. Double
+			// from MinPause per strike, as a 429 without a
+			// delay doubles from ThrottlePause.
+			pause = ApplyJitter(in.Jitter, BackoffDelay(in.Strikes+1, p.MinPause, retry.DefaultBackoffMax),
+				0, p.MinPause, retry.DefaultBackoffMax, in.Rnd)
+		}
+		pause = min(pause, in.MaxRetryAfter)
+		return pause, false, max(wait, pause)
+	}
+	if in.Adaptive && in.Strikes == 0 && !in.CustomBackoff {
+		// The key's rate adapts: it slows down instead of pausing for
+		// long; a brief pause and a probe, as after Retry-After: 0. A
+		// probe throttled again gets the long pause.
+		pause = min(p.MinPause, in.MaxRetryAfter)
+		return pause, true, pause
+	}
+	keyWait := wait // a NewBackOff schedule is the caller's choice: its next wait
+	if !in.CustomBackoff {
+		keyWait = ApplyJitter(in.Jitter, BackoffDelay(in.Strikes+1, p.ThrottlePause, retry.DefaultBackoffMax),
+			0, p.ThrottlePause, retry.DefaultBackoffMax, in.Rnd)
+	}
+	pause = min(max(wait, keyWait, retry.DefaultThrottleBackoffInitial), in.MaxRetryAfter)
+	return pause, in.Adaptive, pause
+}
+
+// settle completes v, a retry after wait with its pause set, with the
+// reasons not to retry, in Decide's order, and last the budget; stop says
+// the schedule stopped.
+func (p *Executor) settle(in End, v Verdict, wait time.Duration, stop bool, serverWait time.Duration, fromServer bool) Verdict {
 	switch {
 	case in.Fail != nil:
 		v.Why, v.Fail = retry.ReasonDecided, in.Fail
