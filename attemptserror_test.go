@@ -25,10 +25,10 @@ func TestAttemptsErrorText(t *testing.T) {
 	}{
 		{&AttemptsError{Attempts: 1, Err: io.EOF}, "pace: 1 attempt: EOF"},
 		{&AttemptsError{Attempts: 2, StatusCode: 503, Err: context.Canceled}, "pace: 2 attempts, last status 503: context canceled"},
-		{&AttemptsError{Attempts: 1, Reason: ReasonNotIdempotent, Err: io.EOF}, "pace: 1 attempt (gave up: method not safe to replay): EOF"},
-		{&AttemptsError{Attempts: 3, Reason: ReasonAttempts, Err: io.EOF}, "pace: 3 attempts (gave up: MaxAttempts reached): EOF"},
-		{&AttemptsError{Attempts: 1, Reason: ReasonBudget, Err: io.EOF}, "pace: 1 attempt (gave up: retry budget spent): EOF"},
-		{&AttemptsError{Attempts: 1, StatusCode: 429, Reason: ReasonDeadline, Err: &WaitError{Key: "api.test", Delay: 30 * time.Second, Err: errDeadline, hostKey: true}},
+		{&AttemptsError{Attempts: 1, Reason: retry.ReasonNotIdempotent, Err: io.EOF}, "pace: 1 attempt (gave up: method not safe to replay): EOF"},
+		{&AttemptsError{Attempts: 3, Reason: retry.ReasonAttempts, Err: io.EOF}, "pace: 3 attempts (gave up: MaxAttempts reached): EOF"},
+		{&AttemptsError{Attempts: 1, Reason: retry.ReasonBudget, Err: io.EOF}, "pace: 1 attempt (gave up: retry budget spent): EOF"},
+		{&AttemptsError{Attempts: 1, StatusCode: 429, Reason: retry.ReasonDeadline, Err: &WaitError{Key: "api.test", Delay: 30 * time.Second, Err: errDeadline, hostKey: true}},
 			`pace: 1 attempt, last status 429 (gave up: the wait would outlast the context's deadline): "api.test": wait 30s: rate limited: wait exceeds context deadline: context deadline exceeded`},
 		{&AttemptsError{Attempts: 2, Reason: "custom", Err: io.EOF}, "pace: 2 attempts (gave up: custom): EOF"},
 	}
@@ -50,12 +50,12 @@ func TestAttemptsErrorReason(t *testing.T) {
 		method, body string
 		err          error
 		wantAttempts int
-		wantReason   Reason
+		wantReason   retry.Reason
 	}{
-		{"attempts", &Transport{}, "GET", "", reset, retry.DefaultMaxAttempts, ReasonAttempts},
-		{"not idempotent", &Transport{}, "POST", "x", reset, 1, ReasonNotIdempotent},
-		{"budget", &Transport{Retry: retry.Policy{Budget: retry.Budget{MinRetriesPerSec: -1, PercentCanRetry: -1}}}, "GET", "", reset, 1, ReasonBudget},
-		{"not replayable", &Transport{MaxBufferedBody: -1}, "PUT", "x", reset, 1, ReasonNotReplayable},
+		{"attempts", &Transport{}, "GET", "", reset, retry.DefaultMaxAttempts, retry.ReasonAttempts},
+		{"not idempotent", &Transport{}, "POST", "x", reset, 1, retry.ReasonNotIdempotent},
+		{"budget", &Transport{Retry: retry.Policy{Budget: retry.Budget{MinRetriesPerSec: -1, PercentCanRetry: -1}}}, "GET", "", reset, 1, retry.ReasonBudget},
+		{"not replayable", &Transport{MaxBufferedBody: -1}, "PUT", "x", reset, 1, retry.ReasonNotReplayable},
 		{"never retried", &Transport{}, "GET", "", context.Canceled, 1, ""},
 	}
 	for _, tt := range tests {
@@ -64,7 +64,7 @@ func TestAttemptsErrorReason(t *testing.T) {
 				srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Fail(tt.err)}}
 				tr := tt.tr
 				tr.Base, tr.Retry.NewBackOff = srv, constBackOff(time.Millisecond)
-				var giveUp Reason
+				var giveUp retry.Reason
 				tr.OnEvent = func(e Event) {
 					if e.Kind == EventGiveUp {
 						giveUp = e.Reason
@@ -97,8 +97,8 @@ func TestAttemptsErrorReason(t *testing.T) {
 			defer cancel()
 			_, err := tr.RoundTrip(newRequest(t, ctx, "GET", "http://api.test/", ""))
 			var ae *AttemptsError
-			if !errors.As(err, &ae) || ae.Reason != ReasonDeadline || ae.StatusCode != http.StatusTooManyRequests {
-				t.Errorf("err = %v, want an *AttemptsError with Reason %q and status 429", err, ReasonDeadline)
+			if !errors.As(err, &ae) || ae.Reason != retry.ReasonDeadline || ae.StatusCode != http.StatusTooManyRequests {
+				t.Errorf("err = %v, want an *AttemptsError with Reason %q and status 429", err, retry.ReasonDeadline)
 			}
 		})
 	})

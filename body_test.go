@@ -296,3 +296,15 @@ func BenchmarkPrepareBodyBuffered(b *testing.B) {
 		}
 	}
 }
+
+func equalHeader(a, b http.Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,7 +1,6 @@
 package pace
 
 import (
-	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -15,71 +14,6 @@ import (
 	"github.com/pacehttp/pace/internal/testhttp"
 	"github.com/pacehttp/pace/retry"
 )
-
-var budgetT0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-
-// TestBudgetRule walks Finagle's retry.Budget rule with the defaults: a
-// reserve of 10 retries a second over a 10 s TTL (100 retries), plus 0.2 of
-// a retry per request, counts expiring after the TTL.
-func TestBudgetRule(t *testing.T) {
-	b := newBudget(retry.Budget{})
-	now := budgetT0
-	for i := range 100 {
-		require.True(t, b.withdraw("k", now, false), "retry %d is within the reserve", i+1)
-	}
-	assert.False(t, b.withdraw("k", now, false), "retry 101 exceeds the reserve")
-	for range 4 {
-		b.request("k", true, now)
-	}
-	assert.False(t, b.withdraw("k", now, false), "4 requests make 0.8 of a retry")
-	b.request("k", false, now)
-	assert.True(t, b.withdraw("k", now, false), "5 requests make one retry")
-	assert.False(t, b.withdraw("k", now, false))
-	assert.False(t, b.withdraw("k", now, true), "forced: taken, but not allowed")
-
-	// 9.9 s later the counts are still in the window; 10 s later they
-	// have expired and the whole reserve is back.
-	assert.False(t, b.withdraw("k", now.Add(9900*time.Millisecond), false))
-	later := now.Add(defaultBudgetTTL)
-	for i := range 100 {
-		require.True(t, b.withdraw("k", later, false), "after the TTL, retry %d", i+1)
-	}
-	assert.False(t, b.withdraw("k", later, false))
-
-	// A request that does not fail, once the window holds no retry,
-	// forgets the key; an untracked key costs nothing on success.
-	b.request("k", false, later.Add(defaultBudgetTTL))
-	assert.Zero(t, b.n.Load(), "a key with no recent retry is forgotten")
-	b.request("other", false, later)
-	assert.Zero(t, b.n.Load(), "a success does not start tracking")
-}
-
-func TestBudgetMaxKeys(t *testing.T) {
-	b := newBudget(retry.Budget{MaxKeys: 100})
-	for i := range 10_000 {
-		b.request(fmt.Sprint("host-", i), true, budgetT0)
-		b.withdraw(fmt.Sprint("host-", i), budgetT0, false)
-	}
-	assert.LessOrEqual(t, b.n.Load(), int64(100))
-}
-
-func TestBudgetCustom(t *testing.T) {
-	b := newBudget(retry.Budget{TTL: time.Second, MinRetriesPerSec: -1, PercentCanRetry: 0.5})
-	assert.False(t, b.withdraw("k", budgetT0, false), "no reserve")
-	b.request("k", true, budgetT0)
-	b.request("k", true, budgetT0)
-	assert.True(t, b.withdraw("k", budgetT0, false), "two requests at 0.5 make one retry")
-	assert.False(t, b.withdraw("k", budgetT0, false))
-	assert.True(t, b.withdraw("k", budgetT0.Add(time.Second), false) == false, "deposits expire too")
-
-	b = newBudget(retry.Budget{TTL: 2 * time.Second, MinRetriesPerSec: 3, PercentCanRetry: -1})
-	n := 0
-	for b.withdraw("k", budgetT0, false) {
-		n++
-	}
-	assert.Equal(t, 6, n, "3 a second over 2 s")
-	assert.Nil(t, newBudget(retry.Budget{Disabled: true}), "a disabled budget has state")
-}
 
 // TestBudgetQuietClient is the starved quiet client of the batch-safety
 // issue: 50 sequential calls, each answered 503, 503, 200, all succeed with
@@ -169,7 +103,7 @@ func TestBudgetDeadUpstream(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusServiceUnavailable)}}
 				tr := &Transport{Base: srv, Retry: retry.Policy{Budget: tt.budget, NewBackOff: constBackOff(time.Millisecond)}}
-				giveUps := map[Reason]int{}
+				giveUps := map[retry.Reason]int{}
 				tr.OnEvent = func(e Event) {
 					if e.Kind == EventGiveUp {
 						giveUps[e.Reason]++
@@ -190,7 +124,7 @@ func TestBudgetDeadUpstream(t *testing.T) {
 				if tt.spacing == 0 {
 					assert.Equal(t, tt.wantAttempts, n, "attempts for %d calls", calls)
 					if !tt.budget.Disabled {
-						assert.Positive(t, giveUps[ReasonBudget], "give-ups for the budget")
+						assert.Positive(t, giveUps[retry.ReasonBudget], "give-ups for the budget")
 					}
 					return
 				}

@@ -30,12 +30,12 @@ func TestErrorOnGiveUp(t *testing.T) {
 		status     int
 		headers    []string
 		wantErr    bool
-		wantReason Reason
+		wantReason retry.Reason
 		wantSent   int
 	}{
 		{"default: the last 503 with a nil error", false, http.StatusServiceUnavailable, nil, false, "", 3},
-		{"on: the last 503 as an error", true, http.StatusServiceUnavailable, nil, true, ReasonAttempts, 3},
-		{"on: a delay over MaxRetryAfter", true, http.StatusTooManyRequests, []string{"Retry-After", "9999999999"}, true, ReasonDelayTooLong, 1},
+		{"on: the last 503 as an error", true, http.StatusServiceUnavailable, nil, true, retry.ReasonAttempts, 3},
+		{"on: a delay over MaxRetryAfter", true, http.StatusTooManyRequests, []string{"Retry-After", "9999999999"}, true, retry.ReasonDelayTooLong, 1},
 		{"on: a 404 is a response", true, http.StatusNotFound, nil, false, "", 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,7 +103,7 @@ func TestErrorOnGiveUpDeadline(t *testing.T) {
 			require.ErrorIs(t, err, ErrWaitExceedsDeadline)
 			var ae *AttemptsError
 			require.ErrorAs(t, err, &ae)
-			assert.Equal(t, ReasonDeadline, ae.Reason)
+			assert.Equal(t, retry.ReasonDeadline, ae.Reason)
 			assert.True(t, body.Closed(), "the original body is closed")
 			if !on {
 				assert.Nil(t, ae.Response)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pacehttp/pace/retry"
 )
 
 var (
@@ -175,22 +177,22 @@ func (e *WaitError) Unwrap() error { return e.Err }
 // context's deadline, was cut short by the context, or was refused by the
 // key's limiter, or the error of the request's GetBody. Reason says why the
 // Transport gave up on a failure it could otherwise have retried, as the
-// [EventGiveUp] it emits does: for example [ReasonAttempts],
-// [ReasonBudget], [ReasonNotIdempotent] or [ReasonDeadline]. It is empty
+// [EventGiveUp] it emits does: for example [retry.ReasonAttempts],
+// [retry.ReasonBudget], [retry.ReasonNotIdempotent] or [retry.ReasonDeadline]. It is empty
 // when Err alone explains the end: an error that is never retried, a wait
 // before an attempt refused, or the context ending during a wait. errors.Is
 // and errors.As see through it to Err. With [retry.Policy].Decide's Fail,
-// Err is Fail and Reason is [ReasonDecided].
+// Err is Fail and Reason is [retry.ReasonDecided].
 //
 // With [Transport].ErrorOnGiveUp, a response that could have been retried
 // but was not comes back in Response, and Err is nil, unless the wait
 // would have outlasted the deadline (Err says so then) or Decide's Fail
 // ended the call on that response (Err is Fail then).
 type AttemptsError struct {
-	Attempts   int    // the attempts made, the first included: those sent, and the throttled answers of the key's probe that counted as this request's (see Transport)
-	StatusCode int    // status of the last response received and discarded, the probe's for a request that waited behind it; 0 if the last attempt got none
-	Reason     Reason // why a retryable failure was not retried; empty when Err explains the end
-	Err        error  // the last transport error, or why retrying stopped; nil only with Response set
+	Attempts   int          // the attempts made, the first included: those sent, and the throttled answers of the key's probe that counted as this request's (see Transport)
+	StatusCode int          // status of the last response received and discarded, the probe's for a request that waited behind it; 0 if the last attempt got none
+	Reason     retry.Reason // why a retryable failure was not retried; empty when Err explains the end
+	Err        error        // the last transport error, or why retrying stopped; nil only with Response set
 
 	// Response is the last response, only with Transport.ErrorOnGiveUp
 	// (a give-up, or Decide's Fail on a response), else nil: status and headers as received, Request the caller's, and
@@ -214,7 +216,7 @@ func (e *AttemptsError) Error() string {
 		fmt.Fprintf(&b, ", last status %d", e.StatusCode)
 	}
 	if e.Reason != "" {
-		fmt.Fprintf(&b, " (gave up: %s)", e.Reason.text())
+		fmt.Fprintf(&b, " (gave up: %s)", reasonText(e.Reason))
 	}
 	if e.Err != nil {
 		b.WriteString(": ")
@@ -223,26 +225,26 @@ func (e *AttemptsError) Error() string {
 	return b.String()
 }
 
-// text describes a give-up reason in words for error messages.
-func (r Reason) text() string {
+// reasonText describes a give-up reason in words for error messages.
+func reasonText(r retry.Reason) string {
 	switch r {
-	case ReasonAttempts:
+	case retry.ReasonAttempts:
 		return "MaxAttempts reached"
-	case ReasonBudget:
+	case retry.ReasonBudget:
 		return "retry budget spent"
-	case ReasonDeadline:
+	case retry.ReasonDeadline:
 		return "the wait would outlast the context's deadline"
-	case ReasonNotReplayable:
+	case retry.ReasonNotReplayable:
 		return "body cannot be sent again"
-	case ReasonNotIdempotent:
+	case retry.ReasonNotIdempotent:
 		return "method not safe to replay"
-	case ReasonServerHint:
+	case retry.ReasonServerHint:
 		return "server said not to retry"
-	case ReasonBackoffStop:
+	case retry.ReasonBackoffStop:
 		return "backoff schedule stopped"
-	case ReasonDecided:
+	case retry.ReasonDecided:
 		return "retry.Policy.Decide ended the call"
-	case ReasonDelayTooLong:
+	case retry.ReasonDelayTooLong:
 		return "server delay above MaxRetryAfter"
 	}
 	return string(r)

@@ -79,12 +79,12 @@ func pathScenario(t *testing.T, hidePath bool) (logs string, events, errs []stri
 		var ae *AttemptsError
 		require.ErrorAs(t, got[0], &ae)
 		require.NotNil(t, ae.Response, "ErrorOnGiveUp's response")
-		assert.Equal(t, ReasonDelayTooLong, ae.Reason)
+		assert.Equal(t, retry.ReasonDelayTooLong, ae.Reason)
 		var ue *url.Error
 		require.ErrorAs(t, got[1], &ue, "Base's *url.Error is still found")
 		assert.ErrorIs(t, got[1], syscall.ECONNRESET)
 		require.ErrorAs(t, got[1], &ae)
-		assert.Equal(t, ReasonAttempts, ae.Reason)
+		assert.Equal(t, retry.ReasonAttempts, ae.Reason)
 		var we *WaitError
 		require.ErrorAs(t, got[2], &we)
 		assert.ErrorIs(t, got[2], ErrWaitTooLong)

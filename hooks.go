@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace/internal/redact"
+	"github.com/pacehttp/pace/retry"
 )
 
 // EventKind says what an [Event] reports.
@@ -18,21 +19,21 @@ type EventKind int
 const (
 	// EventWait: a request waited for its key's cooldown or its limiter
 	// before an attempt. Delay is how long it waited; Reason is
-	// [ReasonCooldown] or [ReasonLimit].
+	// [retry.ReasonCooldown] or [retry.ReasonLimit].
 	EventWait EventKind = iota + 1
 	// EventThrottle: the server throttled the key (see [Throttled]) and
 	// the whole key is paused for Delay, until Until.
 	EventThrottle
 	// EventRetry: attempt Attempt failed (StatusCode or Err) and the
-	// request will be sent again after Delay. Reason is [ReasonServerDelay]
-	// when the server chose the delay, else [ReasonBackoff].
+	// request will be sent again after Delay. Reason is [retry.ReasonServerDelay]
+	// when the server chose the delay, else [retry.ReasonBackoff].
 	EventRetry
 	// EventGiveUp: attempt Attempt failed in a way that could have been
 	// retried, and the Transport stops; Reason says why, Delay is the wait
 	// that was refused (for example the server's Retry-After), if any. A
 	// call allowed one attempt (Retry.MaxAttempts 1, or its host's
 	// [Host].MaxAttempts 1) makes no retries and never gives up for
-	// ReasonAttempts (see [Stats].GiveUps).
+	// retry.ReasonAttempts (see [Stats].GiveUps).
 	EventGiveUp
 	// EventPortMismatch: the request's host matches no key of
 	// [Transport].Limits, but a key names the same host with another port
@@ -59,26 +60,6 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
-// Reason qualifies an [Event]. The set may grow.
-type Reason string
-
-// Reasons carried by events.
-const (
-	ReasonCooldown      Reason = "cooldown"        // EventWait: the key was paused by the server
-	ReasonLimit         Reason = "limit"           // EventWait: the key's client-side limit
-	ReasonServerDelay   Reason = "server-delay"    // EventRetry: Retry-After or a reset header set the wait
-	ReasonBackoff       Reason = "backoff"         // EventRetry: the backoff schedule set the wait
-	ReasonAttempts      Reason = "attempts"        // EventGiveUp: the attempts are spent (Retry.MaxAttempts, or the Host's)
-	ReasonDelayTooLong  Reason = "delay-too-long"  // EventGiveUp: the server's delay exceeds MaxRetryAfter
-	ReasonBudget        Reason = "budget"          // EventGiveUp: the key's retry budget is spent
-	ReasonDeadline      Reason = "deadline"        // EventGiveUp: the wait would outlast the context's deadline
-	ReasonNotReplayable Reason = "not-replayable"  // EventGiveUp: the body cannot be sent again
-	ReasonNotIdempotent Reason = "not-idempotent"  // EventGiveUp: the method may not be repeated safely
-	ReasonServerHint    Reason = "server-hint"     // EventGiveUp: the server said not to retry
-	ReasonBackoffStop   Reason = "backoff-stopped" // EventGiveUp: the backoff policy returned backoff.Stop
-	ReasonDecided       Reason = "decided"         // EventGiveUp: retry.Policy.Decide ended the call (returned false, or set Fail)
-)
-
 // Event is what the Transport tells [Transport].OnEvent and its Logger
 // about one request: waits, throttles, retries, give-ups and port
 // mismatches. Fields that do
@@ -86,7 +67,7 @@ const (
 // An Event is built only when OnEvent or Logger is set.
 type Event struct {
 	Kind    EventKind     // what happened
-	Reason  Reason        // why; see the kinds for which reasons each carries
+	Reason  retry.Reason  // why; see the kinds for which reasons each carries
 	Key     string        // the request's key (by default its host); a key from Transport.Key may be a secret, which the Logger shows only as a fingerprint
 	Request *http.Request // the caller's request; do not modify it
 	Attempt int           // the attempt concerned, counting from 1; 0 for EventPortMismatch

@@ -11,7 +11,9 @@ import (
 	"sync/atomic"
 
 	"github.com/pacehttp/pace/internal/hostkey"
+	"github.com/pacehttp/pace/internal/retrydecide"
 	"github.com/pacehttp/pace/internal/retrystatus"
+	"github.com/pacehttp/pace/retry"
 	"github.com/pacehttp/pace/throttle"
 )
 
@@ -103,14 +105,14 @@ type hostLimiters struct {
 type hostEntry struct {
 	key         string           // the Hosts key, as written
 	lim         throttle.Limiter // nil: not paced
-	policy      *retryPolicy
+	policy      *retrydecide.Executor
 	maxAttempts int
 	mismatched  atomic.Bool // an EventPortMismatch was emitted for the key
 }
 
 // compileHosts validates h and builds one entry per host, with policy and
 // maxAttempts the Transport's.
-func compileHosts(h Hosts, policy *retryPolicy, maxAttempts int) (*hostLimiters, error) {
+func compileHosts(h Hosts, policy *retrydecide.Executor, maxAttempts int) (*hostLimiters, error) {
 	if len(h) == 0 {
 		return nil, nil
 	}
@@ -122,7 +124,7 @@ func compileHosts(h Hosts, policy *retryPolicy, maxAttempts int) (*hostLimiters,
 		he := &hostEntry{key: host, policy: policy, maxAttempts: orDefault(e.MaxAttempts, maxAttempts)}
 		if e.Statuses != nil {
 			p := *policy
-			p.Statuses = slices.Clone(e.Statuses)
+			p.Policy.Statuses = slices.Clone(e.Statuses)
 			he.policy = &p
 		}
 		if !e.Limit.IsZero() {
@@ -166,7 +168,7 @@ func statusesFor(rt http.RoundTripper, req *http.Request) ([]int, bool) {
 			p = e.policy
 		}
 	}
-	return p.Statuses, true
+	return p.Policy.Statuses, true
 }
 
 // forHost returns the entry for host (in the form requestHost returns), or
@@ -245,7 +247,7 @@ func validateHosts(h Hosts) error {
 		if e.MaxAttempts < 0 {
 			return configErr(field+".MaxAttempts", e.MaxAttempts, "must not be negative")
 		}
-		if err := (&retryPolicy{Statuses: e.Statuses}).validate(); err != nil {
+		if err := policyErr(&retry.Policy{Statuses: e.Statuses}); err != nil {
 			return limitErr(field, err)
 		}
 		if other, dup := seen[lh]; dup {

@@ -100,8 +100,8 @@ func TestTransportCapsTheKeyPause(t *testing.T) {
 				if code := roundTrip(t, tr, "GET", "http://api.test/"); code != tt.status || time.Since(start) != 0 {
 					t.Fatalf("first call: %d after %v, want the %d at once", code, time.Since(start), tt.status)
 				}
-				if giveUp.Reason != ReasonDelayTooLong {
-					t.Errorf("give-up reason %q, want %q", giveUp.Reason, ReasonDelayTooLong)
+				if giveUp.Reason != retry.ReasonDelayTooLong {
+					t.Errorf("give-up reason %q, want %q", giveUp.Reason, retry.ReasonDelayTooLong)
 				}
 				if throttle.Delay != limit || !throttle.Until.Equal(start.Add(limit)) {
 					t.Errorf("throttle event paused the key %v until %v, want %v", throttle.Delay, throttle.Until, limit)
@@ -135,7 +135,7 @@ func TestTransportMaxRetryAfterCapsOwnWaits(t *testing.T) {
 		{"429 under a second", http.StatusTooManyRequests, 1, 300 * time.Millisecond, []time.Duration{300 * time.Millisecond}},
 		// Uncapped: 5s, then 10s.
 		{"consecutive 429s", http.StatusTooManyRequests, 2, 7 * time.Second, []time.Duration{5 * time.Second, 7 * time.Second}},
-		// Uncapped: 1s (DefaultThrottleBackoffInitial).
+		// Uncapped: 1s (retry.DefaultThrottleBackoffInitial).
 		{"503 without a delay", http.StatusServiceUnavailable, 1, 300 * time.Millisecond, []time.Duration{300 * time.Millisecond}},
 		// Uncapped: 100ms, then 200ms.
 		{"500", http.StatusInternalServerError, 2, 50 * time.Millisecond, []time.Duration{50 * time.Millisecond, 50 * time.Millisecond}},

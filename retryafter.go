@@ -2,6 +2,7 @@ package pace
 
 import (
 	"github.com/pacehttp/pace/internal/hdr"
+	"github.com/pacehttp/pace/internal/retrystatus"
 	"math"
 	"net/http"
 	"strings"
@@ -74,11 +75,11 @@ func RetryAfter(resp *http.Response, now time.Time) (d time.Duration, ok bool) {
 // pause then). A nil resp gives 0, false. It does not read the body and is
 // safe for concurrent use.
 func Throttled(resp *http.Response, now time.Time) (delay time.Duration, ok bool) {
-	if resp == nil || !isThrottle(resp.StatusCode, true) {
+	if resp == nil || !retrystatus.Throttle(resp.StatusCode, true) {
 		return 0, false
 	}
 	delay, _, fromServer := serverDelay(resp, now)
-	return delay, isThrottle(resp.StatusCode, fromServer)
+	return delay, retrystatus.Throttle(resp.StatusCode, fromServer)
 }
 
 // Names of the response headers that carry a delay, in canonical form
@@ -162,7 +163,7 @@ func serverDelay(resp *http.Response, now time.Time) (d time.Duration, source st
 			return d, hdr.RetryAfter, true
 		}
 	}
-	throttled := isThrottleStatus(resp.StatusCode)
+	throttled := retrystatus.ThrottleStatus(resp.StatusCode)
 	if vs := h[hdr.RateLimit]; len(vs) > 0 {
 		if items, ok := parseRateLimit(vs); ok {
 			if d, ok := rateLimitDelay(items, throttled); ok {
@@ -176,16 +177,6 @@ func serverDelay(resp *http.Response, now time.Time) (d time.Duration, source st
 		}
 	}
 	return 0, "", false
-}
-
-// isThrottleStatus reports whether code is 429 Too Many Requests (RFC 6585
-// §4) or 503 Service Unavailable (RFC 9110 §15.6.4), the statuses that can
-// be a throttle (isThrottle; a 503 only with a delay, see Throttled). Reset
-// headers count as a delay on these statuses, and either one without a
-// usable delay starts the request's default backoff at
-// DefaultThrottleBackoffInitial rather than retry.DefaultBackoffInitial.
-func isThrottleStatus(code int) bool {
-	return code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
 }
 
 // parseRetryAfterAt interprets a Retry-After field value (RFC 9110 §10.2.3)

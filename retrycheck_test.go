@@ -98,13 +98,13 @@ func TestRetryCheckFail(t *testing.T) {
 				require.ErrorIs(t, err, errCardDeclined)
 				var ae *AttemptsError
 				require.ErrorAs(t, err, &ae)
-				assert.Equal(t, AttemptsError{Attempts: 1, StatusCode: status, Reason: ReasonDecided, Err: errCardDeclined}, *ae)
+				assert.Equal(t, AttemptsError{Attempts: 1, StatusCode: status, Reason: retry.ReasonDecided, Err: errCardDeclined}, *ae)
 				assert.Equal(t, 1, srv.Count(), "attempts sent")
 				assert.True(t, body.Closed(), "response body closed")
 				require.NotEmpty(t, events)
 				last := events[len(events)-1]
 				assert.Equal(t, EventGiveUp, last.Kind)
-				assert.Equal(t, ReasonDecided, last.Reason)
+				assert.Equal(t, retry.ReasonDecided, last.Reason)
 				assert.ErrorIs(t, last.Err, errCardDeclined)
 			})
 		})
@@ -140,7 +140,7 @@ func TestRetryCheckFailKeepsResponse(t *testing.T) {
 		require.ErrorIs(t, err, errCardDeclined)
 		var ae *AttemptsError
 		require.ErrorAs(t, err, &ae)
-		assert.Equal(t, ReasonDecided, ae.Reason)
+		assert.Equal(t, retry.ReasonDecided, ae.Reason)
 		require.NotNil(t, ae.Response, "the response Fail ended the call on")
 		assert.Equal(t, http.StatusPaymentRequired, ae.Response.StatusCode)
 		assert.Equal(t, "req_7", ae.Response.Header.Get("X-Request-Id"))
@@ -283,7 +283,7 @@ func TestRetryCheckWaitDeadline(t *testing.T) {
 
 // TestRetryDecideGiveUpText: both ways Decide ends a call that would have
 // been retried, returning false and setting Fail, give up with
-// ReasonDecided, and the error says so in words that fit both (it read
+// retry.ReasonDecided, and the error says so in words that fit both (it read
 // "retry.Policy.Decide said no", also for a Fail).
 func TestRetryDecideGiveUpText(t *testing.T) {
 	const want = "(gave up: retry.Policy.Decide ended the call)"
@@ -307,10 +307,10 @@ func TestRetryDecideGiveUpText(t *testing.T) {
 			require.Nil(t, resp)
 			var ae *AttemptsError
 			require.ErrorAs(t, err, &ae)
-			assert.Equal(t, ReasonDecided, ae.Reason)
+			assert.Equal(t, retry.ReasonDecided, ae.Reason)
 			assert.Equal(t, tt.wantErr, err.Error())
 			require.NotEmpty(t, events)
-			assert.Equal(t, ReasonDecided, events[len(events)-1].Reason)
+			assert.Equal(t, retry.ReasonDecided, events[len(events)-1].Reason)
 			assert.Equal(t, 1, srv.Count())
 		})
 	}

@@ -38,12 +38,12 @@ type Stats struct {
 	// paused the key (see [Throttled]), and GiveUps the calls that
 	// ended on a failure that could have been retried, as [EventGiveUp]
 	// reports them (attempts, budget, the server's delay too long, the
-	// deadline, ...; see [Reason]). With MaxAttempts 1 (Retry.MaxAttempts or
+	// deadline, ...; see [retry.Reason]). With MaxAttempts 1 (Retry.MaxAttempts or
 	// the host's) the Transport makes no retries, so spending that attempt
 	// is no give-up and is not counted: under retryable.Install the
 	// retryablehttp.Client makes the retries, and a call it retries to
 	// success is not a give-up of the Transport's. ErrorOnGiveUp still
-	// returns such a final response as an [*AttemptsError] (ReasonAttempts).
+	// returns such a final response as an [*AttemptsError] (retry.ReasonAttempts).
 	Retries, Throttles, GiveUps int64
 	// Pace is the spacing between the key's requests in force now, 0 when
 	// nothing spaces them, and PaceSource where it comes from: "configured"

@@ -121,7 +121,7 @@ func BenchmarkTransportStats(b *testing.B) {
 // MaxAttempts 1 makes no retries, so a final 503 is no give-up: GiveUps
 // stays 0 and no EventGiveUp is emitted (under retryable.Install the
 // retryablehttp.Client retries it). With MaxAttempts 2 the same answers
-// are one give-up (ReasonAttempts). ErrorOnGiveUp still makes the final
+// are one give-up (retry.ReasonAttempts). ErrorOnGiveUp still makes the final
 // response an *AttemptsError with MaxAttempts 1.
 func TestTransportStatsGiveUpsWithOneAttempt(t *testing.T) {
 	for _, tt := range []struct {
@@ -143,7 +143,7 @@ func TestTransportStatsGiveUpsWithOneAttempt(t *testing.T) {
 				}}
 				tr := tt.tr()
 				tr.Base = srv
-				var giveUps []Reason
+				var giveUps []retry.Reason
 				tr.OnEvent = func(e Event) {
 					if e.Kind == EventGiveUp {
 						giveUps = append(giveUps, e.Reason)
@@ -153,7 +153,7 @@ func TestTransportStatsGiveUpsWithOneAttempt(t *testing.T) {
 				if tr.ErrorOnGiveUp {
 					var ae *AttemptsError
 					require.ErrorAs(t, err, &ae)
-					assert.Equal(t, ReasonAttempts, ae.Reason)
+					assert.Equal(t, retry.ReasonAttempts, ae.Reason)
 				} else {
 					require.NoError(t, err)
 					resp.Body.Close()

@@ -14,7 +14,7 @@ import (
 // throttle of the key (throttle.Permit's Strikes) doubles it, jittered, up to
 // retry.DefaultBackoffMax. [Transport].MaxRetryAfter caps it. With a
 // retry.Policy.NewBackOff schedule the pause is that schedule's next wait
-// instead, never under DefaultThrottleBackoffInitial. Five seconds follows
+// instead, never under retry.DefaultThrottleBackoffInitial. Five seconds follows
 // the fix in env0/terraform-provider-env0#1127: a server that gives no hint
 // usually counts in windows of seconds, and a shorter pause only buys
 // another 429.

@@ -14,11 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
-
 	"github.com/pacehttp/pace/internal/bodyprefix"
 	"github.com/pacehttp/pace/internal/discard"
 	"github.com/pacehttp/pace/internal/queued"
+	"github.com/pacehttp/pace/internal/retrydecide"
 	"github.com/pacehttp/pace/retry"
 	"github.com/pacehttp/pace/throttle"
 )
@@ -102,7 +101,7 @@ const DefaultMaxWait = 5 * time.Minute
 // pause was the first): DefaultThrottlePause doubled, 10 s, and doubling
 // again with each further one. With a retry.Policy.NewBackOff schedule,
 // even the first such 429 pauses the key, for that schedule's next wait
-// (at least DefaultThrottleBackoffInitial), and lowers its rate as well.
+// (at least retry.DefaultThrottleBackoffInitial), and lowers its rate as well.
 // Against a server whose token bucket allows 20 a second (burst 5), a client
 // configured at 40 a second met a 429 in 2.2% of its calls after the first
 // 10 s and did 20.0 calls a second (bench/, scenario adaptive-2x).
@@ -206,7 +205,7 @@ type Transport struct {
 	// MaxRetryAfter bounds every wait between attempts and every pause of
 	// a key. A server delay (Retry-After or a reset header) above it is not
 	// slept: the response is returned to the caller at once, unretried, and
-	// OnEvent is told why ([ReasonDelayTooLong]); its key is paused for
+	// OnEvent is told why ([retry.ReasonDelayTooLong]); its key is paused for
 	// MaxRetryAfter, not for the delay asked, so that no answer, however
 	// large or malformed its delay, can make the key's requests wait, or
 	// fail with [ErrWaitTooLong], for longer. The waits the Transport
@@ -327,11 +326,9 @@ type state struct {
 	maxWait       time.Duration
 	maxAttempts   int
 	maxRetryAfter time.Duration
-	policy        *retryPolicy
-	newBackOff    func() backoff.BackOff
-	jitter        retry.Jitter
+	policy        *retrydecide.Executor
 	maxBody       int64
-	budget        *budget
+	budget        *retrydecide.Budget
 	prepare       func(*http.Request, int) error
 	errorOnGiveUp bool
 	hidePath      bool
@@ -356,7 +353,7 @@ func (t *Transport) Validate(urls ...string) error {
 	if _, err := t.compile(false); err != nil || len(urls) == 0 {
 		return err
 	}
-	hl, err := compileHosts(t.Limits, &retryPolicy{}, 0)
+	hl, err := compileHosts(t.Limits, &retrydecide.Executor{}, 0)
 	if err != nil {
 		return err
 	}
@@ -385,7 +382,7 @@ func (t *Transport) compile(build bool) (*state, error) {
 	if t.Limiter != nil && len(t.Limits) > 0 {
 		return nil, configErr("Limiter", reflect.TypeOf(t.Limiter), "set together with Limits; use one")
 	}
-	if err := (*retryPolicy)(&t.Retry).validate(); err != nil {
+	if err := policyErr(&t.Retry); err != nil {
 		return nil, limitErr("Retry", err)
 	}
 	for i, h := range t.SecretHeaders {
@@ -396,8 +393,8 @@ func (t *Transport) compile(build bool) (*state, error) {
 	if !build {
 		return nil, validateHosts(t.Limits)
 	}
-	policy := retryPolicy(t.Retry)
-	policy.Statuses = slices.Clone(policy.Statuses)
+	policy := &retrydecide.Executor{Policy: t.Retry, ServerDelay: RetryAfter, MinPause: MinThrottlePause, ThrottlePause: DefaultThrottlePause}
+	policy.Policy.Statuses = slices.Clone(policy.Policy.Statuses)
 	s := &state{
 		base:          t.Base,
 		key:           t.Key,
@@ -405,11 +402,9 @@ func (t *Transport) compile(build bool) (*state, error) {
 		maxWait:       orDefault(t.MaxWait, DefaultMaxWait),
 		maxAttempts:   orDefault(t.Retry.MaxAttempts, retry.DefaultMaxAttempts),
 		maxRetryAfter: orDefault(t.MaxRetryAfter, DefaultMaxRetryAfter),
-		policy:        &policy,
-		newBackOff:    t.Retry.NewBackOff,
-		jitter:        t.Retry.Jitter,
+		policy:        policy,
 		maxBody:       orDefault(t.MaxBufferedBody, DefaultMaxBufferedBody),
-		budget:        newBudget(t.Retry.Budget),
+		budget:        retrydecide.NewBudget(t.Retry.Budget),
 		prepare:       t.PrepareAttempt,
 		errorOnGiveUp: t.ErrorOnGiveUp,
 		hidePath:      t.HidePath,
@@ -427,6 +422,25 @@ func (t *Transport) compile(build bool) (*state, error) {
 		s.hosts = hl
 	}
 	return s, nil
+}
+
+// policyErr reports the first invalid setting of p (retrydecide.Validate)
+// as a *ConfigError whose Field is relative to the Policy ("Statuses",
+// "Budget.TTL"; the Transport prefixes "Retry."), or nil.
+func policyErr(p *retry.Policy) error {
+	if fe := retrydecide.Validate(p); fe != nil {
+		return configErr(fe.Field, fe.Value, fe.Reason)
+	}
+	return nil
+}
+
+// headerNameErr returns a *ConfigError naming field when name is not a
+// header field name (retrydecide.HeaderNameProblem), or nil.
+func headerNameErr(field, name string) error {
+	if why := retrydecide.HeaderNameProblem(name); why != "" {
+		return configErr(field, name, why)
+	}
+	return nil
 }
 
 func orDefault[T int | int64 | time.Duration](v, def T) T {
@@ -524,23 +538,13 @@ type call struct {
 	lim     throttle.Limiter
 	st      *keyStats
 
-	policy      *retryPolicy // the host's (Host.Statuses) or the Transport's
-	maxAttempts int          // the host's (Host.MaxAttempts) or the Transport's
+	policy      *retrydecide.Executor // the host's (Host.Statuses) or the Transport's
+	maxAttempts int                   // the host's (Host.MaxAttempts) or the Transport's
 
 	send     *http.Request // what the first attempt sends: req, or a copy
 	canRetry bool          // the body can be sent again
 
-	bo *backoffState // made at the first failure; a pointer, so that the call itself stays on the stack
-}
-
-// backoffState is a request's backoff schedule.
-type backoffState struct {
-	s        *state
-	key      string          // the request's key, for its retry budget
-	bo       backoff.BackOff // the request's schedule, made at its first backoff
-	floor    time.Duration   // shortest backoff wait
-	cap      time.Duration   // longest backoff wait
-	prevWait time.Duration   // the last backoff wait, for decorrelated jitter
+	bo *retrydecide.Schedule // made at the first failure; a pointer, so that the call itself stays on the stack
 }
 
 // checkRequest returns the error for a request net/http's Transport
@@ -599,7 +603,7 @@ func (c *call) run() (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.send, c.canRetry = c.policy.withIdempotencyKey(send), replayable
+	c.send, c.canRetry = c.policy.WithIdempotencyKey(send), replayable
 
 	lastStatus := 0
 	evict := false
@@ -632,61 +636,61 @@ func (c *call) run() (*http.Response, error) {
 		if resp == nil && err == nil {
 			err = fmt.Errorf("pace: %T returned no response and no error", s.base)
 		}
-		var v verdict
-		o := throttle.Outcome{At: c.decide(attempt, &p, out, resp, err, &v), Sent: true, Response: resp != nil, Pause: v.pause, Cut: v.cut}
+		var v retrydecide.Verdict
+		o := throttle.Outcome{At: c.decide(attempt, &p, out, resp, err, &v), Sent: true, Response: resp != nil, Pause: v.Pause, Cut: v.Cut}
 		if resp != nil {
 			o.Quota = c.quota(resp, &o.At)
 		}
 		now := o.At
 		c.lim.Settle(p, o)
-		if v.pause > 0 {
+		if v.Pause > 0 {
 			c.st.throttles.Add(1)
 			if s.obs != nil {
-				c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.pause, Until: now.Add(v.pause), StatusCode: statusOf(resp)})
+				c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.Pause, Until: now.Add(v.Pause), StatusCode: statusOf(resp)})
 			}
 		}
-		if !v.retry {
-			gaveUp := c.gaveUp(v.why)
+		if !v.Retry {
+			gaveUp := c.gaveUp(v.Why)
 			if gaveUp {
 				c.st.giveUps.Add(1)
 			}
 			if gaveUp && s.obs != nil {
 				var gerr error = err
 				switch {
-				case v.fail != nil:
-					gerr = v.fail
-				case v.deadline:
-					gerr = &WaitError{Key: c.key, Delay: v.refused, Err: errDeadline}
+				case v.Fail != nil:
+					gerr = v.Fail
+				case v.Deadline:
+					gerr = &WaitError{Key: c.key, Delay: v.Refused, Err: errDeadline}
 				}
-				c.giveUp(attempt, v.why, v.refused, statusOf(resp), gerr)
+				c.giveUp(attempt, v.Why, v.Refused, statusOf(resp), gerr)
 			}
 			if resp != nil && out != req {
 				resp.Request = req
 			}
 			switch {
-			case v.fail != nil: // Decide ended the call
-				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: ReasonDecided, Err: v.fail,
+			case v.Fail != nil: // Decide ended the call
+				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: retry.ReasonDecided, Err: v.Fail,
 					Response: c.giveUpResponse(resp)}
-			case v.deadline: // the wait would outlast the context's deadline
-				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: ReasonDeadline,
-					Err: &WaitError{Key: c.key, Delay: v.refused, Err: errDeadline}, Response: c.giveUpResponse(resp)}
+			case v.Deadline: // the wait would outlast the context's deadline
+				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: retry.ReasonDeadline,
+					Err: &WaitError{Key: c.key, Delay: v.Refused, Err: errDeadline}, Response: c.giveUpResponse(resp)}
 			case err != nil:
-				return nil, &AttemptsError{Attempts: attempt, Reason: giveUpReason(v.why), Err: err}
-			case s.errorOnGiveUp && v.handBack:
+				return nil, &AttemptsError{Attempts: attempt, Reason: giveUpReason(v.Why), Err: err}
+			case s.errorOnGiveUp && v.HandBack:
 				return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Response: c.giveUpResponse(resp)}
-			case s.errorOnGiveUp && giveUpReason(v.why) != "":
-				return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Reason: v.why, Response: c.giveUpResponse(resp)}
+			case s.errorOnGiveUp && giveUpReason(v.Why) != "":
+				return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Reason: v.Why, Response: c.giveUpResponse(resp)}
 			}
 			return resp, nil
 		}
 		c.st.retries.Add(1)
-		evict = err != nil && isTimeout(c.ctx, err)
+		evict = err != nil && retrydecide.IsTimeout(c.ctx, err)
 		if s.obs != nil {
-			c.emit(Event{Kind: EventRetry, Reason: v.why, Attempt: attempt, Delay: v.wait, StatusCode: statusOf(resp), Err: err})
+			c.emit(Event{Kind: EventRetry, Reason: v.Why, Attempt: attempt, Delay: v.Wait, StatusCode: statusOf(resp), Err: err})
 		}
 		lastStatus = statusOf(resp)
 		discard.Body(bodyOf(resp))
-		if err := sleepCtx(c.ctx, c.key, v.wait); err != nil {
+		if err := sleepCtx(c.ctx, c.key, v.Wait); err != nil {
 			return nil, &AttemptsError{Attempts: attempt, StatusCode: lastStatus, Err: err}
 		}
 	}
@@ -728,8 +732,8 @@ func (c *call) quota(resp *http.Response, at *time.Time) throttle.Quota {
 
 // giveUpReason is the Reason an AttemptsError records for a verdict's why:
 // empty for the reasons of a retry.
-func giveUpReason(r Reason) Reason {
-	if r == ReasonServerDelay || r == ReasonBackoff {
+func giveUpReason(r retry.Reason) retry.Reason {
+	if r == retry.ReasonServerDelay || r == retry.ReasonBackoff {
 		return ""
 	}
 	return r
@@ -741,8 +745,8 @@ func giveUpReason(r Reason) Reason {
 // allowed one attempt (Retry.MaxAttempts or Host.MaxAttempts 1) makes no retries, so running out of attempts is no
 // give-up there: under retryable.Install, for one, the retryablehttp.Client
 // makes the retries, and most of its 429s are retried and succeed.
-func (c *call) gaveUp(r Reason) bool {
-	return giveUpReason(r) != "" && (r != ReasonAttempts || c.maxAttempts > 1)
+func (c *call) gaveUp(r retry.Reason) bool {
+	return giveUpReason(r) != "" && (r != retry.ReasonAttempts || c.maxAttempts > 1)
 }
 
 // keyOf returns the request's key.
@@ -791,10 +795,10 @@ func (c *call) admit(attempt *int, lastStatus int, p *throttle.Permit) error {
 			}
 			if c.s.obs != nil {
 				if p.Held > 0 {
-					c.emit(Event{Kind: EventWait, Reason: ReasonCooldown, Attempt: *attempt, Delay: p.Held})
+					c.emit(Event{Kind: EventWait, Reason: retry.ReasonCooldown, Attempt: *attempt, Delay: p.Held})
 				}
 				if p.Delay > 0 {
-					c.emit(Event{Kind: EventWait, Reason: ReasonLimit, Attempt: *attempt, Delay: p.Delay})
+					c.emit(Event{Kind: EventWait, Reason: retry.ReasonLimit, Attempt: *attempt, Delay: p.Delay})
 				}
 			}
 			return nil
@@ -808,13 +812,13 @@ func (c *call) admit(attempt *int, lastStatus int, p *throttle.Permit) error {
 		waited += p.Held // the Permit says how long it waited, also with an error
 		lastStatus = http.StatusTooManyRequests
 		if *attempt >= c.maxAttempts {
-			if c.gaveUp(ReasonAttempts) {
+			if c.gaveUp(retry.ReasonAttempts) {
 				c.st.giveUps.Add(1)
 			}
-			if c.gaveUp(ReasonAttempts) && c.s.obs != nil {
-				c.giveUp(*attempt, ReasonAttempts, 0, lastStatus, err)
+			if c.gaveUp(retry.ReasonAttempts) && c.s.obs != nil {
+				c.giveUp(*attempt, retry.ReasonAttempts, 0, lastStatus, err)
 			}
-			return &AttemptsError{Attempts: *attempt, StatusCode: lastStatus, Reason: ReasonAttempts, Err: err}
+			return &AttemptsError{Attempts: *attempt, StatusCode: lastStatus, Reason: retry.ReasonAttempts, Err: err}
 		}
 		*attempt++
 	}
@@ -855,87 +859,44 @@ func (c *call) request(attempt int, pp *throttle.Permit) (*http.Request, error) 
 
 // decide settles the attempt that ended with resp or err, admitted by a
 // Permit with the given Strikes: it charges or refunds the key's retry
-// budget, stores the retry decision (see decide in retry.go) in *v, and
+// budget, stores the retry decision (retrydecide.Executor.Decide) in *v, and
 // returns the instant it was made. On the success path it leaves *v alone
 // (the zero verdict) and returns the zero Time, reading no clock.
-func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *http.Response, err error, v *verdict) time.Time {
-	again, why, hook := c.policy.check(out, resp, err, attempt)
+func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *http.Response, err error, v *retrydecide.Verdict) time.Time {
+	again, why, hook := c.policy.Check(out, resp, err, attempt)
 	status := statusOf(resp)
 	// failed: an outcome that costs budget, a retryable failure whether
 	// or not this request may repeat it.
-	failed := again || (resp != nil && c.policy.retryResponse(resp)) ||
-		(err != nil && errClassOf(c.ctx, err) != errFinal)
+	failed := c.policy.Failed(c.ctx, resp, err, again)
 	if !failed && status < 400 && (hook == nil || hook.Fail == nil) {
-		if attempt == 1 && c.s.budget != nil && c.s.budget.tracking() { // the success path: one atomic load when nothing failed lately
-			c.s.budget.request(c.key, false, time.Now())
+		if attempt == 1 && c.s.budget != nil && c.s.budget.Tracking() { // the success path: one atomic load when nothing failed lately
+			c.s.budget.Request(c.key, false, time.Now())
 		}
 		return time.Time{}
 	}
 	if c.bo == nil {
-		c.bo = &backoffState{s: c.s, key: c.key}
+		c.bo = c.policy.NewSchedule(c.s.budget, c.key, c.s.maxRetryAfter)
 	}
 	now := time.Now()
 	if attempt == 1 && c.s.budget != nil {
-		c.s.budget.request(c.key, failed, now)
+		c.s.budget.Request(c.key, failed, now)
 	}
-	in := attemptEnd{
-		now: now, attempt: attempt, resp: resp, err: err, retry: again, why: why,
-		failed: failed, canRetry: c.canRetry, withdraw: c.bo.withdraw, strikes: p.Strikes,
-		maxAttempts: c.maxAttempts, maxRetryAfter: c.s.maxRetryAfter, jitter: c.s.jitter,
-		customBackoff: c.s.newBackOff != nil, backoff: c.bo.next,
-		adaptive: p.Limited, // a configured limit paces the key
-		handBack: queued.Is(c.ctx),
+	in := retrydecide.End{
+		Now: now, Attempt: attempt, Resp: resp, Err: err, Retry: again, Why: why,
+		Failed: failed, CanRetry: c.canRetry, Withdraw: c.bo.Withdraw, Strikes: p.Strikes,
+		MaxAttempts: c.maxAttempts, MaxRetryAfter: c.s.maxRetryAfter, Jitter: c.policy.Policy.Jitter,
+		CustomBackoff: c.policy.Policy.NewBackOff != nil, Backoff: c.bo.Next,
+		Adaptive: p.Limited, // a configured limit paces the key
+		HandBack: queued.Is(c.ctx),
 	}
 	if dl, ok := c.ctx.Deadline(); ok {
-		in.deadline = dl
+		in.Deadline = dl
 	}
 	if hook != nil {
-		in.hookWait, in.fail = hook.Wait, hook.Fail
+		in.HookWait, in.Fail = hook.Wait, hook.Fail
 	}
-	*v = decide(in)
-	return in.now
-}
-
-// withdraw takes a retry from the key's budget at now, with force even
-// when the budget is spent; it reports whether the budget allowed it, which
-// is always true without a budget. It is b's, not the call's, so that the
-// call stays on the stack: b is made only when an attempt failed.
-func (b *backoffState) withdraw(now time.Time, force bool) bool {
-	if b.s.budget == nil {
-		return true
-	}
-	return b.s.budget.withdraw(b.key, now, force)
-}
-
-// next returns the wait before the next attempt from the request's
-// backoff schedule, jittered; ok is false when the schedule says stop.
-// throttled selects the default schedule for a 429 or 503 without a delay
-// (1s first) over the one for other failures (100ms first);
-// its waits are capped at the lower of retry.DefaultBackoffMax and
-// MaxRetryAfter. A schedule from retry.Policy.NewBackOff is used as given,
-// with waits from 1ns up to MaxRetryAfter.
-func (c *backoffState) next(throttled bool) (time.Duration, bool) {
-	if c.bo == nil {
-		if c.s.newBackOff != nil {
-			c.bo, c.floor, c.cap = c.s.newBackOff(), 1, c.s.maxRetryAfter
-			if c.bo != nil {
-				c.bo.Reset()
-			}
-		} else {
-			initial := retry.DefaultBackoffInitial
-			if throttled {
-				initial = DefaultThrottleBackoffInitial
-			}
-			c.bo = newBackOff(initial, retry.DefaultBackoffMax)
-			c.cap = min(retry.DefaultBackoffMax, c.s.maxRetryAfter)
-			c.floor = min(backoffFloor(initial, throttled), c.cap)
-		}
-	}
-	w, ok := retryWait(c.bo, c.s.jitter, c.prevWait, c.floor, c.cap, nil)
-	if ok {
-		c.prevWait = w
-	}
-	return w, ok
+	*v = c.policy.Decide(in)
+	return in.Now
 }
 
 // giveUpResponse returns resp, or nil, for an [*AttemptsError] when
@@ -958,28 +919,8 @@ func (c *call) giveUpResponse(resp *http.Response) *http.Response {
 }
 
 // giveUp emits an EventGiveUp.
-func (c *call) giveUp(attempt int, r Reason, d time.Duration, status int, err error) {
+func (c *call) giveUp(attempt int, r retry.Reason, d time.Duration, status int, err error) {
 	c.emit(Event{Kind: EventGiveUp, Reason: r, Attempt: attempt, Delay: d, StatusCode: status, Err: err})
-}
-
-// policyReason maps a retryPolicy reason for not retrying a retryable
-// failure to an event Reason.
-func policyReason(why string) Reason {
-	switch why {
-	case reasonUnsafeMethod, reasonMayBeProcessed:
-		return ReasonNotIdempotent
-	case reasonServerSaysNo:
-		return ReasonServerHint
-	case reasonDecideHook:
-		return ReasonDecided
-	}
-	return Reason(why)
-}
-
-// errClassOf classifies a transport error of a request with context ctx.
-func errClassOf(ctx context.Context, err error) errClass {
-	class, _ := classifyError(ctx, err)
-	return class
 }
 
 // emit completes ev with the call's key and request and delivers it.

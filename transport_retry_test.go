@@ -139,8 +139,8 @@ func TestTransportRetryAfterAboveCap(t *testing.T) {
 		if el := time.Since(start); el != 0 || srv.Count() != 1 {
 			t.Errorf("returned after %v and %d requests, want at once after 1", el, srv.Count())
 		}
-		if giveUp.Reason != ReasonDelayTooLong || giveUp.Delay != time.Hour {
-			t.Errorf("give-up event %+v, want reason %q with the 1h delay", giveUp, ReasonDelayTooLong)
+		if giveUp.Reason != retry.ReasonDelayTooLong || giveUp.Delay != time.Hour {
+			t.Errorf("give-up event %+v, want reason %q with the 1h delay", giveUp, retry.ReasonDelayTooLong)
 		}
 		// The key is paused for MaxRetryAfter (10 s), not the hour: a new
 		// call waits the 10 s and is sent.
@@ -686,4 +686,39 @@ func TestTransportBackoffAfterManyAttempts(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRetryPolicyValidate: statuses must be error statuses (a 2xx or 3xx is
+// never retried, so listing one is a mistake) and the idempotency header an
+// RFC 9110 §5.6.2 token.
+func TestRetryPolicyValidate(t *testing.T) {
+	tests := []struct {
+		name      string
+		p         retry.Policy
+		wantField string
+	}{
+		{"zero", retry.Policy{}, ""},
+		{"custom", retry.Policy{Statuses: []int{425, 599}, IdempotencyHeader: "X-Key"}, ""},
+		{"status too low", retry.Policy{Statuses: []int{99}}, "Statuses"},
+		{"status too high", retry.Policy{Statuses: []int{600}}, "Statuses"},
+		{"informational status", retry.Policy{Statuses: []int{100}}, "Statuses"},
+		{"success status", retry.Policy{Statuses: []int{503, 200}}, "Statuses"},
+		{"redirect status", retry.Policy{Statuses: []int{301}}, "Statuses"},
+		{"lowest error status", retry.Policy{Statuses: []int{400}}, ""},
+		{"header with newline", retry.Policy{IdempotencyHeader: "Idempotency-Key\n"}, "IdempotencyHeader"},
+		{"header with space", retry.Policy{IdempotencyHeader: "Idempotency Key"}, "IdempotencyHeader"},
+		{"header with colon", retry.Policy{IdempotencyHeader: "Key:"}, "IdempotencyHeader"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := policyErr(&tt.p)
+			var ce *ConfigError
+			switch {
+			case tt.wantField == "" && err != nil:
+				t.Errorf("policyErr() = %v, want nil", err)
+			case tt.wantField != "" && (!errors.As(err, &ce) || ce.Field != tt.wantField || !errors.Is(err, ErrInvalidConfig)):
+				t.Errorf("policyErr() = %v, want a *ConfigError for %s", err, tt.wantField)
+			}
+		})
+	}
 }

@@ -648,17 +648,17 @@ func TestTransportRetryPolicy(t *testing.T) {
 		method     string
 		steps      []testhttp.Step
 		wantSends  int
-		wantGiveUp Reason
+		wantGiveUp retry.Reason
 	}{
-		{"POST not retried", retry.Policy{}, "POST", []testhttp.Step{testhttp.Status(503)}, 1, ReasonNotIdempotent},
+		{"POST not retried", retry.Policy{}, "POST", []testhttp.Step{testhttp.Status(503)}, 1, retry.ReasonNotIdempotent},
 		{"POST with added key", retry.Policy{AddIdempotencyKey: true}, "POST",
 			[]testhttp.Step{testhttp.Status(503), testhttp.Status(503), testhttp.Status(200)}, 3, ""},
 		{"POST opted in", retry.Policy{RetryNonIdempotent: true}, "POST",
 			[]testhttp.Step{testhttp.Status(503), testhttp.Status(200)}, 2, ""},
 		{"server says no", retry.Policy{}, "GET",
-			[]testhttp.Step{testhttp.Status(503, "Stripe-Should-Retry", "false")}, 1, ReasonServerHint},
+			[]testhttp.Step{testhttp.Status(503, "Stripe-Should-Retry", "false")}, 1, retry.ReasonServerHint},
 		{"Decide says no", retry.Policy{Decide: func(*retry.Check) bool { return false }}, "GET",
-			[]testhttp.Step{testhttp.Status(503)}, 1, ReasonDecided},
+			[]testhttp.Step{testhttp.Status(503)}, 1, retry.ReasonDecided},
 		{"custom statuses", retry.Policy{Statuses: []int{404}}, "GET",
 			[]testhttp.Step{testhttp.Status(404), testhttp.Status(503)}, 2, ""},
 	}
@@ -666,7 +666,7 @@ func TestTransportRetryPolicy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := &testhttp.Server{Steps: tt.steps}
-				var giveUp Reason
+				var giveUp retry.Reason
 				tr := &Transport{Base: srv, Retry: tt.policy, OnEvent: func(e Event) {
 					if e.Kind == EventGiveUp {
 						giveUp = e.Reason

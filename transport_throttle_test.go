@@ -578,7 +578,7 @@ func TestTransportBucketMeetsSlidingWindowServer(t *testing.T) {
 // their own attempt (they would have met the same 429), so every caller
 // returns within 3 × 1 s + 0.5 s: with the probe's 429 as its last
 // response, or, having sent nothing more, with an *AttemptsError of
-// Reason ReasonAttempts matching ErrThrottled. After the first burst the
+// Reason retry.ReasonAttempts matching ErrThrottled. After the first burst the
 // server sees at most one request per second, not 50. Without that, each
 // probe's 429 releases only itself, and the last caller returns after
 // about 25 s.
@@ -607,7 +607,7 @@ func TestTransportProbeAnswersCountForWaiters(t *testing.T) {
 				assert.ErrorIs(t, err, ErrThrottled, "caller %d", i)
 				var ae *AttemptsError
 				if assert.ErrorAs(t, err, &ae, "caller %d", i) {
-					assert.Equal(t, ReasonAttempts, ae.Reason, "caller %d", i)
+					assert.Equal(t, retry.ReasonAttempts, ae.Reason, "caller %d", i)
 					assert.Equal(t, 3, ae.Attempts, "caller %d", i)
 				}
 			})
@@ -874,7 +874,7 @@ func TestTransportThrottleRepeatedRetryAfterZeroBacksOff(t *testing.T) {
 }
 
 // TestThrottleWaitsAsDocumented pins the waits that DefaultThrottlePause,
-// MinThrottlePause, DefaultThrottleBackoffInitial, Throttled and the
+// MinThrottlePause, retry.DefaultThrottleBackoffInitial, Throttled and the
 // Transport's "Adaptive rate" describe, without jitter: a 429 without a
 // delay pauses an unpaced key 5 s, a key a configured limit paces 50 ms
 // (its rate is lowered instead; its probe throttled again, 10 s, the
@@ -896,8 +896,8 @@ func TestThrottleWaitsAsDocumented(t *testing.T) {
 		{"429, no limit", 0, 429, nil, nil, []time.Duration{DefaultThrottlePause, 2 * DefaultThrottlePause}},
 		{"429, configured limit", 0, 429, Hosts{"*": {Limit: TokenBucket(PerSecond(1000), 1000)}}, nil,
 			[]time.Duration{MinThrottlePause, 2 * DefaultThrottlePause}}, // the brief pause was the first strike
-		{"429, NewBackOff", 0, 429, nil, constant, []time.Duration{DefaultThrottleBackoffInitial, DefaultThrottleBackoffInitial}},
-		{"503", 0, 503, nil, nil, []time.Duration{DefaultThrottleBackoffInitial, 2 * DefaultThrottleBackoffInitial}},
+		{"429, NewBackOff", 0, 429, nil, constant, []time.Duration{retry.DefaultThrottleBackoffInitial, retry.DefaultThrottleBackoffInitial}},
+		{"503", 0, 503, nil, nil, []time.Duration{retry.DefaultThrottleBackoffInitial, 2 * retry.DefaultThrottleBackoffInitial}},
 		{"500", 0, 500, nil, nil, []time.Duration{retry.DefaultBackoffInitial, 2 * retry.DefaultBackoffInitial}},
 		// The first failure chooses the schedule: a 503 after a 500 goes on on the 500's.
 		{"500 then 503", 500, 503, nil, nil, []time.Duration{retry.DefaultBackoffInitial, 2 * retry.DefaultBackoffInitial}},

@@ -97,8 +97,8 @@ type Options struct {
 	// returned or as the Response of a
 	// *pace.AttemptsError (Transport.ErrorOnGiveUp), a *pace.AttemptsError
 	// whose Transport ran out of attempts, retry budget, backoff or time
-	// before the call's deadline (Reason pace.ReasonAttempts,
-	// pace.ReasonBudget, pace.ReasonBackoffStop or pace.ReasonDeadline) or
+	// before the call's deadline (Reason retry.ReasonAttempts,
+	// retry.ReasonBudget, retry.ReasonBackoffStop or retry.ReasonDeadline) or
 	// whose limiter refused the wait for a retry, or the call's own
 	// timeout (context.DeadlineExceeded while the run's context is live),
 	// and only for an item

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -108,29 +109,29 @@ func TestThrottleOf(t *testing.T) {
 		{"other", errBad, notThrottled, 0},
 		// The Transport's backoff after a 503 would outlast the call's
 		// deadline: a failed answer, not a pause the host asked for.
-		{"backoff past the deadline after a 503", &pace.AttemptsError{Attempts: 2, StatusCode: 503, Reason: pace.ReasonDeadline,
+		{"backoff past the deadline after a 503", &pace.AttemptsError{Attempts: 2, StatusCode: 503, Reason: retry.ReasonDeadline,
 			Err: &pace.WaitError{Key: "h", Delay: time.Second, Err: pace.ErrWaitExceedsDeadline}}, notThrottled, 0},
 		// Its limiter refused the wait for the retry of a 503: a failure too.
 		{"retry refused after a 503", &pace.AttemptsError{Attempts: 1, StatusCode: 503,
 			Err: &pace.WaitError{Key: "h", Delay: time.Second, Err: pace.ErrWaitTooLong}}, notThrottled, 0},
-		{"pause past the deadline after a 429", &pace.AttemptsError{Attempts: 1, StatusCode: 429, Reason: pace.ReasonDeadline,
+		{"pause past the deadline after a 429", &pace.AttemptsError{Attempts: 1, StatusCode: 429, Reason: retry.ReasonDeadline,
 			Err: &pace.WaitError{Key: "h", Delay: time.Second, Err: pace.ErrWaitExceedsDeadline}}, serverThrottle, time.Second},
 		// A 403 is retried only when it named a delay (GitHub's rate limits).
-		{"pause past the deadline after a 403", &pace.AttemptsError{Attempts: 1, StatusCode: 403, Reason: pace.ReasonDeadline,
+		{"pause past the deadline after a 403", &pace.AttemptsError{Attempts: 1, StatusCode: 403, Reason: retry.ReasonDeadline,
 			Err: &pace.WaitError{Key: "h", Delay: time.Minute, Err: pace.ErrWaitExceedsDeadline}}, serverThrottle, time.Minute},
-		{"attempts spent behind a throttled probe", &pace.AttemptsError{Attempts: 2, StatusCode: 429, Reason: pace.ReasonAttempts,
+		{"attempts spent behind a throttled probe", &pace.AttemptsError{Attempts: 2, StatusCode: 429, Reason: retry.ReasonAttempts,
 			Err: &pace.WaitError{Key: "h", Err: pace.ErrThrottled}}, serverThrottle, 0},
 		// Transport.ErrorOnGiveUp: the final response rides in the error,
 		// and pace.Throttled judges it, as CheckResponse would.
 		{"ErrorOnGiveUp 429", &url.Error{Op: "Get", URL: "http://h/", Err: &pace.AttemptsError{Attempts: 2, StatusCode: 429,
-			Reason: pace.ReasonAttempts, Response: resp(429, "Retry-After", "0")}}, serverThrottle, 0},
+			Reason: retry.ReasonAttempts, Response: resp(429, "Retry-After", "0")}}, serverThrottle, 0},
 		{"ErrorOnGiveUp 429 with a delay", &pace.AttemptsError{Attempts: 2, StatusCode: 429,
-			Reason: pace.ReasonAttempts, Response: resp(429, "Retry-After", "7")}, serverThrottle, 7 * time.Second},
+			Reason: retry.ReasonAttempts, Response: resp(429, "Retry-After", "7")}, serverThrottle, 7 * time.Second},
 		{"ErrorOnGiveUp 503 with a delay", &pace.AttemptsError{Attempts: 2, StatusCode: 503,
-			Reason: pace.ReasonDelayTooLong, Response: resp(503, "Retry-After", "3600")}, serverThrottle, time.Hour},
+			Reason: retry.ReasonDelayTooLong, Response: resp(503, "Retry-After", "3600")}, serverThrottle, time.Hour},
 		{"ErrorOnGiveUp 503", &pace.AttemptsError{Attempts: 2, StatusCode: 503,
-			Reason: pace.ReasonAttempts, Response: resp(503)}, notThrottled, 0},
-		{"ErrorOnGiveUp 429 past the deadline", &pace.AttemptsError{Attempts: 1, StatusCode: 429, Reason: pace.ReasonDeadline,
+			Reason: retry.ReasonAttempts, Response: resp(503)}, notThrottled, 0},
+		{"ErrorOnGiveUp 429 past the deadline", &pace.AttemptsError{Attempts: 1, StatusCode: 429, Reason: retry.ReasonDeadline,
 			Err:      &pace.WaitError{Key: "h", Delay: 2 * time.Second, Err: pace.ErrWaitExceedsDeadline},
 			Response: resp(429, "Retry-After", "2")}, serverThrottle, 2 * time.Second},
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/idempotent"
 	"github.com/pacehttp/pace/internal/retrystatus"
+	"github.com/pacehttp/pace/retry"
 )
 
 // DefaultMaxRequeues is how many times an item may go back in line after a
@@ -36,14 +37,14 @@ type requeued struct {
 // and without; a pace.Transport that gave up retrying a retryable failure
 // because its attempts, its retry budget or its backoff schedule ran out,
 // or because the next wait would outlast the call's deadline (a
-// *pace.AttemptsError whose Reason is pace.ReasonAttempts,
-// pace.ReasonBudget, pace.ReasonBackoffStop or pace.ReasonDeadline), or
+// *pace.AttemptsError whose Reason is retry.ReasonAttempts,
+// retry.ReasonBudget, retry.ReasonBackoffStop or retry.ReasonDeadline), or
 // because its limiter refused the wait for the next attempt (no Reason, an
 // Err matching pace.ErrRateLimited); or the call's own timeout
 // (context.DeadlineExceeded, as http.Client.Timeout or a per-call context
 // gives; Run's context is still live here, or the item would be
 // Interrupted). A failure the Transport did not retry because the request
-// was not safe to repeat (pace.ReasonNotIdempotent) is not.
+// was not safe to repeat (retry.ReasonNotIdempotent) is not.
 func retryableErr(err error, statuses []int) bool {
 	var ae *pace.AttemptsError
 	if errors.As(err, &ae) {
@@ -51,7 +52,7 @@ func retryableErr(err error, statuses []int) bool {
 			return retryableStatus(statuses, ae.Response.StatusCode)
 		}
 		switch ae.Reason {
-		case pace.ReasonAttempts, pace.ReasonBudget, pace.ReasonBackoffStop, pace.ReasonDeadline:
+		case retry.ReasonAttempts, retry.ReasonBudget, retry.ReasonBackoffStop, retry.ReasonDeadline:
 			return true
 		case "":
 			return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, pace.ErrRateLimited)

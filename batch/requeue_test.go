@@ -15,6 +15,7 @@ import (
 
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // TestRequeue: an item whose attempts end 503, 503, 200 at the batch level
@@ -53,7 +54,7 @@ func TestRequeue(t *testing.T) {
 
 // TestRequeueOnlyWhatIsSafe: what goes back in line and what fails at once.
 func TestRequeueOnlyWhatIsSafe(t *testing.T) {
-	reset := &pace.AttemptsError{Attempts: 3, Reason: pace.ReasonAttempts, Err: io.ErrUnexpectedEOF}
+	reset := &pace.AttemptsError{Attempts: 3, Reason: retry.ReasonAttempts, Err: io.ErrUnexpectedEOF}
 	tests := []struct {
 		name         string
 		method       string
@@ -66,13 +67,13 @@ func TestRequeueOnlyWhatIsSafe(t *testing.T) {
 		{"POST 503 with the derived key", http.MethodPost, "", nil, Options{}, 1 + DefaultMaxRequeues},
 		{"POST 503 without a key", http.MethodPost, "-", nil, Options{}, 1},
 		{"GET, the Transport's attempts spent", http.MethodGet, "", reset, Options{}, 1 + DefaultMaxRequeues},
-		{"GET, the Transport's budget spent", http.MethodGet, "", &pace.AttemptsError{Attempts: 1, Reason: pace.ReasonBudget, Err: io.EOF}, Options{}, 1 + DefaultMaxRequeues},
-		{"POST not retried by the Transport", http.MethodPost, "-", &pace.AttemptsError{Attempts: 1, Reason: pace.ReasonNotIdempotent, Err: io.EOF}, Options{}, 1},
+		{"GET, the Transport's budget spent", http.MethodGet, "", &pace.AttemptsError{Attempts: 1, Reason: retry.ReasonBudget, Err: io.EOF}, Options{}, 1 + DefaultMaxRequeues},
+		{"POST not retried by the Transport", http.MethodPost, "-", &pace.AttemptsError{Attempts: 1, Reason: retry.ReasonNotIdempotent, Err: io.EOF}, Options{}, 1},
 		{"a plain transport error", http.MethodGet, "", io.ErrUnexpectedEOF, Options{}, 1},
 		{"GET, the call's timeout", http.MethodGet, "", context.DeadlineExceeded, Options{}, 1 + DefaultMaxRequeues},
 		{"POST without a key, the call's timeout", http.MethodPost, "-", context.DeadlineExceeded, Options{}, 1},
-		{"GET, the next wait past the call's deadline", http.MethodGet, "", &pace.AttemptsError{Attempts: 2, Reason: pace.ReasonDeadline, Err: io.EOF}, Options{}, 1 + DefaultMaxRequeues},
-		{"GET, the server's delay too long", http.MethodGet, "", &pace.AttemptsError{Attempts: 1, Reason: pace.ReasonDelayTooLong, Err: io.EOF}, Options{}, 1},
+		{"GET, the next wait past the call's deadline", http.MethodGet, "", &pace.AttemptsError{Attempts: 2, Reason: retry.ReasonDeadline, Err: io.EOF}, Options{}, 1 + DefaultMaxRequeues},
+		{"GET, the server's delay too long", http.MethodGet, "", &pace.AttemptsError{Attempts: 1, Reason: retry.ReasonDelayTooLong, Err: io.EOF}, Options{}, 1},
 		{"requeues off", http.MethodGet, "", nil, Options{MaxRequeues: -1}, 1},
 		{"one requeue", http.MethodGet, "", nil, Options{MaxRequeues: 1}, 2},
 	}

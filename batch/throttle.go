@@ -79,7 +79,7 @@ const (
 // [pace.Throttled] calls a throttle, the one test CheckResponse applies, or
 // whose last status was a 429 or a 403 (a 403 is retried only as a
 // throttle) and whose wait for the next attempt was refused (by the call's
-// deadline, say: pace.ReasonDeadline).
+// deadline, say: retry.ReasonDeadline).
 //
 // A client-side limit refused the call (clientRefusal) when err matches
 // pace.ErrRateLimited otherwise, outside an AttemptsError: pace.ErrQueueFull,
@@ -91,7 +91,7 @@ const (
 // A *pace.AttemptsError of any other kind is no throttle, although it may
 // match pace.ErrRateLimited: an attempt was answered with a failure (a 503,
 // say) and the Transport's wait for the next one was refused (its backoff
-// would outlast the call's deadline, pace.ReasonDeadline, or its limiter
+// would outlast the call's deadline, retry.ReasonDeadline, or its limiter
 // refused it); pausing the whole host for it would stall the run. It is a
 // failure, retryable by the rules of Options.MaxRequeues.
 func throttleOf(err error, now time.Time) (time.Duration, throttleKind) {

@@ -23,8 +23,9 @@ type Check struct {
 	// Retry is pace's default decision.
 	Retry bool
 	// Reason says why, e.g. "retryable status", "connection reset" or
-	// "method not safe to replay". Decide may replace it.
-	Reason string
+	// ReasonNotIdempotent: the words pace's events use. Decide may
+	// replace it.
+	Reason Reason
 
 	// Wait, if Decide sets it above zero on an attempt that has a Response,
 	// is the delay before the next attempt, for a server that names it in
@@ -33,15 +34,15 @@ type Check struct {
 	// pace.RetryAfter reads): never jittered or shortened; on a 429 or 503
 	// it pauses the request's whole key; a Wait above the Transport's
 	// MaxRetryAfter is not slept (the response goes back unretried,
-	// pace.ReasonDelayTooLong); one that would outlast the context's
-	// deadline fails at once (pace.ReasonDeadline). It has no effect when
+	// ReasonDelayTooLong); one that would outlast the context's
+	// deadline fails at once (ReasonDeadline). It has no effect when
 	// Decide returns false, nor after a transport error.
 	Wait time.Duration
 
 	// Fail, if Decide sets it, ends the call with that error, whatever
 	// Decide returns: nothing more is sent, the response's body is closed,
 	// and RoundTrip returns a *pace.AttemptsError with Reason
-	// pace.ReasonDecided whose Err is Fail, so errors.Is and errors.As
+	// ReasonDecided whose Err is Fail, so errors.Is and errors.As
 	// find it. With the Transport's ErrorOnGiveUp its Response keeps the
 	// response that Fail ended the call on, as for any give-up: status,
 	// headers and the first 4 KiB of the body (what Body read included). A

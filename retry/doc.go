@@ -22,7 +22,8 @@
 // [FullJitter], and the default [Budget].
 //
 // [Policy].Decide sees each finished attempt as a [Check] and has the last
-// word on retrying it.
+// word on retrying it. [Reason] is the one vocabulary of why: a Check's
+// default decision, pace's events and its *pace.AttemptsError use it.
 //
 // The Transport validates its Policy on first use (and in its Validate
 // method): an invalid setting is reported as a *pace.ConfigError matching

@@ -10,18 +10,25 @@ import (
 // behavior"; the 2026 revision in aws/aws-sdk-go-v2#3400): exponential
 // backoff doubling up to MAX_BACKOFF = 20 s, applied before jitter, with a
 // longer 1 s base after a throttling error, which for pace is a 429 or 503
-// without a delay (pace.DefaultThrottleBackoffInitial).
+// without a delay (DefaultThrottleBackoffInitial).
 // AWS now starts transient errors at 50 ms; pace starts them at 100 ms, a
 // little gentler on the server.
 const (
 	// DefaultBackoffInitial is the first backoff delay after a failed
 	// attempt: a transport error, or a retryable status without a delay
 	// other than 429 and 503 (those start at
-	// pace.DefaultThrottleBackoffInitial).
+	// DefaultThrottleBackoffInitial).
 	DefaultBackoffInitial = 100 * time.Millisecond
 
 	// DefaultBackoffMax caps every backoff delay, before and after jitter.
 	DefaultBackoffMax = 20 * time.Second
+
+	// DefaultThrottleBackoffInitial is the first backoff delay after a 429
+	// or a 503 without a delay, and the shortest wait jitter gives on that
+	// schedule: such a request waits at least a second between attempts,
+	// unless the Transport's MaxRetryAfter is shorter. A 429 without a
+	// delay pauses its whole key: see [Policy].NewBackOff.
+	DefaultThrottleBackoffInitial = time.Second
 )
 
 // Jitter chooses how a backoff delay is randomized, so that clients that
@@ -33,13 +40,13 @@ const (
 // shortens a wait below a floor. With the default schedule the floor is
 // half of DefaultBackoffInitial (50ms) after a transport error or a
 // retryable status other than 429 and 503, so that no retry fires at once,
-// and pace.DefaultThrottleBackoffInitial (1s) after a 429 or a 503 without
+// and DefaultThrottleBackoffInitial (1s) after a 429 or a 503 without
 // a delay (a 503 without a delay is no throttle, see pace.Throttled, yet
 // gets this floor too); the request's first failure without a delay
 // chooses the schedule, and so the floor, for its later retries. With a
 // schedule from [Policy].NewBackOff it is 1ns, except after a 429 without
 // a delay, which pauses the key for the schedule's next wait and never less
-// than pace.DefaultThrottleBackoffInitial (1s). The
+// than DefaultThrottleBackoffInitial (1s). The
 // cap is the Transport's MaxRetryAfter, and with the default schedule also
 // DefaultBackoffMax (20s); a floor above the cap is lowered to it.
 //

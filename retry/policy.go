@@ -106,7 +106,7 @@ type Policy struct {
 	// NewBackOff returns the backoff schedule for one request, used when the
 	// server gives no delay; schedules are stateful, so each request gets
 	// its own. If nil, the schedule starts at DefaultBackoffInitial (100ms),
-	// or pace.DefaultThrottleBackoffInitial (1s) after a 429 or 503 without
+	// or DefaultThrottleBackoffInitial (1s) after a 429 or 503 without
 	// a delay, and doubles up to DefaultBackoffMax (20s); a 429 without a
 	// delay pauses its whole key for pace.DefaultThrottlePause (5s),
 	// doubling with each consecutive one (a throttle of a request sent
@@ -119,7 +119,7 @@ type Policy struct {
 	// jittered and kept within (0, MaxRetryAfter], and backoff.Stop (or a
 	// nil schedule) ends the retries; but a 429 without a delay pauses the
 	// request's whole key for the schedule's next wait, never less than
-	// pace.DefaultThrottleBackoffInitial (1s), so its retry waits that long
+	// DefaultThrottleBackoffInitial (1s), so its retry waits that long
 	// too (a 503 or 500 without a delay: the schedule's wait). NewBackOff is called from the
 	// goroutines of concurrent requests, so it must be safe for concurrent
 	// use.

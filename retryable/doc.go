@@ -39,7 +39,7 @@
 //     Retry.MaxAttempts 1 it makes no retries, so running out of attempts is no
 //     give-up, and the client retries them (its own "giving up after N
 //     attempt(s)" is for its ErrorHandler to report). A server delay above
-//     MaxRetryAfter still counts ([pace.ReasonDelayTooLong]).
+//     MaxRetryAfter still counts ([retry.ReasonDelayTooLong]).
 //   - The Transport calls the client's PrepareRetry once its waits are
 //     over, before every attempt, the first included. So a signature or a
 //     token it sets is fresh when the attempt leaves. A request signed

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/retry"
 )
 
 // limits paces each host by its own contract; see the package
@@ -32,7 +33,7 @@ type waits struct {
 }
 
 func (w *waits) onEvent(ev pace.Event) {
-	if ev.Kind == pace.EventWait && ev.Reason == pace.ReasonLimit && ev.Delay >= minWait {
+	if ev.Kind == pace.EventWait && ev.Reason == retry.ReasonLimit && ev.Delay >= minWait {
 		w.mu.Lock()
 		w.n[ev.Key]++
 		w.mu.Unlock()

@@ -1,4 +1,4 @@
-package pace
+package retrydecide
 
 import (
 	"math"
@@ -22,26 +22,10 @@ const (
 // the TTL and the whole TTL.
 const budgetSlots = 10
 
-// validateBudget reports the first invalid setting of b, its Field relative
-// to the Policy ("Budget.TTL").
-func validateBudget(b retry.Budget) error {
-	switch {
-	case b.TTL != 0 && (b.TTL < time.Second || b.TTL > time.Minute):
-		return configErr("Budget.TTL", b.TTL, "must be within [1s, 60s], or 0 for the default")
-	case b.MinRetriesPerSec > 1_000_000:
-		return configErr("Budget.MinRetriesPerSec", b.MinRetriesPerSec, "must be at most 1,000,000")
-	case math.IsNaN(b.PercentCanRetry) || b.PercentCanRetry > 1000:
-		return configErr("Budget.PercentCanRetry", b.PercentCanRetry, "must be at most 1000, negative for none, or 0 for the default")
-	case b.MaxKeys < 0:
-		return configErr("Budget.MaxKeys", b.MaxKeys, "must not be negative")
-	}
-	return nil
-}
-
-// budget is the running state of a retry.Budget. Amounts are in thousandths
+// Budget is the running state of a retry.Budget, safe for concurrent use. Amounts are in thousandths
 // of a retry: a retry withdraws 1000, a request deposits PercentCanRetry ×
 // 1000. A key absent from the map holds its whole reserve.
-type budget struct {
+type Budget struct {
 	slot    time.Duration // TTL / budgetSlots
 	reserve int64         // MinRetriesPerSec × TTL, in thousandths
 	deposit int64         // per request, in thousandths
@@ -58,9 +42,9 @@ type budgetWindow struct {
 	withdrawal [budgetSlots]int64 // thousandths
 }
 
-// newBudget returns the state for b, or nil when b is disabled. b must be
+// NewBudget returns the state for b, or nil when b is disabled. b must be
 // valid.
-func newBudget(b retry.Budget) *budget {
+func NewBudget(b retry.Budget) *Budget {
 	if b.Disabled {
 		return nil
 	}
@@ -77,7 +61,7 @@ func newBudget(b retry.Budget) *budget {
 	if keys == 0 {
 		keys = retry.DefaultBudgetMaxKeys
 	}
-	return &budget{
+	return &Budget{
 		slot:    ttl / budgetSlots,
 		reserve: int64(math.Round(float64(max(perSec, 0)) * ttl.Seconds() * 1000)),
 		deposit: int64(math.Round(max(pct, 0) * 1000)),
@@ -85,16 +69,16 @@ func newBudget(b retry.Budget) *budget {
 	}
 }
 
-// tracking reports whether any key is tracked; when none is, a request
+// Tracking reports whether any key is tracked; when none is, a request
 // that did not fail costs nothing and need not read the clock.
-func (b *budget) tracking() bool { return b.n.Load() != 0 }
+func (b *Budget) Tracking() bool { return b.n.Load() != 0 }
 
-// request counts a request of key that ended its first attempt at now;
+// Request counts a request of key that ended its first attempt at now;
 // failed says whether that attempt failed in a retryable way. A key that
 // is not tracked starts to be only on a failure; a tracked key whose
 // window holds no retry is forgotten on a request that did not fail.
-func (b *budget) request(key string, failed bool, now time.Time) {
-	if !failed && !b.tracking() {
+func (b *Budget) Request(key string, failed bool, now time.Time) {
+	if !failed && !b.Tracking() {
 		return
 	}
 	b.mu.Lock()
@@ -113,10 +97,10 @@ func (b *budget) request(key string, failed bool, now time.Time) {
 	*w.slotAt(e, &w.deposits) += b.deposit
 }
 
-// withdraw takes one retry from key's budget at now if the budget allows
+// Withdraw takes one retry from key's budget at now if the budget allows
 // it, and reports whether it did. With force it takes the retry anyway
 // (the balance may go below zero) and reports whether it was allowed.
-func (b *budget) withdraw(key string, now time.Time, force bool) bool {
+func (b *Budget) Withdraw(key string, now time.Time, force bool) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	w := b.keys[key]
@@ -132,11 +116,11 @@ func (b *budget) withdraw(key string, now time.Time, force bool) bool {
 }
 
 // epoch returns the slice number of now.
-func (b *budget) epoch(now time.Time) int64 { return now.UnixNano() / int64(b.slot) }
+func (b *Budget) epoch(now time.Time) int64 { return now.UnixNano() / int64(b.slot) }
 
 // addLocked tracks key with an empty window, forgetting another key first
 // when MaxKeys are tracked.
-func (b *budget) addLocked(key string) *budgetWindow {
+func (b *Budget) addLocked(key string) *budgetWindow {
 	if b.keys == nil {
 		b.keys = make(map[string]*budgetWindow)
 	}
@@ -150,7 +134,7 @@ func (b *budget) addLocked(key string) *budgetWindow {
 }
 
 // forgetLocked stops tracking key.
-func (b *budget) forgetLocked(key string) {
+func (b *Budget) forgetLocked(key string) {
 	delete(b.keys, key)
 	b.n.Store(int64(len(b.keys)))
 }
@@ -158,7 +142,7 @@ func (b *budget) forgetLocked(key string) {
 // evictLocked forgets, of up to 8 tracked keys, the one that withdrew the
 // least over all its slots (current or not: an approximation that needs no
 // clock).
-func (b *budget) evictLocked() {
+func (b *Budget) evictLocked() {
 	var victim string
 	best, seen := int64(math.MaxInt64), 0
 	for k, w := range b.keys {

@@ -1,7 +1,6 @@
-package pace
+package retrydecide
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -25,11 +24,11 @@ func TestJitterWaitBoundsProperty(t *testing.T) {
 		for _, cap := range caps {
 			for _, floor := range floors {
 				rng := rand.New(rand.NewPCG(uint64(j)+1, uint64(cap)))
-				b := newBackOff(retry.DefaultBackoffInitial, cap)
+				b := NewBackOff(retry.DefaultBackoffInitial, cap)
 				lo := min(max(floor, 1), cap)
 				var prev time.Duration
 				for attempt := 1; attempt <= 10_000; attempt++ {
-					w, ok := retryWait(b, j, prev, floor, cap, rng.Int64N)
+					w, ok := Wait(b, j, prev, floor, cap, rng.Int64N)
 					if !ok || w <= 0 || w > cap || w < lo {
 						t.Fatalf("%v cap %v floor %v attempt %d: retryWait = %v, %v; want ok and in [%v, %v]",
 							j, cap, floor, attempt, w, ok, lo, cap)
@@ -61,7 +60,7 @@ func TestJitterHostilePolicyProperty(t *testing.T) {
 		for range 10_000 {
 			d, prev, floor := arbitrary(), arbitrary(), arbitrary()
 			cap := arbitrary()
-			w := applyJitter(j, d, prev, floor, cap, rng.Int64N)
+			w := ApplyJitter(j, d, prev, floor, cap, rng.Int64N)
 			wantCap := cap
 			if cap <= 0 {
 				wantCap = retry.DefaultBackoffMax
@@ -115,7 +114,7 @@ func TestJitterApplyEdges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := applyJitter(tt.j, tt.d, tt.prev, tt.floor, tt.cap, tt.rnd); got != tt.want {
+			if got := ApplyJitter(tt.j, tt.d, tt.prev, tt.floor, tt.cap, tt.rnd); got != tt.want {
 				t.Errorf("%v.apply(%v, %v, %v, %v) = %v, want %v", tt.j, tt.d, tt.prev, tt.floor, tt.cap, got, tt.want)
 			}
 		})
@@ -131,7 +130,7 @@ func TestFullJitterSpreads(t *testing.T) {
 	var sum float64
 	lowest, highest := d, floor
 	for range n {
-		w := applyJitter(retry.FullJitter, d, 0, floor, retry.DefaultBackoffMax, nil)
+		w := ApplyJitter(retry.FullJitter, d, 0, floor, retry.DefaultBackoffMax, nil)
 		sum += float64(w)
 		lowest, highest = min(lowest, w), max(highest, w)
 	}
@@ -151,22 +150,22 @@ func TestFullJitterSpreads(t *testing.T) {
 // 1025, and gives 1 s at 2^31-1 and at the largest int.
 func TestBackoffManyAttempts(t *testing.T) {
 	const base, cap = 100 * time.Millisecond, time.Second
-	b := newBackOff(base, cap)
+	b := NewBackOff(base, cap)
 	for attempt := 1; attempt <= 10_000; attempt++ {
-		w, ok := retryWait(b, retry.NoJitter, 0, backoffFloor(base, false), cap, nil)
+		w, ok := Wait(b, retry.NoJitter, 0, BackoffFloor(base, false), cap, nil)
 		if !ok || w < base || w > cap {
 			t.Fatalf("attempt %d: wait = %v, %v; want in [%v, %v]", attempt, w, ok, base, cap)
 		}
 		if attempt >= 5 && w != cap {
 			t.Fatalf("attempt %d: wait = %v, want exactly %v from the 5th on", attempt, w, cap)
 		}
-		if c := backoffDelay(attempt, base, cap); c != w {
-			t.Fatalf("backoffDelay(%d) = %v, but the schedule gave %v", attempt, c, w)
+		if c := BackoffDelay(attempt, base, cap); c != w {
+			t.Fatalf("BackoffDelay(%d) = %v, but the schedule gave %v", attempt, c, w)
 		}
 	}
 	for _, n := range []int{63, 64, 1025, math.MaxInt32, math.MaxInt} {
-		if got := backoffDelay(n, base, cap); got != cap {
-			t.Errorf("backoffDelay(%d, %v, %v) = %v, want %v", n, base, cap, got, cap)
+		if got := BackoffDelay(n, base, cap); got != cap {
+			t.Errorf("BackoffDelay(%d, %v, %v) = %v, want %v", n, base, cap, got, cap)
 		}
 	}
 }
@@ -178,19 +177,19 @@ func TestBackoffManyAttempts(t *testing.T) {
 func TestBackoffFixedPoint(t *testing.T) {
 	for _, tc := range []struct{ initial, max time.Duration }{
 		{100 * time.Millisecond, time.Second},
-		{DefaultThrottleBackoffInitial, retry.DefaultBackoffMax},
+		{retry.DefaultThrottleBackoffInitial, retry.DefaultBackoffMax},
 		{1, math.MaxInt64},
 	} {
-		eb := newBackOff(tc.initial, tc.max).(*backoff.ExponentialBackOff)
+		eb := NewBackOff(tc.initial, tc.max).(*backoff.ExponentialBackOff)
 		for range 70 { // at most 63 doublings reach any cap
 			eb.NextBackOff()
 		}
 		before := *eb
 		if d := eb.NextBackOff(); d != tc.max {
-			t.Errorf("newBackOff(%v, %v) after 70 calls = %v, want the cap", tc.initial, tc.max, d)
+			t.Errorf("NewBackOff(%v, %v) after 70 calls = %v, want the cap", tc.initial, tc.max, d)
 		}
 		if after := *eb; after != before {
-			t.Errorf("newBackOff(%v, %v): state changed after capping: %+v -> %+v", tc.initial, tc.max, before, after)
+			t.Errorf("NewBackOff(%v, %v): state changed after capping: %+v -> %+v", tc.initial, tc.max, before, after)
 		}
 	}
 }
@@ -208,32 +207,32 @@ func TestBackoffDelayMatchesSchedule(t *testing.T) {
 		{0, 0},
 		{-time.Second, -1},
 	} {
-		b := newBackOff(tc.initial, tc.max)
+		b := NewBackOff(tc.initial, tc.max)
 		for n := 1; n <= 200; n++ {
-			if want, got := b.NextBackOff(), backoffDelay(n, tc.initial, tc.max); got != want {
-				t.Fatalf("backoffDelay(%d, %v, %v) = %v, schedule gives %v", n, tc.initial, tc.max, got, want)
+			if want, got := b.NextBackOff(), BackoffDelay(n, tc.initial, tc.max); got != want {
+				t.Fatalf("BackoffDelay(%d, %v, %v) = %v, schedule gives %v", n, tc.initial, tc.max, got, want)
 			}
 		}
 	}
-	if got := backoffDelay(0, time.Second, time.Minute); got != time.Second {
-		t.Errorf("backoffDelay(0, 1s, 1m) = %v, want the first delay 1s", got)
+	if got := BackoffDelay(0, time.Second, time.Minute); got != time.Second {
+		t.Errorf("BackoffDelay(0, 1s, 1m) = %v, want the first delay 1s", got)
 	}
 }
 
 func TestNewBackOffDefaults(t *testing.T) {
-	b := newBackOff(0, 0)
+	b := NewBackOff(0, 0)
 	if d := b.NextBackOff(); d != retry.DefaultBackoffInitial {
-		t.Errorf("newBackOff(0, 0) first delay = %v, want %v", d, retry.DefaultBackoffInitial)
+		t.Errorf("NewBackOff(0, 0) first delay = %v, want %v", d, retry.DefaultBackoffInitial)
 	}
 	var last time.Duration
 	for range 100 {
 		last = b.NextBackOff()
 	}
 	if last != retry.DefaultBackoffMax {
-		t.Errorf("newBackOff(0, 0) settles at %v, want %v", last, retry.DefaultBackoffMax)
+		t.Errorf("NewBackOff(0, 0) settles at %v, want %v", last, retry.DefaultBackoffMax)
 	}
-	if d := newBackOff(2*time.Second, time.Second).NextBackOff(); d != time.Second {
-		t.Errorf("newBackOff(2s, 1s) first delay = %v, want 1s", d)
+	if d := NewBackOff(2*time.Second, time.Second).NextBackOff(); d != time.Second {
+		t.Errorf("NewBackOff(2s, 1s) first delay = %v, want 1s", d)
 	}
 }
 
@@ -259,24 +258,24 @@ func TestRetryWaitPluggedPolicies(t *testing.T) {
 	p := &stepPolicy{vals: []time.Duration{0, -5, math.MaxInt64, time.Second}}
 	want := []time.Duration{floor, floor, cap, time.Second}
 	for i, w := range want {
-		got, ok := retryWait(p, retry.NoJitter, 0, floor, cap, nil)
+		got, ok := Wait(p, retry.NoJitter, 0, floor, cap, nil)
 		if !ok || got != w {
 			t.Errorf("retryWait on value %d = %v, %v; want %v, true", i, got, ok, w)
 		}
 	}
-	if got, ok := retryWait(p, retry.NoJitter, 0, floor, cap, nil); ok || got != 0 {
+	if got, ok := Wait(p, retry.NoJitter, 0, floor, cap, nil); ok || got != 0 {
 		t.Errorf("retryWait after Stop = %v, %v; want 0, false", got, ok)
 	}
-	if _, ok := retryWait(nil, retry.FullJitter, 0, floor, cap, nil); ok {
-		t.Error("retryWait(nil policy) ok = true, want false")
+	if _, ok := Wait(nil, retry.FullJitter, 0, floor, cap, nil); ok {
+		t.Error("Wait(nil policy) ok = true, want false")
 	}
-	if _, ok := retryWait(&backoff.StopBackOff{}, retry.FullJitter, 0, floor, cap, nil); ok {
-		t.Error("retryWait(StopBackOff) ok = true, want false")
+	if _, ok := Wait(&backoff.StopBackOff{}, retry.FullJitter, 0, floor, cap, nil); ok {
+		t.Error("Wait(StopBackOff) ok = true, want false")
 	}
-	limited := backoff.WithMaxRetries(newBackOff(0, 0), 2)
+	limited := backoff.WithMaxRetries(NewBackOff(0, 0), 2)
 	for i, wantOK := range []bool{true, true, false} {
-		if _, ok := retryWait(limited, retry.FullJitter, 0, floor, cap, nil); ok != wantOK {
-			t.Errorf("retryWait(WithMaxRetries(2)) call %d ok = %v, want %v", i+1, ok, wantOK)
+		if _, ok := Wait(limited, retry.FullJitter, 0, floor, cap, nil); ok != wantOK {
+			t.Errorf("Wait(WithMaxRetries(2)) call %d ok = %v, want %v", i+1, ok, wantOK)
 		}
 	}
 }
@@ -288,30 +287,30 @@ func TestBackoffFloor(t *testing.T) {
 		want      time.Duration
 	}{
 		{retry.DefaultBackoffInitial, false, retry.DefaultBackoffInitial / 2},
-		{DefaultThrottleBackoffInitial, true, DefaultThrottleBackoffInitial},
+		{retry.DefaultThrottleBackoffInitial, true, retry.DefaultThrottleBackoffInitial},
 		{1, false, 1},
 		{0, true, 1},
 	}
 	for _, tt := range tests {
-		if got := backoffFloor(tt.initial, tt.throttled); got != tt.want {
-			t.Errorf("backoffFloor(%v, %v) = %v, want %v", tt.initial, tt.throttled, got, tt.want)
+		if got := BackoffFloor(tt.initial, tt.throttled); got != tt.want {
+			t.Errorf("BackoffFloor(%v, %v) = %v, want %v", tt.initial, tt.throttled, got, tt.want)
 		}
 	}
 }
 
 // TestThrottleWaitNeverUnderBase checks the rule behind env0/terraform-provider-env0#1127: after a
 // throttle, with the throttle schedule and floor, no jitter kind ever waits
-// less than DefaultThrottleBackoffInitial.
+// less than retry.DefaultThrottleBackoffInitial.
 func TestThrottleWaitNeverUnderBase(t *testing.T) {
-	floor := backoffFloor(DefaultThrottleBackoffInitial, true)
+	floor := BackoffFloor(retry.DefaultThrottleBackoffInitial, true)
 	for _, j := range allJitters {
 		rng := rand.New(rand.NewPCG(3, uint64(j)))
-		b := newBackOff(DefaultThrottleBackoffInitial, retry.DefaultBackoffMax)
+		b := NewBackOff(retry.DefaultThrottleBackoffInitial, retry.DefaultBackoffMax)
 		var prev time.Duration
 		for attempt := 1; attempt <= 1000; attempt++ {
-			w, _ := retryWait(b, j, prev, floor, retry.DefaultBackoffMax, rng.Int64N)
-			if w < DefaultThrottleBackoffInitial || w > retry.DefaultBackoffMax {
-				t.Fatalf("%v attempt %d: throttle wait %v, want in [%v, %v]", j, attempt, w, DefaultThrottleBackoffInitial, retry.DefaultBackoffMax)
+			w, _ := Wait(b, j, prev, floor, retry.DefaultBackoffMax, rng.Int64N)
+			if w < retry.DefaultThrottleBackoffInitial || w > retry.DefaultBackoffMax {
+				t.Fatalf("%v attempt %d: throttle wait %v, want in [%v, %v]", j, attempt, w, retry.DefaultThrottleBackoffInitial, retry.DefaultBackoffMax)
 			}
 			prev = w
 		}
@@ -320,15 +319,14 @@ func TestThrottleWaitNeverUnderBase(t *testing.T) {
 
 func TestJitterStringAndValidate(t *testing.T) {
 	for _, j := range allJitters {
-		if err := validateJitter("Jitter", j); err != nil {
-			t.Errorf("validateJitter(%v) = %v, want nil", j, err)
+		if err := Validate(&retry.Policy{Jitter: j}); err != nil {
+			t.Errorf("Validate(Jitter %v) = %v, want nil", j, err)
 		}
 	}
 	for _, j := range []retry.Jitter{-1, retry.NoJitter + 1} {
-		err := validateJitter("Jitter", j)
-		var ce *ConfigError
-		if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != "Jitter" {
-			t.Errorf("validateJitter(Jitter(%d)) = %v, want a *ConfigError for field Jitter", int(j), err)
+		err := Validate(&retry.Policy{Jitter: j})
+		if err == nil || err.Field != "Jitter" || err.Value != j {
+			t.Errorf("Validate(Jitter(%d)) = %v, want a *FieldError for field Jitter", int(j), err)
 		}
 	}
 	names := map[string]bool{}
@@ -345,10 +343,10 @@ func TestJitterStringAndValidate(t *testing.T) {
 }
 
 func BenchmarkRetryWait(b *testing.B) {
-	p := newBackOff(0, 0)
-	floor := backoffFloor(retry.DefaultBackoffInitial, false)
+	p := NewBackOff(0, 0)
+	floor := BackoffFloor(retry.DefaultBackoffInitial, false)
 	b.ReportAllocs()
 	for b.Loop() {
-		retryWait(p, retry.FullJitter, 0, floor, retry.DefaultBackoffMax, nil)
+		Wait(p, retry.FullJitter, 0, floor, retry.DefaultBackoffMax, nil)
 	}
 }

@@ -1,4 +1,4 @@
-package pace
+package retrydecide
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacehttp/pace/internal/testhttp"
 	"github.com/pacehttp/pace/retry"
 )
 
@@ -40,17 +41,17 @@ func newReq(t *testing.T, method string, kv ...string) *http.Request {
 // against the default policy for a GET: exactly retry.DefaultStatuses are
 // retried, and never the permanent ones (aws/aws-sdk-go#1819).
 func TestDefaultRetryStatusesEveryCode(t *testing.T) {
-	var p retryPolicy
+	var p retry.Policy
 	req := newReq(t, http.MethodGet)
 	defaults := retry.DefaultStatuses()
 	for code := 100; code <= 599; code++ {
-		retry, reason, _ := p.check(req, response(code), nil, 1)
+		retry, reason, _ := ex(p).Check(req, testhttp.Response(code), nil, 1)
 		if want := slices.Contains(defaults, code); retry != want {
 			t.Errorf("default policy, GET, status %d: retry = %v (%s), want %v", code, retry, reason, want)
 		}
 	}
 	for _, code := range []int{400, 401, 403, 404, 405, 409, 422, 501, 505, 506, 510, 511} {
-		if retry, _, _ := p.check(req, response(code), nil, 1); retry {
+		if retry, _, _ := ex(p).Check(req, testhttp.Response(code), nil, 1); retry {
 			t.Errorf("status %d retried by default; aws/aws-sdk-go#1819 says never", code)
 		}
 	}
@@ -66,44 +67,44 @@ func TestDefaultRetryStatusesEveryCode(t *testing.T) {
 func TestRetryPolicyCheckResponse(t *testing.T) {
 	tests := []struct {
 		name       string
-		policy     retryPolicy
+		policy     retry.Policy
 		method     string
 		reqHeaders []string
 		resp       *http.Response
 		want       bool
-		wantReason string
+		wantReason retry.Reason
 	}{
-		{"200", retryPolicy{}, "GET", nil, response(200), false, ""},
-		{"GET 503", retryPolicy{}, "GET", nil, response(503), true, reasonRetryableStatus},
-		{"empty method is GET", retryPolicy{}, "", nil, response(503), true, reasonRetryableStatus},
-		{"PUT 429", retryPolicy{}, "PUT", nil, response(429), true, reasonRetryableStatus},
-		{"DELETE 502", retryPolicy{}, "DELETE", nil, response(502), true, reasonRetryableStatus},
-		{"HEAD OPTIONS TRACE", retryPolicy{}, "TRACE", nil, response(504), true, reasonRetryableStatus},
-		{"GET 501", retryPolicy{}, "GET", nil, response(501), false, reasonFinalStatus},
-		{"POST 503 no key", retryPolicy{}, "POST", nil, response(503), false, reasonUnsafeMethod},
-		{"PATCH 429 no key", retryPolicy{}, "PATCH", nil, response(429), false, reasonUnsafeMethod},
-		{"lowercase get is not GET", retryPolicy{}, "get", nil, response(503), false, reasonUnsafeMethod},
-		{"POST 503 with key", retryPolicy{}, "POST", []string{"Idempotency-Key", "k1"}, response(503), true, reasonRetryableStatus},
-		{"POST 503 with X-Idempotency-Key", retryPolicy{}, "POST", []string{"X-Idempotency-Key", "k1"}, response(503), true, reasonRetryableStatus},
-		{"POST 503 empty key", retryPolicy{}, "POST", []string{"Idempotency-Key", ""}, response(503), false, reasonUnsafeMethod},
-		{"POST 503 custom header", retryPolicy{IdempotencyHeader: "x-request-key"}, "POST", []string{"X-Request-Key", "k1"}, response(503), true, reasonRetryableStatus},
-		{"custom header replaces the default", retryPolicy{IdempotencyHeader: "X-Request-Key"}, "POST", []string{"Idempotency-Key", "k1"}, response(503), false, reasonUnsafeMethod},
-		{"POST 503 opt-in", retryPolicy{RetryNonIdempotent: true}, "POST", nil, response(503), true, reasonRetryableStatus},
-		{"custom statuses", retryPolicy{Statuses: []int{418}}, "GET", nil, response(418), true, reasonRetryableStatus},
-		{"custom statuses replace defaults", retryPolicy{Statuses: []int{418}}, "GET", nil, response(503), false, reasonFinalStatus},
-		{"empty statuses retry none", retryPolicy{Statuses: []int{}}, "GET", nil, response(503), false, reasonFinalStatus},
-		{"Stripe false beats 503", retryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", "false"), false, reasonServerSaysNo},
-		{"Stripe true on 409", retryPolicy{}, "GET", nil, response(409, "Stripe-Should-Retry", "true"), true, reasonServerSaysYes},
-		{"Stripe true POST with key", retryPolicy{}, "POST", []string{"Idempotency-Key", "k"}, response(409, "Stripe-Should-Retry", "true"), true, reasonServerSaysYes},
-		{"Stripe true POST without key", retryPolicy{}, "POST", nil, response(500, "Stripe-Should-Retry", "true"), false, reasonUnsafeMethod},
-		{"Stripe hint case and OWS", retryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", " False "), false, reasonServerSaysNo},
-		{"Stripe true never retries a success", retryPolicy{}, "GET", nil, response(200, "Stripe-Should-Retry", "true"), false, ""},
-		{"Stripe garbage ignored", retryPolicy{}, "GET", nil, response(503, "Stripe-Should-Retry", "maybe"), true, reasonRetryableStatus},
+		{"200", retry.Policy{}, "GET", nil, testhttp.Response(200), false, ""},
+		{"GET 503", retry.Policy{}, "GET", nil, testhttp.Response(503), true, reasonRetryableStatus},
+		{"empty method is GET", retry.Policy{}, "", nil, testhttp.Response(503), true, reasonRetryableStatus},
+		{"PUT 429", retry.Policy{}, "PUT", nil, testhttp.Response(429), true, reasonRetryableStatus},
+		{"DELETE 502", retry.Policy{}, "DELETE", nil, testhttp.Response(502), true, reasonRetryableStatus},
+		{"HEAD OPTIONS TRACE", retry.Policy{}, "TRACE", nil, testhttp.Response(504), true, reasonRetryableStatus},
+		{"GET 501", retry.Policy{}, "GET", nil, testhttp.Response(501), false, reasonFinalStatus},
+		{"POST 503 no key", retry.Policy{}, "POST", nil, testhttp.Response(503), false, retry.ReasonNotIdempotent},
+		{"PATCH 429 no key", retry.Policy{}, "PATCH", nil, testhttp.Response(429), false, retry.ReasonNotIdempotent},
+		{"lowercase get is not GET", retry.Policy{}, "get", nil, testhttp.Response(503), false, retry.ReasonNotIdempotent},
+		{"POST 503 with key", retry.Policy{}, "POST", []string{"Idempotency-Key", "k1"}, testhttp.Response(503), true, reasonRetryableStatus},
+		{"POST 503 with X-Idempotency-Key", retry.Policy{}, "POST", []string{"X-Idempotency-Key", "k1"}, testhttp.Response(503), true, reasonRetryableStatus},
+		{"POST 503 empty key", retry.Policy{}, "POST", []string{"Idempotency-Key", ""}, testhttp.Response(503), false, retry.ReasonNotIdempotent},
+		{"POST 503 custom header", retry.Policy{IdempotencyHeader: "x-request-key"}, "POST", []string{"X-Request-Key", "k1"}, testhttp.Response(503), true, reasonRetryableStatus},
+		{"custom header replaces the default", retry.Policy{IdempotencyHeader: "X-Request-Key"}, "POST", []string{"Idempotency-Key", "k1"}, testhttp.Response(503), false, retry.ReasonNotIdempotent},
+		{"POST 503 opt-in", retry.Policy{RetryNonIdempotent: true}, "POST", nil, testhttp.Response(503), true, reasonRetryableStatus},
+		{"custom statuses", retry.Policy{Statuses: []int{418}}, "GET", nil, testhttp.Response(418), true, reasonRetryableStatus},
+		{"custom statuses replace defaults", retry.Policy{Statuses: []int{418}}, "GET", nil, testhttp.Response(503), false, reasonFinalStatus},
+		{"empty statuses retry none", retry.Policy{Statuses: []int{}}, "GET", nil, testhttp.Response(503), false, reasonFinalStatus},
+		{"Stripe false beats 503", retry.Policy{}, "GET", nil, testhttp.Response(503, "Stripe-Should-Retry", "false"), false, retry.ReasonServerHint},
+		{"Stripe true on 409", retry.Policy{}, "GET", nil, testhttp.Response(409, "Stripe-Should-Retry", "true"), true, reasonServerSaysYes},
+		{"Stripe true POST with key", retry.Policy{}, "POST", []string{"Idempotency-Key", "k"}, testhttp.Response(409, "Stripe-Should-Retry", "true"), true, reasonServerSaysYes},
+		{"Stripe true POST without key", retry.Policy{}, "POST", nil, testhttp.Response(500, "Stripe-Should-Retry", "true"), false, retry.ReasonNotIdempotent},
+		{"Stripe hint case and OWS", retry.Policy{}, "GET", nil, testhttp.Response(503, "Stripe-Should-Retry", " False "), false, retry.ReasonServerHint},
+		{"Stripe true never retries a success", retry.Policy{}, "GET", nil, testhttp.Response(200, "Stripe-Should-Retry", "true"), false, ""},
+		{"Stripe garbage ignored", retry.Policy{}, "GET", nil, testhttp.Response(503, "Stripe-Should-Retry", "maybe"), true, reasonRetryableStatus},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := newReq(t, tt.method, tt.reqHeaders...)
-			got, reason, _ := tt.policy.check(req, tt.resp, nil, 1)
+			got, reason, _ := ex(tt.policy).Check(req, tt.resp, nil, 1)
 			if got != tt.want || reason != tt.wantReason {
 				t.Errorf("check(%s, %d) = %v, %q; want %v, %q", tt.method, tt.resp.StatusCode, got, reason, tt.want, tt.wantReason)
 			}
@@ -114,10 +115,10 @@ func TestRetryPolicyCheckResponse(t *testing.T) {
 // TestIdempotencyMarkerWithoutValue follows net/http: a nil-valued
 // Idempotency-Key entry marks the request idempotent without sending it.
 func TestIdempotencyMarkerWithoutValue(t *testing.T) {
-	var p retryPolicy
+	var p retry.Policy
 	req := newReq(t, http.MethodPost)
 	req.Header["Idempotency-Key"] = nil
-	if retry, reason, _ := p.check(req, response(503), nil, 1); !retry {
+	if retry, reason, _ := ex(p).Check(req, testhttp.Response(503), nil, 1); !retry {
 		t.Errorf("POST with nil Idempotency-Key marker: retry = false (%s), want true", reason)
 	}
 }
@@ -223,24 +224,24 @@ func TestCheckErrorMethods(t *testing.T) {
 	refused := opErr("dial", syscall.ECONNREFUSED)
 	tests := []struct {
 		name    string
-		policy  retryPolicy
+		policy  retry.Policy
 		method  string
 		headers []string
 		err     error
 		want    bool
 	}{
-		{"GET reset", retryPolicy{}, "GET", nil, reset, true},
-		{"PUT reset", retryPolicy{}, "PUT", nil, reset, true},
-		{"POST reset", retryPolicy{}, "POST", nil, reset, false},
-		{"PATCH reset", retryPolicy{}, "PATCH", nil, reset, false},
-		{"POST reset with key", retryPolicy{}, "POST", []string{"Idempotency-Key", "k"}, reset, true},
-		{"POST reset opt-in", retryPolicy{RetryNonIdempotent: true}, "POST", nil, reset, true},
-		{"POST refused", retryPolicy{}, "POST", nil, refused, true},
-		{"POST TLS opt-in", retryPolicy{RetryNonIdempotent: true}, "POST", nil, x509.UnknownAuthorityError{}, false},
+		{"GET reset", retry.Policy{}, "GET", nil, reset, true},
+		{"PUT reset", retry.Policy{}, "PUT", nil, reset, true},
+		{"POST reset", retry.Policy{}, "POST", nil, reset, false},
+		{"PATCH reset", retry.Policy{}, "PATCH", nil, reset, false},
+		{"POST reset with key", retry.Policy{}, "POST", []string{"Idempotency-Key", "k"}, reset, true},
+		{"POST reset opt-in", retry.Policy{RetryNonIdempotent: true}, "POST", nil, reset, true},
+		{"POST refused", retry.Policy{}, "POST", nil, refused, true},
+		{"POST TLS opt-in", retry.Policy{RetryNonIdempotent: true}, "POST", nil, x509.UnknownAuthorityError{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, reason, _ := tt.policy.check(newReq(t, tt.method, tt.headers...), nil, tt.err, 1)
+			got, reason, _ := ex(tt.policy).Check(newReq(t, tt.method, tt.headers...), nil, tt.err, 1)
 			if got != tt.want {
 				t.Errorf("check(%s, %v) = %v (%s), want %v", tt.method, tt.err, got, reason, tt.want)
 			}
@@ -273,11 +274,11 @@ func TestClassifyRealErrors(t *testing.T) {
 		ln.Close()
 		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/", strings.NewReader("x"))
 		err = roundTripOnce(t, &http.Transport{DisableKeepAlives: true}, req)
-		var p retryPolicy
+		var p retry.Policy
 		if class, _ := classifyError(req.Context(), err); class != errNotSent {
 			t.Errorf("refused: classifyError(%v) = %d, want errNotSent", err, class)
 		}
-		if retry, reason, _ := p.check(req, nil, err, 1); !retry {
+		if retry, reason, _ := ex(p).Check(req, nil, err, 1); !retry {
 			t.Errorf("refused POST: retry = false (%s), want true: nothing was sent", reason)
 		}
 	})
@@ -338,8 +339,8 @@ func TestClassifyRealErrors(t *testing.T) {
 		cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 		err := roundTripOnce(t, &http.Transport{DisableKeepAlives: true}, req)
-		var p retryPolicy
-		if retry, reason, _ := p.check(req, nil, err, 1); retry || reason != "request canceled" {
+		var p retry.Policy
+		if retry, reason, _ := ex(p).Check(req, nil, err, 1); retry || reason != "request canceled" {
 			t.Errorf("cancelled: check = %v, %q; want false, request canceled", retry, reason)
 		}
 	})
@@ -376,14 +377,14 @@ func TestServerDropsAfterReadingPOST(t *testing.T) {
 	tests := []struct {
 		method  string
 		headers []string
-		policy  retryPolicy
+		policy  retry.Policy
 		want    bool
 	}{
-		{http.MethodPost, nil, retryPolicy{}, false},
-		{http.MethodPut, nil, retryPolicy{}, true},
-		{http.MethodGet, nil, retryPolicy{}, true},
-		{http.MethodPost, []string{"Idempotency-Key", "order-42"}, retryPolicy{}, true},
-		{http.MethodPost, nil, retryPolicy{RetryNonIdempotent: true}, true},
+		{http.MethodPost, nil, retry.Policy{}, false},
+		{http.MethodPut, nil, retry.Policy{}, true},
+		{http.MethodGet, nil, retry.Policy{}, true},
+		{http.MethodPost, []string{"Idempotency-Key", "order-42"}, retry.Policy{}, true},
+		{http.MethodPost, nil, retry.Policy{RetryNonIdempotent: true}, true},
 	}
 	for _, tt := range tests {
 		req, _ := http.NewRequest(tt.method, "http://"+ln.Addr().String()+"/orders", strings.NewReader("hello world"))
@@ -394,7 +395,7 @@ func TestServerDropsAfterReadingPOST(t *testing.T) {
 		if class, _ := classifyError(req.Context(), err); class != errTransient {
 			t.Errorf("%s dropped after reading: classifyError(%v) = %d, want errTransient", tt.method, err, class)
 		}
-		if got, reason, _ := tt.policy.check(req, nil, err, 1); got != tt.want {
+		if got, reason, _ := ex(tt.policy).Check(req, nil, err, 1); got != tt.want {
 			t.Errorf("%s %v after the server dropped it (%v): retry = %v (%s), want %v", tt.method, tt.headers, err, got, reason, tt.want)
 		}
 	}
@@ -403,11 +404,11 @@ func TestServerDropsAfterReadingPOST(t *testing.T) {
 var uuidV4 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 func TestWithIdempotencyKey(t *testing.T) {
-	on := retryPolicy{AddIdempotencyKey: true}
+	on := retry.Policy{AddIdempotencyKey: true}
 	t.Run("POST gets a key on a clone", func(t *testing.T) {
 		req := newReq(t, http.MethodPost, "Content-Type", "application/json")
 		before := req.Header.Clone()
-		got := on.withIdempotencyKey(req)
+		got := ex(on).WithIdempotencyKey(req)
 		if got == req {
 			t.Fatal("withIdempotencyKey returned the caller's request, want a clone")
 		}
@@ -420,36 +421,36 @@ func TestWithIdempotencyKey(t *testing.T) {
 		if got.Header.Get("Content-Type") != "application/json" || got.Context() != req.Context() || got.Body != req.Body {
 			t.Error("clone lost the caller's header, context or body")
 		}
-		if retry, _, _ := on.check(got, response(503), nil, 1); !retry {
+		if retry, _, _ := ex(on).Check(got, testhttp.Response(503), nil, 1); !retry {
 			t.Error("POST with the added key is not retried on 503")
 		}
 	})
 	t.Run("PATCH with a nil header map", func(t *testing.T) {
 		req := newReq(t, http.MethodPatch)
 		req.Header = nil
-		if got := on.withIdempotencyKey(req); !uuidV4.MatchString(got.Header.Get("Idempotency-Key")) || req.Header != nil {
+		if got := ex(on).WithIdempotencyKey(req); !uuidV4.MatchString(got.Header.Get("Idempotency-Key")) || req.Header != nil {
 			t.Errorf("PATCH: key %q, caller header %v", got.Header.Get("Idempotency-Key"), req.Header)
 		}
 	})
 	t.Run("custom header name", func(t *testing.T) {
-		p := retryPolicy{AddIdempotencyKey: true, IdempotencyHeader: "x-request-key"}
-		got := p.withIdempotencyKey(newReq(t, http.MethodPost))
+		p := retry.Policy{AddIdempotencyKey: true, IdempotencyHeader: "x-request-key"}
+		got := ex(p).WithIdempotencyKey(newReq(t, http.MethodPost))
 		if !uuidV4.MatchString(got.Header.Get("X-Request-Key")) || got.Header.Get("Idempotency-Key") != "" {
 			t.Errorf("custom header: got header %v", got.Header)
 		}
 	})
 	for _, tc := range []struct {
 		name   string
-		policy retryPolicy
+		policy retry.Policy
 		req    *http.Request
 	}{
 		{"existing key kept", on, newReq(t, http.MethodPost, "Idempotency-Key", "mine")},
 		{"GET untouched", on, newReq(t, http.MethodGet)},
 		{"PUT untouched", on, newReq(t, http.MethodPut)},
-		{"option off", retryPolicy{}, newReq(t, http.MethodPost)},
+		{"option off", retry.Policy{}, newReq(t, http.MethodPost)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.policy.withIdempotencyKey(tc.req); got != tc.req {
+			if got := ex(tc.policy).WithIdempotencyKey(tc.req); got != tc.req {
 				t.Errorf("withIdempotencyKey cloned the request; want it unchanged")
 			}
 		})
@@ -478,7 +479,7 @@ func equalHeader(a, b http.Header) bool {
 
 func TestRetryPolicyDecide(t *testing.T) {
 	var seen retry.Check
-	p := retryPolicy{Decide: func(c *retry.Check) bool {
+	p := retry.Policy{Decide: func(c *retry.Check) bool {
 		seen = *c
 		switch {
 		case c.Response != nil && c.Response.StatusCode == 501:
@@ -491,62 +492,30 @@ func TestRetryPolicyDecide(t *testing.T) {
 	}}
 	req := newReq(t, http.MethodGet)
 
-	if retry, reason, _ := p.check(req, response(501), nil, 2); !retry || reason != reasonDecideHook {
-		t.Errorf("Decide flipping 501: %v, %q; want true, %q", retry, reason, reasonDecideHook)
+	if again, reason, _ := ex(p).Check(req, testhttp.Response(501), nil, 2); !again || reason != retry.ReasonDecided {
+		t.Errorf("Decide flipping 501: %v, %q; want true, %q", again, reason, retry.ReasonDecided)
 	}
 	if seen.Attempt != 2 || seen.Retry || seen.Reason != reasonFinalStatus || seen.Request != req {
 		t.Errorf("Decide saw %+v; want attempt 2, default false, reason %q", seen, reasonFinalStatus)
 	}
-	if retry, reason, _ := p.check(req, response(503), nil, 1); retry || reason != "maintenance window" {
-		t.Errorf("Decide vetoing 503: %v, %q; want false, maintenance window", retry, reason)
+	if again, reason, _ := ex(p).Check(req, testhttp.Response(503), nil, 1); again || reason != "maintenance window" {
+		t.Errorf("Decide vetoing 503: %v, %q; want false, maintenance window", again, reason)
 	}
 	err := opErr("read", syscall.ECONNRESET)
-	if retry, reason, _ := p.check(req, nil, err, 3); !retry || reason != "connection reset" || seen.Err != err || seen.Response != nil {
-		t.Errorf("Decide keeping the default for an error: %v, %q; saw %+v", retry, reason, seen)
-	}
-}
-
-// TestRetryPolicyValidate: statuses must be error statuses (a 2xx or 3xx is
-// never retried, so listing one is a mistake) and the idempotency header an
-// RFC 9110 §5.6.2 token.
-func TestRetryPolicyValidate(t *testing.T) {
-	tests := []struct {
-		name      string
-		p         retryPolicy
-		wantField string
-	}{
-		{"zero", retryPolicy{}, ""},
-		{"custom", retryPolicy{Statuses: []int{425, 599}, IdempotencyHeader: "X-Key"}, ""},
-		{"status too low", retryPolicy{Statuses: []int{99}}, "Statuses"},
-		{"status too high", retryPolicy{Statuses: []int{600}}, "Statuses"},
-		{"informational status", retryPolicy{Statuses: []int{100}}, "Statuses"},
-		{"success status", retryPolicy{Statuses: []int{503, 200}}, "Statuses"},
-		{"redirect status", retryPolicy{Statuses: []int{301}}, "Statuses"},
-		{"lowest error status", retryPolicy{Statuses: []int{400}}, ""},
-		{"header with newline", retryPolicy{IdempotencyHeader: "Idempotency-Key\n"}, "IdempotencyHeader"},
-		{"header with space", retryPolicy{IdempotencyHeader: "Idempotency Key"}, "IdempotencyHeader"},
-		{"header with colon", retryPolicy{IdempotencyHeader: "Key:"}, "IdempotencyHeader"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.p.validate()
-			var ce *ConfigError
-			switch {
-			case tt.wantField == "" && err != nil:
-				t.Errorf("validate() = %v, want nil", err)
-			case tt.wantField != "" && (!errors.As(err, &ce) || ce.Field != tt.wantField || !errors.Is(err, ErrInvalidConfig)):
-				t.Errorf("validate() = %v, want a *ConfigError for %s", err, tt.wantField)
-			}
-		})
+	if again, reason, _ := ex(p).Check(req, nil, err, 3); !again || reason != "connection reset" || seen.Err != err || seen.Response != nil {
+		t.Errorf("Decide keeping the default for an error: %v, %q; saw %+v", again, reason, seen)
 	}
 }
 
 func BenchmarkRetryCheckSuccess(b *testing.B) {
-	var p retryPolicy
+	p := &Executor{}
 	req, _ := http.NewRequest(http.MethodGet, "http://api.test/", nil)
-	resp := response(200, "Content-Type", "application/json")
+	resp := testhttp.Response(200, "Content-Type", "application/json")
 	b.ReportAllocs()
 	for b.Loop() {
-		p.check(req, resp, nil, 1)
+		p.Check(req, resp, nil, 1)
 	}
 }
+
+// ex is the executor of p, without a server delay reader.
+func ex(p retry.Policy) *Executor { return &Executor{Policy: p} }

@@ -1,4 +1,4 @@
-package pace
+package retrydecide
 
 import (
 	"math/rand/v2"
@@ -9,35 +9,7 @@ import (
 	"github.com/pacehttp/pace/retry"
 )
 
-// DefaultThrottleBackoffInitial is the first delay of the default backoff
-// schedule of a request whose first failure without a usable delay is a
-// 429 or a 503: a throttle (see [Throttled]), or a 503 without a delay,
-// which is no throttle but is retried on this slower schedule too (the AWS
-// SDKs' standard retry mode uses a 1 s base after a throttling error; see
-// retry.DefaultBackoffInitial for the other failures). With the default
-// schedule it is also the shortest wait jitter may give on that schedule:
-// such a request waits at least a second between attempts (a 503 without
-// a delay is retried after 1 s, then after 1–2 s with full jitter), unless
-// MaxRetryAfter is shorter. A 429
-// without a delay pauses its key for DefaultThrottlePause, or with a
-// retry.Policy.NewBackOff schedule for its next wait but never less than
-// this second (env0/terraform-provider-env0#1127), with one exception: on
-// a key that a configured limit paces, the first such 429 pauses the key
-// for MinThrottlePause only and lowers its rate (see [Transport],
-// "Adaptive rate"). A throttle whose delay is zero or past pauses its key
-// for MinThrottlePause too: the server said when to come back.
-const DefaultThrottleBackoffInitial = time.Second
-
-// validateJitter reports a *ConfigError naming field when j is not one of
-// the defined strategies.
-func validateJitter(field string, j retry.Jitter) error {
-	if j < retry.FullJitter || j > retry.NoJitter {
-		return configErr(field, j, "unknown jitter strategy")
-	}
-	return nil
-}
-
-// newBackOff returns the backoff schedule for one request: initial,
+// NewBackOff returns the backoff schedule for one request: initial,
 // doubling up to maxDelay, then maxDelay forever (MaxElapsedTime 0: the
 // attempt count and the context bound retries, not the schedule).
 // Randomization is off because Jitter owns it, which keeps the cap a cap
@@ -45,7 +17,7 @@ func validateJitter(field string, j retry.Jitter) error {
 // maxDelay <= 0 retry.DefaultBackoffMax, and an initial above maxDelay starts at
 // maxDelay. The policy is stateful and not safe for concurrent use: each
 // request needs its own.
-func newBackOff(initial, maxDelay time.Duration) backoff.BackOff {
+func NewBackOff(initial, maxDelay time.Duration) backoff.BackOff {
 	initial, maxDelay = backoffBounds(initial, maxDelay)
 	return backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(initial),
@@ -67,15 +39,15 @@ func backoffBounds(initial, maxDelay time.Duration) (time.Duration, time.Duratio
 	return min(initial, maxDelay), maxDelay
 }
 
-// backoffDelay returns the n-th delay (n >= 1; smaller n means 1) of the
-// schedule newBackOff(initial, maxDelay) returns, without running it: initial
+// BackoffDelay returns the n-th delay (n >= 1; smaller n means 1) of the
+// schedule NewBackOff(initial, maxDelay) returns, without running it: initial
 // doubled n-1 times, capped at maxDelay, the cap taking over once a delay
 // reaches half of it, as ExponentialBackOff does. It never computes 2^n: it
 // doubles at most 63 times, since a delay of at least 1 ns reaches any cap by
 // then, so the cost is bounded for every n and nothing overflows (carlescere/goback#5).
 // It lets a caller derive a delay from a count (such as a key's consecutive
 // throttles) without keeping a policy. Pure and safe for concurrent use.
-func backoffDelay(n int, initial, maxDelay time.Duration) time.Duration {
+func BackoffDelay(n int, initial, maxDelay time.Duration) time.Duration {
 	initial, maxDelay = backoffBounds(initial, maxDelay)
 	d := initial
 	for i := 1; i < n; i++ {
@@ -87,7 +59,7 @@ func backoffDelay(n int, initial, maxDelay time.Duration) time.Duration {
 	return d
 }
 
-// backoffFloor returns the shortest wait jitter may produce, for a schedule
+// BackoffFloor returns the shortest wait jitter may produce, for a schedule
 // that starts at initial. After a transport error or a 5xx it is half of
 // initial, so that full jitter still spreads the first retry over
 // [initial/2, initial] yet never fires a retry at once (a near-zero wait
@@ -95,14 +67,14 @@ func backoffDelay(n int, initial, maxDelay time.Duration) time.Duration {
 // itself: the server said slow down, so a wait never drops below the
 // throttle base (aws/aws-sdk-net#4341 shows full jitter collapsing throttle
 // waits to a few milliseconds). The result is at least 1 ns.
-func backoffFloor(initial time.Duration, throttled bool) time.Duration {
+func BackoffFloor(initial time.Duration, throttled bool) time.Duration {
 	if !throttled {
 		initial /= 2
 	}
 	return max(initial, 1)
 }
 
-// retryWait returns the wait before the next retry when the server gave no
+// Wait returns the wait before the next retry when the server gave no
 // delay: the next delay of the request's policy b, jittered by j. prev is
 // the previous wait this function returned for the request (0 before the
 // first retry); floor and cap bound the result as applyJitter explains. ok is
@@ -113,7 +85,7 @@ func backoffFloor(initial time.Duration, throttled bool) time.Duration {
 // rnd(n) must return a uniform integer in [0, n); nil means math/rand/v2's
 // Int64N, which is safe for concurrent use. b is not safe for concurrent
 // use; the rest is pure.
-func retryWait(b backoff.BackOff, j retry.Jitter, prev, floor, cap time.Duration, rnd func(n int64) int64) (wait time.Duration, ok bool) {
+func Wait(b backoff.BackOff, j retry.Jitter, prev, floor, cap time.Duration, rnd func(n int64) int64) (wait time.Duration, ok bool) {
 	if b == nil {
 		return 0, false
 	}
@@ -121,10 +93,10 @@ func retryWait(b backoff.BackOff, j retry.Jitter, prev, floor, cap time.Duration
 	if d == backoff.Stop {
 		return 0, false
 	}
-	return applyJitter(j, d, prev, floor, cap, rnd), true
+	return ApplyJitter(j, d, prev, floor, cap, rnd), true
 }
 
-// applyJitter jitters the backoff delay d by j. The result is always in [lo, cap] with
+// ApplyJitter jitters the backoff delay d by j. The result is always in [lo, cap] with
 // lo = min(max(floor, 1ns), cap), so it is above zero and never above cap:
 //
 //   - d is first brought into [lo, cap]: a d <= 0 from a misbehaving policy
@@ -139,7 +111,7 @@ func retryWait(b backoff.BackOff, j retry.Jitter, prev, floor, cap time.Duration
 //
 // cap <= 0 means retry.DefaultBackoffMax; an unknown j behaves as retry.FullJitter.
 // rnd is as in retryWait; a value it returns outside [0, n) is clamped.
-func applyJitter(j retry.Jitter, d, prev, floor, cap time.Duration, rnd func(n int64) int64) time.Duration {
+func ApplyJitter(j retry.Jitter, d, prev, floor, cap time.Duration, rnd func(n int64) int64) time.Duration {
 	if cap <= 0 {
 		cap = retry.DefaultBackoffMax
 	}
