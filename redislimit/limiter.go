@@ -138,7 +138,8 @@ type Limiter struct {
 	fallback *pace.Keyed
 	onFall   func(key string, err error) // Options.OnFallback
 
-	margin    time.Duration // a departure later than its slot by more is reported (Depart)
+	margin    time.Duration // the starting margin: a departure later than its slot by more is reported (Depart)
+	top       int64         // the widest margin of any part (µs; see part)
 	ws        watches
 	ps        *redis.PubSub
 	stop      chan struct{} // closed by Close
@@ -219,12 +220,19 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		}
 	}
 	lim.suffixes = append(lim.suffixes, "p")
-	lim.args = append(lim.args, lim.lease, lim.horizon)
+	for _, p := range parts {
+		lim.top = max(lim.top, p.top)
+	}
+	lim.args = append(lim.args, lim.lease, lim.horizon, micros(margin), lim.marginRun(), lim.top)
 	for i, p := range parts {
 		lim.suffixes = append(lim.suffixes, strconv.Itoa(i))
 		lim.sliding = lim.sliding || p.kind == kindSliding
-		lim.args = append(lim.args, []any{p.x, p.y, p.c, p.z}[:partArgs(p)]...)
-		lim.cancelKX = append(lim.cancelKX, p.kind, p.x, p.c)
+		lim.args = append(lim.args, []any{p.per, p.n, p.c, p.top, p.k, p.z}[:partArgs(p)]...)
+		x := p.x // a pacer gives back no more than its interval at the starting margin
+		if p.kind == kindSliding {
+			x = p.xw // a log's entries matter as long as its widest window
+		}
+		lim.cancelKX = append(lim.cancelKX, p.kind, x, p.c)
 	}
 	lim.suffixes = append(lim.suffixes, "l")
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+timeout/2)
@@ -233,6 +241,16 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	lim.stop, lim.listened = make(chan struct{}), make(chan struct{})
 	go lim.ws.listen(lim.ps, timeout, lim.stop, lim.listened)
 	return lim, nil
+}
+
+// marginRun returns how long a widened margin lasts before it halves
+// (µs): marginRun intervals of the Limit, at most maxPause; 0 without a
+// limit.
+func (l *Limiter) marginRun() int64 {
+	if l.interval > maxPause/marginRun {
+		return maxPause
+	}
+	return marginRun * l.interval
 }
 
 // honoursContext reports whether rdb lets a context's deadline bound its
@@ -745,8 +763,15 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	tag := keyTag(p.Key)
 	base := l.prefix + "{" + tag + "}:"
 	keys := []string{base + "p", base + "l"}
+	track, quoted := 0, 0
+	if p.Track {
+		track = 1
+	}
+	if o.Quota.Reset > 0 {
+		quoted = 1
+	}
 	err := settleScript.Run(ctx, l.rdb, keys, int64(p.Gen), lease, probe, pause, resp, l.channel, tag,
-		cut, l.interval, left, reset, bucket, l.horizon).Err()
+		cut, l.interval, left, reset, bucket, l.horizon, track, p.Strikes, quoted, micros(l.margin), l.marginRun(), l.top).Err()
 	if err != nil && (o.Pause > 0 || reset > 0) && l.fallback != nil {
 		l.fallback.Settle(throttle.Permit{Key: p.Key}, o)
 	}
