@@ -145,3 +145,47 @@ func TestMarginRecordIsBounded(t *testing.T) {
 	assert.Greater(t, ttl, time.Duration(0))
 	assert.LessOrEqual(t, ttl, 24*time.Hour+2*time.Millisecond)
 }
+
+// TestLateAnswerMovesBooking: an answer later than the key's quickest
+// recent answers (in this process) by more than the margin counts its
+// request as leaving that much later, at most the widest margin, as
+// package pace's Keyed does: its booking moves in Redis (one round trip),
+// and the key's later slots with it. An answer as quick as usual sends
+// nothing.
+func TestLateAnswerMovesBooking(t *testing.T) {
+	_, rdb := startRedis(t)
+	ctx := waitCtx(t, 20*time.Second)
+	lim := newLimiter(t, rdb, pace.LeakyBucket(pace.PerSecond(10), pace.LeakyOptions{}), Options{Prefix: "la:", Margin: 2 * time.Millisecond})
+	// send books, departs and answers one request rtt after it left, and
+	// returns how far past its booking the pacer's next slot is (µs), and
+	// how many scripts the answer ran.
+	send := func(rtt time.Duration) (next int64, scripts int64) {
+		p, err := lim.Wait(ctx, "k", time.Second)
+		require.NoError(t, err)
+		wrote := time.Now()
+		lim.Depart(p, wrote)
+		require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+		lim.Settle(p, throttle.Outcome{Sent: true, Response: true, At: wrote.Add(rtt)})
+		scripts = commandStats(t, rdb)["evalsha"]
+		f := strings.Fields(rdb.Get(ctx, "la:{k}:0").Val())
+		require.NotEmpty(t, f)
+		tat, err := strconv.ParseInt(f[0], 10, 64)
+		require.NoError(t, err)
+		return tat - p.State.(*inflight).at, scripts
+	}
+	for range quickRun {
+		next, scripts := send(time.Millisecond)
+		assert.Equal(t, int64(102000), next, "quick answers move nothing")
+		assert.Zero(t, scripts, "a plain answer sends nothing")
+	}
+	next, scripts := send(2 * time.Millisecond)
+	assert.Equal(t, int64(102000), next, "1 ms late: within the margin")
+	assert.Zero(t, scripts)
+	next, scripts = send(5 * time.Millisecond)
+	assert.Equal(t, int64(1), scripts, "a late answer is one round trip")
+	assert.GreaterOrEqual(t, next, int64(102000+4000), "4 ms late: counted 4 ms after it left")
+	assert.LessOrEqual(t, next, int64(102000+5000+1000))
+	next, _ = send(60 * time.Millisecond)
+	assert.GreaterOrEqual(t, next, int64(102000+5000), "59 ms late")
+	assert.LessOrEqual(t, next, int64(102000+5000+1000), "at most the widest margin (5 ms) and Depart's lateness")
+}
