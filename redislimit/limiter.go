@@ -232,7 +232,14 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	for i, p := range parts {
 		lim.suffixes = append(lim.suffixes, strconv.Itoa(i))
 		lim.sliding = lim.sliding || p.kind == kindSliding
-		lim.args = append(lim.args, []any{p.per, p.n, p.c, p.top, p.k, p.z}[:partArgs(p)]...)
+		switch p.kind {
+		case kindGCRA:
+			lim.args = append(lim.args, []any{p.x, p.k * p.x, p.c, p.n, p.top, p.z}[:partArgs(p)]...)
+		case kindFixed:
+			lim.args = append(lim.args, p.per, p.n, p.c, min(micros(margin), p.top), p.top)
+		default:
+			lim.args = append(lim.args, p.x, p.n, p.c, p.top)
+		}
 		x := p.x // a pacer gives back no more than its interval at the starting margin
 		if p.kind == kindSliding {
 			x = p.xw // a log's entries matter as long as its widest window

@@ -269,12 +269,14 @@ func keepLearned(key, m0, run string) string {
 // adaptive rate's; now when neither applies. While one does, lr holds
 // the record's numbers and luaLearnedEnd's instant, for the booking to
 // update (luaDecidePaced). It declares mg, the key's departure margin
-// (luaMargin), which the parts add to their spacing. The record's
+// (luaMargin), when wider than the starting one (nil: the starting one,
+// which the parts' parameters hold already). The record's
 // variables live in a block, so that the script's locals stay within
 // Lua's 200 with maxParts parts.
-var luaDecidePace = `local lr, t, mg = nil, now, ARGV[3] + 0
+var luaDecidePace = `local lr, t, mg = nil, now, nil
 if v[$lv] then
-` + fill(luaLearned, "$v", "v[$lv]", "$H", "ARGV[2]", "$T", "(ARGV[5] + 0)") + fill(luaLearnedEnd+luaMargin, "$m0", "ARGV[3] + 0", "$run", "ARGV[4] + 0") + `if lbad then
+` + fill(luaLearned, "$v", "v[$lv]", "$H", "ARGV[2]", "$T", "(ARGV[5] + 0)") + fill(luaLearnedEnd+luaMargin, "$m0", "ARGV[3] + 0", "$run", "ARGV[4] + 0") + `if mg <= ARGV[3] + 0 then mg = nil end
+if lbad then
 ` + fill(luaSet, "$key", "KEYS[$lk]", "$us", "le - now", "$val", luaLearnedFields) + `end
 ` + luaRate + `local pi = 0
 if qi > 0 and qu > now then pi = qi end
@@ -332,11 +334,12 @@ end
 // fragments are the Lua of one algorithm in decideScript, written once
 // and placed for each part of its kind, with $j the part's number (its
 // variables x$j, y$j, c$j, a$j, b$j), $k its KEYS index, $v its index in v
-// (a string part's), $x, $y, $c and $t the ARGV indexes of its parameters
-// (per, n, its span c and its widest margin top; see part), $w and $z of
-// a GCRA part's capacity and queue bound (present only when it has one),
-// $u the ARGV index of the decision's unique id (a sliding log's). mg is
-// the key's departure margin (luaMargin).
+// (a string part's), $x, $y, $c the ARGV indexes of its parameters x, y
+// (at the starting margin) and its span c, $t of its widest margin, $n
+// of a GCRA part's divisor, $z of a GCRA part's queue bound (present only
+// when it has one) or of a fixed window's starting margin, $u the ARGV
+// index of the decision's unique id (a sliding log's). mg is the key's
+// departure margin when wider than the starting one (luaDecidePace).
 type fragments struct {
 	// read sets the part's parameters x$j, y$j, c$j and state a$j, b$j,
 	// repairing the state (see the conventions above) and, in a decision
@@ -354,8 +357,9 @@ type fragments struct {
 var algorithms = map[int]fragments{
 	// GCRA (token bucket, leaky bucket): a$j the theoretical arrival time
 	// (TAT), b$j the latest booked instant; x the interval with the
-	// margin, ⌈(per + margin)/n⌉, y the tolerance (capacity × x). Booking
-	// at t moves TAT to max(TAT, t) + x.
+	// margin (⌈(per + margin)/n⌉ at the starting margin, and ⌈Δ/n⌉ more
+	// for a margin Δ wider), y the tolerance (capacity × x). Booking at t
+	// moves TAT to max(TAT, t) + x.
 	//
 	// State: TAT at most now + c (booked at most the horizon ahead, and
 	// capacity × interval after it), latest at most TAT. After a pause the
@@ -369,8 +373,12 @@ var algorithms = map[int]fragments{
 	// bucket does only in part when later ones overlap them (a pace books
 	// slots far apart), so what they left is dropped.
 	kindGCRA: {
-		read: `local x$j, c$j, a$j, b$j = math.ceil((ARGV[$x] + math.min(mg, ARGV[$t] + 0)) / ARGV[$y]), ARGV[$c] + 0, 0, 0
-local y$j = ARGV[$w] * x$j
+		read: `local x$j, y$j, c$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$c] + 0, 0, 0
+if mg then
+  local k, top = y$j / x$j, ARGV[$t] + 0
+  x$j = x$j + math.ceil((math.min(mg, top) - math.min(ARGV[3] + 0, top)) / ARGV[$n])
+  y$j = k * x$j
+end
 ` + getPair("v[$v]", "a$j", "b$j", "x$j") + `if v[$v] and not (a$j and b$j and a$j <= now + c$j and b$j <= a$j) then
   if a$j and a$j > now + c$j then a$j = now + c$j elseif not (a$j and a$j <= now + c$j) then a$j = now + y$j end
   if not (b$j and b$j <= a$j) then b$j = a$j end
@@ -398,7 +406,8 @@ end
 	// nothing is booked (the key's, at most top). State: the window at most the one of now +
 	// horizon (its end at most now + c), the count 0..y.
 	kindFixed: {
-		read: `local x$j, y$j, c$j, z$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$c] + 0, math.min(mg, ARGV[$t] + 0), -1, 0
+		read: `local x$j, y$j, c$j, z$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$c] + 0, ARGV[$z] + 0, -1, 0
+if mg then z$j = math.min(mg, ARGV[$t] + 0) end
 ` + getPair("v[$v]", "a$j", "b$j", "") + `if v[$v] and not (a$j and b$j and a$j * x$j <= now + c$j - x$j and b$j >= 0 and b$j <= y$j) then
   if a$j and a$j * x$j > now + c$j - x$j then a$j = math.floor((now + c$j - x$j) / x$j)
   elseif not (a$j and a$j * x$j <= now + c$j - x$j) then a$j, b$j = math.floor(now / x$j), y$j end
@@ -428,7 +437,11 @@ end
 	// State: entries at most now + horizon (c − x); later ones move there
 	// (y of them at most: more at one instant hold nothing longer).
 	kindSliding: {
-		read: `local x$j, y$j, c$j, a$j, b$j = ARGV[$x] + math.min(mg, ARGV[$t] + 0), ARGV[$y] + 0, ARGV[$c] + 0, 0, -1
+		read: `local x$j, y$j, c$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$c] + 0, 0, -1
+if mg then
+  local top = ARGV[$t] + 0
+  x$j = x$j - math.min(ARGV[3] + 0, top) + math.min(mg, top)
+end
 do
   local e = redis.pcall('ZREMRANGEBYSCORE', KEYS[$k], '-inf', now - x$j)
   if type(e) == 'table' then return {5, 0, $k, 0} end
@@ -467,9 +480,9 @@ const maxParts = 32
 // partArgs is how many ARGV a part of p's kind takes (see decideScript).
 func partArgs(p part) int {
 	switch {
-	case p.kind != kindGCRA:
+	case p.kind == kindSliding:
 		return 4
-	case p.z < 0:
+	case p.kind == kindFixed, p.z < 0:
 		return 5
 	}
 	return 6
@@ -486,9 +499,10 @@ func partArgs(p part) int {
 // the probe lease (µs), the horizon (µs, see horizon), the starting
 // margin, how long a widened margin lasts before it halves, and the
 // widest margin (µs; see luaMargin), then each part's parameters (see
-// part): per, n, c and top, and a GCRA part's capacity, then queue bound
-// when it has one (see partArgs); these are the same in every decision
-// of a Limiter (one slice, built once: see decideArgs). After them come the
+// part and partArgs): x, y and c at the starting margin, then a GCRA
+// part's n, top and queue bound (when it has one), a fixed window's
+// starting margin and top, a sliding log's top; these are the same in
+// every decision of a Limiter (one slice, built once: see decideArgs). After them come the
 // decision's unique id (only when a part is a sliding log), then,
 // optional, the shortest wait the caller refuses (µs, -1 or absent: none;
 // see waitBound) and expected probes (-1 or absent: none): a decision
@@ -526,7 +540,15 @@ func decideText(parts []part) string {
 	for i, p := range parts {
 		j, k := strconv.Itoa(i+1), strconv.Itoa(i+2)
 		f := algorithms[p.kind]
-		pairs := []string{"$j", j, "$k", k, "$x", strconv.Itoa(arg), "$y", strconv.Itoa(arg + 1), "$c", strconv.Itoa(arg + 2), "$t", strconv.Itoa(arg + 3), "$w", strconv.Itoa(arg + 4), "$z", strconv.Itoa(arg + 5), "$u", strconv.Itoa(uid)}
+		pairs := []string{"$j", j, "$k", k, "$x", strconv.Itoa(arg), "$y", strconv.Itoa(arg + 1), "$c", strconv.Itoa(arg + 2), "$u", strconv.Itoa(uid)}
+		switch p.kind { // the parameters after x, y and c (see partArgs)
+		case kindGCRA:
+			pairs = append(pairs, "$n", strconv.Itoa(arg+3), "$t", strconv.Itoa(arg+4), "$z", strconv.Itoa(arg+5))
+		case kindFixed:
+			pairs = append(pairs, "$z", strconv.Itoa(arg+3), "$t", strconv.Itoa(arg+4))
+		default:
+			pairs = append(pairs, "$t", strconv.Itoa(arg+3))
+		}
 		if p.kind != kindSliding {
 			mget, idx = append(mget, "KEYS["+k+"]"), append(idx, k)
 			pairs = append(pairs, "$v", strconv.Itoa(len(mget)))

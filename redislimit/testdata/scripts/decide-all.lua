@@ -32,7 +32,7 @@ do
 end
 end
 do
-  local want = ARGV[22]
+  local want = ARGV[23]
   if want and want + 0 >= 0 and pr ~= want + 0 then return {4, 0, g, pr} end
 end
 if u > now then return {1, u - now, g, pr} end
@@ -44,7 +44,7 @@ if h == 1 then
 elseif h == 2 then
   resume, h = 1, 0
 end
-local lr, t, mg = nil, now, ARGV[3] + 0
+local lr, t, mg = nil, now, nil
 if v[4] then
 local qi, qu, ql, qn, qb, as, aw, ac, md, mt, lbad = 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false
 if v[4] then
@@ -95,6 +95,7 @@ do
     if k < 60 then mg = math.max(math.floor(md / 2 ^ k), m0) end
   end
 end
+if mg <= ARGV[3] + 0 then mg = nil end
 if lbad then
 do
   local us = le - now
@@ -117,8 +118,12 @@ if pi > 0 then
   lr = {qi, qu, ql, qn, qb, as, aw, ac, md, mt, le}
 end
 end
-local x1, c1, a1, b1 = math.ceil((ARGV[6] + math.min(mg, ARGV[9] + 0)) / ARGV[7]), ARGV[8] + 0, 0, 0
-local y1 = ARGV[10] * x1
+local x1, y1, c1, a1, b1 = ARGV[6] + 0, ARGV[7] + 0, ARGV[8] + 0, 0, 0
+if mg then
+  local k, top = y1 / x1, ARGV[10] + 0
+  x1 = x1 + math.ceil((math.min(mg, top) - math.min(ARGV[3] + 0, top)) / ARGV[9])
+  y1 = k * x1
+end
 if v[2] then
   local sp = string.find(v[2], ' ', 1, true)
   if sp then a1, b1 = tonumber(string.sub(v[2], 1, sp - 1)), tonumber(string.sub(v[2], sp + 1))
@@ -136,7 +141,8 @@ end
 end
 if resume == 1 and a1 > u + y1 then a1 = u + y1 end
 if probe == 1 and a1 < u + y1 - x1 then a1 = u + y1 - x1 end
-local x2, y2, c2, z2, a2, b2 = ARGV[12] + 0, ARGV[13] + 0, ARGV[14] + 0, math.min(mg, ARGV[15] + 0), -1, 0
+local x2, y2, c2, z2, a2, b2 = ARGV[12] + 0, ARGV[13] + 0, ARGV[14] + 0, ARGV[15] + 0, -1, 0
+if mg then z2 = math.min(mg, ARGV[16] + 0) end
 if v[3] then
   local sp = string.find(v[3], ' ', 1, true)
   if sp then a2, b2 = tonumber(string.sub(v[3], 1, sp - 1)), tonumber(string.sub(v[3], sp + 1))
@@ -152,7 +158,11 @@ do
   else redis.call('SET', KEYS[3], string.format('%d %d', a2, b2), 'PX', math.ceil(us / 1000) + 1) end
 end
 end
-local x3, y3, c3, a3, b3 = ARGV[16] + math.min(mg, ARGV[19] + 0), ARGV[17] + 0, ARGV[18] + 0, 0, -1
+local x3, y3, c3, a3, b3 = ARGV[17] + 0, ARGV[18] + 0, ARGV[19] + 0, 0, -1
+if mg then
+  local top = ARGV[20] + 0
+  x3 = x3 - math.min(ARGV[3] + 0, top) + math.min(mg, top)
+end
 do
   local e = redis.pcall('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - x3)
   if type(e) == 'table' then return {5, 0, 4, 0} end
@@ -203,7 +213,7 @@ if not settled then return {3, 0, 4, pr} end
 local d = t - now
 if d > 0 then
   if d > ARGV[11] + 0 then return {3, d, 2, pr} end
-  local bound = ARGV[21]
+  local bound = ARGV[22]
   if bound and bound + 0 >= 0 and d >= bound + 0 then return {3, d, 1, pr} end
   if d > ARGV[2] + 0 then return {3, d, 5, pr} end
 end
@@ -228,7 +238,7 @@ do
   else redis.call('SET', KEYS[3], string.format('%d %d', w, n), 'PX', math.ceil(us / 1000) + 1) end
 end
 end
-local m3 = string.format('%d', t) .. '-' .. ARGV[20]
+local m3 = string.format('%d', t) .. '-' .. ARGV[21]
 redis.call('ZADD', KEYS[4], t, m3)
 do
   local us = math.max(t, a3) + x3 - now

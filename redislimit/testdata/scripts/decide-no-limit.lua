@@ -44,7 +44,7 @@ if h == 1 then
 elseif h == 2 then
   resume, h = 1, 0
 end
-local lr, t, mg = nil, now, ARGV[3] + 0
+local lr, t, mg = nil, now, nil
 if v[2] then
 local qi, qu, ql, qn, qb, as, aw, ac, md, mt, lbad = 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false
 if v[2] then
@@ -95,6 +95,7 @@ do
     if k < 60 then mg = math.max(math.floor(md / 2 ^ k), m0) end
   end
 end
+if mg <= ARGV[3] + 0 then mg = nil end
 if lbad then
 do
   local us = le - now

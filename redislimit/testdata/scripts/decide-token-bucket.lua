@@ -44,7 +44,7 @@ if h == 1 then
 elseif h == 2 then
   resume, h = 1, 0
 end
-local lr, t, mg = nil, now, ARGV[3] + 0
+local lr, t, mg = nil, now, nil
 if v[3] then
 local qi, qu, ql, qn, qb, as, aw, ac, md, mt, lbad = 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false
 if v[3] then
@@ -95,6 +95,7 @@ do
     if k < 60 then mg = math.max(math.floor(md / 2 ^ k), m0) end
   end
 end
+if mg <= ARGV[3] + 0 then mg = nil end
 if lbad then
 do
   local us = le - now
@@ -117,8 +118,12 @@ if pi > 0 then
   lr = {qi, qu, ql, qn, qb, as, aw, ac, md, mt, le}
 end
 end
-local x1, c1, a1, b1 = math.ceil((ARGV[6] + math.min(mg, ARGV[9] + 0)) / ARGV[7]), ARGV[8] + 0, 0, 0
-local y1 = ARGV[10] * x1
+local x1, y1, c1, a1, b1 = ARGV[6] + 0, ARGV[7] + 0, ARGV[8] + 0, 0, 0
+if mg then
+  local k, top = y1 / x1, ARGV[10] + 0
+  x1 = x1 + math.ceil((math.min(mg, top) - math.min(ARGV[3] + 0, top)) / ARGV[9])
+  y1 = k * x1
+end
 if v[2] then
   local sp = string.find(v[2], ' ', 1, true)
   if sp then a1, b1 = tonumber(string.sub(v[2], 1, sp - 1)), tonumber(string.sub(v[2], sp + 1))
