@@ -94,7 +94,8 @@
 // Every decision checks the state it reads, in a few comparisons, against
 // what a decision could have written: a slot is booked at most the
 // limit's horizon ahead (pace.DefaultMaxWait, 5 min; or the longest span
-// of one part, capacity × interval or a window, when that is longer; or a
+// of one part, capacity × interval or a window at the widest margin,
+// when that is longer; or a
 // leaky bucket's queue bound when that is shorter; Wait refuses a later
 // slot with pace.ErrWaitTooLong), so a part's key holds no instant beyond
 // now + horizon + its span. State beyond that (left by a node whose clock

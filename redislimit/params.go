@@ -118,7 +118,8 @@ func horizon(parts []part) int64 {
 }
 
 // span is how long the part's key matters after its latest booking (µs):
-// a GCRA part's capacity × interval, a window's period.
+// a GCRA part's capacity × interval, a window's period, at the widest
+// margin.
 func (p part) span() int64 {
 	if p.kind == kindGCRA {
 		return p.yw
