@@ -77,12 +77,25 @@
 // allows, on top of the Limit. The zero Limit configures no limit: the
 // Limiter then holds each key's pause and quota pace alone.
 //
+// The learned record holds the key's departure margin too, as package
+// pace's Keyed learns it. A throttle of a request held to its slot
+// (Permit.Track, no Strikes, no quota stated, the key's current
+// generation) is the server's clock disagreeing with ours: it doubles
+// the margin, from 1.5 ms at least, up to each part's widest (a 20th of
+// its period), and cuts no rate. A repeated throttle, or one at the
+// widest margin, cuts as before. The margin halves after each 128
+// intervals of the Limit without such a throttle, down to
+// Options.Margin. Keyed counts 128 answers instead; counting time costs
+// no round trip, so a plain answer still sends nothing to Redis. Each
+// decision adds the margin to the parts' spacing, in the same script.
+//
 // # State in Redis
 //
 // Every decision checks the state it reads, in a few comparisons, against
 // what a decision could have written: a slot is booked at most the
 // limit's horizon ahead (pace.DefaultMaxWait, 5 min; or the longest span
-// of one part, capacity × interval or a window, when that is longer; or a
+// of one part, capacity × interval or a window at the widest margin,
+// when that is longer; or a
 // leaky bucket's queue bound when that is shorter; Wait refuses a later
 // slot with pace.ErrWaitTooLong), so a part's key holds no instant beyond
 // now + horizon + its span. State beyond that (left by a node whose clock
@@ -94,8 +107,9 @@
 // its span, so a key recovers by itself; no TTL the scripts set exceeds the part's horizon
 // plus its span (the throttle's: twice 24 h; the learned pace's: 24 h).
 // The learned pace is checked the same way: an interval or window beyond
-// 24 h, a booking beyond the horizon or a cut after now is clamped, and
-// what is no number reads as none. A key of another type under
+// 24 h, a booking beyond the horizon, a margin beyond the widest, or a
+// cut or widening after now is clamped, and what is no number reads as
+// none. A key of another type under
 // the Prefix (a hash, a list: someone else's data) is left alone and Wait
 // fails with [ErrBadState]. The type check costs a command only when a
 // part's key looks absent (a key's first decision, or its first after it

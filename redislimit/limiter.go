@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"hash/maphash"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -86,15 +87,17 @@ type Options struct {
 	// burst at each switch. OnFallback tells when the Fallback decides.
 	Fallback pace.Limit
 
-	// Margin is how much later than its slot a request may reach the
-	// server and still keep within the server's count: every part's period
-	// counts min(Margin, Per/20) longer (a leaky bucket's interval, which a
-	// pacing server counts one by one, counts min(Margin, interval/20)
-	// longer), and a fixed window books nothing in its last min(Margin,
-	// Per/20). A request that leaves later than that has its booking moved
-	// to where it left, at the cost of a second round trip (see Depart).
-	// Zero means DefaultMargin (2 ms: 0.2 % of a 1 s period); negative
-	// means none (every late departure is reported).
+	// Margin is the departure margin a key starts with: how much later
+	// than its slot a request may reach the server and still keep within
+	// the server's count. Every part's period counts the key's margin
+	// longer, up to Per/20 (a leaky bucket's interval, which a pacing
+	// server counts one by one, up to interval/20), and a fixed window
+	// books nothing in its last margin. The margin learns, per key, for
+	// every process (see the package documentation, "What answers
+	// teach"); it never narrows below Margin. A request that leaves later
+	// than its slot by more than Margin has its booking moved to where it
+	// left, at the cost of a second round trip (see Depart). Zero means
+	// DefaultMargin (2 ms: 0.2 % of a 1 s period); negative means none.
 	Margin time.Duration
 
 	// ProbeLease is how long a key's probe holds its role: if its process
@@ -138,7 +141,9 @@ type Limiter struct {
 	fallback *pace.Keyed
 	onFall   func(key string, err error) // Options.OnFallback
 
-	margin    time.Duration // a departure later than its slot by more is reported (Depart)
+	margin    time.Duration // the starting margin: a departure later than its slot by more is reported (Depart)
+	top       int64         // the widest margin of any part (µs; see part)
+	quick     answers       // how quickly each key's server answers (the late-answer rule)
 	ws        watches
 	ps        *redis.PubSub
 	stop      chan struct{} // closed by Close
@@ -212,6 +217,7 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		limited: len(parts) > 0, interval: limitInterval(l), horizon: horizon(parts),
 	}
 	lim.onFall = o.OnFallback
+	lim.quick.seed = maphash.MakeSeed()
 	lim.dl.init(timeout)
 	if !o.Fallback.IsZero() {
 		if lim.fallback, err = pace.NewKeyed(o.Fallback, pace.KeyedOptions{}); err != nil {
@@ -219,12 +225,26 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		}
 	}
 	lim.suffixes = append(lim.suffixes, "p")
-	lim.args = append(lim.args, lim.lease, lim.horizon)
+	for _, p := range parts {
+		lim.top = max(lim.top, p.top)
+	}
+	lim.args = append(lim.args, lim.lease, lim.horizon, micros(margin), lim.marginRun(), lim.top)
 	for i, p := range parts {
 		lim.suffixes = append(lim.suffixes, strconv.Itoa(i))
 		lim.sliding = lim.sliding || p.kind == kindSliding
-		lim.args = append(lim.args, []any{p.x, p.y, p.c, p.z}[:partArgs(p)]...)
-		lim.cancelKX = append(lim.cancelKX, p.kind, p.x, p.c)
+		switch p.kind {
+		case kindGCRA:
+			lim.args = append(lim.args, []any{p.x, p.k * p.x, p.c, p.n, p.top, p.z}[:partArgs(p)]...)
+		case kindFixed:
+			lim.args = append(lim.args, p.per, p.n, p.c, min(micros(margin), p.top), p.top)
+		default:
+			lim.args = append(lim.args, p.x, p.n, p.c, p.top)
+		}
+		x := p.x // a pacer gives back no more than its interval at the starting margin
+		if p.kind == kindSliding {
+			x = p.xw // a log's entries matter as long as its widest window
+		}
+		lim.cancelKX = append(lim.cancelKX, p.kind, x, p.c)
 	}
 	lim.suffixes = append(lim.suffixes, "l")
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+timeout/2)
@@ -233,6 +253,16 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	lim.stop, lim.listened = make(chan struct{}), make(chan struct{})
 	go lim.ws.listen(lim.ps, timeout, lim.stop, lim.listened)
 	return lim, nil
+}
+
+// marginRun returns how long a widened margin lasts before it halves
+// (µs): marginRun intervals of the Limit, at most maxPause; 0 without a
+// limit.
+func (l *Limiter) marginRun() int64 {
+	if l.interval > maxPause/marginRun {
+		return maxPause
+	}
+	return marginRun * l.interval
 }
 
 // honoursContext reports whether rdb lets a context's deadline bound its
@@ -657,6 +687,7 @@ func (l *Limiter) failed(ctx context.Context, p throttle.Permit, maxWait time.Du
 // holds the server's count when the lateness is known before the bookings
 // it matters to are made (for a window, a whole period later; for a pacer,
 // only an interval later). A departure within the margin costs nothing.
+// Settle applies the same to an answer that comes late (see Settle).
 // Lateness is measured on this machine's clock from the slot as seen when
 // the decision was sent, so it is never underestimated. Permits of the
 // Fallback limiter are passed on to it. Safe for concurrent use.
@@ -672,11 +703,18 @@ func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
 	if e == nil || !l.limited {
 		return // no part to move
 	}
-	late := at.Sub(e.slot)
-	if late <= l.margin || e.moved {
-		return
+	e.wrote.Store(at.UnixNano())
+	if late := at.Sub(e.slot); late > l.margin {
+		l.move(p, e, late)
 	}
-	e.moved = true // one Depart per Permit; a second is the caller's bug
+}
+
+// move moves the booking of p, e, by late in Redis (departScript): one
+// round trip, once per Permit.
+func (l *Limiter) move(p throttle.Permit, e *inflight, late time.Duration) {
+	if !e.moved.CompareAndSwap(false, true) {
+		return // moved already; a second Depart is the caller's bug
+	}
 	args := make([]any, 0, 3+4*len(l.parts))
 	args = append(args, e.at, min(micros(late), maxMicros), len(l.parts))
 	for i := range l.parts {
@@ -688,18 +726,50 @@ func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
 	_ = departScript.Run(ctx, l.rdb, l.keys(keyTag(p.Key)), args...).Err() // if Redis fails, the slot stays where it was booked
 }
 
+// answered applies the late-answer rule to the answer at end to a request
+// of p, e that Depart saw written, as package pace's Keyed does: an
+// answer later than the key's quickest recent ones (in this process) by
+// more than Options.Margin says the server got to the request late, and
+// may have counted it late; its booking counts that much after it left,
+// at most the widest margin, and the key's later slots move back (move:
+// one round trip). A booking Depart moved already stays.
+func (l *Limiter) answered(p throttle.Permit, e *inflight, end time.Time) {
+	wrote := e.wrote.Load()
+	if wrote == 0 || e.moved.Load() {
+		return
+	}
+	if end.IsZero() {
+		end = time.Now()
+	}
+	late := time.Duration(min(l.quick.late(p.Key, end.UnixNano()-wrote), l.top*int64(time.Microsecond)))
+	if late <= l.margin {
+		return
+	}
+	if by := time.Unix(0, wrote).Add(late).Sub(e.slot); by > l.margin {
+		l.move(p, e, by)
+	}
+}
+
 // Settle records how the request of p ended; see [throttle.Limiter]. A
 // throttle (o.Pause > 0) pauses the key in Redis for o.Pause from Redis's
 // clock, for every process, and wakes their waiters; an answer ends the
 // probe's role, closing the key; a probe that ends without one hands its
 // role on. What the answer teaches is shared the same way, as package
 // pace's Keyed learns it. o.Cut lowers the key's rate (pace's adaptive
-// rate) once per strike. o.Quota, the server's quota, paces the key: its
+// rate) once per strike, unless the throttle widened the key's margin
+// instead (see the package documentation, "What answers teach"). o.Quota,
+// the server's quota, paces the key: its
 // Remaining requests are spread over its Reset; none remaining pauses the
 // key until the Reset, without a probe. An answer that contradicts the
 // quota already known for the same window is ignored. A quota no faster
 // than the Limit's own spacing teaches nothing, and costs no round trip.
 // Each decision applies the slower of the two paces on top of the Limit.
+//
+// An answer to a Tracked request that comes later than the key's
+// quickest recent answers in this process, by more than Options.Margin,
+// counts its request as leaving that much later (at most the widest
+// margin), as package pace's Keyed does: its booking moves back, one
+// round trip more, as Depart moves a late departure's.
 //
 // It is one round trip, skipped for a plain answer (no throttle, no quota
 // to learn) to a request that was no probe and was admitted while its key
@@ -721,6 +791,9 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	var lease int64
 	if e, _ := p.State.(*inflight); e != nil {
 		lease = e.lease
+		if p.Track && o.Response && o.Pause <= 0 {
+			l.answered(p, e, o.At)
+		}
 	}
 	left, reset, bucket := l.learnt(o.Quota)
 	if o.Pause <= 0 && reset == 0 && !p.Probe && p.Strikes == 0 {
@@ -745,8 +818,15 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	tag := keyTag(p.Key)
 	base := l.prefix + "{" + tag + "}:"
 	keys := []string{base + "p", base + "l"}
+	track, quoted := 0, 0
+	if p.Track {
+		track = 1
+	}
+	if o.Quota.Reset > 0 {
+		quoted = 1
+	}
 	err := settleScript.Run(ctx, l.rdb, keys, int64(p.Gen), lease, probe, pause, resp, l.channel, tag,
-		cut, l.interval, left, reset, bucket, l.horizon).Err()
+		cut, l.interval, left, reset, bucket, l.horizon, track, p.Strikes, quoted, micros(l.margin), l.marginRun(), l.top).Err()
 	if err != nil && (o.Pause > 0 || reset > 0) && l.fallback != nil {
 		l.fallback.Settle(throttle.Permit{Key: p.Key}, o)
 	}

@@ -56,14 +56,43 @@ const quotaTolerance = int64(time.Second / time.Microsecond)
 // 10^6 a second, one a microsecond, the fastest limit New accepts.
 const maxRate = 1e12
 
-// part is one part of the limit as the scripts take it.
+// marginRun is how many intervals of the Limit without a throttle halve a
+// widened margin, as that many clean answers do in package pace's Keyed.
+const marginRun = 128
+
+// minWiden is the least margin a throttle widens the key's margin to
+// (µs): package pace's starting margin, 1.5 ms, for a starting margin of
+// none or a small one.
+const minWiden = 1500
+
+// part is one part of the limit as the scripts take it. Its spacing
+// counts the key's departure margin (see marginText), at most top: a
+// GCRA part's interval is ⌈(per + margin)/n⌉ and its tolerance k times
+// that; a sliding log's window is per + margin; a fixed window books
+// nothing in its last margin.
 type part struct {
-	kind    int
-	x, y, z int64 // see decideScript
+	kind int
+	per  int64 // µs: a token bucket's or window's period, a pacer's interval
+	n    int64 // a GCRA part's divisor (a token bucket's N, a pacer's 1); a window's count
+	k    int64 // a GCRA part's capacity
+	top  int64 // the widest margin (µs): a 20th of per
+	// x and y are the interval (or window) and tolerance at the starting
+	// margin, and at the widest (xw, yw); z a GCRA part's queue bound
+	// (at the widest margin; -1: none).
+	x, xw, yw, z int64
 	// c is the part's span (µs): the longest its key can matter after
 	// Redis's clock, which bounds the state the scripts accept and every
 	// TTL they give the part's key (see horizon).
 	c int64
+}
+
+// at returns the part's interval (or window) with margin m (µs).
+func (p part) at(m int64) int64 {
+	m = min(m, p.top)
+	if p.kind == kindGCRA {
+		return ceilDiv(p.per+m, p.n)
+	}
+	return p.per + m
 }
 
 // horizon returns how far ahead of Redis's clock a decision on parts
@@ -89,12 +118,13 @@ func horizon(parts []part) int64 {
 }
 
 // span is how long the part's key matters after its latest booking (µs):
-// a GCRA part's capacity × interval, a window's period.
+// a GCRA part's capacity × interval, a window's period, at the widest
+// margin.
 func (p part) span() int64 {
 	if p.kind == kindGCRA {
-		return p.y
+		return p.yw
 	}
-	return p.x
+	return p.xw
 }
 
 // micros returns d in whole microseconds, rounded up: a limit is never
@@ -107,8 +137,8 @@ func micros(d time.Duration) int64 {
 	return us
 }
 
-// convert returns the parts of l for the scripts, with margin (see
-// [Options].Margin), or a *pace.ConfigError naming the setting whose
+// convert returns the parts of l for the scripts, with the starting
+// margin (see [Options].Margin), or a *pace.ConfigError naming the setting whose
 // numbers do not fit the scripts' arithmetic, or an algorithm the scripts
 // do not hold. The zero Limit has no parts.
 func convert(l pace.Limit, margin time.Duration) ([]part, error) {
@@ -135,6 +165,7 @@ func convert(l pace.Limit, margin time.Duration) ([]part, error) {
 }
 
 func convertPart(l pace.Limit, margin time.Duration) (part, error) {
+	m := micros(margin)
 	alg, r, burst, leaky := l.Params()
 	per := micros(r.Per)
 	if per > maxMicros {
@@ -149,51 +180,53 @@ func convertPart(l pace.Limit, margin time.Duration) (part, error) {
 	}
 	switch alg {
 	case "token bucket", "leaky bucket":
-		capacity := int64(burst)
-		queue := int64(-1)
 		// A token bucket's period stretches by the margin; a pacer's
 		// interval does (a pacer's server spaces requests one by one).
-		i := micros(time.Duration(ceilDiv(int64(r.Per)+int64(min(margin, r.Per/20)), int64(r.N))))
+		q := part{kind: kindGCRA, per: per, n: int64(r.N), k: int64(burst), top: int64(r.Per / 20 / time.Microsecond), z: -1}
 		if alg == "leaky bucket" {
 			iv := r.Interval()
-			i = micros(iv + min(margin, iv/20))
-			capacity = int64(leaky.Slack) + 1
-			// The queue bound as package pace sets it: Queue intervals, or
-			// MaxDelay when that is shorter; with neither, none (-1): the
-			// caller's maxWait and deadline bound the wait.
-			// A MaxDelay beyond 2^50 µs (35 years) bounds nothing.
-			if leaky.Queue > 0 {
-				if int64(leaky.Queue) > maxMicros/max(i, 1) {
-					return part{}, &pace.ConfigError{Field: "Queue", Value: leaky.Queue, Reason: "the queue's wait exceeds 2^50 µs, the range Redis's scripts compute exactly"}
-				}
-				queue = int64(leaky.Queue) * i
-			}
-			if d := micros(leaky.MaxDelay); d > 0 && d <= maxMicros && (queue < 0 || d < queue) {
-				queue = d
-			}
+			q.per, q.n, q.k, q.top = micros(iv), 1, int64(leaky.Slack)+1, int64(iv/20/time.Microsecond)
 		}
-		if i > maxMicros || capacity > maxMicros/i {
+		q.x, q.xw = q.at(m), q.at(q.top)
+		if q.xw > maxMicros || q.k > maxMicros/q.xw {
 			field := "Burst"
 			if alg == "leaky bucket" {
 				field = "Slack"
 			}
-			return part{}, &pace.ConfigError{Field: field, Value: capacity, Reason: "capacity × interval exceeds 2^50 µs, the range Redis's scripts compute exactly"}
+			return part{}, &pace.ConfigError{Field: field, Value: q.k, Reason: "capacity × interval exceeds 2^50 µs, the range Redis's scripts compute exactly"}
 		}
-		return part{kind: kindGCRA, x: i, y: capacity * i, z: queue}, nil
+		q.yw = q.k * q.xw
+		if alg == "leaky bucket" {
+			// The queue bound as package pace sets it: Queue intervals (at
+			// the widest margin), or MaxDelay when that is shorter; with
+			// neither, none (-1): the caller's maxWait and deadline bound
+			// the wait. A MaxDelay beyond 2^50 µs (35 years) bounds nothing.
+			if leaky.Queue > 0 {
+				if int64(leaky.Queue) > maxMicros/q.xw {
+					return part{}, &pace.ConfigError{Field: "Queue", Value: leaky.Queue, Reason: "the queue's wait exceeds 2^50 µs, the range Redis's scripts compute exactly"}
+				}
+				q.z = int64(leaky.Queue) * q.xw
+			}
+			if d := micros(leaky.MaxDelay); d > 0 && d <= maxMicros && (q.z < 0 || d < q.z) {
+				q.z = d
+			}
+		}
+		return q, nil
 	case "fixed window":
 		if int64(r.N) > maxMicros {
 			return part{}, &pace.ConfigError{Field: "Rate.N", Value: r.N, Reason: "exceeds 2^50, the range Redis's scripts count exactly"}
 		}
-		return part{kind: kindFixed, x: per, y: int64(r.N), z: micros(min(margin, r.Per/20))}, nil
+		return part{kind: kindFixed, per: per, n: int64(r.N), top: int64(r.Per / 20 / time.Microsecond), x: per, xw: per}, nil
 	case "sliding log":
 		if r.N > maxSlidingN {
 			return part{}, &pace.ConfigError{Field: "Rate.N", Value: r.N, Reason: fmt.Sprintf("exceeds %d, the most entries a sliding log keeps in Redis per key", maxSlidingN)}
 		}
-		w := micros(r.Per + min(margin, r.Per/20))
-		if w > maxMicros {
+		q := part{kind: kindSliding, per: per, n: int64(r.N), top: int64(r.Per / 20 / time.Microsecond)}
+		q.x, q.xw = q.at(m), q.at(q.top)
+		if q.xw > maxMicros {
 			return part{}, &pace.ConfigError{Field: "Rate.Per", Value: r.Per, Reason: "exceeds 2^50 µs, the range Redis's scripts compute exactly"}
 		}
-		return part{kind: kindSliding, x: w, y: int64(r.N)}, nil
+		return q, nil
 	}
 	return part{}, &pace.ConfigError{Field: "Limit", Value: alg, Reason: "not held in Redis: use a token bucket, leaky bucket, fixed window or sliding log"}
 }

@@ -154,15 +154,18 @@ var luaKeepThrottle = fill(luaSet, "$key", "KEYS[1]", "$val", luaThrottleFields,
 // server's bucket) and as, aw, ac (the adaptive rate, package pace's
 // adaptiveRate: the instant of the latest cut, 0 when it never cut; the
 // rate before the cut, in µ-requests a second; the ceiling's interval,
-// µs), 0 when absent, and sets lbad when it had to repair them: no answer
-// teaches an interval or a window beyond maxPause, no decision books
-// beyond now + the horizon ($H), no cut happened after now, and a rate
-// stays within 0..maxRate. Each value beyond its bound is clamped to it
-// (strict: the pace holds no longer than that), an unreadable one reads
-// as 0; an adaptive rate without a valid ceiling is dropped. A record
-// that is not 8 numbers reads as none. A later field goes at the end: a
-// record with more fields reads its first 8.
-var luaLearned = fill(`local qi, qu, ql, qn, qb, as, aw, ac, lbad = 0, 0, 0, 0, 0, 0, 0, 0, false
+// µs) and md, mt (the departure margin a throttle widened, µs, 0 for
+// none, and when it did; see luaMargin), 0 when absent, and sets lbad
+// when it had to repair them: no answer teaches an interval or a window
+// beyond maxPause, no decision books beyond now + the horizon ($H), no
+// cut or widening happened after now, a rate stays within 0..maxRate
+// and a margin within 0..the widest ($T). Each value beyond its bound is
+// clamped to it (strict: the pace holds no longer than that), an
+// unreadable one reads as 0; an adaptive rate without a valid ceiling is
+// dropped. A record that is not 8 numbers reads as none; one of 8 has no
+// margin (the margin came later). A later field goes at the end: a
+// record with more fields reads its first 10.
+var luaLearned = fill(`local qi, qu, ql, qn, qb, as, aw, ac, md, mt, lbad = 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false
 if $v then
   local f = {string.match($v, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)')}
   qi, qu, ql, qn = tonumber(f[1]) or -1, tonumber(f[2]) or -1, tonumber(f[3]) or -1, tonumber(f[4]) or -1
@@ -179,6 +182,15 @@ if $v then
     if not (as >= 0 and as <= now) then as = as > now and now or 0 end
     if not (aw >= 0 and aw <= $W) then aw = aw > $W and $W or 0 end
     if not (as > 0 and ac >= 1 and ac <= $N) then as, aw, ac = 0, 0, 0 end
+  end
+  local f9, f10 = string.match($v, '^%S+ %S+ %S+ %S+ %S+ %S+ %S+ %S+ (%S+) (%S+)')
+  if f9 then
+    md, mt = tonumber(f9) or -1, tonumber(f10) or -1
+    if not (md >= 0 and md <= $T and mt >= 0 and mt <= now) then
+      lbad = true
+      if not (md >= 0 and md <= $T) then md = md > $T and $T or 0 end
+      if not (mt >= 0 and mt <= now) then mt = mt > now and now or 0 end
+    end
   end
 end
 `, "$P", strconv.FormatInt(maxPause, 10), "$N", strconv.FormatInt(maxMicros, 10), "$W", strconv.FormatInt(maxRate, 10))
@@ -205,9 +217,10 @@ var cubicPairs = []string{"$K", strconv.FormatFloat((1-cubicBeta)/cubicC, 'g', -
 // luaLearnedEnd sets le to the instant after which the learned record
 // (see luaLearned) no longer matters: the end of its quota pace's window,
 // or when its adaptive rate is back at the ceiling (K + ∛((ceiling −
-// wMax)/C) seconds after the cut), whichever is later; 0 for neither.
-// So no record is kept longer than maxPause, or a few minutes for the
-// adaptive rate.
+// wMax)/C) seconds after the cut), or when its margin is back at the
+// starting one ($m0; a halving each $run µs), whichever is later; 0 for
+// none. So no record is kept longer than maxPause, or a few minutes for
+// the adaptive rate.
 var luaLearnedEnd = fill(`local le = 0
 if qi > 0 then le = qu end
 if as > 0 then
@@ -215,15 +228,37 @@ if as > 0 then
   local e = as + ((w * $K) ^ (1 / 3) + (math.max(cl - w, 0) / $C) ^ (1 / 3)) * 1e6
   if e > le then le = e end
 end
-`, cubicPairs...)
+if md > 0 then
+  local d, e, m0, run = md, mt, $m0, $run
+  while d > m0 and run > 0 do d, e = math.floor(d / 2), e + run end
+  if e > now + $P then e = now + $P end
+  if e > le then le = e end
+end
+`, append([]string{"$P", strconv.FormatInt(maxPause, 10)}, cubicPairs...)...)
 
-// luaLearnedFields formats the learned record's 8 numbers.
-const luaLearnedFields = `string.format('%d %d %d %d %d %d %d %d', qi, qu, ql, qn, qb, as, aw, ac)`
+// luaMargin sets mg to the key's departure margin at now (µs), as package
+// pace's margin.at: the margin md that a throttle widened at mt, halved
+// once for each $run µs since (marginRun intervals of the Limit without
+// a throttle, where Keyed counts marginRun answers), never below the
+// starting margin $m0 (Options.Margin), which it is when none was
+// widened.
+const luaMargin = `do
+  local m0, run = $m0, $run
+  mg = m0
+  if md > m0 and run > 0 then
+    local k = math.floor((now - mt) / run)
+    if k < 60 then mg = math.max(math.floor(md / 2 ^ k), m0) end
+  end
+end
+`
+
+// luaLearnedFields formats the learned record's 10 numbers.
+const luaLearnedFields = `string.format('%d %d %d %d %d %d %d %d %d %d', qi, qu, ql, qn, qb, as, aw, ac, md, mt)`
 
 // keepLearned returns Lua that writes the learned record to key, kept
 // until luaLearnedEnd's instant, or deletes it.
-func keepLearned(key string) string {
-	return "do\n" + luaLearnedEnd + fill(luaSet, "$key", key, "$us", "le - now", "$val", luaLearnedFields) + "end\n"
+func keepLearned(key, m0, run string) string {
+	return "do\n" + fill(luaLearnedEnd, "$m0", m0, "$run", run) + fill(luaSet, "$key", key, "$us", "le - now", "$val", luaLearnedFields) + "end\n"
 }
 
 // luaDecidePace declares t, the instant the decision books from, and
@@ -233,18 +268,22 @@ func keepLearned(key string) string {
 // slower of the quota's interval (while its window lasts) and the
 // adaptive rate's; now when neither applies. While one does, lr holds
 // the record's numbers and luaLearnedEnd's instant, for the booking to
-// update (luaDecidePaced). The record's variables live in a block, so
-// that the script's locals stay within Lua's 200 with maxParts parts.
-var luaDecidePace = `local lr, t = nil, now
+// update (luaDecidePaced). It declares mg, the key's departure margin
+// (luaMargin), when wider than the starting one (nil: the starting one,
+// which the parts' parameters hold already). The record's
+// variables live in a block, so that the script's locals stay within
+// Lua's 200 with maxParts parts.
+var luaDecidePace = `local lr, t, mg = nil, now, nil
 if v[$lv] then
-` + fill(luaLearned, "$v", "v[$lv]", "$H", "ARGV[2]") + luaLearnedEnd + `if lbad then
+` + fill(luaLearned, "$v", "v[$lv]", "$H", "ARGV[2]", "$T", "(ARGV[5] + 0)") + fill(luaLearnedEnd+luaMargin, "$m0", "ARGV[3] + 0", "$run", "ARGV[4] + 0") + `if mg <= ARGV[3] + 0 then mg = nil end
+if lbad then
 ` + fill(luaSet, "$key", "KEYS[$lk]", "$us", "le - now", "$val", luaLearnedFields) + `end
 ` + luaRate + `local pi = 0
 if qi > 0 and qu > now then pi = qi end
 if ar > 0 and math.ceil(1e6 / ar) > pi then pi = math.ceil(1e6 / ar) end
 if pi > 0 then
   if ql + pi > now then t = ql + pi end
-  lr = {qi, qu, ql, qn, qb, as, aw, ac, le}
+  lr = {qi, qu, ql, qn, qb, as, aw, ac, md, mt, le}
 end
 end
 `
@@ -253,7 +292,7 @@ end
 // luaDecidePace).
 const luaDecidePaced = `if lr then
   if t > lr[3] then lr[3] = t end
-  redis.call('SET', KEYS[$lk], string.format('%d %d %d %d %d %d %d %d', unpack(lr, 1, 8)), 'PX', math.ceil(math.max(lr[9] - now, 1) / 1000) + 1)
+  redis.call('SET', KEYS[$lk], string.format('%d %d %d %d %d %d %d %d %d %d', unpack(lr, 1, 10)), 'PX', math.ceil(math.max(lr[11] - now, 1) / 1000) + 1)
 end
 `
 
@@ -295,10 +334,12 @@ end
 // fragments are the Lua of one algorithm in decideScript, written once
 // and placed for each part of its kind, with $j the part's number (its
 // variables x$j, y$j, c$j, a$j, b$j), $k its KEYS index, $v its index in v
-// (a string part's), $x, $y and $c the ARGV indexes of its parameters (c
-// its span, [part].c) and $z of the fourth (a GCRA part's queue bound,
-// present only when it has one; a fixed window's margin), $u the ARGV
-// index of the decision's unique id (a sliding log's).
+// (a string part's), $x, $y, $c the ARGV indexes of its parameters x, y
+// (at the starting margin) and its span c, $t of its widest margin, $n
+// of a GCRA part's divisor, $z of a GCRA part's queue bound (present only
+// when it has one) or of a fixed window's starting margin, $u the ARGV
+// index of the decision's unique id (a sliding log's). mg is the key's
+// departure margin when wider than the starting one (luaDecidePace).
 type fragments struct {
 	// read sets the part's parameters x$j, y$j, c$j and state a$j, b$j,
 	// repairing the state (see the conventions above) and, in a decision
@@ -315,8 +356,10 @@ type fragments struct {
 
 var algorithms = map[int]fragments{
 	// GCRA (token bucket, leaky bucket): a$j the theoretical arrival time
-	// (TAT), b$j the latest booked instant; x the interval, y the tolerance
-	// (capacity × interval). Booking at t moves TAT to max(TAT, t) + x.
+	// (TAT), b$j the latest booked instant; x the interval with the
+	// margin (⌈(per + margin)/n⌉ at the starting margin, and ⌈Δ/n⌉ more
+	// for a margin Δ wider), y the tolerance (capacity × x). Booking at t
+	// moves TAT to max(TAT, t) + x.
 	//
 	// State: TAT at most now + c (booked at most the horizon ahead, and
 	// capacity × interval after it), latest at most TAT. After a pause the
@@ -331,6 +374,11 @@ var algorithms = map[int]fragments{
 	// slots far apart), so what they left is dropped.
 	kindGCRA: {
 		read: `local x$j, y$j, c$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$c] + 0, 0, 0
+if mg then
+  local k, top = y$j / x$j, ARGV[$t] + 0
+  x$j = x$j + math.ceil((math.min(mg, top) - math.min(ARGV[3] + 0, top)) / ARGV[$n])
+  y$j = k * x$j
+end
 ` + getPair("v[$v]", "a$j", "b$j", "x$j") + `if v[$v] and not (a$j and b$j and a$j <= now + c$j and b$j <= a$j) then
   if a$j and a$j > now + c$j then a$j = now + c$j elseif not (a$j and a$j <= now + c$j) then a$j = now + y$j end
   if not (b$j and b$j <= a$j) then b$j = a$j end
@@ -355,10 +403,11 @@ end
 	},
 	// Fixed window: a$j the window's index (-1: none), b$j its count; x
 	// the period, y the count, z the margin at the window's end where
-	// nothing is booked. State: the window at most the one of now +
+	// nothing is booked (the key's, at most top). State: the window at most the one of now +
 	// horizon (its end at most now + c), the count 0..y.
 	kindFixed: {
 		read: `local x$j, y$j, c$j, z$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$c] + 0, ARGV[$z] + 0, -1, 0
+if mg then z$j = math.min(mg, ARGV[$t] + 0) end
 ` + getPair("v[$v]", "a$j", "b$j", "") + `if v[$v] and not (a$j and b$j and a$j * x$j <= now + c$j - x$j and b$j >= 0 and b$j <= y$j) then
   if a$j and a$j * x$j > now + c$j - x$j then a$j = math.floor((now + c$j - x$j) / x$j)
   elseif not (a$j and a$j * x$j <= now + c$j - x$j) then a$j, b$j = math.floor(now / x$j), y$j end
@@ -380,7 +429,8 @@ end
 ` + setPair("KEYS[$k]", "(w + 1) * x$j - now", "w", "n", "") + `end
 `,
 	},
-	// Sliding log: entries older than the window x are dropped; a$j the
+	// Sliding log: entries older than the window x (per + the key's
+	// margin, at most top) are dropped; a$j the
 	// latest entry, b$j the entry the next booking waits for (-1: none, the
 	// log holds fewer than y). Members are "instant-uid" (ARGV[$u] the
 	// decision's unique id), so that bookings at one instant stay apart.
@@ -388,6 +438,10 @@ end
 	// (y of them at most: more at one instant hold nothing longer).
 	kindSliding: {
 		read: `local x$j, y$j, c$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$c] + 0, 0, -1
+if mg then
+  local top = ARGV[$t] + 0
+  x$j = x$j - math.min(ARGV[3] + 0, top) + math.min(mg, top)
+end
 do
   local e = redis.pcall('ZREMRANGEBYSCORE', KEYS[$k], '-inf', now - x$j)
   if type(e) == 'table' then return {5, 0, $k, 0} end
@@ -425,10 +479,13 @@ const maxParts = 32
 
 // partArgs is how many ARGV a part of p's kind takes (see decideScript).
 func partArgs(p part) int {
-	if p.kind == kindSliding || p.kind == kindGCRA && p.z < 0 {
-		return 3
+	switch {
+	case p.kind == kindSliding:
+		return 4
+	case p.kind == kindFixed, p.z < 0:
+		return 5
 	}
-	return 4
+	return 6
 }
 
 // decideScript returns the script of one Wait decision for parts (at
@@ -439,11 +496,13 @@ func partArgs(p part) int {
 // script per shape of limit.
 //
 // KEYS: the throttle, then one per part, then the learned record. ARGV:
-// the probe lease (µs), the
-// horizon (µs, see horizon), then each part's parameters (see part): x, y
-// and c, and z for a fixed window and for a GCRA part that has a queue
-// bound (see partArgs); these are the same in every decision of a
-// Limiter (one slice, built once: see decideArgs). After them come the
+// the probe lease (µs), the horizon (µs, see horizon), the starting
+// margin, how long a widened margin lasts before it halves, and the
+// widest margin (µs; see luaMargin), then each part's parameters (see
+// part and partArgs): x, y and c at the starting margin, then a GCRA
+// part's n, top and queue bound (when it has one), a fixed window's
+// starting margin and top, a sliding log's top; these are the same in
+// every decision of a Limiter (one slice, built once: see decideArgs). After them come the
 // decision's unique id (only when a part is a sliding log), then,
 // optional, the shortest wait the caller refuses (µs, -1 or absent: none;
 // see waitBound) and expected probes (-1 or absent: none): a decision
@@ -468,7 +527,7 @@ func decideText(parts []part) string {
 	var read, earliest, book, queue strings.Builder
 	mget, idx := []string{"KEYS[1]"}, []string{"1"}
 	members := make([]string, len(parts))
-	uid, sliding := 3, false // uid: the first ARGV after the parts' parameters
+	uid, sliding := 6, false // uid: the first ARGV after the parts' parameters
 	for _, p := range parts {
 		uid += partArgs(p)
 		sliding = sliding || p.kind == kindSliding
@@ -477,11 +536,19 @@ func decideText(parts []part) string {
 	if sliding {
 		bound++
 	}
-	hz, arg := "ARGV[2]", 3 // arg: the first part's parameters
+	hz, arg := "ARGV[2]", 6 // arg: the first part's parameters
 	for i, p := range parts {
 		j, k := strconv.Itoa(i+1), strconv.Itoa(i+2)
 		f := algorithms[p.kind]
-		pairs := []string{"$j", j, "$k", k, "$x", strconv.Itoa(arg), "$y", strconv.Itoa(arg + 1), "$c", strconv.Itoa(arg + 2), "$z", strconv.Itoa(arg + 3), "$u", strconv.Itoa(uid)}
+		pairs := []string{"$j", j, "$k", k, "$x", strconv.Itoa(arg), "$y", strconv.Itoa(arg + 1), "$c", strconv.Itoa(arg + 2), "$u", strconv.Itoa(uid)}
+		switch p.kind { // the parameters after x, y and c (see partArgs)
+		case kindGCRA:
+			pairs = append(pairs, "$n", strconv.Itoa(arg+3), "$t", strconv.Itoa(arg+4), "$z", strconv.Itoa(arg+5))
+		case kindFixed:
+			pairs = append(pairs, "$z", strconv.Itoa(arg+3), "$t", strconv.Itoa(arg+4))
+		default:
+			pairs = append(pairs, "$t", strconv.Itoa(arg+3))
+		}
 		if p.kind != kindSliding {
 			mget, idx = append(mget, "KEYS["+k+"]"), append(idx, k)
 			pairs = append(pairs, "$v", strconv.Itoa(len(mget)))
@@ -494,7 +561,7 @@ func decideText(parts []part) string {
 			members[i] = "m" + j
 		}
 		if p.kind == kindGCRA && p.z >= 0 { // a leaky bucket's queue bound
-			queue.WriteString("  if d > ARGV[" + strconv.Itoa(arg+3) + "] + 0 then return {3, d, 2, pr} end\n")
+			queue.WriteString("  if d > ARGV[" + strconv.Itoa(arg+5) + "] + 0 then return {3, d, 2, pr} end\n")
 		}
 		arg += partArgs(p)
 	}
@@ -608,12 +675,16 @@ return 0
 
 // settleScript records how a request ended, as package pace's Keyed
 // does (a 429's pause, strikes, the probe's answer, and what the answer
-// taught: the adaptive rate's cut, the server's quota). KEYS: the
+// taught: the departure margin, the adaptive rate's cut, the server's
+// quota). KEYS: the
 // throttle and the learned record. ARGV: gen and lease of the Permit,
 // probe (1/0), pause (0: none), response (1/0), channel, the key's tag
 // (keyTag), cut (1/0; with a pause), the ceiling's interval (µs, the
 // limit's; see limitInterval), the quota's remaining count and reset (µs;
-// 0: no quota) and bucket hash, the horizon (µs). It writes nothing for
+// 0: no quota) and bucket hash, the horizon (µs), then the Permit's
+// Track (1/0) and Strikes, whether the answer stated a quota (1/0), and
+// the starting margin, its run and the widest (µs; see luaMargin). It
+// writes nothing for
 // a key that has no throttle and met none, and learnt nothing. It
 // publishes "p <gen> <tag>" when it set or extended the pause, "a
 // <probes> <tag>" when it ended the probe's role.
@@ -626,7 +697,11 @@ return 0
 // more remaining within the same window. An answer of another bucket
 // replaces the pace only when slower. A cut (a new strike: the Permit's
 // generation is the throttle's) drops the adaptive rate to β times its
-// rate at now, or the ceiling's if it was not adapting. A pause moves the
+// rate at now, or the ceiling's if it was not adapting. But a new strike
+// of a request that left at its limit's slot (Track, no Strikes, no
+// quota stated) is the server's clock disagreeing with ours: it doubles
+// the key's margin (from minWiden at least, to the widest at most) and
+// cuts nothing, unless the margin is at its widest already. A pause moves the
 // pace's latest booking back to now at the latest, as the bookings after
 // it are given back.
 var settleScript = redis.NewScript(settleText)
@@ -638,14 +713,20 @@ local pgen, plea, probe, pause, resp =
 local ch, key = ARGV[6], ARGV[7]
 local cut, ci, left, reset, bucket, hz =
   tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
+local track, pst, quoted, top = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[19])
 local th = redis.call('GET', KEYS[1])
 local lv = redis.call('GET', KEYS[2])
 if pause <= 0 and reset <= 0 and not th then return 0 end
-` + fill(luaThrottle, "$v", "th") + fill(luaLearned, "$v", "lv", "$H", "hz") + `local lw = lbad
+` + fill(luaThrottle, "$v", "th") + fill(luaLearned, "$v", "lv", "$H", "hz", "$T", "top") + `local lw = lbad
 local mine = probe == 1 and q > now and pid == plea
 local msg = nil
 if pause > 0 then
-  if cut == 1 and pgen == g then
+  local widened = false
+  if pgen == g and track == 1 and pst == 0 and quoted == 0 then
+    local mg = 0
+` + fill(luaMargin, "$m0", "tonumber(ARGV[17])", "$run", "tonumber(ARGV[18])") + `    if mg < top then md, mt, lw, widened = math.min(math.max(2 * mg, ` + strconv.FormatInt(minWiden, 10) + `), top), now, true, true end
+  end
+  if cut == 1 and pgen == g and not widened then
 ` + luaRate + `    if ar <= 0 then ar = 1e6 / ci end
     as, aw, ac, lw = now, math.floor(ar * 1e6), ci, true
   end
@@ -688,7 +769,7 @@ if msg == 'p ' and ql > now then ql, lw = now, true end
 if th or msg then
 ` + luaKeepThrottle + `end
 if lw then
-` + keepLearned("KEYS[2]") + `end
+` + keepLearned("KEYS[2]", "tonumber(ARGV[17])", "tonumber(ARGV[18])") + `end
 if msg == 'p ' then redis.call('PUBLISH', ch, msg .. string.format('%d', g) .. ' ' .. key)
 elseif msg then redis.call('PUBLISH', ch, msg .. string.format('%d', pr) .. ' ' .. key) end
 return 0

@@ -32,7 +32,7 @@ do
 end
 end
 do
-  local want = ARGV[4]
+  local want = ARGV[7]
   if want and want + 0 >= 0 and pr ~= want + 0 then return {4, 0, g, pr} end
 end
 if u > now then return {1, u - now, g, pr} end
@@ -44,9 +44,9 @@ if h == 1 then
 elseif h == 2 then
   resume, h = 1, 0
 end
-local lr, t = nil, now
+local lr, t, mg = nil, now, nil
 if v[2] then
-local qi, qu, ql, qn, qb, as, aw, ac, lbad = 0, 0, 0, 0, 0, 0, 0, 0, false
+local qi, qu, ql, qn, qb, as, aw, ac, md, mt, lbad = 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false
 if v[2] then
   local f = {string.match(v[2], '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)')}
   qi, qu, ql, qn = tonumber(f[1]) or -1, tonumber(f[2]) or -1, tonumber(f[3]) or -1, tonumber(f[4]) or -1
@@ -64,6 +64,15 @@ if v[2] then
     if not (aw >= 0 and aw <= 1000000000000) then aw = aw > 1000000000000 and 1000000000000 or 0 end
     if not (as > 0 and ac >= 1 and ac <= 1125899906842624) then as, aw, ac = 0, 0, 0 end
   end
+  local f9, f10 = string.match(v[2], '^%S+ %S+ %S+ %S+ %S+ %S+ %S+ %S+ (%S+) (%S+)')
+  if f9 then
+    md, mt = tonumber(f9) or -1, tonumber(f10) or -1
+    if not (md >= 0 and md <= (ARGV[5] + 0) and mt >= 0 and mt <= now) then
+      lbad = true
+      if not (md >= 0 and md <= (ARGV[5] + 0)) then md = md > (ARGV[5] + 0) and (ARGV[5] + 0) or 0 end
+      if not (mt >= 0 and mt <= now) then mt = mt > now and now or 0 end
+    end
+  end
 end
 local le = 0
 if qi > 0 then le = qu end
@@ -72,11 +81,26 @@ if as > 0 then
   local e = as + ((w * 0.75) ^ (1 / 3) + (math.max(cl - w, 0) / 0.4) ^ (1 / 3)) * 1e6
   if e > le then le = e end
 end
+if md > 0 then
+  local d, e, m0, run = md, mt, ARGV[3] + 0, ARGV[4] + 0
+  while d > m0 and run > 0 do d, e = math.floor(d / 2), e + run end
+  if e > now + 86400000000 then e = now + 86400000000 end
+  if e > le then le = e end
+end
+do
+  local m0, run = ARGV[3] + 0, ARGV[4] + 0
+  mg = m0
+  if md > m0 and run > 0 then
+    local k = math.floor((now - mt) / run)
+    if k < 60 then mg = math.max(math.floor(md / 2 ^ k), m0) end
+  end
+end
+if mg <= ARGV[3] + 0 then mg = nil end
 if lbad then
 do
   local us = le - now
   if us <= 0 then redis.call('DEL', KEYS[2])
-  else redis.call('SET', KEYS[2], string.format('%d %d %d %d %d %d %d %d', qi, qu, ql, qn, qb, as, aw, ac), 'PX', math.ceil(us / 1000) + 1) end
+  else redis.call('SET', KEYS[2], string.format('%d %d %d %d %d %d %d %d %d %d', qi, qu, ql, qn, qb, as, aw, ac, md, mt), 'PX', math.ceil(us / 1000) + 1) end
 end
 end
 local ar = 0
@@ -91,18 +115,18 @@ if qi > 0 and qu > now then pi = qi end
 if ar > 0 and math.ceil(1e6 / ar) > pi then pi = math.ceil(1e6 / ar) end
 if pi > 0 then
   if ql + pi > now then t = ql + pi end
-  lr = {qi, qu, ql, qn, qb, as, aw, ac, le}
+  lr = {qi, qu, ql, qn, qb, as, aw, ac, md, mt, le}
 end
 end
 local d = t - now
 if d > 0 then
-  local bound = ARGV[3]
+  local bound = ARGV[6]
   if bound and bound + 0 >= 0 and d >= bound + 0 then return {3, d, 1, pr} end
   if d > ARGV[2] + 0 then return {3, d, 5, pr} end
 end
 if lr then
   if t > lr[3] then lr[3] = t end
-  redis.call('SET', KEYS[2], string.format('%d %d %d %d %d %d %d %d', unpack(lr, 1, 8)), 'PX', math.ceil(math.max(lr[9] - now, 1) / 1000) + 1)
+  redis.call('SET', KEYS[2], string.format('%d %d %d %d %d %d %d %d %d %d', unpack(lr, 1, 10)), 'PX', math.ceil(math.max(lr[11] - now, 1) / 1000) + 1)
 end
 local lease = 0
 if probe == 1 then

@@ -6,6 +6,7 @@ local pgen, plea, probe, pause, resp =
 local ch, key = ARGV[6], ARGV[7]
 local cut, ci, left, reset, bucket, hz =
   tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
+local track, pst, quoted, top = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[19])
 local th = redis.call('GET', KEYS[1])
 local lv = redis.call('GET', KEYS[2])
 if pause <= 0 and reset <= 0 and not th then return 0 end
@@ -27,7 +28,7 @@ if th then
     if not (pid >= 0 and pid <= 1125899906842624) then pid = 0 end
   end
 end
-local qi, qu, ql, qn, qb, as, aw, ac, lbad = 0, 0, 0, 0, 0, 0, 0, 0, false
+local qi, qu, ql, qn, qb, as, aw, ac, md, mt, lbad = 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false
 if lv then
   local f = {string.match(lv, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)')}
   qi, qu, ql, qn = tonumber(f[1]) or -1, tonumber(f[2]) or -1, tonumber(f[3]) or -1, tonumber(f[4]) or -1
@@ -45,12 +46,34 @@ if lv then
     if not (aw >= 0 and aw <= 1000000000000) then aw = aw > 1000000000000 and 1000000000000 or 0 end
     if not (as > 0 and ac >= 1 and ac <= 1125899906842624) then as, aw, ac = 0, 0, 0 end
   end
+  local f9, f10 = string.match(lv, '^%S+ %S+ %S+ %S+ %S+ %S+ %S+ %S+ (%S+) (%S+)')
+  if f9 then
+    md, mt = tonumber(f9) or -1, tonumber(f10) or -1
+    if not (md >= 0 and md <= top and mt >= 0 and mt <= now) then
+      lbad = true
+      if not (md >= 0 and md <= top) then md = md > top and top or 0 end
+      if not (mt >= 0 and mt <= now) then mt = mt > now and now or 0 end
+    end
+  end
 end
 local lw = lbad
 local mine = probe == 1 and q > now and pid == plea
 local msg = nil
 if pause > 0 then
-  if cut == 1 and pgen == g then
+  local widened = false
+  if pgen == g and track == 1 and pst == 0 and quoted == 0 then
+    local mg = 0
+do
+  local m0, run = tonumber(ARGV[17]), tonumber(ARGV[18])
+  mg = m0
+  if md > m0 and run > 0 then
+    local k = math.floor((now - mt) / run)
+    if k < 60 then mg = math.max(math.floor(md / 2 ^ k), m0) end
+  end
+end
+    if mg < top then md, mt, lw, widened = math.min(math.max(2 * mg, 1500), top), now, true, true end
+  end
+  if cut == 1 and pgen == g and not widened then
 local ar = 0
 if as > 0 then
   local w, cl = aw / 1e6, 1e6 / ac
@@ -113,10 +136,16 @@ if as > 0 then
   local e = as + ((w * 0.75) ^ (1 / 3) + (math.max(cl - w, 0) / 0.4) ^ (1 / 3)) * 1e6
   if e > le then le = e end
 end
+if md > 0 then
+  local d, e, m0, run = md, mt, tonumber(ARGV[17]), tonumber(ARGV[18])
+  while d > m0 and run > 0 do d, e = math.floor(d / 2), e + run end
+  if e > now + 86400000000 then e = now + 86400000000 end
+  if e > le then le = e end
+end
 do
   local us = le - now
   if us <= 0 then redis.call('DEL', KEYS[2])
-  else redis.call('SET', KEYS[2], string.format('%d %d %d %d %d %d %d %d', qi, qu, ql, qn, qb, as, aw, ac), 'PX', math.ceil(us / 1000) + 1) end
+  else redis.call('SET', KEYS[2], string.format('%d %d %d %d %d %d %d %d %d %d', qi, qu, ql, qn, qb, as, aw, ac, md, mt), 'PX', math.ceil(us / 1000) + 1) end
 end
 end
 end
