@@ -140,8 +140,7 @@
 // request. And a Redis that stalls (SIGSTOP, a long fork) and then resumes
 // runs the scripts still queued on its connections, although their
 // requests were answered at their timeout, with ErrUnavailable or by the
-// Fallback: each books a slot (12 of them after one stall of 2 s, measured
-// once by hand with SIGSTOP and SIGCONT; no test repeats it).
+// Fallback: each books a slot.
 // A restarted Redis without persistence has forgotten every booking: the
 // limit starts afresh, as after its keys expire, and the Fallback starts
 // full, so each switch can hand out one more burst (see Options.Fallback).
@@ -155,5 +154,5 @@
 // failed, about cluster-node-timeout later, until it is back: then every
 // decision goes to the failure policy. With it set to no, the other
 // masters' keys keep deciding on Redis. Give each master a replica, or
-// set it to no. docs/redislimit-cluster.md has the measured timings.
+// set it to no. docs/redislimit-cluster.md has the timings.
 package redislimit

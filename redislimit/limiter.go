@@ -22,12 +22,9 @@ import (
 const (
 	// DefaultTimeout bounds one decision's round trip to Redis. A limiter
 	// adds about this to a request when Redis is slow or gone: the round
-	// trip is given up at its deadline, and the goroutine's scheduling adds
-	// to it (51.7–55 ms measured on a loaded 2-core machine; TestRedisKilled
-	// logs the slowest call while Redis is down: 51.2 ms) (Envoy's
-	// rate-limit service, which waits up to its 10 s Redis timeout, adds
-	// that to every request when Redis is down:
-	// envoyproxy/ratelimit#462).
+	// trip is given up at its deadline, plus the goroutine's scheduling.
+	// (Envoy's rate-limit service waits up to its 10 s Redis timeout on
+	// every request when Redis is down: envoyproxy/ratelimit#462.)
 	DefaultTimeout = 50 * time.Millisecond
 	// DefaultPrefix starts the name of every key the Limiter writes.
 	DefaultPrefix = "pace:"
