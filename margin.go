@@ -1,6 +1,10 @@
 package pace
 
-import "time"
+import (
+	"time"
+
+	"github.com/pacehttp/pace/internal/quickest"
+)
 
 // The departure margin of a key whose limit binds: how much later than it
 // actually left a request counts as leaving (see entry.depart). Servers
@@ -30,22 +34,14 @@ func maxMargin(interval int64) int64 { return max(baseMargin(interval), interval
 // that left at their limit's slot, halve a widened margin.
 const marginRun = 128
 
-// quickRun is how many answers a key's quickest answer is taken over, at
-// least (margin.answer): few, so that a server that has become slower
-// for all its answers, which keeps their spacing, pushes none of them.
-const quickRun = 8
-
 // margin is a key's learnt departure margin, and how quickly the key's
 // server answers. The zero margin is the base. Methods take explicit time
 // and the key's interval (ns); the owner holds its lock.
 type margin struct {
-	d     int64  // the margin, ns; 0: baseMargin
-	clean uint32 // answers without a throttle since d last changed
-	keep  int64  // until when a widened margin outlives an idle key
-	// The quickest answer (write to answer, ns, plus 1; 0: none) of the
-	// previous quickRun answers and of those since, and how many those are.
-	fastPrev, fast int64
-	answers        uint32
+	d     int64           // the margin, ns; 0: baseMargin
+	clean uint32          // answers without a throttle since d last changed
+	keep  int64           // until when a widened margin outlives an idle key
+	quick quickest.Window // how quickly the key's server answers
 }
 
 // answer records an answer that came rtt after its request was written,
@@ -53,21 +49,7 @@ type margin struct {
 // came, up to maxMargin: a request the server got to late, which it may
 // also have counted late.
 func (m *margin) answer(rtt, interval int64) int64 {
-	if rtt < 0 {
-		return 0
-	}
-	rtt++ // stored one more, so that 0 names none
-	if m.fast == 0 || rtt < m.fast {
-		m.fast = rtt
-	}
-	quickest := m.fast
-	if m.fastPrev > 0 {
-		quickest = min(quickest, m.fastPrev)
-	}
-	if m.answers++; m.answers >= quickRun {
-		m.fastPrev, m.fast, m.answers = m.fast, 0, 0
-	}
-	return min(rtt-quickest, maxMargin(interval))
+	return min(m.quick.Late(rtt), maxMargin(interval))
 }
 
 // at returns the margin for a limit of the given interval.

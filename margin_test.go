@@ -14,6 +14,8 @@ import (
 
 	"github.com/pacehttp/pace/internal/testhttp"
 	"github.com/pacehttp/pace/throttle"
+
+	"github.com/pacehttp/pace/internal/quickest"
 )
 
 const msNs = int64(time.Millisecond)
@@ -261,7 +263,7 @@ func TestMarginStopsNginxStyle429(t *testing.T) {
 }
 
 // TestMarginAnswer: margin.answer on explicit round trips: the excess over
-// the quickest answer of this run of quickRun answers and the one before,
+// the quickest answer of this run of quickest.Run answers and the one before,
 // capped at maxMargin.
 func TestMarginAnswer(t *testing.T) {
 	const i = 100 * msNs // 10/s: maxMargin 5 ms
@@ -272,7 +274,7 @@ func TestMarginAnswer(t *testing.T) {
 	assert.Zero(t, m.answer(200_000, i), "a quicker one")
 	assert.Equal(t, int64(100_000), m.answer(300_000, i))
 	assert.Zero(t, m.answer(-1, i), "a clock that went back: nothing")
-	for range 2 * quickRun { // two whole runs of slower answers: the old quickest is forgotten
+	for range 2 * quickest.Run { // two whole runs of slower answers: the old quickest is forgotten
 		m.answer(1*msNs, i)
 	}
 	assert.Equal(t, int64(500_000), m.answer(1500_000, i), "the quickest of the latest runs")

@@ -3,13 +3,9 @@ package redislimit
 import (
 	"hash/maphash"
 	"sync"
-)
 
-// quickRun is how many answers a key's quickest answer is taken over, at
-// least, as in package pace's margin: few, so that a server that has
-// become slower for all its answers, which keeps their spacing, pushes
-// none of them.
-const quickRun = 8
+	"github.com/pacehttp/pace/internal/quickest"
+)
 
 // answerSlots bounds the keys whose answer times a Limiter remembers.
 const answerSlots = 1024
@@ -25,13 +21,10 @@ type answers struct {
 	slots [answerSlots]quick
 }
 
-// quick is one key's answer times: the quickest (write to answer, ns,
-// plus 1; 0: none) of the previous quickRun answers and of those since,
-// and how many those are.
+// quick is one key's answer times.
 type quick struct {
-	key            uint64 // the key's hash; 0: none
-	fastPrev, fast int64
-	n              uint32
+	key uint64 // the key's hash; 0: none
+	w   quickest.Window
 }
 
 // late records an answer to key that came rtt (ns) after its request was
@@ -43,22 +36,11 @@ func (a *answers) late(key string, rtt int64) int64 {
 		return 0
 	}
 	h := maphash.String(a.seed, key) | 1
-	rtt++ // stored one more, so that 0 names none
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	q := &a.slots[h%answerSlots]
 	if q.key != h {
 		*q = quick{key: h}
 	}
-	if q.fast == 0 || rtt < q.fast {
-		q.fast = rtt
-	}
-	quickest := q.fast
-	if q.fastPrev > 0 {
-		quickest = min(quickest, q.fastPrev)
-	}
-	if q.n++; q.n >= quickRun {
-		q.fastPrev, q.fast, q.n = q.fast, 0, 0
-	}
-	return rtt - quickest
+	return q.w.Late(rtt)
 }

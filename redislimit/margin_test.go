@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacehttp/pace/internal/quickest"
 )
 
 // spacing books one request of key through lim and returns the interval
@@ -173,7 +175,7 @@ func TestLateAnswerMovesBooking(t *testing.T) {
 		require.NoError(t, err)
 		return tat - p.State.(*inflight).at, scripts
 	}
-	for range quickRun {
+	for range quickest.Run {
 		next, scripts := send(time.Millisecond)
 		assert.Equal(t, int64(102000), next, "quick answers move nothing")
 		assert.Zero(t, scripts, "a plain answer sends nothing")
@@ -184,8 +186,11 @@ func TestLateAnswerMovesBooking(t *testing.T) {
 	next, scripts = send(5 * time.Millisecond)
 	assert.Equal(t, int64(1), scripts, "a late answer is one round trip")
 	assert.GreaterOrEqual(t, next, int64(102000+4000), "4 ms late: counted 4 ms after it left")
-	assert.LessOrEqual(t, next, int64(102000+5000+1000))
+	// Depart's own lateness (the Wait's reply to time.Now on a shared
+	// machine) adds a little: 5 ms of room, well under the 59 ms a cap
+	// that did not hold would show.
+	assert.LessOrEqual(t, next, int64(102000+5000+5000))
 	next, _ = send(60 * time.Millisecond)
 	assert.GreaterOrEqual(t, next, int64(102000+5000), "59 ms late")
-	assert.LessOrEqual(t, next, int64(102000+5000+1000), "at most the widest margin (5 ms) and Depart's lateness")
+	assert.LessOrEqual(t, next, int64(102000+5000+5000), "at most the widest margin (5 ms) and Depart's lateness")
 }
