@@ -76,12 +76,8 @@ type Options struct {
 	// overshoot by a burst: the Fallback limiters start full, and so does
 	// a restarted Redis that lost its state (without persistence), each
 	// handing out a fresh burst on top of what the shared limit had just
-	// admitted. Measured once, by hand (no test repeats it): a token
-	// bucket of 20/s, burst 5, shared by three processes, each with a
-	// Fallback of 20/3 per second, burst 2, Redis
-	// killed from 2.2 s to 5.2 s of the run: 30 arrivals in one 1 s window
-	// against the 25 allowed. Leave room below the server's limit for a
-	// burst at each switch. OnFallback tells when the Fallback decides.
+	// admitted (docs/fleet.md has a figure). Leave room below the
+	// server's limit for a burst at each switch. OnFallback tells when the Fallback decides.
 	Fallback pace.Limit
 
 	// Margin is the departure margin a key starts with: how much later
