@@ -598,8 +598,7 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 
 // run sends the call's attempts, the call's key and limiter chosen.
 func (c *call) run() (*http.Response, error) {
-	s, req := c.s, c.req
-	send, replayable, err := prepareBody(req, s.maxBody) // closes req.Body on error
+	send, replayable, err := prepareBody(c.req, c.s.maxBody) // closes req.Body on error
 	if err != nil {
 		return nil, err
 	}
@@ -624,76 +623,111 @@ func (c *call) run() (*http.Response, error) {
 			}
 			return nil, &AttemptsError{Attempts: attempt - 1, StatusCode: lastStatus, Err: err}
 		}
-		if evict { // the last attempt timed out: not onto its connection again
-			closeIdle(s.base)
-			evict = false
-		}
-		resp, err := s.base.RoundTrip(out)
-		if resp != nil && err != nil { // a broken Base; keep the contract
-			discard.Body(resp.Body)
-			resp = nil
-		}
-		if resp == nil && err == nil {
-			err = fmt.Errorf("pace: %T returned no response and no error", s.base)
-		}
+		resp, err := c.sendAttempt(out, evict)
 		var v retrydecide.Verdict
-		o := throttle.Outcome{At: c.decide(attempt, &p, out, resp, err, &v), Sent: true, Response: resp != nil, Pause: v.Pause, Cut: v.Cut}
-		if resp != nil {
-			o.Quota = c.quota(resp, &o.At)
-		}
-		now := o.At
-		c.lim.Settle(p, o)
-		if v.Pause > 0 {
-			c.st.throttles.Add(1)
-			if s.obs != nil {
-				c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.Pause, Until: now.Add(v.Pause), StatusCode: statusOf(resp)})
-			}
-		}
+		c.settle(attempt, &p, out, resp, err, &v)
 		if !v.Retry {
-			gaveUp := c.gaveUp(v.Why)
-			if gaveUp {
-				c.st.giveUps.Add(1)
-			}
-			if gaveUp && s.obs != nil {
-				var gerr error = err
-				switch {
-				case v.Fail != nil:
-					gerr = v.Fail
-				case v.Deadline:
-					gerr = &WaitError{Key: c.key, Delay: v.Refused, Err: errDeadline}
-				}
-				c.giveUp(attempt, v.Why, v.Refused, statusOf(resp), gerr)
-			}
-			if resp != nil && out != req {
-				resp.Request = req
-			}
-			switch {
-			case v.Fail != nil: // Decide ended the call
-				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: retry.ReasonDecided, Err: v.Fail,
-					Response: c.giveUpResponse(resp)}
-			case v.Deadline: // the wait would outlast the context's deadline
-				return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: retry.ReasonDeadline,
-					Err: &WaitError{Key: c.key, Delay: v.Refused, Err: errDeadline}, Response: c.giveUpResponse(resp)}
-			case err != nil:
-				return nil, &AttemptsError{Attempts: attempt, Reason: giveUpReason(v.Why), Err: err}
-			case s.errorOnGiveUp && v.HandBack:
-				return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Response: c.giveUpResponse(resp)}
-			case s.errorOnGiveUp && giveUpReason(v.Why) != "":
-				return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Reason: v.Why, Response: c.giveUpResponse(resp)}
-			}
-			return resp, nil
+			return c.finish(attempt, out, resp, err, &v)
 		}
-		c.st.retries.Add(1)
 		evict = err != nil && retrydecide.IsTimeout(c.ctx, err)
-		if s.obs != nil {
-			c.emit(Event{Kind: EventRetry, Reason: v.Why, Attempt: attempt, Delay: v.Wait, StatusCode: statusOf(resp), Err: err})
-		}
 		lastStatus = statusOf(resp)
-		discard.Body(bodyOf(resp))
-		if err := sleepCtx(c.ctx, c.key, v.Wait); err != nil {
-			return nil, &AttemptsError{Attempts: attempt, StatusCode: lastStatus, Err: err}
+		if err := c.retry(attempt, resp, err, &v); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// sendAttempt sends out through Base, first closing Base's idle
+// connections when evict is set (the last attempt timed out: not onto its
+// connection again). A Base that breaks the RoundTripper contract is made
+// to keep it: a response with an error is drained and dropped, and no
+// response with no error becomes an error.
+func (c *call) sendAttempt(out *http.Request, evict bool) (*http.Response, error) {
+	base := c.s.base
+	if evict {
+		closeIdle(base)
+	}
+	resp, err := base.RoundTrip(out)
+	if resp != nil && err != nil { // a broken Base; keep the contract
+		discard.Body(resp.Body)
+		resp = nil
+	}
+	if resp == nil && err == nil {
+		err = fmt.Errorf("pace: %T returned no response and no error", base)
+	}
+	return resp, err
+}
+
+// settle decides what follows the attempt that ended with resp or err
+// (decide), storing the verdict in *v, and tells the limiter the outcome
+// (the verdict's pause and cut, the quota resp states). A pause is counted
+// and emitted as an EventThrottle.
+func (c *call) settle(attempt int, p *throttle.Permit, out *http.Request, resp *http.Response, err error, v *retrydecide.Verdict) {
+	o := throttle.Outcome{At: c.decide(attempt, p, out, resp, err, v), Sent: true, Response: resp != nil, Pause: v.Pause, Cut: v.Cut}
+	if resp != nil {
+		o.Quota = c.quota(resp, &o.At)
+	}
+	now := o.At
+	c.lim.Settle(*p, o)
+	if v.Pause > 0 {
+		c.st.throttles.Add(1)
+		if c.s.obs != nil {
+			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.Pause, Until: now.Add(v.Pause), StatusCode: statusOf(resp)})
+		}
+	}
+}
+
+// finish ends the call after attempt, which *v does not retry: it counts
+// and emits a give-up, and returns resp (its Request the caller's) or the
+// error the verdict and ErrorOnGiveUp call for.
+func (c *call) finish(attempt int, out *http.Request, resp *http.Response, err error, v *retrydecide.Verdict) (*http.Response, error) {
+	gaveUp := c.gaveUp(v.Why)
+	if gaveUp {
+		c.st.giveUps.Add(1)
+	}
+	if gaveUp && c.s.obs != nil {
+		var gerr error = err
+		switch {
+		case v.Fail != nil:
+			gerr = v.Fail
+		case v.Deadline:
+			gerr = &WaitError{Key: c.key, Delay: v.Refused, Err: errDeadline}
+		}
+		c.giveUp(attempt, v.Why, v.Refused, statusOf(resp), gerr)
+	}
+	if resp != nil && out != c.req {
+		resp.Request = c.req
+	}
+	switch {
+	case v.Fail != nil: // Decide ended the call
+		return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: retry.ReasonDecided, Err: v.Fail,
+			Response: c.giveUpResponse(resp)}
+	case v.Deadline: // the wait would outlast the context's deadline
+		return nil, &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Reason: retry.ReasonDeadline,
+			Err: &WaitError{Key: c.key, Delay: v.Refused, Err: errDeadline}, Response: c.giveUpResponse(resp)}
+	case err != nil:
+		return nil, &AttemptsError{Attempts: attempt, Reason: giveUpReason(v.Why), Err: err}
+	case c.s.errorOnGiveUp && v.HandBack:
+		return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Response: c.giveUpResponse(resp)}
+	case c.s.errorOnGiveUp && giveUpReason(v.Why) != "":
+		return nil, &AttemptsError{Attempts: attempt, StatusCode: resp.StatusCode, Reason: v.Why, Response: c.giveUpResponse(resp)}
+	}
+	return resp, nil
+}
+
+// retry counts and emits the retry *v decided after attempt, drains resp's
+// body and sleeps the verdict's wait; it returns an *AttemptsError when the
+// request's context ends the sleep.
+func (c *call) retry(attempt int, resp *http.Response, err error, v *retrydecide.Verdict) error {
+	c.st.retries.Add(1)
+	if c.s.obs != nil {
+		c.emit(Event{Kind: EventRetry, Reason: v.Why, Attempt: attempt, Delay: v.Wait, StatusCode: statusOf(resp), Err: err})
+	}
+	discard.Body(bodyOf(resp))
+	if err := sleepCtx(c.ctx, c.key, v.Wait); err != nil {
+		return &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Err: err}
+	}
+	return nil
 }
 
 // reportNear emits an EventPortMismatch, once per key, for each key of
