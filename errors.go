@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pacehttp/pace/internal/retrydecide"
 	"github.com/pacehttp/pace/retry"
 )
 
@@ -256,3 +257,22 @@ func (e *AttemptsError) Unwrap() error { return e.Err }
 // errDeadline is the Err of a WaitError refused because of the context's
 // deadline: it matches both ErrWaitExceedsDeadline and DeadlineExceeded.
 var errDeadline = fmt.Errorf("%w: %w", ErrWaitExceedsDeadline, context.DeadlineExceeded)
+
+// policyErr reports the first invalid setting of p (retrydecide.Validate)
+// as a *ConfigError whose Field is relative to the Policy ("Statuses",
+// "Budget.TTL"; the Transport prefixes "Retry."), or nil.
+func policyErr(p *retry.Policy) error {
+	if fe := retrydecide.Validate(p); fe != nil {
+		return configErr(fe.Field, fe.Value, fe.Reason)
+	}
+	return nil
+}
+
+// headerNameErr returns a *ConfigError naming field when name is not a
+// header field name (retrydecide.HeaderNameProblem), or nil.
+func headerNameErr(field, name string) error {
+	if why := retrydecide.HeaderNameProblem(name); why != "" {
+		return configErr(field, name, why)
+	}
+	return nil
+}

@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/pacehttp/pace/internal/hostkey"
 	"github.com/pacehttp/pace/internal/retrydecide"
-	"github.com/pacehttp/pace/internal/retrystatus"
 	"github.com/pacehttp/pace/retry"
 	"github.com/pacehttp/pace/throttle"
 )
@@ -149,28 +149,6 @@ func compileHosts(h Hosts, policy *retrydecide.Executor, maxAttempts int) (*host
 	return hl, nil
 }
 
-func init() { retrystatus.Of = statusesFor }
-
-// statusesFor returns the Statuses rt, a *Transport, retries for req: its
-// host's (Hosts) or its Retry's. It is retrystatus.Of, for package batch.
-func statusesFor(rt http.RoundTripper, req *http.Request) ([]int, bool) {
-	t, ok := rt.(*Transport)
-	if !ok || t == nil {
-		return nil, false
-	}
-	s, err := t.init()
-	if err != nil {
-		return t.Retry.Statuses, true
-	}
-	p := s.policy
-	if s.limiter == nil {
-		if e, _ := s.hosts.forHost(requestHost(req)); e != nil {
-			p = e.policy
-		}
-	}
-	return p.Policy.Statuses, true
-}
-
 // forHost returns the entry for host (in the form requestHost returns), or
 // nil when Hosts has neither the host nor a default; listed says whether
 // a key names host itself.
@@ -297,3 +275,10 @@ func hostKeyProblem(host string) string {
 
 // hostField names the Limits entry of host in a ConfigError.
 func hostField(host string) string { return "Limits[" + strconv.Quote(host) + "]" }
+
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}

@@ -440,17 +440,6 @@ func (s *Shaper) CancelAt(now time.Time, r Reservation) {
 	s.mu.Unlock()
 }
 
-// QuotaAt returns where the Shaper stands at now (see [Quota] for what each
-// field means for each algorithm). It changes nothing. Safe for concurrent
-// use.
-func (s *Shaper) QuotaAt(now time.Time) Quota {
-	s.mustInit()
-	at := sinceEpoch(s.epoch, now)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return quotaAt(s.alg, &s.c, at, at)
-}
-
 // Wait blocks until n units may be used, books them, and returns nil. It
 // fails at once with a [*WaitError] wrapping ctx.Err() if ctx has already
 // ended or one of the errors of ReserveAt (booking nothing), or

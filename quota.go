@@ -129,3 +129,14 @@ func waitFor(alg algorithm, c *cell, now, from int64) time.Duration {
 	}
 	return time.Duration(t - now)
 }
+
+// QuotaAt returns where the Shaper stands at now (see [Quota] for what each
+// field means for each algorithm). It changes nothing. Safe for concurrent
+// use.
+func (s *Shaper) QuotaAt(now time.Time) Quota {
+	s.mustInit()
+	at := sinceEpoch(s.epoch, now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return quotaAt(s.alg, &s.c, at, at)
+}

@@ -439,3 +439,55 @@ func slower(a, b *quotaHint) bool {
 	// durations and counts, and a tie either way is harmless.
 	return float64(a.reset)*float64(b.remaining+1) > float64(b.reset)*float64(a.remaining+1)
 }
+
+// epochSecondsFrom and epochMillisFrom tell epoch instants from deltas in
+// the reset headers, and resetValueLimit marks the values too large to be
+// either; see parseResetValue.
+const (
+	epochSecondsFrom = 1_000_000_000       // 2001-09-09T01:46:40Z in seconds
+	epochMillisFrom  = 1_000_000_000_000   // the same instant in milliseconds
+	resetValueLimit  = 100_000_000_000_000 // 1e14 ms: the year 5138
+)
+
+// parseResetValue interprets X-RateLimit-Reset or RateLimit-Reset, whose
+// meaning differs between servers: GitHub (X-RateLimit-Reset) and GitLab
+// (RateLimit-Reset) send an epoch instant in seconds, the IETF drafts up to
+// -06 and many servers send seconds until the reset, and a few send epoch
+// milliseconds. The rule that tells them apart, by size (v is a decimal
+// number of seconds or milliseconds, fraction allowed as in parseMillis,
+// because Discord sends "1470173023.123"):
+//
+//   - v < 1e9: a delta in seconds. 1e9 s is almost 32 years, far beyond any
+//     real window, so no real delta is mistaken for an instant.
+//   - 1e9 ≤ v < 1e12: a Unix time in seconds (from 2001-09-09 to the year
+//     33658); every epoch-seconds value sent today is in this range.
+//   - 1e12 ≤ v < 1e14: a Unix time in milliseconds (1e12 ms is again
+//     2001-09-09, 1e14 ms the year 5138).
+//   - v ≥ 1e14: malformed, ignored (ok is false, and serverDelay tries the
+//     next header). No epoch in seconds or milliseconds is that large; such
+//     a value is most likely a Unix time in microseconds or nanoseconds
+//     (today about 1.8e15 and 1.8e18), which read as milliseconds would
+//     name an instant centuries ahead.
+//
+// An instant is measured by dateDelay against now and the response's Date,
+// like an HTTP-date in Retry-After, so a past instant yields 0. d is never negative and saturates.
+func parseResetValue(v string, now, serverDate time.Time) (time.Duration, bool) {
+	v = trimOWS(v)
+	intPart := v
+	if i := strings.IndexByte(v, '.'); i >= 0 {
+		intPart = v[:i]
+	}
+	n, ok := parseDigits(intPart)
+	if !ok || n >= resetValueLimit {
+		return 0, false
+	}
+	unit := time.Second
+	if n >= epochMillisFrom {
+		unit = time.Millisecond
+	}
+	d, ok := parseDecimal(v, unit)
+	if !ok || n < epochSecondsFrom {
+		return d, ok
+	}
+	return dateDelay(time.Unix(0, 0).Add(d), now, serverDate), true
+}

@@ -74,27 +74,6 @@ type statsTable struct {
 	over keyStats    // the keys past maxStatsKeys
 }
 
-// of returns the keyStats of key, whose first request went to host under
-// limiter lim, creating it if the table has room.
-func (t *statsTable) of(key, host string, lim throttle.Limiter) *keyStats {
-	if v, ok := t.m.Load(key); ok {
-		return v.(*keyStats)
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if v, ok := t.m.Load(key); ok {
-		return v.(*keyStats)
-	}
-	if t.n >= maxStatsKeys {
-		return &t.over
-	}
-	ks := &keyStats{key: key, host: host, lim: lim}
-	t.m.Store(key, ks)
-	t.keys = append(t.keys, ks)
-	t.n++
-	return ks
-}
-
 // Stats returns a snapshot of every key's [Stats], in the order the keys
 // were first seen, and last, if any key was past the first 4,096, the
 // figures of those keys together under the empty Key. Each figure is read

@@ -18,6 +18,7 @@ import (
 	"github.com/pacehttp/pace/internal/discard"
 	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/retrydecide"
+	"github.com/pacehttp/pace/internal/retrystatus"
 	"github.com/pacehttp/pace/retry"
 	"github.com/pacehttp/pace/throttle"
 )
@@ -422,32 +423,6 @@ func (t *Transport) compile(build bool) (*state, error) {
 		s.hosts = hl
 	}
 	return s, nil
-}
-
-// policyErr reports the first invalid setting of p (retrydecide.Validate)
-// as a *ConfigError whose Field is relative to the Policy ("Statuses",
-// "Budget.TTL"; the Transport prefixes "Retry."), or nil.
-func policyErr(p *retry.Policy) error {
-	if fe := retrydecide.Validate(p); fe != nil {
-		return configErr(fe.Field, fe.Value, fe.Reason)
-	}
-	return nil
-}
-
-// headerNameErr returns a *ConfigError naming field when name is not a
-// header field name (retrydecide.HeaderNameProblem), or nil.
-func headerNameErr(field, name string) error {
-	if why := retrydecide.HeaderNameProblem(name); why != "" {
-		return configErr(field, name, why)
-	}
-	return nil
-}
-
-func orDefault[T int | int64 | time.Duration](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // init compiles t once.
@@ -985,4 +960,47 @@ func bodyOf(resp *http.Response) io.ReadCloser {
 		return nil
 	}
 	return resp.Body
+}
+
+func init() { retrystatus.Of = statusesFor }
+
+// statusesFor returns the Statuses rt, a *Transport, retries for req: its
+// host's (Hosts) or its Retry's. It is retrystatus.Of, for package batch.
+func statusesFor(rt http.RoundTripper, req *http.Request) ([]int, bool) {
+	t, ok := rt.(*Transport)
+	if !ok || t == nil {
+		return nil, false
+	}
+	s, err := t.init()
+	if err != nil {
+		return t.Retry.Statuses, true
+	}
+	p := s.policy
+	if s.limiter == nil {
+		if e, _ := s.hosts.forHost(requestHost(req)); e != nil {
+			p = e.policy
+		}
+	}
+	return p.Policy.Statuses, true
+}
+
+// of returns the keyStats of key, whose first request went to host under
+// limiter lim, creating it if the table has room.
+func (t *statsTable) of(key, host string, lim throttle.Limiter) *keyStats {
+	if v, ok := t.m.Load(key); ok {
+		return v.(*keyStats)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v, ok := t.m.Load(key); ok {
+		return v.(*keyStats)
+	}
+	if t.n >= maxStatsKeys {
+		return &t.over
+	}
+	ks := &keyStats{key: key, host: host, lim: lim}
+	t.m.Store(key, ks)
+	t.keys = append(t.keys, ks)
+	t.n++
+	return ks
 }

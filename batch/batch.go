@@ -576,13 +576,6 @@ func (r *runner[T]) again(a *attempt, wait time.Duration, refused bool, now time
 	}
 }
 
-// outlasts reports whether a wait of d from now would end after the
-// context's deadline.
-func (r *runner[T]) outlasts(d time.Duration, now time.Time) bool {
-	dl, ok := r.ctx.Deadline()
-	return ok && now.Add(d).After(dl)
-}
-
 // outlasted ends the item of attempt a, throttled or refused, whose next
 // attempt could not start before the context's deadline (it would wait d
 // from now): the item is Interrupted, not journaled, so that a resumed run
@@ -598,25 +591,6 @@ func (r *runner[T]) outlasted(a *attempt, d time.Duration, now time.Time) {
 	} else if r.lapsed == nil {
 		r.lapsed = why
 	}
-}
-
-// pauseFor returns how long a throttle pauses its key: the server's delay,
-// never under pace.MinThrottlePause, or without one Options.Backoff doubled
-// for each of the key's consecutive throttles (strikes); either way at most
-// Options.MaxBackoff, the cap that pace.Transport applies as MaxRetryAfter
-// (both default to five minutes).
-func (r *runner[T]) pauseFor(delay time.Duration, strikes int) time.Duration {
-	if delay > 0 {
-		return min(max(delay, pace.MinThrottlePause), r.opts.MaxBackoff)
-	}
-	d := r.opts.Backoff
-	for range min(strikes, 63) {
-		if d >= r.opts.MaxBackoff/2 {
-			return r.opts.MaxBackoff
-		}
-		d *= 2
-	}
-	return min(d, r.opts.MaxBackoff)
 }
 
 // halt stops dispatch for good, keeping the first reason given.

@@ -158,3 +158,29 @@ func (r *runner[T]) requeueWake() time.Time {
 	}
 	return time.Time{}
 }
+
+// outlasts reports whether a wait of d from now would end after the
+// context's deadline.
+func (r *runner[T]) outlasts(d time.Duration, now time.Time) bool {
+	dl, ok := r.ctx.Deadline()
+	return ok && now.Add(d).After(dl)
+}
+
+// pauseFor returns how long a throttle pauses its key: the server's delay,
+// never under pace.MinThrottlePause, or without one Options.Backoff doubled
+// for each of the key's consecutive throttles (strikes); either way at most
+// Options.MaxBackoff, the cap that pace.Transport applies as MaxRetryAfter
+// (both default to five minutes).
+func (r *runner[T]) pauseFor(delay time.Duration, strikes int) time.Duration {
+	if delay > 0 {
+		return min(max(delay, pace.MinThrottlePause), r.opts.MaxBackoff)
+	}
+	d := r.opts.Backoff
+	for range min(strikes, 63) {
+		if d >= r.opts.MaxBackoff/2 {
+			return r.opts.MaxBackoff
+		}
+		d *= 2
+	}
+	return min(d, r.opts.MaxBackoff)
+}

@@ -46,3 +46,36 @@ func TestLongFuncsCounts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"p.go:long"}, LongFuncs(files, 60))
 }
+
+// TestNoFilesCallingBothWays: within each package of the library, calls
+// between two files go one way only, so that a file reads from the top
+// down: the caller's file before the callee's.
+func TestNoFilesCallingBothWays(t *testing.T) {
+	files, err := onecopy.Library("../..")
+	require.NoError(t, err)
+	dirs := map[string]bool{}
+	for _, f := range files {
+		dirs[f.Dir()] = true
+	}
+	for dir := range dirs {
+		pairs, err := BothWays(filepath.Join("../..", dir))
+		require.NoError(t, err)
+		if notYet[strings.SplitN(dir, "/", 2)[0]] {
+			t.Logf("later: %s: %v", dir, pairs)
+			continue
+		}
+		assert.Empty(t, pairs, "package %s", dir)
+	}
+}
+
+// TestBothWaysFindsAPair: a.go calling b.go and back is a pair; a call
+// through an interface is no call.
+func TestBothWaysFindsAPair(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, writeFile(filepath.Join(dir, "a.go"), "package p\n\nimport \"io\"\n\nfunc a() { b() }\n\nfunc c(r io.Reader) { var w waiter; w.Wait() }\n"))
+	require.NoError(t, writeFile(filepath.Join(dir, "b.go"), "package p\n\nfunc b() {}\n\nfunc d() { a() }\n"))
+	require.NoError(t, writeFile(filepath.Join(dir, "c.go"), "package p\n\ntype waiter interface{ Wait() }\n\ntype k struct{}\n\nfunc (k) Wait() { b() }\n"))
+	pairs, err := BothWays(dir)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a.go b.go"}, pairs)
+}
