@@ -9,7 +9,9 @@ import (
 	"github.com/pacehttp/pace"
 )
 
-// ErrThrottled marks an attempt the server throttled. An item function
+// ErrThrottled marks an attempt the server throttled. It is
+// [pace.ErrThrottled], so one test matches a throttle wherever it was
+// met. An item function
 // returns an error matching it (errors.Is) to make Run pause dispatch and
 // try the item again instead of failing it; [*ThrottledError] matches it and
 // can carry the server's delay.
@@ -20,7 +22,7 @@ import (
 // after the wait a [*pace.WaitError] names (see the package documentation,
 // Client-side refusals). A wait that would outlast the run's deadline ends
 // the item Interrupted.
-var ErrThrottled = errors.New("batch: throttled")
+var ErrThrottled = pace.ErrThrottled
 
 // ThrottledError reports that the server throttled an attempt, and how long
 // it asked the client to wait. It matches [ErrThrottled]. [HTTP] returns one
@@ -100,7 +102,7 @@ func throttleOf(err error, now time.Time) (time.Duration, throttleKind) {
 		if errors.As(err, &te) {
 			return max(te.RetryAfter, 0), serverThrottle
 		}
-		return 0, serverThrottle
+		return waitDelay(err), serverThrottle
 	}
 	var ae *pace.AttemptsError
 	if errors.As(err, &ae) {
@@ -110,7 +112,7 @@ func throttleOf(err error, now time.Time) (time.Duration, throttleKind) {
 			}
 			return 0, notThrottled
 		}
-		if ae.StatusCode != http.StatusTooManyRequests && ae.StatusCode != http.StatusForbidden && !errors.Is(err, pace.ErrThrottled) {
+		if ae.StatusCode != http.StatusTooManyRequests && ae.StatusCode != http.StatusForbidden {
 			return 0, notThrottled
 		}
 		if !errors.Is(err, pace.ErrRateLimited) {
@@ -118,10 +120,7 @@ func throttleOf(err error, now time.Time) (time.Duration, throttleKind) {
 		}
 		return waitDelay(err), serverThrottle
 	}
-	switch {
-	case errors.Is(err, pace.ErrThrottled):
-		return waitDelay(err), serverThrottle
-	case errors.Is(err, pace.ErrRateLimited):
+	if errors.Is(err, pace.ErrRateLimited) {
 		return waitDelay(err), clientRefusal
 	}
 	return 0, notThrottled

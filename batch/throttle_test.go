@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/testhttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -380,4 +381,22 @@ func TestRunHugeRetryAfter(t *testing.T) {
 			assert.Equal(t, time.Second, elapsed, "the pause is MaxBackoff")
 		})
 	})
+}
+
+// TestOneErrThrottled: batch's ErrThrottled is pace's, so a throttle met by
+// the Transport (a request behind its key's throttled probe) and one an
+// item function reports match the same error, and Run takes both as the
+// server's throttle.
+func TestOneErrThrottled(t *testing.T) {
+	require.Same(t, pace.ErrThrottled, ErrThrottled)
+	now := time.Now()
+	for _, err := range []error{
+		ErrThrottled,
+		&ThrottledError{Status: http.StatusTooManyRequests},
+		&pace.WaitError{Key: "h", Err: pace.ErrThrottled},
+	} {
+		assert.ErrorIs(t, err, pace.ErrThrottled)
+		_, kind := throttleOf(err, now)
+		assert.Equal(t, serverThrottle, kind, "%v", err)
+	}
 }
