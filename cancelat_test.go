@@ -28,13 +28,13 @@ func TestCancelAtAfterTheInstantGivesNothingBack(t *testing.T) {
 		t.Run("LeakyBucket "+tt.name, func(t *testing.T) {
 			l, err := NewShaper(LeakyBucket(PerSecond(1), LeakyOptions{Queue: 5}))
 			require.NoError(t, err)
-			_, err = l.ReserveAt(t0, 1) // at t0
+			_, err = l.ReserveAt(t0, 1, 0) // at t0
 			require.NoError(t, err)
-			r, err := l.ReserveAt(t0, 1) // at t0+1s
+			r, err := l.ReserveAt(t0, 1, 0) // at t0+1s
 			require.NoError(t, err)
 			require.Equal(t, time.Second, r.Delay)
 			l.CancelAt(t0.Add(tt.cancelAt), r)
-			next, err := l.ReserveAt(t0.Add(time.Second), 1)
+			next, err := l.ReserveAt(t0.Add(time.Second), 1, 0)
 			require.NoError(t, err)
 			assert.Equal(t, tt.next, next.Delay)
 		})
@@ -95,11 +95,11 @@ func TestCancelAtLatestFirstIsExactForAnyBurst(t *testing.T) {
 		t.Run("Shaper "+name, func(t *testing.T) {
 			s, err := NewShaper(tt.limit)
 			require.NoError(t, err)
-			rs := reserveTimes(t, func() (Reservation, error) { return s.ReserveAt(t0, 1) }, tt.booked)
+			rs := reserveTimes(t, func() (Reservation, error) { return s.ReserveAt(t0, 1, 0) }, tt.booked)
 			for i := tt.booked - 1; i >= first; i-- {
 				s.CancelAt(at, rs[i])
 			}
-			next, err := s.ReserveAt(at, 1)
+			next, err := s.ReserveAt(at, 1, 0)
 			require.NoError(t, err)
 			assert.Equal(t, max(rs[first].Delay-tt.cancelAt, 0), next.Delay)
 		})
@@ -170,10 +170,10 @@ func TestCancelAtLatestFirstProperty(t *testing.T) {
 		rs := make([]Reservation, booked)
 		clock := func(i int) time.Time { return t0.Add(time.Duration(max(i-burst+1, 0)) * step) }
 		for i := range rs {
-			rs[i], err = s.ReserveAt(clock(i), 1)
+			rs[i], err = s.ReserveAt(clock(i), 1, 0)
 			require.NoError(t, err)
 			if i < booked-cancel {
-				_, err = ref.ReserveAt(clock(i), 1)
+				_, err = ref.ReserveAt(clock(i), 1, 0)
 				require.NoError(t, err)
 			}
 		}
@@ -185,9 +185,9 @@ func TestCancelAtLatestFirstProperty(t *testing.T) {
 		for i := booked - 1; i >= booked-cancel; i-- {
 			s.CancelAt(at, rs[i])
 		}
-		got, err := s.ReserveAt(at, 1)
+		got, err := s.ReserveAt(at, 1, 0)
 		require.NoError(t, err)
-		want, err := ref.ReserveAt(at, 1)
+		want, err := ref.ReserveAt(at, 1, 0)
 		require.NoError(t, err)
 		require.Equal(t, want.Delay, got.Delay, "%v: %d booked %v apart, the latest %d cancelled", l, booked, step, cancel)
 	}

@@ -18,7 +18,7 @@ func TestCompositeLeakyQueue(t *testing.T) {
 	strict := mustComposite(t, LeakyBucket(PerSecond(10), LeakyOptions{Queue: 1}), FixedWindow(PerMinute(1)))
 	runWinAllow(t, strict, []winAllow{{0, 1, true}})
 	before := compositeSnapshot(strict)
-	if r, err := strict.ReserveAt(winAt(time.Second), 1); !errors.Is(err, ErrQueueFull) {
+	if r, err := strict.ReserveAt(winAt(time.Second), 1, 0); !errors.Is(err, ErrQueueFull) {
 		t.Errorf("ReserveAt behind a full minute with a pacer that queues one = %v, %v; want ErrQueueFull", r.Delay, err)
 	}
 	if after := compositeSnapshot(strict); !reflect.DeepEqual(before, after) {

@@ -109,14 +109,14 @@ func TestCompositeAllOrNothing(t *testing.T) {
 		for _, order := range [][]Limit{{SlidingLog(PerSecond(5)), huge}, {huge, SlidingLog(PerSecond(5))}} {
 			l := mustComposite(t, order...)
 			runWinAllow(t, l, []winAllow{{0, 2, true}})
-			if _, err := l.ReserveAt(winAt(0), 1); err != nil {
+			if _, err := l.ReserveAt(winAt(0), 1, 0); err != nil {
 				t.Fatalf("%v: ReserveAt in the next window: %v", l, err)
 			}
-			if _, err := l.ReserveAt(winAt(0), 2); err != nil {
+			if _, err := l.ReserveAt(winAt(0), 2, 0); err != nil {
 				t.Fatalf("%v: ReserveAt in the last window: %v", l, err)
 			}
 			before := compositeSnapshot(l)
-			if _, err := l.ReserveAt(winAt(0), 1); !errors.Is(err, ErrWaitTooLong) {
+			if _, err := l.ReserveAt(winAt(0), 1, 0); !errors.Is(err, ErrWaitTooLong) {
 				t.Fatalf("%v: ReserveAt past the end of time = %v, want ErrWaitTooLong", l, err)
 			}
 			if after := compositeSnapshot(l); !reflect.DeepEqual(before, after) {

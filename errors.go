@@ -276,3 +276,9 @@ func headerNameErr(field, name string) error {
 	}
 	return nil
 }
+
+// maxWaitErr is the error of a negative maxWait, refused by every Wait and
+// ReserveAt that takes one.
+func maxWaitErr(maxWait time.Duration) error {
+	return configErr("maxWait", maxWait, "must not be negative (0 sets no bound)")
+}

@@ -35,7 +35,7 @@ func TestErrorText(t *testing.T) {
 			`pace: invalid Limiter *pace.Keyed: set together with Limits; use one`},
 		{"nil value", configErr("X", nil, "must be set"), `pace: invalid X: must be set`},
 		{"value kept", configErr("Burst", 0, "must be at least 1"), `pace: invalid Burst 0: must be at least 1`},
-		{"single-key limiter", tb.Wait(context.Background(), 0), `pace: unit count must be positive`},
+		{"single-key limiter", tb.Wait(context.Background(), -1), `pace: invalid maxWait -1ns: must not be negative (0 sets no bound)`},
 		{"host key wait", &WaitError{Key: "api.test", Delay: 5 * time.Second, Err: ErrWaitTooLong, hostKey: true},
 			`pace: "api.test": wait 5s: rate limited: wait too long`},
 		// A key not marked as a host (a Keyed's, Transport.Key's) is shown
@@ -55,8 +55,8 @@ func TestErrorText(t *testing.T) {
 		})
 	}
 	// The shortened text changes nothing for errors.Is.
-	if err := tb.Wait(context.Background(), 0); !errors.Is(err, ErrBadCount) {
-		t.Errorf("Wait(0) = %v, want ErrBadCount", err)
+	if err := tb.Wait(context.Background(), -1); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("Wait(-1) = %v, want ErrInvalidConfig", err)
 	}
 }
 

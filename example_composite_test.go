@@ -18,7 +18,7 @@ func ExampleNewShaper_all() {
 	fmt.Println(l)
 	t0 := time.Date(2025, 1, 1, 12, 0, 30, 0, time.UTC)
 	for i := range 4 {
-		r, err := l.ReserveAt(t0, 1)
+		r, err := l.ReserveAt(t0, 1, 0)
 		fmt.Println(i, r.Delay, err)
 	}
 	// Output:

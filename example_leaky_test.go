@@ -14,7 +14,7 @@ func ExampleLeakyBucket() {
 	}
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for range 4 {
-		r, err := p.ReserveAt(t0, 1)
+		r, err := p.ReserveAt(t0, 1, 0)
 		fmt.Println(r.Delay, err)
 	}
 	// Output:
@@ -33,7 +33,7 @@ func ExampleLeakyBucket_nginx() {
 	}
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for range 7 {
-		r, err := p.ReserveAt(t0, 1)
+		r, err := p.ReserveAt(t0, 1, 0)
 		if err != nil {
 			fmt.Println("refused:", err)
 			break

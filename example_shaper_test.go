@@ -14,7 +14,7 @@ func ExampleShaper_ReserveAt() {
 	}
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 3 {
-		r, _ := b.ReserveAt(t0, 1)
+		r, _ := b.ReserveAt(t0, 1, 0)
 		fmt.Println(i, r.Delay)
 	}
 	// Output:
@@ -46,9 +46,9 @@ func ExampleShaper_CancelAt() {
 		panic(err)
 	}
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	r1, _ := b.ReserveAt(t0, 1)
-	r2, _ := b.ReserveAt(t0, 1) // waits one interval
-	b.CancelAt(t0, r2)          // the latest first: exact
+	r1, _ := b.ReserveAt(t0, 1, 0)
+	r2, _ := b.ReserveAt(t0, 1, 0) // waits one interval
+	b.CancelAt(t0, r2)             // the latest first: exact
 	b.CancelAt(t0, r1)
 	fmt.Println(r2.Delay, b.QuotaAt(t0).Remaining, b.AllowAt(t0, 1))
 	// Output:

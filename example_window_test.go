@@ -39,10 +39,10 @@ func ExampleSlidingLog() {
 	}
 	t0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	for i := range 5 {
-		r, err := l.ReserveAt(t0.Add(time.Duration(i)*100*time.Millisecond), 1)
+		r, err := l.ReserveAt(t0.Add(time.Duration(i)*100*time.Millisecond), 1, 0)
 		fmt.Println(i, r.Delay, err)
 	}
-	_, err = l.ReserveAt(t0, 3)
+	_, err = l.ReserveAt(t0, 3, 0)
 	fmt.Println(err)
 	// Output:
 	// 0 0s <nil>

@@ -136,7 +136,7 @@ func exerciseGCRA(l *Shaper, spec gcraSpec, ops []gcraOp) error {
 				return fmt.Errorf("step %d: AllowAt(%d, %d) refused but changed the state", k, now, n)
 			}
 		case gcraOpReserve:
-			r, err := l.ReserveAt(nowT, n)
+			r, err := l.ReserveAt(nowT, n, 0)
 			if err != nil {
 				if after := gcraCell(l); after != before {
 					return fmt.Errorf("step %d: ReserveAt(%d, %d) = %v but changed the state", k, now, n, err)
@@ -249,7 +249,7 @@ func gcraLeaky(t testing.TB, r Rate, o LeakyOptions) *Shaper {
 // gcraReserve calls ReserveAt and fails the test on an error.
 func gcraReserve(t testing.TB, l *Shaper, now time.Time, n int) Reservation {
 	t.Helper()
-	r, err := l.ReserveAt(now, n)
+	r, err := l.ReserveAt(now, n, 0)
 	if err != nil {
 		t.Fatalf("ReserveAt(%v, %d): %v", now.Sub(gcraT0), n, err)
 	}
@@ -333,7 +333,7 @@ func TestGCRAOverflowRefuses(t *testing.T) {
 		refused := false
 		for range 8 {
 			before := gcraCell(l)
-			r, err := l.ReserveAt(gcraT0, 1)
+			r, err := l.ReserveAt(gcraT0, 1, 0)
 			if r.Delay < 0 {
 				t.Fatalf("%s: ReserveAt delay %v < 0", name, r.Delay)
 			}
@@ -459,7 +459,7 @@ func TestGCRABadCount(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := gcraCell(tt.l)
-			if _, err := tt.l.ReserveAt(gcraT0, tt.n); !errors.Is(err, tt.want) {
+			if _, err := tt.l.ReserveAt(gcraT0, tt.n, 0); !errors.Is(err, tt.want) {
 				t.Errorf("ReserveAt(T, %d) error = %v, want %v", tt.n, err, tt.want)
 			}
 			if tt.l.AllowAt(gcraT0, tt.n) {
@@ -493,7 +493,7 @@ func TestGCRAClockStepsBack(t *testing.T) {
 				if l.AllowAt(now.Add(-100*365*24*time.Hour), 1) {
 					t.Errorf("AllowAt(T−%v−100 years), before the epoch, = true, want false", back)
 				}
-				r, err := l.ReserveAt(now, 1)
+				r, err := l.ReserveAt(now, 1, 0)
 				if err != nil {
 					t.Fatalf("ReserveAt(T−%v): %v", back, err)
 				}
@@ -543,7 +543,7 @@ func TestGCRASpan(t *testing.T) {
 		// widest departure margin (a 20th: 12.5ms) and a millisecond.
 		{"leaky", lb, 2*250*time.Millisecond + 3*(263500*time.Microsecond), (2 + 3) * 250 * time.Millisecond, func(l *Shaper) {
 			for {
-				if _, err := l.ReserveAt(gcraT0, 1); err != nil {
+				if _, err := l.ReserveAt(gcraT0, 1, 0); err != nil {
 					return
 				}
 			}

@@ -260,13 +260,17 @@ func (k *Keyed) String() string {
 // nothing and returns [ErrBadCount] for n <= 0, [ErrBurstExceeded] when n
 // can never be granted at once, [ErrQueueFull] when a pacer's queue is full,
 // and [ErrWaitTooLong] when the delay exceeds maxWait > 0 or cannot be
-// represented; maxWait <= 0 sets no bound. On a refusal for maxWait or a
+// represented; zero sets no bound, and a negative maxWait is refused with
+// a [*ConfigError]. On a refusal for maxWait or a
 // full queue, the Reservation's Delay says how long the wait would have
 // been. With the zero Limit only the pause applies and nothing is booked.
 // The explicit-time methods honour a key's pause, not its probe (see
 // [Keyed.Wait]). Safe for concurrent use.
 func (k *Keyed) ReserveAt(now time.Time, key string, n int, maxWait time.Duration) (Reservation, error) {
 	k.mustInit()
+	if maxWait < 0 {
+		return Reservation{}, maxWaitErr(maxWait)
+	}
 	at := sinceEpoch(k.epoch, now)
 	e := k.open(at, key, false)
 	r, err := decideCell(k.alg, e.c, e.pause(), e.now, n, maxWait, noDeadline, true)

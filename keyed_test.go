@@ -576,7 +576,7 @@ func TestKeyedMatchesIndependentLimits(t *testing.T) {
 					}
 				case op < 8:
 					got, gotErr := k.ReserveAt(now, key, n, 0)
-					want, wantErr := ref[key].ReserveAt(now, n)
+					want, wantErr := ref[key].ReserveAt(now, n, 0)
 					if got.Delay != want.Delay || !errors.Is(gotErr, wantErr) {
 						t.Fatalf("%v schedule %d step %d: ReserveAt(%v, %s, %d) = %v, %v; want %v, %v", l, schedule, step, now.Sub(t0), key, n, got.Delay, gotErr, want.Delay, wantErr)
 					}

@@ -261,7 +261,7 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (th
 		return throttle.Permit{Key: key}, &WaitError{Key: key, Err: err}
 	}
 	if maxWait < 0 {
-		return throttle.Permit{Key: key}, &WaitError{Key: key, Err: configErr("maxWait", maxWait, "must not be negative (0 sets no bound)")}
+		return throttle.Permit{Key: key}, &WaitError{Key: key, Err: maxWaitErr(maxWait)}
 	}
 	start := clampNow(int64(time.Since(k.epoch)))
 	if k.waitFast(start, key) {

@@ -20,7 +20,7 @@ import (
 func leakyDelays(l *Shaper, now time.Time, k int) ([]time.Duration, error) {
 	var ds []time.Duration
 	for range k {
-		r, err := l.ReserveAt(now, 1)
+		r, err := l.ReserveAt(now, 1, 0)
 		if err != nil {
 			return ds, err
 		}
@@ -49,7 +49,7 @@ func TestLeakyBucketSpacing(t *testing.T) {
 		t.Fatalf("delays %v, %v; want %v", ds, err, spaced(6, 0, I))
 	}
 	before := gcraCell(l)
-	r, err := l.ReserveAt(gcraT0, 1)
+	r, err := l.ReserveAt(gcraT0, 1, 0)
 	if !errors.Is(err, ErrQueueFull) || !errors.Is(err, ErrRateLimited) || r.Delay != 6*I {
 		t.Errorf("7th ReserveAt = %v, %v; want ErrQueueFull with Delay 600ms", r.Delay, err)
 	}
@@ -85,7 +85,7 @@ func TestLeakyBucketZeroQueue(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make([]error, 4)
 		for i := range errs {
-			wg.Go(func() { errs[i] = w.Wait(t.Context(), 1) })
+			wg.Go(func() { errs[i] = w.Wait(t.Context(), 0) })
 		}
 		wg.Wait()
 		for i, err := range errs {
@@ -268,14 +268,14 @@ func TestLeakyBucketIdleThenLoopWait(t *testing.T) {
 				l := gcraLeaky(t, PerSecond(10), LeakyOptions{Slack: slack, Queue: 1})
 				ctx := context.Background()
 				for cycle := range 2 {
-					if err := l.Wait(ctx, 1); err != nil {
+					if err := l.Wait(ctx, 0); err != nil {
 						t.Fatalf("cycle %d: lone Wait: %v", cycle, err)
 					}
 					time.Sleep(3 * time.Second)
 					start := time.Now()
 					var releases []time.Time
 					for i := range 30 {
-						if err := l.Wait(ctx, 1); err != nil {
+						if err := l.Wait(ctx, 0); err != nil {
 							t.Fatalf("cycle %d: Wait %d: %v", cycle, i, err)
 						}
 						releases = append(releases, time.Now())
@@ -305,7 +305,7 @@ func TestLeakyBucketWaitQueueFull(t *testing.T) {
 		)
 		for range 5 {
 			wg.Go(func() {
-				err := l.Wait(context.Background(), 1)
+				err := l.Wait(context.Background(), 0)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -338,7 +338,7 @@ func TestLeakyBucketWaitCancel(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
-		go func() { done <- l.Wait(ctx, 1) }() // slot at 100ms
+		go func() { done <- l.Wait(ctx, 0) }() // slot at 100ms
 		synctest.Wait()
 		time.Sleep(30 * time.Millisecond)
 		cancel()
@@ -444,7 +444,7 @@ func BenchmarkLeakyBucketReserveAt(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		now = now.Add(time.Microsecond) // one slot's worth: delays stay zero
-		if _, err := l.ReserveAt(now, 1); err != nil {
+		if _, err := l.ReserveAt(now, 1, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -457,7 +457,7 @@ func BenchmarkLeakyBucketReserveAtParallel(b *testing.B) {
 		now := gcraT0
 		for pb.Next() {
 			now = now.Add(time.Microsecond)
-			l.ReserveAt(now, 1) // refusals when the queue is full are part of the cost
+			l.ReserveAt(now, 1, 0) // refusals when the queue is full are part of the cost
 		}
 	})
 }
@@ -472,7 +472,7 @@ func TestLeakyFreshSlackIsWhole(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var got []time.Duration
 	for range 5 {
-		r, err := s.ReserveAt(t0, 1)
+		r, err := s.ReserveAt(t0, 1, 0)
 		require.NoError(t, err)
 		got = append(got, r.Delay)
 	}

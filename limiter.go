@@ -350,25 +350,30 @@ func (s *Shaper) clock(at int64) int64 {
 // be used. It books nothing and returns [ErrBadCount] for n <= 0,
 // [ErrBurstExceeded] when n can never be granted at once (more than a token
 // bucket's burst, a pacer's Slack+1, a window's Rate.N, or the smallest of
-// these for [All]), [ErrQueueFull] when a pacer's queue is full (the
-// Reservation's Delay then says how long the wait would have been) and
-// [ErrWaitTooLong] when the delay cannot be represented. Safe for concurrent
-// use.
-func (s *Shaper) ReserveAt(now time.Time, n int) (Reservation, error) {
+// these for [All]), [ErrQueueFull] when a pacer's queue is full and
+// [ErrWaitTooLong] when the delay exceeds maxWait > 0 or cannot be
+// represented. On a refusal for maxWait or a full queue, the Reservation's
+// Delay says how long the wait would have been. maxWait means what it
+// means in [Keyed.ReserveAt]: zero sets no bound, and a negative maxWait
+// is refused with a [*ConfigError]. Safe for concurrent use.
+func (s *Shaper) ReserveAt(now time.Time, n int, maxWait time.Duration) (Reservation, error) {
 	s.mustInit()
-	return s.reserve(sinceEpoch(s.epoch, now), n, false)
+	if maxWait < 0 {
+		return Reservation{}, maxWaitErr(maxWait)
+	}
+	return s.reserve(sinceEpoch(s.epoch, now), n, false, maxWait)
 }
 
 // reserve is ReserveAt on nanoseconds since the epoch. With fromClock, at
 // was read from the clock before taking the lock, and is decided at the
 // latest such instant already seen (see clock).
-func (s *Shaper) reserve(at int64, n int, fromClock bool) (Reservation, error) {
+func (s *Shaper) reserve(at int64, n int, fromClock bool, maxWait time.Duration) (Reservation, error) {
 	s.mu.Lock()
 	from := at
 	if fromClock {
 		from = s.clock(at)
 	}
-	r, err := reserveCell(s.alg, &s.c, from, n, 0)
+	r, err := reserveCell(s.alg, &s.c, from, n, maxWait)
 	s.mu.Unlock()
 	return r.from(from, at), err
 }
@@ -440,20 +445,25 @@ func (s *Shaper) CancelAt(now time.Time, r Reservation) {
 	s.mu.Unlock()
 }
 
-// Wait blocks until n units may be used, books them, and returns nil. It
+// Wait blocks until one unit may be used, books it, and returns nil, as
+// [Keyed.Wait] does for a key. It
 // fails at once with a [*WaitError] wrapping ctx.Err() if ctx has already
-// ended or one of the errors of ReserveAt (booking nothing), or
+// ended or one of the errors of ReserveAt (booking nothing; maxWait as
+// there), or
 // [ErrWaitExceedsDeadline] (which also matches context.DeadlineExceeded)
-// when the wait would outlast ctx's deadline (giving the units back). If
-// ctx ends while waiting it gives the units back and returns a *WaitError
-// wrapping ctx.Err(). The WaitError's Key is empty. Safe for concurrent
-// use.
-func (s *Shaper) Wait(ctx context.Context, n int) error {
+// when the wait would outlast ctx's deadline (giving the unit back). If
+// ctx ends while waiting it gives the unit back and returns a *WaitError
+// wrapping ctx.Err(). The WaitError's Key is empty. For n units, use
+// ReserveAt. Safe for concurrent use.
+func (s *Shaper) Wait(ctx context.Context, maxWait time.Duration) error {
 	s.mustInit()
 	if err := ctx.Err(); err != nil {
 		return &WaitError{Err: err}
 	}
-	r, err := s.reserve(clampNow(int64(time.Since(s.epoch))), n, true)
+	if maxWait < 0 {
+		return &WaitError{Err: maxWaitErr(maxWait)}
+	}
+	r, err := s.reserve(clampNow(int64(time.Since(s.epoch))), 1, true, maxWait)
 	if err != nil {
 		return &WaitError{Delay: r.Delay, Err: err}
 	}

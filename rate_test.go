@@ -50,7 +50,7 @@ func TestRatePerBound(t *testing.T) {
 			require.NoError(t, err)
 			now := time.Now()
 			assert.True(t, s.AllowAt(now, 1))
-			r, err := s.ReserveAt(now, 1)
+			r, err := s.ReserveAt(now, 1, 0)
 			if err == nil {
 				bound := maxPer
 				if name == "SlidingCounter" {

@@ -350,7 +350,7 @@ func TestShaperSetLimitAcrossAlgorithmsCost(t *testing.T) {
 				require.True(t, s.AllowAt(t0, 1))
 			}
 			require.NoError(t, s.SetLimitAt(t0, tt.to))
-			r, err := s.ReserveAt(t0, 1)
+			r, err := s.ReserveAt(t0, 1, 0)
 			require.NoError(t, err)
 			assert.Equal(t, tt.next, r.Delay)
 		})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -75,7 +76,7 @@ func TestShaperEveryAlgorithm(t *testing.T) {
 			q = s.QuotaAt(t0)
 			assert.Zero(t, q.Remaining)
 			assert.Positive(t, q.Wait)
-			r, err := s.ReserveAt(t0, 1)
+			r, err := s.ReserveAt(t0, 1, 0)
 			require.NoError(t, err)
 			assert.Equal(t, q.Wait, r.Delay, "the reservation waits what the quota said")
 			s.CancelAt(t0, r)
@@ -88,14 +89,61 @@ func TestShaperEveryAlgorithm(t *testing.T) {
 // with a *WaitError when the context has ended.
 func TestShaperWait(t *testing.T) {
 	s := mustShaper(t, TokenBucket(PerSecond(1), 1))
-	require.NoError(t, s.Wait(context.Background(), 1))
+	require.NoError(t, s.Wait(context.Background(), 0))
 	assert.False(t, s.Allow(), "the only token is taken")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := s.Wait(ctx, 1)
+	err := s.Wait(ctx, 0)
 	var we *WaitError
 	require.ErrorAs(t, err, &we)
 	assert.True(t, errors.Is(err, context.Canceled))
+}
+
+// TestMaxWaitOneMeaning: maxWait means the same in Shaper's and Keyed's
+// Wait and ReserveAt: a wait beyond a positive maxWait is refused with
+// ErrWaitTooLong and books nothing, zero sets no bound, and a negative
+// maxWait is refused as invalid (Keyed.ReserveAt took it for no bound,
+// Shaper took no maxWait).
+func TestMaxWaitOneMeaning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := mustShaper(t, TokenBucket(PerSecond(1), 1))
+		k, err := NewKeyed(TokenBucket(PerSecond(1), 1), KeyedOptions{})
+		require.NoError(t, err)
+		ctx := context.Background()
+		require.NoError(t, s.Wait(ctx, 0))
+		_, err = k.Wait(ctx, "k", 0)
+		require.NoError(t, err)
+		now := time.Now()
+
+		var we *WaitError
+		require.ErrorAs(t, s.Wait(ctx, 500*time.Millisecond), &we)
+		assert.ErrorIs(t, we, ErrWaitTooLong)
+		assert.Equal(t, time.Second, we.Delay)
+		_, err = k.Wait(ctx, "k", 500*time.Millisecond)
+		assert.ErrorIs(t, err, ErrWaitTooLong)
+
+		r, err := s.ReserveAt(now, 1, 500*time.Millisecond)
+		assert.ErrorIs(t, err, ErrWaitTooLong)
+		assert.Equal(t, time.Second, r.Delay)
+		r, err = k.ReserveAt(now, "k", 1, 500*time.Millisecond)
+		assert.ErrorIs(t, err, ErrWaitTooLong)
+		assert.Equal(t, time.Second, r.Delay)
+
+		assert.ErrorIs(t, s.Wait(ctx, -1), ErrInvalidConfig)
+		_, err = k.Wait(ctx, "k", -1)
+		assert.ErrorIs(t, err, ErrInvalidConfig)
+		_, err = s.ReserveAt(now, 1, -1)
+		assert.ErrorIs(t, err, ErrInvalidConfig)
+		_, err = k.ReserveAt(now, "k", 1, -1)
+		assert.ErrorIs(t, err, ErrInvalidConfig)
+
+		r, err = s.ReserveAt(now, 1, 0)
+		require.NoError(t, err, "zero sets no bound; the refusals booked nothing")
+		assert.Equal(t, time.Second, r.Delay)
+		r, err = k.ReserveAt(now, "k", 1, 0)
+		require.NoError(t, err)
+		assert.Equal(t, time.Second, r.Delay)
+	})
 }
 
 // TestShaperAllowConcurrent: a sliding-log Shaper's Allow from many

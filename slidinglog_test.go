@@ -100,7 +100,7 @@ func TestSlidingLogCancel(t *testing.T) {
 		runWinAllow(t, l, []winAllow{{0, (n + 1) / 2, true}})
 		var rs []Reservation
 		for i := range 3 * n {
-			r, err := l.ReserveAt(winAt(100*time.Millisecond), 1)
+			r, err := l.ReserveAt(winAt(100*time.Millisecond), 1, 0)
 			if err != nil {
 				t.Fatalf("N=%d: ReserveAt %d: %v", n, i, err)
 			}
@@ -172,7 +172,7 @@ func TestSlidingLogBadCountBooksNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.ReserveAt(winAt(0), 3); !errors.Is(err, ErrBurstExceeded) {
+	if _, err := l.ReserveAt(winAt(0), 3, 0); !errors.Is(err, ErrBurstExceeded) {
 		t.Errorf("ReserveAt(n=3 > N=2) error = %v, want ErrBurstExceeded", err)
 	}
 	if l.c.x != nil && l.c.x.count != 0 {
@@ -208,7 +208,7 @@ func TestSlidingLogCapsN(t *testing.T) {
 	k, err := NewKeyed(All(TokenBucket(PerSecond(1e9), 1e9), atCap), KeyedOptions{})
 	require.NoError(t, err)
 	book := map[string]func(n int) error{
-		"Shaper": func(n int) error { _, err := s.ReserveAt(now, n); return err },
+		"Shaper": func(n int) error { _, err := s.ReserveAt(now, n, 0); return err },
 		"Keyed":  func(n int) error { _, err := k.ReserveAt(now, "key", n, 0); return err },
 	}
 	for name, reserve := range book {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // bucketStep is one AllowAt call at gcraT0+at and its right answer.
@@ -152,7 +154,7 @@ func TestTokenBucketBurstZero(t *testing.T) {
 		b := gcraBucket(t, PerSecond(2), 1)
 		start := time.Now()
 		for i := range 10 {
-			if err := b.Wait(context.Background(), 1); err != nil {
+			if err := b.Wait(context.Background(), 0); err != nil {
 				t.Fatalf("Wait %d: %v", i, err)
 			}
 			if got, want := time.Since(start), time.Duration(i)*500*time.Millisecond; got != want {
@@ -175,7 +177,7 @@ func TestTokenBucketWaitDeadline(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		err := b.Wait(ctx, 1)
+		err := b.Wait(ctx, 0)
 		if elapsed := time.Since(start); elapsed != 0 {
 			t.Errorf("Wait returned after %v, want at once", elapsed)
 		}
@@ -203,7 +205,7 @@ func TestTokenBucketWaitCancel(t *testing.T) {
 		b.Allow() // the bucket is empty until 1s
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
-		go func() { done <- b.Wait(ctx, 1) }()
+		go func() { done <- b.Wait(ctx, 0) }()
 		synctest.Wait()
 		time.Sleep(300 * time.Millisecond)
 		cancel()
@@ -222,26 +224,19 @@ func TestTokenBucketWaitCancel(t *testing.T) {
 	})
 }
 
-// TestTokenBucketWaitErrors: Wait fails at once on a done context, n <= 0
-// and n above the burst, booking nothing.
+// TestTokenBucketWaitErrors: Wait fails at once on a done context and a
+// negative maxWait, and ReserveAt on n <= 0 and n above the burst, booking
+// nothing.
 func TestTokenBucketWaitErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := gcraBucket(t, PerSecond(1), 2)
 		done, cancel := context.WithCancel(context.Background())
 		cancel()
-		tests := []struct {
-			ctx  context.Context
-			n    int
-			want error
-		}{
-			{done, 1, context.Canceled},
-			{context.Background(), 0, ErrBadCount},
-			{context.Background(), 3, ErrBurstExceeded},
-		}
-		for _, tt := range tests {
-			if err := b.Wait(tt.ctx, tt.n); !errors.Is(err, tt.want) {
-				t.Errorf("Wait(n=%d) = %v, want %v", tt.n, err, tt.want)
-			}
+		assert.ErrorIs(t, b.Wait(done, 0), context.Canceled)
+		assert.ErrorIs(t, b.Wait(context.Background(), -1), ErrInvalidConfig)
+		for n, want := range map[int]error{0: ErrBadCount, 3: ErrBurstExceeded} {
+			_, err := b.ReserveAt(time.Now(), n, 0)
+			assert.ErrorIs(t, err, want, "ReserveAt(n=%d)", n)
 		}
 		if gcraCell(b) != (cell{}) {
 			t.Errorf("failed Waits booked something")
@@ -322,7 +317,7 @@ func BenchmarkTokenBucketReserveAt(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		now = now.Add(time.Microsecond) // one token's worth: delays stay zero
-		if _, err := tb.ReserveAt(now, 1); err != nil {
+		if _, err := tb.ReserveAt(now, 1, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -335,7 +330,7 @@ func BenchmarkTokenBucketReserveAtParallel(b *testing.B) {
 		now := gcraT0
 		for pb.Next() {
 			now = now.Add(time.Microsecond)
-			if r, err := tb.ReserveAt(now, 1); err == nil && r.Delay > time.Millisecond {
+			if r, err := tb.ReserveAt(now, 1, 0); err == nil && r.Delay > time.Millisecond {
 				tb.CancelAt(now, r) // keep the queue short
 			}
 		}

@@ -66,7 +66,7 @@ func (d *winDriver) reserve(n int, maxWait time.Duration) error {
 		err error
 	)
 	if maxWait == 0 {
-		r, err = d.l.ReserveAt(d.time(), n)
+		r, err = d.l.ReserveAt(d.time(), n, 0)
 	} else {
 		r, err = reserveCell(d.l.alg, &d.l.c, d.now, n, maxWait)
 	}

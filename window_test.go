@@ -16,7 +16,7 @@ func winAt(d time.Duration) time.Time { return winBase.Add(d) }
 
 // winLimiter is the explicit-time API of a Shaper.
 type winLimiter interface {
-	ReserveAt(now time.Time, n int) (Reservation, error)
+	ReserveAt(now time.Time, n int, maxWait time.Duration) (Reservation, error)
 	AllowAt(now time.Time, n int) bool
 	CancelAt(now time.Time, r Reservation)
 	String() string
@@ -52,7 +52,7 @@ func runWinReserve(t *testing.T, l winLimiter, steps []winReserve) []Reservation
 	t.Helper()
 	var rs []Reservation
 	for i, s := range steps {
-		r, err := l.ReserveAt(winAt(s.at), s.n)
+		r, err := l.ReserveAt(winAt(s.at), s.n, 0)
 		if !errors.Is(err, s.err) || (err == nil && r.Delay != s.delay) {
 			t.Errorf("step %d: %v ReserveAt(+%v, %d) = %v, %v; want %v, %v", i, l, s.at, s.n, r.Delay, err, s.delay, s.err)
 		}
@@ -167,7 +167,7 @@ func TestWindowOverflow(t *testing.T) {
 			}
 			refused := false
 			for i := range 4 {
-				r, err := l.ReserveAt(winAt(time.Second), 1)
+				r, err := l.ReserveAt(winAt(time.Second), 1, 0)
 				switch {
 				case r.Delay < 0:
 					t.Errorf("ReserveAt %d: negative delay %v", i, r.Delay)
@@ -200,7 +200,7 @@ func TestWindowClockBackwards(t *testing.T) {
 				{time.Second, 1, false},
 				{-time.Hour, 1, false},
 			})
-			r, err := l.ReserveAt(winAt(5*time.Second), 1)
+			r, err := l.ReserveAt(winAt(5*time.Second), 1, 0)
 			if err != nil || r.Delay <= 5*time.Second {
 				t.Errorf("ReserveAt(+5s) after a full window at +10s = %v, %v; want a delay past +10s", r.Delay, err)
 			}

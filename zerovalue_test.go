@@ -67,12 +67,12 @@ func TestZeroKeyedShaper(t *testing.T) {
 	}
 	shaper := map[string]func(s *Shaper){
 		"String":     func(s *Shaper) { _ = s.String() },
-		"ReserveAt":  func(s *Shaper) { _, _ = s.ReserveAt(now, 1) },
+		"ReserveAt":  func(s *Shaper) { _, _ = s.ReserveAt(now, 1, 0) },
 		"AllowAt":    func(s *Shaper) { s.AllowAt(now, 1) },
 		"Allow":      func(s *Shaper) { s.Allow() },
 		"CancelAt":   func(s *Shaper) { s.CancelAt(now, Reservation{}) },
 		"QuotaAt":    func(s *Shaper) { s.QuotaAt(now) },
-		"Wait":       func(s *Shaper) { _ = s.Wait(ctx, 1) },
+		"Wait":       func(s *Shaper) { _ = s.Wait(ctx, 0) },
 		"SetLimitAt": func(s *Shaper) { _ = s.SetLimitAt(now, TokenBucket(PerSecond(1), 1)) },
 	}
 	for name, call := range shaper {

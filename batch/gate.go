@@ -95,7 +95,7 @@ func (g *gate) pass(ctx context.Context, key string, ceiling *pace.Shaper, took,
 			return throttle.Permit{Key: key}, err
 		}
 		if ceiling != nil && !took {
-			if err := ceiling.Wait(ctx, 1); err != nil {
+			if err := ceiling.Wait(ctx, 0); err != nil {
 				return throttle.Permit{Key: key}, err
 			}
 		}

@@ -18,7 +18,7 @@ import (
 // pace.SlidingLog.CancelAt). A delay too long to represent is the largest
 // Duration.
 func delayAt(l *pace.Shaper, now time.Time) time.Duration {
-	r, err := l.ReserveAt(now, 1)
+	r, err := l.ReserveAt(now, 1, 0)
 	if err != nil {
 		return maxDuration
 	}
@@ -29,7 +29,7 @@ func delayAt(l *pace.Shaper, now time.Time) time.Duration {
 // bookAt records a start at t in l: at t itself when delayAt(l, t) is 0, as
 // it is for every attempt Run starts, or else at the first instant after t
 // that l allows.
-func bookAt(l *pace.Shaper, t time.Time) { _, _ = l.ReserveAt(t, 1) }
+func bookAt(l *pace.Shaper, t time.Time) { _, _ = l.ReserveAt(t, 1, 0) }
 
 // maxStreak bounds the starts remembered for learning a limit: enough for a
 // quota of 65,536 requests per window, 512 KiB at most.
