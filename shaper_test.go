@@ -3,6 +3,7 @@ package pace
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -175,4 +176,47 @@ func TestShaperAllowConcurrent(t *testing.T) {
 	if refused != 0 {
 		t.Fatalf("%d of 16000 calls refused with room for %d", refused, 1<<20)
 	}
+}
+
+// TestShaperKeyedVocabulary: a method Shaper and Keyed share takes the same
+// parameters in the same order, Keyed's with the key after the first (a
+// time or a context) unless it applies to every key (SetLimitAt, String;
+// Allow's key is its only parameter),
+// and returns the same, but for Wait, whose Keyed form returns the
+// throttle.Permit of the SPI.
+func TestShaperKeyedVocabulary(t *testing.T) {
+	st, kt := reflect.TypeFor[*Shaper](), reflect.TypeFor[*Keyed]()
+	shared := 0
+	for i := range st.NumMethod() {
+		sm := st.Method(i)
+		km, ok := kt.MethodByName(sm.Name)
+		if !ok {
+			continue
+		}
+		shared++
+		in := func(m reflect.Method) []reflect.Type {
+			var ts []reflect.Type
+			for j := 1; j < m.Type.NumIn(); j++ { // after the receiver
+				ts = append(ts, m.Type.In(j))
+			}
+			return ts
+		}
+		out := func(m reflect.Method) []reflect.Type {
+			var ts []reflect.Type
+			for j := range m.Type.NumOut() {
+				ts = append(ts, m.Type.Out(j))
+			}
+			return ts
+		}
+		want := in(sm)
+		if len(in(km)) == len(want)+1 {
+			at := min(1, len(want)) // Allow() has no time: the key comes first
+			want = append(want[:at:at], append([]reflect.Type{reflect.TypeFor[string]()}, want[at:]...)...)
+		}
+		assert.Equal(t, want, in(km), "%s's parameters", sm.Name)
+		if sm.Name != "Wait" {
+			assert.Equal(t, out(sm), out(km), "%s's results", sm.Name)
+		}
+	}
+	assert.GreaterOrEqual(t, shared, 8, "ReserveAt, AllowAt, Allow, CancelAt, QuotaAt, SetLimitAt, String, Wait")
 }

@@ -41,7 +41,9 @@ type Limiter interface {
 	// after pace.ErrThrottled). A negative maxWait is refused, booking
 	// nothing, with a *pace.WaitError wrapping a *pace.ConfigError (it
 	// matches pace.ErrInvalidConfig, not pace.ErrRateLimited), as
-	// pace.Transport refuses a negative MaxWait.
+	// pace.Transport refuses a negative MaxWait. maxWait means the same
+	// in pace.Keyed's and pace.Shaper's Wait and ReserveAt. The Transport
+	// passes what is left of its MaxWait, never zero.
 	Wait(ctx context.Context, key string, maxWait time.Duration) (Permit, error)
 
 	// Depart tells the limiter that the request of p was written at at.
