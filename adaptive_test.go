@@ -108,7 +108,7 @@ func TestTransportAdaptsWithoutHints(t *testing.T) {
 		assert.True(t, adapted, "the key's pace came from the adaptive rate")
 		assert.LessOrEqual(t, throttled, 400/10, "429s")
 		for _, d := range pauses {
-			assert.Less(t, d, DefaultThrottlePause)
+			assert.Less(t, d, retry.DefaultThrottlePause)
 		}
 		t.Logf("400 calls: %d × 429, %d throttle pauses", throttled, len(pauses))
 	})

@@ -10,14 +10,14 @@
 // 429, or a 503 or 403 with a delay; see [Throttled]) pauses the whole key:
 // for the delay the server asked for (Retry-After, retry-after-ms, the reset
 // headers; see [RetryAfter]), or,
-// after a 429 that names none, for [DefaultThrottlePause], doubling with each
+// after a 429 that names none, for [retry.DefaultThrottlePause], doubling with each
 // consecutive one (a throttle of a request sent after the key's latest
 // pause began, with no other answer between: the requests already in
 // flight when the first 429 came count once), except that a key with a
-// configured limit pauses for [MinThrottlePause] on the first one and slows
+// configured limit pauses for [retry.MinThrottlePause] on the first one and slows
 // its rate instead (see [Transport], "Adaptive rate"); never longer than
 // MaxRetryAfter, never shorter than
-// [MinThrottlePause]. When the pause ends, one request of the key goes first
+// [retry.MinThrottlePause]. When the pause ends, one request of the key goes first
 // as a probe, and the others follow only once its answer is not another
 // throttle; a throttled answer counts as an attempt of each of them. A
 // request's slot is counted when it is written to the wire, so a request

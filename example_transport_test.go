@@ -24,7 +24,7 @@ func ExampleTransport() {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) == 1 {
-			w.Header().Set("Retry-After", "0") // "try again now": the host still pauses for pace.MinThrottlePause
+			w.Header().Set("Retry-After", "0") // "try again now": the host still pauses for retry.MinThrottlePause
 			w.WriteHeader(http.StatusTooManyRequests)
 			return
 		}

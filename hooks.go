@@ -22,7 +22,7 @@ const (
 	// [retry.ReasonCooldown] or [retry.ReasonLimit].
 	EventWait EventKind = iota + 1
 	// EventThrottle: the server throttled the key (see [Throttled]) and
-	// the whole key is paused for Delay, until Until.
+	// the whole key is paused for Delay from the event.
 	EventThrottle
 	// EventRetry: attempt Attempt failed (StatusCode or Err) and the
 	// request will be sent again after Delay. Reason is [retry.ReasonServerDelay]
@@ -73,8 +73,6 @@ type Event struct {
 	Attempt int           // the attempt concerned, counting from 1; 0 for EventPortMismatch
 	// Delay is the wait the event is about (see the kinds).
 	Delay time.Duration
-	// Until is the end of the key's pause (EventThrottle only).
-	Until time.Time
 	// StatusCode is the status of the attempt's response, 0 if there was
 	// none.
 	StatusCode int
@@ -184,9 +182,6 @@ func (o *observer) log(ctx context.Context, ev *Event, hostKey bool) {
 	}
 	if ev.Delay > 0 {
 		attrs = append(attrs, slog.Duration("delay", ev.Delay))
-	}
-	if !ev.Until.IsZero() {
-		attrs = append(attrs, slog.Time("until", ev.Until))
 	}
 	if ev.StatusCode != 0 {
 		attrs = append(attrs, slog.Int("status", ev.StatusCode))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace/internal/queued"
+	"github.com/pacehttp/pace/retry"
 	"github.com/pacehttp/pace/throttle"
 )
 
@@ -397,7 +398,7 @@ func (w *waiter) admit(e *entry, left time.Duration, first bool) (stepKind, erro
 	case admitPaused:
 		d := time.Duration(st.th.until - e.now)
 		var err error
-		if d > MinThrottlePause && queued.Is(w.ctx) { // its caller waits out the pause in its own line
+		if d > retry.MinThrottlePause && queued.Is(w.ctx) { // its caller waits out the pause in its own line
 			err = &WaitError{Key: w.key, Delay: d, Err: ErrThrottled}
 		} else {
 			err = refuseWait(w.key, d, left, st.th.until, w.deadline)

@@ -16,6 +16,7 @@ import (
 	"github.com/pacehttp/pace/throttle"
 
 	"github.com/pacehttp/pace/internal/quickest"
+	"github.com/pacehttp/pace/retry"
 )
 
 const msNs = int64(time.Millisecond)
@@ -124,7 +125,7 @@ func keyLearnt(k *Keyed, key string) (m int64, cut bool) {
 // quota is the server's count, not its clock: no widening. A 429 with
 // Retry-After at the slot widens too (no Cut: the pause is the server's).
 func TestKeyedLearnThrottle(t *testing.T) {
-	throttled := throttle.Outcome{Sent: true, Response: true, Pause: MinThrottlePause, Cut: true}
+	throttled := throttle.Outcome{Sent: true, Response: true, Pause: retry.MinThrottlePause, Cut: true}
 	for _, tt := range []struct {
 		name    string
 		prepare func(p *throttle.Permit, o *throttle.Outcome)
@@ -255,7 +256,7 @@ func TestMarginStopsNginxStyle429(t *testing.T) {
 		assert.Len(t, refused, 1, "429s: only the first early-looking arrival")
 		// Each gap is the interval and the margin (3 ms after the first
 		// 429), plus the 429's brief pause and its retry's slot.
-		assert.LessOrEqual(t, elapsed, ideal*103/100+MinThrottlePause+interval, "elapsed")
+		assert.LessOrEqual(t, elapsed, ideal*103/100+retry.MinThrottlePause+interval, "elapsed")
 		for _, st := range tr.Stats() {
 			assert.NotEqual(t, "adaptive", st.PaceSource, "the rate was not cut")
 		}

@@ -51,7 +51,7 @@ func decideEnd(t *testing.T, method string, resp *http.Response, err error, bo *
 }
 
 // decideExec is the default policy's executor, as the Transport builds it.
-var decideExec = &retrydecide.Executor{ServerDelay: RetryAfter, MinPause: MinThrottlePause, ThrottlePause: DefaultThrottlePause}
+var decideExec = &retrydecide.Executor{ServerDelay: RetryAfter, MinPause: retry.MinThrottlePause, ThrottlePause: retry.DefaultThrottlePause}
 
 // TestDecide is the retry decision as a table, on explicit time: which
 // wait, which pause of the key, and, when a retryable failure is not
@@ -110,8 +110,8 @@ func TestDecide(t *testing.T) {
 			edit: func(in *retrydecide.End) { in.Fail = io.EOF },
 			want: retrydecide.Verdict{Why: retry.ReasonDecided, Fail: io.EOF, Pause: 3 * s}},
 
-		// 429 without a delay: DefaultThrottlePause doubled by the strikes.
-		{name: "429 without a delay pauses DefaultThrottlePause", resp: testhttp.Response(429), bo: decideBackoff{wait: s},
+		// 429 without a delay: retry.DefaultThrottlePause doubled by the strikes.
+		{name: "429 without a delay pauses retry.DefaultThrottlePause", resp: testhttp.Response(429), bo: decideBackoff{wait: s},
 			want: retrydecide.Verdict{Retry: true, Wait: 5 * s, Pause: 5 * s, Why: retry.ReasonBackoff}, calls: []bool{true}},
 		{name: "429 without a delay, 1 strike: 10s", resp: testhttp.Response(429), bo: decideBackoff{wait: s},
 			edit: func(in *retrydecide.End) { in.Strikes = 1 },
@@ -130,7 +130,7 @@ func TestDecide(t *testing.T) {
 			want: retrydecide.Verdict{Retry: true, Wait: 500 * ms, Pause: 500 * ms, Why: retry.ReasonBackoff}, calls: []bool{true}},
 		{name: "429 without a delay, the request's own schedule longer", resp: testhttp.Response(429), bo: decideBackoff{wait: 8 * s},
 			want: retrydecide.Verdict{Retry: true, Wait: 8 * s, Pause: 8 * s, Why: retry.ReasonBackoff}, calls: []bool{true}},
-		{name: "429 without a delay, full jitter at its lowest: never under DefaultThrottlePause", resp: testhttp.Response(429), bo: decideBackoff{wait: s},
+		{name: "429 without a delay, full jitter at its lowest: never under retry.DefaultThrottlePause", resp: testhttp.Response(429), bo: decideBackoff{wait: s},
 			edit: func(in *retrydecide.End) {
 				in.Strikes, in.Jitter, in.Rnd = 1, retry.FullJitter, func(int64) int64 { return 0 }
 			},
@@ -149,21 +149,21 @@ func TestDecide(t *testing.T) {
 		{name: "503 without a delay: no pause, the throttle schedule", resp: testhttp.Response(503), bo: decideBackoff{wait: 1200 * ms},
 			want: retrydecide.Verdict{Retry: true, Wait: 1200 * ms, Why: retry.ReasonBackoff}, calls: []bool{true}},
 
-		// 429 and 503 with a delay: pause = delay, floored at MinThrottlePause.
+		// 429 and 503 with a delay: pause = delay, floored at retry.MinThrottlePause.
 		{name: "429 with Retry-After: pause = delay", resp: testhttp.Response(429, "Retry-After", "3"),
 			want: retrydecide.Verdict{Retry: true, Wait: 3 * s, Pause: 3 * s, Why: retry.ReasonServerDelay}},
 		{name: "503 with Retry-After: pause = delay", resp: testhttp.Response(503, "Retry-After", "3"),
 			want: retrydecide.Verdict{Retry: true, Wait: 3 * s, Pause: 3 * s, Why: retry.ReasonServerDelay}},
-		{name: "429 with Retry-After: 0: MinThrottlePause", resp: testhttp.Response(429, "Retry-After", "0"),
-			want: retrydecide.Verdict{Retry: true, Wait: MinThrottlePause, Pause: MinThrottlePause, Why: retry.ReasonServerDelay}},
-		{name: "503 with Retry-After: 0: MinThrottlePause", resp: testhttp.Response(503, "Retry-After", "0"),
-			want: retrydecide.Verdict{Retry: true, Wait: MinThrottlePause, Pause: MinThrottlePause, Why: retry.ReasonServerDelay}},
-		{name: "429 with a past HTTP-date: MinThrottlePause", resp: testhttp.Response(429, "Retry-After", pastDate, "Date", date),
-			want: retrydecide.Verdict{Retry: true, Wait: MinThrottlePause, Pause: MinThrottlePause, Why: retry.ReasonServerDelay}},
-		{name: "429 with Retry-After-Ms: 10: MinThrottlePause", resp: testhttp.Response(429, "Retry-After-Ms", "10"),
-			want: retrydecide.Verdict{Retry: true, Wait: MinThrottlePause, Pause: MinThrottlePause, Why: retry.ReasonServerDelay}},
+		{name: "429 with Retry-After: 0: retry.MinThrottlePause", resp: testhttp.Response(429, "Retry-After", "0"),
+			want: retrydecide.Verdict{Retry: true, Wait: retry.MinThrottlePause, Pause: retry.MinThrottlePause, Why: retry.ReasonServerDelay}},
+		{name: "503 with Retry-After: 0: retry.MinThrottlePause", resp: testhttp.Response(503, "Retry-After", "0"),
+			want: retrydecide.Verdict{Retry: true, Wait: retry.MinThrottlePause, Pause: retry.MinThrottlePause, Why: retry.ReasonServerDelay}},
+		{name: "429 with a past HTTP-date: retry.MinThrottlePause", resp: testhttp.Response(429, "Retry-After", pastDate, "Date", date),
+			want: retrydecide.Verdict{Retry: true, Wait: retry.MinThrottlePause, Pause: retry.MinThrottlePause, Why: retry.ReasonServerDelay}},
+		{name: "429 with Retry-After-Ms: 10: retry.MinThrottlePause", resp: testhttp.Response(429, "Retry-After-Ms", "10"),
+			want: retrydecide.Verdict{Retry: true, Wait: retry.MinThrottlePause, Pause: retry.MinThrottlePause, Why: retry.ReasonServerDelay}},
 
-		// A delay below MinThrottlePause on a key with strikes: the floor
+		// A delay below retry.MinThrottlePause on a key with strikes: the floor
 		// doubles per strike (RFC 9110 §10.2.3 allows Retry-After: 0;
 		// repeated, it is the server's overload, not a schedule).
 		{name: "429 with Retry-After: 0, 1 strike: 100ms", resp: testhttp.Response(429, "Retry-After", "0"),
@@ -190,11 +190,11 @@ func TestDecide(t *testing.T) {
 		{name: "429 with Retry-After: 0, 40 strikes, capped by maxRetryAfter", resp: testhttp.Response(429, "Retry-After", "0"),
 			edit: func(in *retrydecide.End) { in.Strikes, in.MaxRetryAfter = 40, 7*s },
 			want: retrydecide.Verdict{Retry: true, Wait: 7 * s, Pause: 7 * s, Why: retry.ReasonServerDelay}},
-		{name: "429 with Retry-After: 0, 3 strikes, full jitter at its lowest: never under MinThrottlePause", resp: testhttp.Response(429, "Retry-After", "0"),
+		{name: "429 with Retry-After: 0, 3 strikes, full jitter at its lowest: never under retry.MinThrottlePause", resp: testhttp.Response(429, "Retry-After", "0"),
 			edit: func(in *retrydecide.End) {
 				in.Strikes, in.Jitter, in.Rnd = 3, retry.FullJitter, func(int64) int64 { return 0 }
 			},
-			want: retrydecide.Verdict{Retry: true, Wait: MinThrottlePause, Pause: MinThrottlePause, Why: retry.ReasonServerDelay}},
+			want: retrydecide.Verdict{Retry: true, Wait: retry.MinThrottlePause, Pause: retry.MinThrottlePause, Why: retry.ReasonServerDelay}},
 		{name: "429 with Retry-After: 0, 3 strikes, full jitter at its highest", resp: testhttp.Response(429, "Retry-After", "0"),
 			edit: func(in *retrydecide.End) { in.Strikes, in.Jitter = 3, retry.FullJitter },
 			want: retrydecide.Verdict{Retry: true, Wait: 400 * ms, Pause: 400 * ms, Why: retry.ReasonServerDelay}},
@@ -242,7 +242,7 @@ func TestDecide(t *testing.T) {
 			want: retrydecide.Verdict{Retry: true, Wait: 2 * s, Why: retry.ReasonServerDelay}},
 		{name: "budget spent and a zero server delay: no retry", resp: testhttp.Response(429, "Retry-After", "0"),
 			edit: func(in *retrydecide.End) { in.Withdraw = spentBudget },
-			want: retrydecide.Verdict{Pause: MinThrottlePause, Why: retry.ReasonBudget}},
+			want: retrydecide.Verdict{Pause: retry.MinThrottlePause, Why: retry.ReasonBudget}},
 		{name: "deadline shorter than the server's delay", resp: testhttp.Response(500, "Retry-After", "3"),
 			edit: func(in *retrydecide.End) { in.Deadline = decideNow.Add(2 * s) },
 			want: retrydecide.Verdict{Why: retry.ReasonDeadline, Refused: 3 * s, Deadline: true}},

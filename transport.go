@@ -66,7 +66,7 @@ const DefaultMaxWait = 5 * time.Minute
 // requests are not held in RoundTrip. For them a throttled answer comes
 // back unretried, and a request of a paused key fails at once, nothing
 // sent, with a [*WaitError] matching ErrThrottled that holds the rest of
-// the pause. Waits up to MinThrottlePause are slept as before. The refusal
+// the pause. Waits up to retry.MinThrottlePause are slept as before. The refusal
 // needs a [Keyed] as the key's Limiter (Limits, or none, gives one).
 //
 // # Quota headers
@@ -88,7 +88,7 @@ const DefaultMaxWait = 5 * time.Minute
 //
 // A 429 that names no delay and no quota, of a key paced by a configured
 // limit (Limits, or a [Keyed] as Limiter), lowers that key's rate instead
-// of pausing it for long: the key pauses for MinThrottlePause, its probe
+// of pausing it for long: the key pauses for retry.MinThrottlePause, its probe
 // goes, and its requests then leave at 0.7 times the rate they had, which
 // grows back along CUBIC's curve C·(t−K)³ + Wmax (C 0.4, K the seconds
 // until it is back at the old rate) until it reaches the configured limit
@@ -99,7 +99,7 @@ const DefaultMaxWait = 5 * time.Minute
 // and the configured limit; throttles of requests already in flight when
 // the rate was cut count once. A probe throttled again pauses the key as a
 // second consecutive throttle of a key without a limit does (the brief
-// pause was the first): DefaultThrottlePause doubled, 10 s, and doubling
+// pause was the first): retry.DefaultThrottlePause doubled, 10 s, and doubling
 // again with each further one. With a retry.Policy.NewBackOff schedule,
 // even the first such 429 pauses the key, for that schedule's next wait
 // (at least retry.DefaultThrottleBackoffInitial), and lowers its rate as well.
@@ -211,7 +211,7 @@ type Transport struct {
 	// large or malformed its delay, can make the key's requests wait, or
 	// fail with [ErrWaitTooLong], for longer. The waits the Transport
 	// chooses itself are capped at it too: backoff waits, and the pause after
-	// a 429 without a delay (then shorter than DefaultThrottlePause, or than
+	// a 429 without a delay (then shorter than retry.DefaultThrottlePause, or than
 	// a second, when MaxRetryAfter is). Zero means DefaultMaxRetryAfter
 	// (five minutes); a negative MaxRetryAfter is refused (Validate,
 	// RoundTrip) with a [*ConfigError].
@@ -394,7 +394,7 @@ func (t *Transport) compile(build bool) (*state, error) {
 	if !build {
 		return nil, validateHosts(t.Limits)
 	}
-	policy := &retrydecide.Executor{Policy: t.Retry, ServerDelay: RetryAfter, MinPause: MinThrottlePause, ThrottlePause: DefaultThrottlePause}
+	policy := &retrydecide.Executor{Policy: t.Retry, ServerDelay: RetryAfter, MinPause: retry.MinThrottlePause, ThrottlePause: retry.DefaultThrottlePause}
 	policy.Policy.Statuses = slices.Clone(policy.Policy.Statuses)
 	s := &state{
 		base:          t.Base,
@@ -642,12 +642,11 @@ func (c *call) settle(attempt int, p *throttle.Permit, out *http.Request, resp *
 	if resp != nil {
 		o.Quota = c.quota(resp, &o.At)
 	}
-	now := o.At
 	c.lim.Settle(*p, o)
 	if v.Pause > 0 {
 		c.st.throttles.Add(1)
 		if c.s.obs != nil {
-			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.Pause, Until: now.Add(v.Pause), StatusCode: statusOf(resp)})
+			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.Pause, StatusCode: statusOf(resp)})
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 )
 
 // TestQueuedCallerWaitsOutPauses: a request marked by internal/queued
@@ -73,7 +74,7 @@ func TestQueuedCallerWaitsOutPauses(t *testing.T) {
 	}
 }
 
-// TestQueuedCallerBriefPause: a pause of MinThrottlePause (a 429 without a
+// TestQueuedCallerBriefPause: a pause of retry.MinThrottlePause (a 429 without a
 // delay of a key whose rate adapts) is still slept and retried inside
 // RoundTrip for a queued caller, so that the adaptive rate works as before.
 func TestQueuedCallerBriefPause(t *testing.T) {
@@ -88,6 +89,6 @@ func TestQueuedCallerBriefPause(t *testing.T) {
 		code, err := get(t, tr, queued.With(t.Context()), "http://api.test/")
 		require.NoError(t, err)
 		assert.Equal(t, http.StatusOK, code)
-		assert.Equal(t, []time.Duration{0, MinThrottlePause}, srv.arrivals())
+		assert.Equal(t, []time.Duration{0, retry.MinThrottlePause}, srv.arrivals())
 	})
 }

@@ -484,8 +484,8 @@ func (l *goawayListener) goaway(c net.Conn) {
 // t0, no request leaves until the key's pause P is over: 3 s when it
 // carries Retry-After: 3. A 429 without Retry-After of a key with a limit
 // first lowers the key's adaptive rate and pauses it only briefly
-// (MinThrottlePause); its probe meets the server's window again, and that
-// second 429 pauses the key for DefaultThrottlePause (5 s) at least. When
+// (retry.MinThrottlePause); its probe meets the server's window again, and that
+// second 429 pauses the key for retry.DefaultThrottlePause (5 s) at least. When
 // the pause ends, the waiting requests leave paced by the host's limit,
 // after the server's 2 s of 429s: each run meets exactly 1 429 (2 without
 // Retry-After). All 50 requests end in 200, and no 1 s window holds more
@@ -497,7 +497,7 @@ func TestTransportOneThrottlePausesTheHost(t *testing.T) {
 		wantPause  time.Duration
 		want429    int
 	}{
-		{"no Retry-After", "", DefaultThrottlePause, 2},
+		{"no Retry-After", "", retry.DefaultThrottlePause, 2},
 		{"Retry-After: 3", "3", 3 * time.Second, 1},
 	}
 	for _, tt := range tests {
@@ -549,8 +549,8 @@ func TestTransportOneThrottlePausesTheHost(t *testing.T) {
 				from := 1      // the first request after the pause
 				if tt.want429 == 2 {
 					// The brief pause, then the probe: its 429 starts the long pause.
-					if d := rs[1].At.Sub(t0); d < MinThrottlePause || d > time.Second {
-						t.Errorf("the probe left %v after the first 429, want %v to 1s", d, MinThrottlePause)
+					if d := rs[1].At.Sub(t0); d < retry.MinThrottlePause || d > time.Second {
+						t.Errorf("the probe left %v after the first 429, want %v to 1s", d, retry.MinThrottlePause)
 					}
 					t0, from = rs[1].At, 2
 				}
@@ -603,8 +603,8 @@ func TestTransportInvalidRetryAfter(t *testing.T) {
 		{"1.5", func(time.Time) string { return "1.5" }, 1500 * time.Millisecond},
 		{"soon", func(time.Time) string { return "soon" }, 2 * time.Second},
 		// A past date means now, but a throttle still pauses its key for
-		// MinThrottlePause (well within the 0.1 s of openai/openai-java#853).
-		{"past date", func(now time.Time) string { return now.Add(-time.Minute).UTC().Format(http.TimeFormat) }, MinThrottlePause},
+		// retry.MinThrottlePause (well within the 0.1 s of openai/openai-java#853).
+		{"past date", func(now time.Time) string { return now.Add(-time.Minute).UTC().Format(http.TimeFormat) }, retry.MinThrottlePause},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -239,7 +239,7 @@ func TestTransportThrottleCancelledProbePassesOn(t *testing.T) {
 // TestTransportThrottleHungProbeHoldsItsRole: a probe holds its role until
 // its answer, however slow, and the requests waiting behind it are bounded
 // by their own MaxWait, nothing sent. A 429 with Retry-After: 0 pauses the
-// key for MinThrottlePause; the probe (A) leaves at 60 ms and the server
+// key for retry.MinThrottlePause; the probe (A) leaves at 60 ms and the server
 // holds it 4 s; four requests start at 80 ms with MaxWait 2 s and fail with
 // ErrWaitTooLong at 2.08 s. A's 200 at 4.06 s closes the key: a request
 // after it leaves at once. Arrivals: 0, 60 ms, 4.06 s.
@@ -718,14 +718,14 @@ func TestKeyedCancelledWaitersCloseUpTheQueue(t *testing.T) {
 }
 
 // TestTransportZeroDelayStillPauses: a 429 whose Retry-After is 0, or an
-// HTTP-date already past, still pauses its key for MinThrottlePause and
+// HTTP-date already past, still pauses its key for retry.MinThrottlePause and
 // then sends one probe. 50 callers are throttled at 0 s (Retry-After: 1,
 // answered after 10 ms) and wait; at 1.01 s the probe leaves and gets,
 // 10 ms later, a 429 with the zero delay; then 200s. In the 50 ms after
 // that 429, the 50 waiting callers (the probe's own retry included) send
 // at most 2 requests beyond the ones in flight (there are none: the
 // probe's own was answered), not 50; the next probe leaves at the end of
-// the pause, MinThrottlePause doubled (no jitter): the zero-delay 429 is
+// the pause, retry.MinThrottlePause doubled (no jitter): the zero-delay 429 is
 // the key's second consecutive throttle (RFC 9110 §10.2.3 allows the 0;
 // the server is still throttling after the second it asked for).
 func TestTransportZeroDelayStillPauses(t *testing.T) {
@@ -770,10 +770,10 @@ func TestTransportZeroDelayStillPauses(t *testing.T) {
 				require.Greater(t, len(at), 51)
 				require.Equal(t, 1020*ms, answered, "the zero-delay 429 answered at")
 				inFlight := 0 // sent before the 429 was answered and not yet answered
-				sent := countIn(at, answered, answered+MinThrottlePause)
+				sent := countIn(at, answered, answered+retry.MinThrottlePause)
 				t.Logf("arrivals after the first burst: %v", at[50:])
-				assert.LessOrEqual(t, sent, 2+inFlight, "requests in the %v after the zero-delay 429", MinThrottlePause)
-				assert.Equal(t, answered+2*MinThrottlePause, at[51], "the next probe")
+				assert.LessOrEqual(t, sent, 2+inFlight, "requests in the %v after the zero-delay 429", retry.MinThrottlePause)
+				assert.Equal(t, answered+2*retry.MinThrottlePause, at[51], "the next probe")
 			})
 		})
 	}
@@ -782,7 +782,7 @@ func TestTransportZeroDelayStillPauses(t *testing.T) {
 // TestTransportStrikesAreConsecutiveThrottles: 10 parallel GETs get a 429
 // without a delay at once (retry.NoJitter). The throttles of requests sent
 // before the key's pause was set are the same news, no new strike, so
-// the key pauses DefaultThrottlePause, 5 s, not 5 s doubled for each of
+// the key pauses retry.DefaultThrottlePause, 5 s, not 5 s doubled for each of
 // them (env0/terraform-provider-env0#1127); the probe's 429, a fresh
 // throttle, is the second strike: 10 s. The probe at 5.01 s, the next at
 // 15.02 s, then the other nine.
@@ -845,7 +845,7 @@ func getOK(t *testing.T, tr *Transport, url, what string, args ...any) {
 // TestTransportThrottleRepeatedRetryAfterZeroBacksOff: a server that
 // answers every request 429 with Retry-After: 0 is overloaded, not keeping
 // a schedule (RFC 9110 §10.2.3 allows the 0): the key's pause doubles from
-// MinThrottlePause per consecutive throttle instead of bringing the
+// retry.MinThrottlePause per consecutive throttle instead of bringing the
 // request back every 50 ms. One GET, MaxAttempts 5, no jitter: attempts at
 // 0, 50, 150, 350 and 750 ms (pauses 50, 100, 200, 400 ms, then 800 ms set
 // by the last); a second GET right after waits that pause out and keeps the
@@ -873,8 +873,8 @@ func TestTransportThrottleRepeatedRetryAfterZeroBacksOff(t *testing.T) {
 	}
 }
 
-// TestThrottleWaitsAsDocumented pins the waits that DefaultThrottlePause,
-// MinThrottlePause, retry.DefaultThrottleBackoffInitial, Throttled and the
+// TestThrottleWaitsAsDocumented pins the waits that retry.DefaultThrottlePause,
+// retry.MinThrottlePause, retry.DefaultThrottleBackoffInitial, Throttled and the
 // Transport's "Adaptive rate" describe, without jitter: a 429 without a
 // delay pauses an unpaced key 5 s, a key a configured limit paces 50 ms
 // (its rate is lowered instead; its probe throttled again, 10 s, the
@@ -893,9 +893,9 @@ func TestThrottleWaitsAsDocumented(t *testing.T) {
 		newBackOff func() backoff.BackOff
 		want       []time.Duration // gaps between the three attempts
 	}{
-		{"429, no limit", 0, 429, nil, nil, []time.Duration{DefaultThrottlePause, 2 * DefaultThrottlePause}},
+		{"429, no limit", 0, 429, nil, nil, []time.Duration{retry.DefaultThrottlePause, 2 * retry.DefaultThrottlePause}},
 		{"429, configured limit", 0, 429, Hosts{"*": {Limit: TokenBucket(PerSecond(1000), 1000)}}, nil,
-			[]time.Duration{MinThrottlePause, 2 * DefaultThrottlePause}}, // the brief pause was the first strike
+			[]time.Duration{retry.MinThrottlePause, 2 * retry.DefaultThrottlePause}}, // the brief pause was the first strike
 		{"429, NewBackOff", 0, 429, nil, constant, []time.Duration{retry.DefaultThrottleBackoffInitial, retry.DefaultThrottleBackoffInitial}},
 		{"503", 0, 503, nil, nil, []time.Duration{retry.DefaultThrottleBackoffInitial, 2 * retry.DefaultThrottleBackoffInitial}},
 		{"500", 0, 500, nil, nil, []time.Duration{retry.DefaultBackoffInitial, 2 * retry.DefaultBackoffInitial}},

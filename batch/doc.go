@@ -27,7 +27,7 @@
 // run go on.
 //
 // The pause is the delay the server asked for (a [*ThrottledError] carries
-// it), never under pace.MinThrottlePause, or without one [Options.Backoff]
+// it), never under retry.MinThrottlePause, or without one [Options.Backoff]
 // doubled for each consecutive throttle of the key; either way at most
 // [Options.MaxBackoff], the cap pace.Transport applies as MaxRetryAfter
 // (five minutes by default), so a Retry-After of a day, or of 9999999999
@@ -43,7 +43,7 @@
 // the [Options.Concurrency] slots, so that a paused key never holds up the
 // others. That wait is no attempt: it counts in no [Result].Attempts, and
 // not in Summary.Retries or Throttled. HTTP asks a pace.Transport to hand
-// back a throttle longer than pace.MinThrottlePause, not to sleep on it:
+// back a throttle longer than retry.MinThrottlePause, not to sleep on it:
 // the Transport returns the throttled answer unretried, and refuses a
 // request of a paused key at once, nothing sent. A Limiter that is no
 // [*pace.Keyed] (redislimit's, say) cannot refuse: there a request of a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/testhttp"
+	"github.com/pacehttp/pace/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -56,7 +57,7 @@ func TestRunShortMaxWait(t *testing.T) {
 				// gate, so each slot of the limit costs at most Concurrency refusals,
 				// not one per item refused so far.
 				assert.LessOrEqual(t, s.Throttled, 20*tt.concurrency, "refusals")
-				assert.LessOrEqual(t, elapsed, 1900*time.Millisecond+pace.MinThrottlePause,
+				assert.LessOrEqual(t, elapsed, 1900*time.Millisecond+retry.MinThrottlePause,
 					"the run keeps the limit's pace: 19 gaps of 100 ms")
 				if tt.maxWait > 0 && tt.maxWait < 100*time.Millisecond {
 					assert.Positive(t, s.Throttled, "the limit refused waits longer than MaxWait")

@@ -167,13 +167,13 @@ func (r *runner[T]) outlasts(d time.Duration, now time.Time) bool {
 }
 
 // pauseFor returns how long a throttle pauses its key: the server's delay,
-// never under pace.MinThrottlePause, or without one Options.Backoff doubled
+// never under retry.MinThrottlePause, or without one Options.Backoff doubled
 // for each of the key's consecutive throttles (strikes); either way at most
 // Options.MaxBackoff, the cap that pace.Transport applies as MaxRetryAfter
 // (both default to five minutes).
 func (r *runner[T]) pauseFor(delay time.Duration, strikes int) time.Duration {
 	if delay > 0 {
-		return min(max(delay, pace.MinThrottlePause), r.opts.MaxBackoff)
+		return min(max(delay, retry.MinThrottlePause), r.opts.MaxBackoff)
 	}
 	d := r.opts.Backoff
 	for range min(strikes, 63) {

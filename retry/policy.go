@@ -108,11 +108,11 @@ type Policy struct {
 	// its own. If nil, the schedule starts at DefaultBackoffInitial (100ms),
 	// or DefaultThrottleBackoffInitial (1s) after a 429 or 503 without
 	// a delay, and doubles up to DefaultBackoffMax (20s); a 429 without a
-	// delay pauses its whole key for pace.DefaultThrottlePause (5s),
+	// delay pauses its whole key for DefaultThrottlePause (5s),
 	// doubling with each consecutive one (a throttle of a request sent
 	// after the key's latest pause began, with no other answer in
 	// between), except that on a key a configured limit paces the first
-	// one pauses it for pace.MinThrottlePause (50ms) and lowers its rate
+	// one pauses it for MinThrottlePause (50ms) and lowers its rate
 	// (the Transport's "Adaptive rate"); all of these are capped at the
 	// Transport's MaxRetryAfter.
 	// A schedule from NewBackOff is reset before use, its waits are

@@ -28,7 +28,7 @@ type Executor struct {
 	// and the reset headers, as pace.RetryAfter reads them. nil: none.
 	ServerDelay func(resp *http.Response, now time.Time) (time.Duration, bool)
 	// MinPause and ThrottlePause are the pauses of a throttled key:
-	// pace.MinThrottlePause and pace.DefaultThrottlePause.
+	// retry.MinThrottlePause and retry.DefaultThrottlePause.
 	MinPause, ThrottlePause time.Duration
 }
 
