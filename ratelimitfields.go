@@ -408,23 +408,6 @@ func serverQuota(h http.Header, now time.Time) (q throttle.Quota, ok bool) {
 		Window: best.window, Reset: best.reset, Bucket: best.bucket}, true
 }
 
-// quotaPresent reports whether h has any header serverQuota reads a reset
-// from, so that the caller reads the clock only then: a few map lookups.
-func quotaPresent(h http.Header) bool {
-	if len(h) == 0 {
-		return false
-	}
-	if len(h[hdr.RateLimit]) > 0 || len(h[hdrShopifyCallLimit]) > 0 {
-		return true
-	}
-	for i := range quotaFamilies {
-		if len(h[quotaFamilies[i].reset]) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // slower reports whether hint a paces requests more slowly than b: a spent
 // quota before any other (the longer reset first), else the longer
 // interval reset/(remaining+1), compared without division.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pacehttp/pace/internal/bodyprefix"
 	"github.com/pacehttp/pace/internal/discard"
+	"github.com/pacehttp/pace/internal/hdr"
 	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/retrydecide"
 	"github.com/pacehttp/pace/internal/retrystatus"
@@ -1002,4 +1003,21 @@ func (t *statsTable) of(key, host string, lim throttle.Limiter) *keyStats {
 	t.keys = append(t.keys, ks)
 	t.n++
 	return ks
+}
+
+// quotaPresent reports whether h has any header serverQuota reads a reset
+// from, so that the caller reads the clock only then: a few map lookups.
+func quotaPresent(h http.Header) bool {
+	if len(h) == 0 {
+		return false
+	}
+	if len(h[hdr.RateLimit]) > 0 || len(h[hdrShopifyCallLimit]) > 0 {
+		return true
+	}
+	for i := range quotaFamilies {
+		if len(h[quotaFamilies[i].reset]) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -213,6 +213,9 @@ func newIdempotencyKey() string {
 // policy's statuses, or a 403 that is a throttle (retrystatus.Throttle) when the
 // policy retries a 429.
 func (p *Executor) RetryResponse(resp *http.Response) bool {
+	if resp.StatusCode < 400 { // Validate admits error statuses only: no lookup on success
+		return false
+	}
 	if resp.StatusCode == http.StatusForbidden {
 		_, delayed := p.serverDelay(resp, time.Now())
 		return delayed && p.RetryStatus(http.StatusTooManyRequests)
