@@ -739,6 +739,23 @@ func (c *call) quota(resp *http.Response, at *time.Time) throttle.Quota {
 	return q
 }
 
+// quotaPresent reports whether h has any header serverQuota reads a reset
+// from, so that the caller reads the clock only then: a few map lookups.
+func quotaPresent(h http.Header) bool {
+	if len(h) == 0 {
+		return false
+	}
+	if len(h[hdr.RateLimit]) > 0 || len(h[hdrShopifyCallLimit]) > 0 {
+		return true
+	}
+	for i := range quotaFamilies {
+		if len(h[quotaFamilies[i].reset]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // giveUpReason is the Reason an AttemptsError records for a verdict's why:
 // empty for the reasons of a retry.
 func giveUpReason(r retry.Reason) retry.Reason {
@@ -1003,21 +1020,4 @@ func (t *statsTable) of(key, host string, lim throttle.Limiter) *keyStats {
 	t.keys = append(t.keys, ks)
 	t.n++
 	return ks
-}
-
-// quotaPresent reports whether h has any header serverQuota reads a reset
-// from, so that the caller reads the clock only then: a few map lookups.
-func quotaPresent(h http.Header) bool {
-	if len(h) == 0 {
-		return false
-	}
-	if len(h[hdr.RateLimit]) > 0 || len(h[hdrShopifyCallLimit]) > 0 {
-		return true
-	}
-	for i := range quotaFamilies {
-		if len(h[quotaFamilies[i].reset]) > 0 {
-			return true
-		}
-	}
-	return false
 }
