@@ -51,7 +51,7 @@ func decideEnd(t *testing.T, method string, resp *http.Response, err error, bo *
 }
 
 // decideExec is the default policy's executor, as the Transport builds it.
-var decideExec = &retrydecide.Executor{ServerDelay: RetryAfter, MinPause: retry.MinThrottlePause, ThrottlePause: retry.DefaultThrottlePause}
+var decideExec = &retrydecide.Executor{ServerDelay: RetryAfter}
 
 // TestDecide is the retry decision as a table, on explicit time: which
 // wait, which pause of the key, and, when a retryable failure is not

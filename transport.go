@@ -395,7 +395,7 @@ func (t *Transport) compile(build bool) (*state, error) {
 	if !build {
 		return nil, validateHosts(t.Limits)
 	}
-	policy := &retrydecide.Executor{Policy: t.Retry, ServerDelay: RetryAfter, MinPause: retry.MinThrottlePause, ThrottlePause: retry.DefaultThrottlePause}
+	policy := &retrydecide.Executor{Policy: t.Retry, ServerDelay: RetryAfter}
 	policy.Policy.Statuses = slices.Clone(policy.Policy.Statuses)
 	s := &state{
 		base:          t.Base,

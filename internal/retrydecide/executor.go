@@ -27,9 +27,6 @@ type Executor struct {
 	// ServerDelay returns the delay resp names, read at now: Retry-After
 	// and the reset headers, as pace.RetryAfter reads them. nil: none.
 	ServerDelay func(resp *http.Response, now time.Time) (time.Duration, bool)
-	// MinPause and ThrottlePause are the pauses of a throttled key:
-	// retry.MinThrottlePause and retry.DefaultThrottlePause.
-	MinPause, ThrottlePause time.Duration
 }
 
 // serverDelay calls ServerDelay.
@@ -322,7 +319,7 @@ type End struct {
 	Rnd     func(n int64) int64 // for the jitter of the default pause; nil: math/rand/v2
 	// HandBack: the caller waits out a throttle's pause in its own line
 	// (package batch, see internal/queued); a throttle whose wait is
-	// longer than MinPause is returned to it, not retried.
+	// longer than retry.MinThrottlePause is returned to it, not retried.
 	HandBack bool
 }
 
@@ -350,21 +347,21 @@ type Verdict struct {
 //     headers ServerDelay reads), else the backoff schedule's next wait,
 //     jittered.
 //   - A throttle (retrystatus.Throttle) pauses the key: for the server's delay, never
-//     less than MinPause. A server delay below MinPause
+//     less than retry.MinThrottlePause. A server delay below retry.MinThrottlePause
 //     (Retry-After: 0, a past date, a reset already reached) is legal (RFC
-//     9110 §10.2.3) and its first throttle pauses for MinPause, but
+//     9110 §10.2.3) and its first throttle pauses for retry.MinThrottlePause, but
 //     on a key with strikes it is the server's overload, not a schedule:
-//     the pause is MinPause doubled by the key's strikes (100 ms
+//     the pause is retry.MinThrottlePause doubled by the key's strikes (100 ms
 //     on the second consecutive throttle, 200 ms on the third), jittered,
-//     never under MinPause, capped at retry.DefaultBackoffMax. Without a
+//     never under retry.MinThrottlePause, capped at retry.DefaultBackoffMax. Without a
 //     delay (a 429 that names none)
-//     for ThrottlePause doubled by the key's strikes, jittered, never
+//     for retry.DefaultThrottlePause doubled by the key's strikes, jittered, never
 //     under retry.DefaultThrottleBackoffInitial, or with a NewBackOff schedule its
 //     next wait, never under a second (env0/terraform-provider-env0#1127).
 //     Every pause is capped at MaxRetryAfter; the request's own wait is the
 //     pause. A key whose configured limit adapts (Adaptive) slows its rate
 //     instead (Verdict.Cut: the Limiter lowers its rate): its first throttle without a
-//     delay pauses it only for MinPause; a probe throttled again
+//     delay pauses it only for retry.MinThrottlePause; a probe throttled again
 //     gets the long pause, and the rate drops again.
 //   - Decide's Fail ends the call (retry.ReasonDecided), after a throttle's
 //     pause is set.
@@ -377,7 +374,7 @@ type Verdict struct {
 //     so that only a retry otherwise made takes from it, the budget is
 //     spent (unless the server named a delay: the server itself set the
 //     pace, and the retry is counted anyway). Just before the budget, a
-//     throttle whose wait is longer than MinPause is handed back
+//     throttle whose wait is longer than retry.MinThrottlePause is handed back
 //     unretried when the caller waits out pauses itself (HandBack).
 func (p *Executor) Decide(in End) Verdict {
 	status := 0
@@ -422,14 +419,14 @@ func (p *Executor) Decide(in End) Verdict {
 // rate, and the request's wait then, which was wait (see Decide).
 func (p *Executor) throttlePause(in End, serverWait time.Duration, fromServer bool, wait time.Duration) (pause time.Duration, cut bool, _ time.Duration) {
 	if fromServer {
-		pause = max(serverWait, p.MinPause)
-		if serverWait < p.MinPause && in.Strikes > 0 {
+		pause = max(serverWait, retry.MinThrottlePause)
+		if serverWait < retry.MinThrottlePause && in.Strikes > 0 {
 			// Retry-After: 0 again (RFC 9110 §10.2.3 allows it): the
 			// server is overloaded, not keeping a schedule. Double
-			// from MinPause per strike, as a 429 without a
-			// delay doubles from ThrottlePause.
-			pause = ApplyJitter(in.Jitter, BackoffDelay(in.Strikes+1, p.MinPause, retry.DefaultBackoffMax),
-				0, p.MinPause, retry.DefaultBackoffMax, in.Rnd)
+			// from retry.MinThrottlePause per strike, as a 429 without a
+			// delay doubles from retry.DefaultThrottlePause.
+			pause = ApplyJitter(in.Jitter, BackoffDelay(in.Strikes+1, retry.MinThrottlePause, retry.DefaultBackoffMax),
+				0, retry.MinThrottlePause, retry.DefaultBackoffMax, in.Rnd)
 		}
 		pause = min(pause, in.MaxRetryAfter)
 		return pause, false, max(wait, pause)
@@ -438,13 +435,13 @@ func (p *Executor) throttlePause(in End, serverWait time.Duration, fromServer bo
 		// The key's rate adapts: it slows down instead of pausing for
 		// long; a brief pause and a probe, as after Retry-After: 0. A
 		// probe throttled again gets the long pause.
-		pause = min(p.MinPause, in.MaxRetryAfter)
+		pause = min(retry.MinThrottlePause, in.MaxRetryAfter)
 		return pause, true, pause
 	}
 	keyWait := wait // a NewBackOff schedule is the caller's choice: its next wait
 	if !in.CustomBackoff {
-		keyWait = ApplyJitter(in.Jitter, BackoffDelay(in.Strikes+1, p.ThrottlePause, retry.DefaultBackoffMax),
-			0, p.ThrottlePause, retry.DefaultBackoffMax, in.Rnd)
+		keyWait = ApplyJitter(in.Jitter, BackoffDelay(in.Strikes+1, retry.DefaultThrottlePause, retry.DefaultBackoffMax),
+			0, retry.DefaultThrottlePause, retry.DefaultBackoffMax, in.Rnd)
 	}
 	pause = min(max(wait, keyWait, retry.DefaultThrottleBackoffInitial), in.MaxRetryAfter)
 	return pause, in.Adaptive, pause
@@ -479,7 +476,7 @@ func (p *Executor) settle(in End, v Verdict, wait time.Duration, stop bool, serv
 	case !in.Deadline.IsZero() && in.Deadline.Sub(in.Now) < wait:
 		v.Why, v.Refused, v.Deadline = retry.ReasonDeadline, wait, true
 		return v
-	case in.HandBack && v.Pause > 0 && wait > p.MinPause:
+	case in.HandBack && v.Pause > 0 && wait > retry.MinThrottlePause:
 		v.Why, v.HandBack = "", true // no give-up: the caller retries after the pause
 		return v
 	}
