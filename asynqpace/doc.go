@@ -27,4 +27,8 @@
 // So an API that deduplicates by key charges a retried task once.
 // That holds after a worker is killed mid-call too.
 // asynq then runs the task again once its lease has expired.
+// In asynq v0.26 that takes one to two minutes, not configurable.
+// The lease lasts 30 s; 30 s of grace follow; a check runs each minute.
+// Then asynq's default retry delay adds 15 s or more.
+// A next for [RetryDelay] may return less for asynq.ErrLeaseExpired.
 package asynqpace
