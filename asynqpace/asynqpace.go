@@ -12,6 +12,7 @@ import (
 	"github.com/pacehttp/pace/batch"
 	"github.com/pacehttp/pace/internal/discard"
 	"github.com/pacehttp/pace/internal/idempotent"
+	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/redact"
 )
 
@@ -60,8 +61,11 @@ func Requeue(err error) error {
 }
 
 // RetryDelay returns an asynq.RetryDelayFunc for asynq.Config.
-// A [*RequeueError] waits its Delay. Any other error waits what next
-// says; nil next means asynq.DefaultRetryDelayFunc.
+// A [*RequeueError] waits its Delay, rounded up to a whole second of the
+// clock. asynq keeps the time a task is due in whole seconds, cut down;
+// unrounded, a task would come back up to a second early.
+// Any other error waits what next says; nil next means
+// asynq.DefaultRetryDelayFunc.
 func RetryDelay(next asynq.RetryDelayFunc) asynq.RetryDelayFunc {
 	if next == nil {
 		next = asynq.DefaultRetryDelayFunc
@@ -69,10 +73,21 @@ func RetryDelay(next asynq.RetryDelayFunc) asynq.RetryDelayFunc {
 	return func(n int, err error, t *asynq.Task) time.Duration {
 		var re *RequeueError
 		if errors.As(err, &re) {
-			return re.Delay
+			return wholeSecond(time.Now(), re.Delay)
 		}
 		return next(n, err, t)
 	}
+}
+
+// wholeSecond returns the wait from now to the first whole second of
+// the clock at or after now + d.
+func wholeSecond(now time.Time, d time.Duration) time.Duration {
+	at := now.Add(d)
+	s := at.Truncate(time.Second)
+	if s.Before(at) {
+		s = s.Add(time.Second)
+	}
+	return s.Sub(now)
 }
 
 // IsFailure returns a function for asynq.Config.IsFailure.
@@ -111,6 +126,8 @@ func IdempotencyKey(ctx context.Context) string {
 // check judges the response; nil means batch.CheckResponse.
 // The body is drained and closed after check returns.
 //
+// A pace.Transport in client does not sleep on a throttle for the task.
+// It answers at once, and the task waits out the pause in its queue.
 // A POST or PATCH without an Idempotency-Key gets [IdempotencyKey].
 // Set the header to "" in build to send none.
 // An error of client.Do loses the URL's query and user information.
@@ -136,6 +153,9 @@ func Handler(client *http.Client, build func(ctx context.Context, t *asynq.Task)
 			return errNoRequest
 		}
 		idempotent.Ensure(req, func() string { return IdempotencyKey(ctx) })
+		// The queue is the task's line: a pace.Transport hands a throttle
+		// back at once, to be waited out in the queue, not in the worker.
+		req = req.WithContext(queued.With(req.Context()))
 		resp, err := client.Do(req)
 		if err != nil {
 			return Requeue(redact.Error(err, false))

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,7 +54,28 @@ func TestRequeue(t *testing.T) {
 		assert.ErrorIs(t, err, tc.err, tc.name)
 		assert.Same(t, err, Requeue(err), "%s: requeued once", tc.name)
 		assert.False(t, IsFailure(nil)(err), tc.name)
-		assert.Equal(t, tc.want, RetryDelay(nil)(3, err, nil), tc.name)
+		d := RetryDelay(nil)(3, err, nil)
+		assert.GreaterOrEqual(t, d, tc.want, tc.name)
+		assert.Less(t, d, tc.want+time.Second, tc.name)
+	}
+}
+
+// TestWholeSecond: asynq stores when a task is due in whole Unix
+// seconds, cut down (its rdb.Retry's processAt.Unix()). A delay rounded
+// up to a whole second never brings the task back early.
+func TestWholeSecond(t *testing.T) {
+	now := time.Unix(100, 400_000_000)
+	for d, want := range map[time.Duration]time.Duration{
+		0:                         600 * time.Millisecond,
+		600 * time.Millisecond:    600 * time.Millisecond,
+		929 * time.Millisecond:    1600 * time.Millisecond,
+		3 * time.Second:           3600 * time.Millisecond,
+		pace.DefaultMaxRetryAfter: pace.DefaultMaxRetryAfter + 600*time.Millisecond,
+	} {
+		got := wholeSecond(now, d)
+		assert.Equal(t, want, got, "delay %v", d)
+		due := now.Add(got).Unix() // what asynq stores
+		assert.False(t, time.Unix(due, 0).Before(now.Add(d)), "delay %v: due at %d s", d, due)
 	}
 }
 
@@ -192,25 +214,33 @@ func (a *countingAPI) handler(client *http.Client) asynq.Handler {
 }
 
 // TestThrottledTaskSpendsNoRetry is hibiken/asynq#609's case: a task
-// whose API call is throttled (429 with Retry-After, RFC 9110 §10.2.3)
-// goes back to the queue and spends none of its retries. Its MaxRetry
-// is 1 and the API throttles it three times; asynq alone archives it.
+// whose API call is throttled (429, or 503 with Retry-After, RFC 9110
+// §10.2.3) goes back to the queue and spends none of its retries. Its
+// MaxRetry is 1 and the API throttles it three times; asynq alone
+// archives it. The worker does not sleep on a throttle: each one sends
+// the task back to the queue, so the handler runs four times.
 func TestThrottledTaskSpendsNoRetry(t *testing.T) {
-	for _, hooks := range []bool{true, false} {
-		t.Run(fmt.Sprintf("hooks=%v", hooks), func(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		hooks  bool
+	}{{429, true}, {503, true}, {429, false}} {
+		t.Run(fmt.Sprintf("%d hooks=%v", tc.status, tc.hooks), func(t *testing.T) {
 			f := newFleet(t)
-			api := newAPI(t, 3, http.StatusTooManyRequests)
-			// The Transport would sleep out the 1 s pause; its MaxWait
-			// refuses that, so the task goes back to the queue instead.
-			tr := &pace.Transport{MaxWait: 100 * time.Millisecond}
-			f.serve(2, api.handler(&http.Client{Transport: tr}), hooks)
+			api := newAPI(t, 3, tc.status)
+			h := api.handler(&http.Client{Transport: &pace.Transport{}})
+			var runs atomic.Int32
+			f.serve(2, asynq.HandlerFunc(func(ctx context.Context, task *asynq.Task) error {
+				runs.Add(1)
+				return h.ProcessTask(ctx, task)
+			}), tc.hooks)
 			info := f.settle(f.enqueue(1, asynq.MaxRetry(1)))[0]
-			if !hooks {
+			if !tc.hooks {
 				assert.Equal(t, asynq.TaskStateArchived, info.State, "asynq's defaults archive it")
 				return
 			}
 			assert.Equal(t, asynq.TaskStateCompleted, info.State, info.LastErr)
 			assert.Zero(t, info.Retried, "retries spent")
+			assert.Equal(t, int32(4), runs.Load(), "runs of the handler")
 			api.mu.Lock()
 			defer api.mu.Unlock()
 			require.Len(t, api.arrivals, 4)

@@ -21,6 +21,8 @@
 // So give tasks a MaxRetry of at least 1 (asynq's default is 25).
 // asynq moves a requeued task back only every
 // Config.DelayedTaskCheckInterval (5 s by default): set it lower.
+// asynq counts due times in whole seconds, so [RetryDelay] rounds up.
+// A task then comes back up to a second after its pause, never before.
 //
 // A POST or PATCH gets an Idempotency-Key derived from the task's queue
 // and ID ([IdempotencyKey]). Every run of a task sends the same key.
