@@ -23,7 +23,7 @@ const taskType = "charge"
 
 // maxWait is the longest a task waits for its key in a handler. A longer
 // wait sends it back to the queue for that long.
-const maxWait = 2 * time.Second
+const maxWait = 5 * time.Second
 
 // margin is redislimit.Options.Margin: the limit in Redis counts its
 // window this much longer, so that a request that reaches the API a
