@@ -65,7 +65,7 @@ func Requeue(err error) error {
 // clock. asynq keeps the time a task is due in whole seconds, cut down;
 // unrounded, a task would come back up to a second early.
 // Any other error waits what next says; nil next means
-// asynq.DefaultRetryDelayFunc.
+// asynq.DefaultRetryDelayFunc. It is safe for concurrent use if next is.
 func RetryDelay(next asynq.RetryDelayFunc) asynq.RetryDelayFunc {
 	if next == nil {
 		next = asynq.DefaultRetryDelayFunc
@@ -93,6 +93,7 @@ func wholeSecond(now time.Time, d time.Duration) time.Duration {
 // IsFailure returns a function for asynq.Config.IsFailure.
 // A [*RequeueError] is no failure: asynq does not count it as a retry.
 // Any other error is what next says; nil next means err != nil.
+// It is safe for concurrent use if next is.
 func IsFailure(next func(error) bool) func(error) bool {
 	return func(err error) bool {
 		var re *RequeueError
@@ -123,6 +124,8 @@ func IdempotencyKey(ctx context.Context) string {
 
 // Handler returns an asynq.Handler that sends one request per task.
 // build makes the task's request from ctx and the task.
+// It should attach ctx (http.NewRequestWithContext), so that asynq can
+// cancel the call.
 // check judges the response; nil means batch.CheckResponse.
 // The body is drained and closed after check returns.
 //
@@ -134,6 +137,7 @@ func IdempotencyKey(ctx context.Context) string {
 // A throttle comes back as a [*RequeueError] (see [Requeue]).
 // Handler returns nil when build is nil.
 // A nil client means http.DefaultClient.
+// The handler is safe for concurrent use if build and check are.
 func Handler(client *http.Client, build func(ctx context.Context, t *asynq.Task) (*http.Request, error), check func(*http.Response) error) asynq.Handler {
 	if build == nil {
 		return nil

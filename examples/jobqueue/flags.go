@@ -16,6 +16,7 @@ const (
 	defaultWorkers     = 4
 	defaultConcurrency = 8
 	defaultKill        = 10 * time.Second
+	defaultMaxWait     = 5 * time.Second
 
 	maxTasks       = 100_000
 	maxRate        = 10_000
@@ -32,6 +33,7 @@ type config struct {
 	workers     int           // -workers
 	concurrency int           // -concurrency: asynq.Config.Concurrency per worker
 	kill        time.Duration // -kill: when the first worker is killed; 0 for never
+	maxWait     time.Duration // -maxwait: pace.Transport.MaxWait of the workers
 	redis       string        // -redis: host:port; empty starts one
 
 	// Worker mode (-worker), set by the parent.
@@ -50,6 +52,7 @@ func flagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.workers, "workers", defaultWorkers, fmt.Sprintf("worker processes (1 to %d)", maxWorkers))
 	fs.IntVar(&c.concurrency, "concurrency", defaultConcurrency, fmt.Sprintf("tasks in flight per worker (1 to %d)", maxConcurrency))
 	fs.DurationVar(&c.kill, "kill", defaultKill, "when to SIGKILL the first worker and start a new one; 0 for never")
+	fs.DurationVar(&c.maxWait, "maxwait", defaultMaxWait, "the longest a task waits for its key in a worker; longer sends it back to the queue (pace.Transport.MaxWait, 1ms to 1m)")
 	fs.StringVar(&c.redis, "redis", "", "Redis address host:port; empty starts a redis-server of its own")
 	fs.BoolVar(&c.worker, "worker", false, "run as a worker (the parent passes this and the flags below)")
 	fs.StringVar(&c.queue, "queue", "", "worker: the asynq queue of the run")
@@ -80,6 +83,8 @@ func parseArgs(args []string) (config, error) {
 		return c, fmt.Errorf("-concurrency %d: want 1 to %d", c.concurrency, maxConcurrency)
 	case c.kill < 0:
 		return c, fmt.Errorf("-kill %v: want at least 0", c.kill)
+	case c.maxWait < time.Millisecond || c.maxWait > time.Minute:
+		return c, fmt.Errorf("-maxwait %v: want 1ms to 1m", c.maxWait)
 	case c.worker && (c.redis == "" || c.queue == "" || c.prefix == ""):
 		return c, errors.New("-worker needs -redis, -queue and -prefix")
 	}

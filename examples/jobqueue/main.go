@@ -13,7 +13,7 @@
 // (os.Executable with -worker). Each runs an asynq server whose handler
 // is asynqpace.Handler, through a pace.Transport whose Limiter is a
 // redislimit.Limiter holding the API's limit. A task that would wait
-// more than 5 s goes back to the queue, spending no retry.
+// more than -maxwait (5 s) goes back to the queue, spending no retry.
 //
 // After -kill the first worker is killed with SIGKILL, and a new one
 // starts, as a supervisor would start it. asynq runs the tasks the dead

@@ -32,6 +32,7 @@ func workerMain(args []string) int {
 
 // TestJobQueueKill runs the example at a smaller size: 3 worker
 // processes, 100 tasks over 4 keys at 5/s, one worker SIGKILLed at 2 s.
+// A MaxWait of 1 s sends some tasks back to the queue.
 // Every task is charged exactly once, as counted by the APIs, and none
 // is archived. The killed worker's tasks come back after asynq's lease.
 func TestJobQueueKill(t *testing.T) {
@@ -41,7 +42,7 @@ func TestJobQueueKill(t *testing.T) {
 		}
 		t.Skip("redis-server not installed (apt-get install redis-server)")
 	}
-	cfg, err := parseArgs([]string{"-n", "100", "-workers", "3", "-kill", "2s"})
+	cfg, err := parseArgs([]string{"-n", "100", "-workers", "3", "-kill", "2s", "-maxwait", "1s"})
 	require.NoError(t, err)
 	var stderr bytes.Buffer
 	s, err := execute(context.Background(), cfg, &stderr)
@@ -69,7 +70,7 @@ func TestJobQueueKill(t *testing.T) {
 
 // TestFlags: bad flags are refused with one line.
 func TestFlags(t *testing.T) {
-	for _, args := range [][]string{{"-n", "0"}, {"-rate", "0"}, {"-keys", "0"}, {"-workers", "0"}, {"-kill", "-1s"}, {"-worker"}, {"x"}} {
+	for _, args := range [][]string{{"-n", "0"}, {"-rate", "0"}, {"-keys", "0"}, {"-workers", "0"}, {"-kill", "-1s"}, {"-maxwait", "0"}, {"-worker"}, {"x"}} {
 		var stdout, stderr bytes.Buffer
 		assert.Equal(t, 2, run(context.Background(), args, &stdout, &stderr), "%v", args)
 		assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "%v: %q", args, stderr.String())

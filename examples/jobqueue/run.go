@@ -135,7 +135,7 @@ func execute(ctx context.Context, cfg config, stderr io.Writer) (s summary, err 
 	start := func() (*worker, error) {
 		w := &worker{done: make(chan error, 1)}
 		w.cmd = exec.Command(exe, "-worker", "-redis", s.redis, "-queue", run, "-prefix", run+":",
-			"-rate", strconv.Itoa(cfg.rate), "-concurrency", strconv.Itoa(cfg.concurrency))
+			"-rate", strconv.Itoa(cfg.rate), "-concurrency", strconv.Itoa(cfg.concurrency), "-maxwait", cfg.maxWait.String())
 		w.cmd.Stdout, w.cmd.Stderr = &w.out, stderr
 		if err := w.cmd.Start(); err != nil {
 			return nil, err
@@ -310,7 +310,8 @@ func (s summary) print(w io.Writer) {
 	}
 	fmt.Fprintln(w, "jobqueue summary")
 	row("APIs", "%d keys, each at most %d requests in any 1s (sliding-window log); counted at the APIs", s.cfg.keys, s.cfg.rate)
-	row("queue", "asynq on %s (%s); %d worker processes, %d tasks in flight each", s.redis, origin, s.cfg.workers, s.cfg.concurrency)
+	row("queue", "asynq on %s (%s); %d worker processes, %d tasks in flight each, each waiting %v at most",
+		s.redis, origin, s.cfg.workers, s.cfg.concurrency, s.cfg.maxWait)
 	if s.killedAt > 0 {
 		row("killed", "worker 1 by SIGKILL at %v, and a new one started; asynq took back its %d tasks after their lease",
 			s.killedAt.Round(time.Millisecond), s.recovered)

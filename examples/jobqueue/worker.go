@@ -21,10 +21,6 @@ import (
 // it charges.
 const taskType = "charge"
 
-// maxWait is the longest a task waits for its key in a handler. A longer
-// wait sends it back to the queue for that long.
-const maxWait = 5 * time.Second
-
 // margin is redislimit.Options.Margin: the limit in Redis counts its
 // window this much longer, so that a request that reaches the API a
 // little after its slot does not make rate + 1 in one of its windows
@@ -71,7 +67,7 @@ func work(ctx context.Context, c config, stdout io.Writer) error {
 	t := &pace.Transport{
 		Base:    base,
 		Limiter: lim,
-		MaxWait: maxWait,
+		MaxWait: c.maxWait, // a longer wait sends the task back to the queue
 		OnEvent: func(ev pace.Event) {
 			if (ev.Kind == pace.EventRetry || ev.Kind == pace.EventGiveUp) && ev.StatusCode == http.StatusTooManyRequests {
 				atomic.AddInt64(&out.Client429, 1)
