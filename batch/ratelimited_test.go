@@ -139,6 +139,9 @@ func TestThrottleOf(t *testing.T) {
 		d, kind := throttleOf(tt.err, now)
 		assert.Equal(t, tt.kind, kind, "%s: kind of %v", tt.name, tt.err)
 		assert.Equal(t, tt.delay, d, "%s: delay of %v", tt.name, tt.err)
+		d, ok := Throttled(tt.err, now)
+		assert.Equal(t, tt.kind != notThrottled, ok, "%s: Throttled(%v)", tt.name, tt.err)
+		assert.Equal(t, tt.delay, d, "%s: Throttled's delay of %v", tt.name, tt.err)
 	}
 }
 

@@ -62,6 +62,17 @@ func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
 // Unwrap returns e.Err.
 func (e *ThrottledError) Unwrap() error { return e.Err }
 
+// Throttled reports whether [Run] takes err, met at now, as a throttle,
+// and tries the item again later instead of failing it. ok is true when
+// the server throttled the attempt, or when a client-side limit refused
+// it and nothing was sent. d is the wait that err names, or 0. Other job
+// runners use it to put a throttled job back in their queue (package
+// github.com/pacehttp/pace/asynqpace does).
+func Throttled(err error, now time.Time) (d time.Duration, ok bool) {
+	d, kind := throttleOf(err, now)
+	return d, kind != notThrottled
+}
+
 // throttleKind says how Run takes an attempt's error: see throttleOf.
 type throttleKind int8
 

@@ -2,15 +2,12 @@ package batch
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
 	"time"
 
-	"github.com/pacehttp/pace/internal/hdr"
 	"github.com/pacehttp/pace/internal/idempotent"
 )
 
@@ -87,16 +84,7 @@ func (it *item) entered() error {
 // again as the earlier run's, and writes a sending record before the
 // request leaves.
 func (it *item) sending(req *http.Request) error {
-	key, _ := idempotent.Key(req.Header, "")
-	if vs, ok := req.Header[hdr.IdempotencyKey]; ok && key == "" && len(vs) > 0 {
-		delete(req.Header, hdr.IdempotencyKey) // opted out
-	} else if key == "" && idempotent.WantsKey(req.Method) {
-		if req.Header == nil {
-			req.Header = make(http.Header)
-		}
-		key = derivedKey(it.run.id, it.id)
-		req.Header.Set(hdr.IdempotencyKey, key)
-	}
+	key := idempotent.Ensure(req, func() string { return derivedKey(it.run.id, it.id) })
 	method := req.Method
 	if method == "" {
 		method = http.MethodGet
@@ -138,10 +126,7 @@ func (it *item) unsent(now time.Time) error {
 }
 
 // derivedKey is the idempotency key of item id in run: see IdempotencyKey.
-func derivedKey(run, id string) string {
-	sum := sha256.Sum256([]byte(run + "\x00" + id))
-	return "pace-" + run + "-" + hex.EncodeToString(sum[:12])
-}
+func derivedKey(run, id string) string { return idempotent.Derived(run, id) }
 
 // IdempotencyKey returns the idempotency key of the item whose attempt ctx
 // belongs to, or "" when ctx is not an attempt's context:

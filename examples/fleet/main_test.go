@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacehttp/pace/examples/internal/redisserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -79,6 +80,6 @@ func TestNoRedisServer(t *testing.T) {
 }
 
 func haveRedis() bool {
-	_, err := findRedis()
+	_, err := redisserver.Find()
 	return err == nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace/examples/internal/demoapi"
+	"github.com/pacehttp/pace/examples/internal/redisserver"
 )
 
 // run is the program: the parent by default, a worker with -worker. It
@@ -78,12 +79,12 @@ func (s summary) ok() bool {
 func execute(ctx context.Context, cfg config, stderr io.Writer) (s summary, err error) {
 	s.cfg, s.redis = cfg, cfg.redis
 	if s.redis == "" {
-		srv, err := startRedis(ctx)
+		srv, err := redisserver.Start(ctx)
 		if err != nil {
 			return s, err
 		}
-		defer srv.stop()
-		s.redis, s.started = srv.addr, true
+		defer srv.Stop()
+		s.redis, s.started = srv.Addr, true
 	}
 	api, err := demoapi.Start(cfg.rate, false)
 	if err != nil {

@@ -4,6 +4,8 @@
 package idempotent
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 
 	"github.com/pacehttp/pace/internal/hdr"
@@ -56,4 +58,33 @@ func first(h http.Header, name string) (string, bool) {
 		return vs[0], true
 	}
 	return "", false
+}
+
+// Derived returns the idempotency key of item id in scope:
+//
+//	"pace-" + scope + "-" + the first 24 hex digits of SHA-256(scope + "\x00" + id)
+//
+// Package batch's scope is its run ID; package asynqpace's is "asynq",
+// with the queue and task ID as id.
+func Derived(scope, id string) string {
+	sum := sha256.Sum256([]byte(scope + "\x00" + id))
+	return "pace-" + scope + "-" + hex.EncodeToString(sum[:12])
+}
+
+// Ensure gives req the key derive returns when its method wants one
+// ([WantsKey]) and it carries none. A header present with an empty
+// value opts out: Ensure removes it and adds none. It returns the key
+// req then carries, "" for none. req.Header may be nil.
+func Ensure(req *http.Request, derive func() string) string {
+	key, _ := Key(req.Header, "")
+	if vs, ok := req.Header[hdr.IdempotencyKey]; ok && key == "" && len(vs) > 0 {
+		delete(req.Header, hdr.IdempotencyKey) // opted out
+	} else if key == "" && WantsKey(req.Method) {
+		if req.Header == nil {
+			req.Header = make(http.Header)
+		}
+		key = derive()
+		req.Header.Set(hdr.IdempotencyKey, key)
+	}
+	return key
 }

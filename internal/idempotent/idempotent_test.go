@@ -50,3 +50,38 @@ func TestKey(t *testing.T) {
 		})
 	}
 }
+
+// TestDerived: the key is stable for one scope and id, differs between
+// them, and never lets a separator in id stand in for the scope.
+func TestDerived(t *testing.T) {
+	k := Derived("asynq", "default\x00task-1")
+	assert.Equal(t, k, Derived("asynq", "default\x00task-1"))
+	assert.Regexp(t, `^pace-asynq-[0-9a-f]{24}$`, k)
+	assert.NotEqual(t, k, Derived("asynq", "default\x00task-2"))
+	assert.NotEqual(t, k, Derived("asynq", "other\x00task-1"))
+	assert.NotEqual(t, Derived("a", "b\x00c"), Derived("a\x00b", "c"))
+}
+
+// TestEnsure: a POST or PATCH without a key gets one, a key already there
+// is kept, an empty header opts out, and other methods get none.
+func TestEnsure(t *testing.T) {
+	derive := func() string { return "derived" }
+	for _, tc := range []struct {
+		method string
+		h      http.Header
+		want   string
+		sent   []string
+	}{
+		{"POST", nil, "derived", []string{"derived"}},
+		{"PATCH", http.Header{}, "derived", []string{"derived"}},
+		{"POST", http.Header{"Idempotency-Key": {"mine"}}, "mine", []string{"mine"}},
+		{"POST", http.Header{"X-Idempotency-Key": {"mine"}}, "mine", nil},
+		{"POST", http.Header{"Idempotency-Key": {""}}, "", nil},
+		{"GET", nil, "", nil},
+		{"PUT", http.Header{}, "", nil},
+	} {
+		req := &http.Request{Method: tc.method, Header: tc.h}
+		assert.Equal(t, tc.want, Ensure(req, derive), "%s %v", tc.method, tc.h)
+		assert.Equal(t, tc.sent, req.Header["Idempotency-Key"], "%s %v", tc.method, tc.h)
+	}
+}

@@ -41,10 +41,11 @@ type API struct {
 	resetsAfter atomic.Int64 // of them, after the request was applied
 
 	mu          sync.Mutex
-	items       map[string]int    // times each item was served
-	charges     map[string]int    // times each item was charged
-	keys        map[string]string // Idempotency-Key → the item it charged
-	first, last time.Time         // the first and the latest request admitted
+	items       map[string]int       // times each item was served
+	charges     map[string]int       // times each item was charged
+	keys        map[string]string    // Idempotency-Key → the item it charged
+	charged     map[string]time.Time // when each item was first charged
+	first, last time.Time            // the first and the latest request admitted
 }
 
 // Faults makes the API flaky: shares, in [0, 1], of the admitted requests.
@@ -63,7 +64,7 @@ func Start(limit int, omitHeaders bool) (*API, error) {
 
 // StartFaulty is Start with faults injected in the admitted requests.
 func StartFaulty(limit int, omitHeaders bool, f Faults) (*API, error) {
-	a := &API{served: make(chan error, 1), items: map[string]int{}, charges: map[string]int{}, keys: map[string]string{}, faults: f}
+	a := &API{served: make(chan error, 1), items: map[string]int{}, charges: map[string]int{}, keys: map[string]string{}, charged: map[string]time.Time{}, faults: f}
 	m, err := middleware.New(middleware.Options{
 		Limit:       pace.SlidingLog(pace.PerSecond(limit)),
 		OmitHeaders: omitHeaders,
@@ -124,6 +125,9 @@ func (a *API) admit(id, key string) {
 			a.keys[key] = id
 		}
 		a.charges[id]++
+		if _, ok := a.charged[id]; !ok {
+			a.charged[id] = now
+		}
 	}
 	if a.first.IsZero() {
 		a.first = now
@@ -188,6 +192,17 @@ func (a *API) Charges() map[string]int {
 	defer a.mu.Unlock()
 	m := make(map[string]int, len(a.charges))
 	for k, v := range a.charges {
+		m[k] = v
+	}
+	return m
+}
+
+// Charged returns when each item was first charged (POST), by its id.
+func (a *API) Charged() map[string]time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	m := make(map[string]time.Time, len(a.charged))
+	for k, v := range a.charged {
 		m[k] = v
 	}
 	return m

@@ -1,4 +1,6 @@
-package main
+// Package redisserver starts a redis-server for the examples that share
+// limits through Redis: on a free loopback port, with no persistence.
+package redisserver
 
 import (
 	"context"
@@ -15,12 +17,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// errNoRedis means redis-server is not installed.
-var errNoRedis = errors.New("redis-server not found; install it with `apt-get install redis-server`, or pass -redis host:port")
+// ErrNotFound means redis-server is not installed.
+var ErrNotFound = errors.New("redis-server not found; install it with `apt-get install redis-server`, or pass -redis host:port")
 
-// findRedis finds redis-server in PATH or, since /usr/sbin is often
-// missing from a user's PATH, in the sbin directories; else errNoRedis.
-func findRedis() (string, error) {
+// Find finds redis-server in PATH or, since /usr/sbin is often
+// missing from a user's PATH, in the sbin directories; else ErrNotFound.
+func Find() (string, error) {
 	if bin, err := exec.LookPath("redis-server"); err == nil {
 		return bin, nil
 	}
@@ -29,22 +31,22 @@ func findRedis() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errNoRedis
+	return "", ErrNotFound
 }
 
-// redisServer is a redis-server this program started.
-type redisServer struct {
-	addr   string
+// Server is a redis-server this program started.
+type Server struct {
+	Addr   string // host:port
 	dir    string
 	cmd    *exec.Cmd
 	exited chan struct{}
 }
 
-// startRedis starts redis-server on a free loopback port, with no
+// Start starts redis-server on a free loopback port, with no
 // persistence, its files in a temporary directory, and waits until it
 // answers PING (5 s at most).
-func startRedis(ctx context.Context) (*redisServer, error) {
-	bin, err := findRedis()
+func Start(ctx context.Context) (*Server, error) {
+	bin, err := Find()
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +60,7 @@ func startRedis(ctx context.Context) (*redisServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &redisServer{addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, exited: make(chan struct{})}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, exited: make(chan struct{})}
 	s.cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--daemonize", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
 	if err := s.cmd.Start(); err != nil {
@@ -66,7 +68,7 @@ func startRedis(ctx context.Context) (*redisServer, error) {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
 	go func() { _ = s.cmd.Wait(); close(s.exited) }()
-	rdb := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
 	defer rdb.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -78,20 +80,20 @@ func startRedis(ctx context.Context) (*redisServer, error) {
 		}
 		select {
 		case <-s.exited:
-			s.stop()
+			s.Stop()
 			return nil, fmt.Errorf("redis-server exited at start; see its log in %s", dir)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			s.stop()
-			return nil, fmt.Errorf("redis-server on %s does not answer: %v", s.addr, err)
+			s.Stop()
+			return nil, fmt.Errorf("redis-server on %s does not answer: %v", s.Addr, err)
 		}
 	}
 }
 
-// stop stops the server by PID (SIGTERM, SIGKILL after 5 s) and removes its
+// Stop stops the server by PID (SIGTERM, SIGKILL after 5 s) and removes its
 // directory.
-func (s *redisServer) stop() {
+func (s *Server) Stop() {
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.exited:
