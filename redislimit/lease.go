@@ -215,26 +215,34 @@ func (ls *leaser) wait(ctx context.Context, key string, maxWait time.Duration) (
 // waitSlow is wait when the share has no unit free now: the key is
 // paused, the share is spent, or there is no share yet.
 func (ls *leaser) waitSlow(ctx context.Context, k *leaseKey, p throttle.Permit, maxWait time.Duration, start time.Time) (throttle.Permit, error) {
-	if k.paused.Load() { // Redis decides the pause and the probe, one round trip
-		gen := k.gen.Load()
-		pp, err := ls.l.waitShared(ctx, k.key, maxWait)
-		pp.Limited = true
-		if err != nil {
-			return pp, err
-		}
-		if !pp.Probe && pp.Held == 0 && pp.Gen >= gen {
-			k.paused.Store(false)
-		}
-		p = pp
-	}
+	shared := false // the pause and the probe were decided in Redis
 	giveBack := func() {
 		if p.Probe || p.State != nil {
 			ls.l.Settle(p, throttle.Outcome{}) // hands the probe's role on
 		}
 	}
-	p.Gen = max(p.Gen, k.gen.Load())
+	p.Gen = k.gen.Load()
 	wanted := false
 	for {
+		if !shared && k.paused.Load() { // Redis decides the pause and the probe, one round trip
+			gen := k.gen.Load()
+			rest := maxWait
+			if maxWait > 0 {
+				if rest = maxWait - time.Since(start); rest <= 0 {
+					return p, &pace.WaitError{Key: k.key, Err: pace.ErrWaitTooLong}
+				}
+			}
+			pp, err := ls.l.waitShared(ctx, k.key, rest)
+			pp.Limited, pp.Delay = true, pp.Delay+p.Delay
+			if err != nil {
+				return pp, err
+			}
+			if !pp.Probe && pp.Held == 0 && pp.Gen >= gen {
+				k.paused.Store(false)
+			}
+			p, shared = pp, true
+			p.Gen = max(p.Gen, gen)
+		}
 		now := time.Now()
 		g := k.cur.Load()
 		if g != nil && g.shaper != nil && now.Before(g.until) {
@@ -366,10 +374,10 @@ func (ls *leaser) scheduleLocked(k *leaseKey, d time.Duration) {
 }
 
 // demand returns the units the key wants for its next lease: all it can
-// get when its share was spent (a Wait found no unit at least one time in
-// sixteen), else what it used over el, a sixteenth and one unit more.
+// get when its share was spent (a Wait found no unit, more than one time
+// in 32), else what it used over el, a sixteenth and two units more.
 func (ls *leaser) demand(admitted, wanting int64, el time.Duration) int64 {
-	if wanting > max(1, admitted/16) || el <= 0 {
+	if wanting > admitted/32 || el <= 0 {
 		return -1
 	}
 	rate := float64(admitted) * float64(ls.per) / float64(el)
@@ -389,9 +397,12 @@ func (ls *leaser) renewKey(k *leaseKey) {
 	g := k.cur.Load()
 	el := now.Sub(k.since)
 	if g != nil && g.err == nil && !k.used.Load() && k.wanting.Load() == 0 {
-		if now.Before(g.until) {
-			ls.scheduleLocked(k, g.until.Sub(now))
-		} else {
+		switch rest := g.until.Sub(now); { // look again, to renew it if a Wait comes before the end
+		case rest > ls.lead/4:
+			ls.scheduleLocked(k, rest/2)
+		case rest > 0:
+			ls.scheduleLocked(k, rest)
+		default:
 			ls.dropLocked(k)
 		}
 		k.mu.Unlock()
