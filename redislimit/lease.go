@@ -80,9 +80,13 @@ type leaseKey struct {
 	cur      atomic.Pointer[leaseGrant] // nil until the first renewal
 	admitted atomic.Int64               // Waits admitted since the last renewal
 	wanting  atomic.Int64               // Waits that found the share spent
+	wanted   atomic.Int64               // when one last did (Unix ns)
+	waiting  atomic.Int64               // Waits waiting for a unit of the share now
 	used     atomic.Bool                // a Wait came since the last renewal
 	paused   atomic.Bool                // pauses decide in Redis (see wait)
 	gen      atomic.Uint64              // the key's pause generation, as last heard
+
+	book sync.Mutex // held to book a unit ahead, and give it back if it lies beyond the lease, as one step
 
 	mu       sync.Mutex // guards what follows
 	changed  chan struct{}
@@ -90,6 +94,8 @@ type leaseKey struct {
 	dead     bool
 	timer    *time.Timer
 	since    time.Time // start of the demand counted
+	halfAt   time.Time // when admitted was read half a lease after since
+	halfAdm  int64     // what it read
 	want     int64     // the demand last reported
 	shaper   *pace.Shaper
 }
@@ -223,6 +229,11 @@ func (ls *leaser) waitSlow(ctx context.Context, k *leaseKey, p throttle.Permit, 
 	}
 	p.Gen = k.gen.Load()
 	wanted := false
+	defer func() {
+		if wanted {
+			k.waiting.Add(-1)
+		}
+	}()
 	for {
 		if !shared && k.paused.Load() { // Redis decides the pause and the probe, one round trip
 			gen := k.gen.Load()
@@ -246,12 +257,18 @@ func (ls *leaser) waitSlow(ctx context.Context, k *leaseKey, p throttle.Permit, 
 		now := time.Now()
 		g := k.cur.Load()
 		if g != nil && g.shaper != nil && now.Before(g.until) {
+			k.book.Lock() // a unit booked beyond the lease goes back whole: nothing was booked after it
 			r, err := g.shaper.ReserveAt(now, 1)
+			beyond := err == nil && !now.Add(r.Delay).Before(g.until)
+			if beyond {
+				g.shaper.CancelAt(now, r)
+			}
+			k.book.Unlock()
 			if err != nil {
 				giveBack()
 				return p, &pace.WaitError{Key: k.key, Delay: r.Delay, Err: err}
 			}
-			if slot := now.Add(r.Delay); slot.Before(g.until) {
+			if !beyond {
 				if err := refuseWait(ctx, k.key, r.Delay, maxWait-now.Sub(start), maxWait > 0); err != nil {
 					g.shaper.CancelAt(now, r)
 					giveBack()
@@ -259,7 +276,8 @@ func (ls *leaser) waitSlow(ctx context.Context, k *leaseKey, p throttle.Permit, 
 				}
 				if r.Delay > 0 {
 					if !wanted {
-						k.wanting.Add(1)
+						k.want1()
+						wanted = true
 					}
 					if err := wake.Sleep(ctx, r.Delay, nil); err != nil {
 						g.shaper.CancelAt(time.Now(), r)
@@ -271,14 +289,14 @@ func (ls *leaser) waitSlow(ctx context.Context, k *leaseKey, p throttle.Permit, 
 				k.admitted.Add(1)
 				return p, nil
 			}
-			g.shaper.CancelAt(now, r) // beyond the lease: wait for the renewal
+			// beyond the lease: wait for the renewal
 		}
 		if g != nil && g.err != nil && !now.Before(g.until) { // Redis failed and the lease is over
 			giveBack()
 			return ls.l.failed(ctx, p, maxWait, start, g.err)
 		}
 		if !wanted {
-			k.wanting.Add(1)
+			k.want1()
 			wanted = true
 		}
 		ch, dead, closed := ls.await(k, g, now)
@@ -292,7 +310,8 @@ func (ls *leaser) waitSlow(ctx context.Context, k *leaseKey, p throttle.Permit, 
 				giveBack()
 				return p, &pace.WaitError{Key: k.key, Err: err}
 			}
-			k = nk
+			k.waiting.Add(-1) // wanted is set
+			k, wanted = nk, false
 			continue
 		}
 		d := time.Hour
@@ -373,11 +392,21 @@ func (ls *leaser) scheduleLocked(k *leaseKey, d time.Duration) {
 	})
 }
 
-// demand returns the units the key wants for its next lease: all it can
-// get when its share was spent (a Wait found no unit, more than one time
-// in 32), else what it used over el, a sixteenth and two units more.
-func (ls *leaser) demand(admitted, wanting int64, el time.Duration) int64 {
-	if wanting > admitted/32 || el <= 0 {
+// want1 counts a Wait that found the key's share spent, and waits.
+func (k *leaseKey) want1() {
+	k.wanting.Add(1)
+	k.waiting.Add(1)
+	k.wanted.Store(time.Now().UnixNano())
+}
+
+// demand returns the units the key wants for its next lease, at now: all
+// it can get when its share was spent (a Wait waits for a unit now, or
+// found none more than one time in 32 and one did in the last half
+// lease), else what it used over el (the lease's second half), a
+// sixteenth and two units more.
+func (ls *leaser) demand(k *leaseKey, admitted, wanting int64, el time.Duration, now time.Time) int64 {
+	recent := now.UnixNano()-k.wanted.Load() < int64(ls.lease/2)
+	if k.waiting.Load() > 0 || recent && wanting > admitted/32 || el <= 0 {
 		return -1
 	}
 	rate := float64(admitted) * float64(ls.per) / float64(el)
@@ -396,7 +425,7 @@ func (ls *leaser) renewKey(k *leaseKey) {
 	now := time.Now()
 	g := k.cur.Load()
 	el := now.Sub(k.since)
-	if g != nil && g.err == nil && !k.used.Load() && k.wanting.Load() == 0 {
+	if g != nil && g.err == nil && !k.used.Load() && k.wanting.Load() == 0 && k.waiting.Load() == 0 {
 		switch rest := g.until.Sub(now); { // look again, to renew it if a Wait comes before the end
 		case rest > ls.lead/4:
 			ls.scheduleLocked(k, rest/2)
@@ -418,7 +447,11 @@ func (ls *leaser) renewKey(k *leaseKey) {
 		if g == nil || !g.received {
 			q.want = -1
 		} else {
-			q.want = ls.demand(admitted, wanting, el)
+			recent, rel := admitted, el
+			if k.halfAt.After(k.since) {
+				recent, rel = max(admitted-k.halfAdm, 0), now.Sub(k.halfAt)
+			}
+			q.want = ls.demand(k, recent, wanting, rel, now)
 		}
 	}
 	if g != nil {
@@ -455,6 +488,13 @@ func (ls *leaser) renewKey(k *leaseKey) {
 	}
 	if swapped {
 		k.since, k.want = now, q.want
+		time.AfterFunc(ls.lease/2, func() { // the demand is measured over the lease's second half
+			k.mu.Lock()
+			if k.since == now {
+				k.halfAt, k.halfAdm = time.Now(), k.admitted.Load()
+			}
+			k.mu.Unlock()
+		})
 	}
 	ng := &leaseGrant{share: rep.grant, until: now.Add(rep.lease), hold: rep.hold,
 		holdUntil: now.Add(rep.holdRest), fresh: rep.fresh, received: true}

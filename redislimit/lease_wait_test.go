@@ -19,11 +19,13 @@ type fakeShares struct {
 	mu    sync.Mutex
 	reqs  []leaseReq
 	at    []time.Time
+	tags  []string
 	grant func(q leaseReq) (leaseReply, error)
 }
 
-func (f *fakeShares) renew(_ context.Context, _ string, q leaseReq) (leaseReply, error) {
+func (f *fakeShares) renew(_ context.Context, tag string, q leaseReq) (leaseReply, error) {
 	f.mu.Lock()
+	f.tags = append(f.tags, tag)
 	f.reqs = append(f.reqs, q)
 	f.at = append(f.at, time.Now())
 	g := f.grant
@@ -100,8 +102,9 @@ func TestLeaseWaitLocal(t *testing.T) {
 	})
 }
 
-// TestLeaseWaitDemand: a key used at 3/s of a share of 10/s asks for what
-// it used and a little more (3 × 17/16 + 2 = 5 units); one whose Waits
+// TestLeaseWaitDemand: a key used at 4/s of a share of 10/s asks for what
+// it used in the second half of its lease and a little more (4 × 17/16 +
+// 2 = 6 units); one whose Waits
 // found its share spent asks for all it can get (-1).
 func TestLeaseWaitDemand(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -109,13 +112,16 @@ func TestLeaseWaitDemand(t *testing.T) {
 		ls := newTestLeaser(t, pace.SlidingLog(pace.PerSecond(10)), time.Second, f)
 		defer ls.close()
 		ctx := context.Background()
-		for range 9 { // 3 a second for 3 s
+		_, err := ls.wait(ctx, "light", 0)
+		require.NoError(t, err)
+		time.Sleep(125 * time.Millisecond)
+		for range 12 { // 4 a second for 3 s, between the halves of the leases
 			_, err := ls.wait(ctx, "light", 0)
 			require.NoError(t, err)
-			time.Sleep(time.Second / 3)
+			time.Sleep(time.Second / 4)
 		}
 		assert.Equal(t, int64(-1), f.reqs[0].want, "the first asks for all")
-		assert.Equal(t, int64(5), f.last().want)
+		assert.Equal(t, int64(6), f.last().want)
 		assert.Equal(t, int64(10), f.last().grant, "it reports what it holds")
 		var wg sync.WaitGroup
 		for range 4 { // four goroutines wanting more than the share
@@ -127,7 +133,14 @@ func TestLeaseWaitDemand(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		assert.Equal(t, int64(-1), f.last().want)
+		var heavy []int64
+		for i, q := range f.reqs {
+			if f.tags[i] == "heavy" {
+				heavy = append(heavy, q.want)
+			}
+		}
+		require.Greater(t, len(heavy), 2)
+		assert.Equal(t, []int64{-1, -1}, heavy[1:3], "its renewals while it waited")
 	})
 }
 
