@@ -43,7 +43,7 @@ type leaseReq struct {
 
 // leaseReply is lease.lua's reply.
 type leaseReply struct {
-	grant, hold                    int64
+	grant, hold, free              int64
 	lease, holdRest, retry, paused time.Duration
 	gen                            uint64
 	halfOpen, fresh                bool
@@ -94,6 +94,7 @@ type leaseKey struct {
 	dead     bool
 	timer    *time.Timer
 	since    time.Time // start of the demand counted
+	sent     time.Time // when the latest renewal was sent
 	halfAt   time.Time // when admitted was read half a lease after since
 	halfAdm  int64     // what it read
 	want     int64     // the demand last reported
@@ -108,6 +109,7 @@ type leaseGrant struct {
 	shaper          *pace.Shaper // nil when the share admits nothing
 	hold            int64
 	holdUntil       time.Time
+	free            bool  // the share could have grown into what no process claimed: a spent share asks again at once
 	err             error // the latest renewal failed with err; the grant is the one before
 	fresh, received bool  // fresh: Redis restarted lately; received: some renewal answered
 }
@@ -148,10 +150,10 @@ func runLease(ctx context.Context, rdb redis.Scripter, keys []string, id string,
 		return leaseReply{}, err
 	}
 	xs, ok := v.([]any)
-	if !ok || len(xs) != 9 {
+	if !ok || len(xs) != 10 {
 		return leaseReply{}, fmt.Errorf("%w: %T %v", ErrUnexpectedReply, v, v)
 	}
-	var n [9]int64
+	var n [10]int64
 	for i, x := range xs {
 		if n[i], ok = x.(int64); !ok || n[i] < 0 {
 			return leaseReply{}, fmt.Errorf("%w: %v", ErrUnexpectedReply, xs)
@@ -159,7 +161,7 @@ func runLease(ctx context.Context, rdb redis.Scripter, keys []string, id string,
 	}
 	us := func(x int64) time.Duration { return time.Duration(min(x, maxMicros)) * time.Microsecond }
 	return leaseReply{grant: min(n[0], units), lease: us(n[1]), hold: min(n[2], units), holdRest: us(n[3]),
-		retry: us(n[4]), paused: us(n[5]), gen: uint64(n[6]), halfOpen: n[7] == 1, fresh: n[8] == 1}, nil
+		retry: us(n[4]), paused: us(n[5]), gen: uint64(n[6]), halfOpen: n[7] == 1, fresh: n[8] == 1, free: min(n[9], units)}, nil
 }
 
 // entry returns the key's share, made on its first use.
@@ -257,9 +259,10 @@ func (ls *leaser) waitSlow(ctx context.Context, k *leaseKey, p throttle.Permit, 
 		now := time.Now()
 		g := k.cur.Load()
 		if g != nil && g.shaper != nil && now.Before(g.until) {
-			k.book.Lock() // a unit booked beyond the lease goes back whole: nothing was booked after it
+			k.book.Lock() // a unit booked and given back goes back whole: nothing was booked after it
 			r, err := g.shaper.ReserveAt(now, 1)
-			beyond := err == nil && !now.Add(r.Delay).Before(g.until)
+			beyond := err == nil && (!now.Add(r.Delay).Before(g.until) ||
+				r.Delay > 0 && g.free && ls.growable(k, now)) // or ask for the unclaimed part first
 			if beyond {
 				g.shaper.CancelAt(now, r)
 			}
@@ -355,8 +358,10 @@ func refuseWait(ctx context.Context, key string, d, rest time.Duration, bounded 
 }
 
 // await returns the channel closed at the key's next renewal, starting
-// one now when g (the grant at now) has ended or is missing and none is
-// under way; dead when the key was dropped, closed when the Limiter was.
+// one now when none is under way and g (the grant at now) has ended or is
+// missing, or left some of the limit unclaimed and no renewal was sent in
+// the last minLeaseRetry; dead when the key was dropped, closed when the
+// Limiter was.
 func (ls *leaser) await(k *leaseKey, g *leaseGrant, now time.Time) (ch <-chan struct{}, dead, closed bool) {
 	ls.mu.Lock()
 	closed = ls.closed
@@ -369,10 +374,19 @@ func (ls *leaser) await(k *leaseKey, g *leaseGrant, now time.Time) (ch <-chan st
 	if k.dead {
 		return nil, true, false
 	}
-	if !k.renewing && (g == nil || !now.Before(g.until) && g.err == nil) {
+	if !k.renewing && (g == nil || g.err == nil && (!now.Before(g.until) || g.free && now.Sub(k.sent) >= minLeaseRetry)) {
 		ls.scheduleLocked(k, 0)
 	}
 	return k.changed, false, false
+}
+
+// growable reports whether a Wait that found the share spent may ask
+// for more now: no renewal is under way and none was sent in the last
+// minLeaseRetry.
+func (ls *leaser) growable(k *leaseKey, now time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return !k.renewing && now.Sub(k.sent) >= minLeaseRetry
 }
 
 // scheduleLocked arms the key's renewal d from now; k.mu is held.
@@ -403,14 +417,16 @@ func (k *leaseKey) want1() {
 // it can get when its share was spent (a Wait waits for a unit now, or
 // found none more than one time in 32 and one did in the last half
 // lease), else what it used over el (the lease's second half), a
-// sixteenth and two units more.
-func (ls *leaser) demand(k *leaseKey, admitted, wanting int64, el time.Duration, now time.Time) int64 {
+// sixteenth and two units more, and at least half the share it holds: a
+// share given back halves at most each lease, so that a lull does not
+// cost a burst after it a round trip.
+func (ls *leaser) demand(k *leaseKey, admitted, wanting int64, el time.Duration, now time.Time, held int64) int64 {
 	recent := now.UnixNano()-k.wanted.Load() < int64(ls.lease/2)
 	if k.waiting.Load() > 0 || recent && wanting > admitted/32 || el <= 0 {
 		return -1
 	}
 	rate := float64(admitted) * float64(ls.per) / float64(el)
-	return min(int64(rate*17/16)+2, ls.units)
+	return min(max(int64(rate*17/16)+2, held/2), ls.units)
 }
 
 // renewKey renews the key's share: one round trip (lease.lua). A key no
@@ -437,7 +453,7 @@ func (ls *leaser) renewKey(k *leaseKey) {
 		k.mu.Unlock()
 		return
 	}
-	k.renewing = true
+	k.renewing, k.sent = true, now
 	k.used.Store(false)
 	q := leaseReq{want: k.want}
 	var admitted, wanting int64
@@ -451,7 +467,7 @@ func (ls *leaser) renewKey(k *leaseKey) {
 			if k.halfAt.After(k.since) {
 				recent, rel = max(admitted-k.halfAdm, 0), now.Sub(k.halfAt)
 			}
-			q.want = ls.demand(k, recent, wanting, rel, now)
+			q.want = ls.demand(k, recent, wanting, rel, now, g.share)
 		}
 	}
 	if g != nil {
@@ -497,7 +513,7 @@ func (ls *leaser) renewKey(k *leaseKey) {
 		})
 	}
 	ng := &leaseGrant{share: rep.grant, until: now.Add(rep.lease), hold: rep.hold,
-		holdUntil: now.Add(rep.holdRest), fresh: rep.fresh, received: true}
+		holdUntil: now.Add(rep.holdRest), fresh: rep.fresh, received: true, free: rep.free > 0}
 	if lim, ok := ls.share(rep.grant); ok {
 		if k.shaper == nil {
 			k.shaper, _ = pace.NewShaper(lim) // fresh: what a new share grows into, no claim holds

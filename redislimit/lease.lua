@@ -12,7 +12,7 @@
 -- holds, and a share that shrinks keeps its claim until its old end.
 -- Reply: {grant, lease (µs), claim, claim's rest (µs), retry in (µs; 0:
 -- none), pause's rest (µs), the throttle's generation, half-open (1/0),
--- fresh (1/0)}.
+-- fresh (1/0), how many more units it would get now wanting all}.
 local id, want, U = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local L, lead, span = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local rg, rr, rh, rhr = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
@@ -142,4 +142,18 @@ local hr = 0
 if until_ > now then hr = until_ - now end
 local fr = 0
 if fresh then fr = 1 end
-return {g, L + lead, hold, hr, retry, rest, pg, ph, fr}
+-- How much more it would get now wanting all: a spent share asks at once.
+local tall = U
+if sum - want + U > U then
+  local eq = U / n
+  local surplus, excess = 0, U - eq
+  for _, c in pairs(ents) do
+    if now < c[2] then
+      if c[5] <= eq then surplus = surplus + eq - c[5] else excess = excess + c[5] - eq end
+    end
+  end
+  tall = math.floor(eq + surplus * (U - eq) / excess)
+end
+if fresh then tall = g end
+local free = math.max(math.min(tall, U - held) - g, 0)
+return {g, L + lead, hold, hr, retry, rest, pg, ph, fr, free}
