@@ -189,7 +189,7 @@ func (f *leaseFleet) logShares() {
 func (f *leaseFleet) check() []fleetArrival {
 	as := f.api.snapshot()
 	worst, at := worstWindow(as)
-	f.t.Logf("%d arrivals; the busiest second: %d of %d, from %v", len(as), worst, fleetN, at.Sub(f.start).Round(time.Millisecond))
+	f.t.Logf("%d arrivals; the busiest second: %d of %d, from %v %v", len(as), worst, fleetN, at.Sub(f.start).Round(time.Millisecond), byProc(as, at, at.Add(time.Second)))
 	assert.LessOrEqual(f.t, worst, fleetN, "a window over the limit, from %v", at.Sub(f.start))
 	return as
 }

@@ -120,7 +120,10 @@ func TestLeaseWaitDemand(t *testing.T) {
 			require.NoError(t, err)
 			time.Sleep(time.Second / 4)
 		}
-		assert.Equal(t, int64(-1), f.reqs[0].want, "the first asks for all")
+		f.mu.Lock()
+		first := f.reqs[0].want
+		f.mu.Unlock()
+		assert.Equal(t, int64(-1), first, "the first asks for all")
 		assert.Equal(t, int64(6), f.last().want)
 		assert.Equal(t, int64(10), f.last().grant, "it reports what it holds")
 		var wg sync.WaitGroup
@@ -134,6 +137,8 @@ func TestLeaseWaitDemand(t *testing.T) {
 		}
 		wg.Wait()
 		var heavy []int64
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		for i, q := range f.reqs {
 			if f.tags[i] == "heavy" {
 				heavy = append(heavy, q.want)

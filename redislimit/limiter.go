@@ -301,7 +301,8 @@ func honoursContext(rdb redis.UniversalClient) bool {
 // and never answers), Close returns within about 3 × Options.Timeout
 // (150 ms by default; it waits for go-redis's reconnection in progress,
 // bounded at 1.5 × Timeout, and for the listening goroutine's last call, as
-// long), leaving no goroutine behind. Later calls return nil at once.
+// long), leaving no goroutine behind; with Options.Lease, one Timeout
+// more, to give this process's shares back. Later calls return nil at once.
 func (l *Limiter) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
