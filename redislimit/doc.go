@@ -133,7 +133,9 @@
 // what it used in the second half of its lease and a little more, or
 // for all it can get when Waits found its share spent. A share given
 // back halves at most each lease. A newcomer gets a share once others
-// renew and what they gave back is free.
+// renew and what they gave back is free. A request written later than
+// its admission, by more than Options.Margin, counts once more in the
+// share, where it left (Depart).
 //
 // The shares never add up to more than the limit. A share grows only
 // into what no other process claims. A claim lasts to the lease's end

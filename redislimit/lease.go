@@ -213,7 +213,7 @@ func (ls *leaser) wait(ctx context.Context, key string, maxWait time.Duration) (
 	if !k.paused.Load() {
 		if g := k.cur.Load(); g != nil && g.shaper != nil && now.Before(g.until) && g.shaper.AllowAt(now, 1) {
 			k.admitted.Add(1)
-			p.Gen = k.gen.Load()
+			p.Gen, p.State, p.Track = k.gen.Load(), &leaseTicket{k, now}, true
 			return p, nil
 		}
 	}
@@ -290,6 +290,9 @@ func (ls *leaser) waitSlow(ctx context.Context, k *leaseKey, p throttle.Permit, 
 					p.Delay += r.Delay
 				}
 				k.admitted.Add(1)
+				if p.State == nil { // not the pause's decision, whose record Settle needs
+					p.State, p.Track = &leaseTicket{k, now.Add(r.Delay)}, true
+				}
 				return p, nil
 			}
 			// beyond the lease: wait for the renewal
@@ -343,6 +346,30 @@ func (ls *leaser) waitSlow(ctx context.Context, k *leaseKey, p throttle.Permit, 
 			return p, &pace.WaitError{Key: k.key, Err: ctxErr(ctx)}
 		}
 	}
+}
+
+// leaseTicket is a decision on a share, in Permit.State: when it was
+// admitted, for Depart.
+type leaseTicket struct {
+	k  *leaseKey
+	at time.Time
+}
+
+// depart counts a request that left later than its admission by more
+// than the starting margin once more in its key's share, where it left:
+// the share's window counts it there, as the server does (stricter,
+// never looser; per-decision mode moves the booking instead).
+func (ls *leaser) depart(t *leaseTicket, at time.Time) {
+	if at.Sub(t.at) <= ls.margin {
+		return
+	}
+	g := t.k.cur.Load()
+	if g == nil || g.shaper == nil {
+		return
+	}
+	t.k.book.Lock()
+	_, _ = g.shaper.ReserveAt(at, 1)
+	t.k.book.Unlock()
 }
 
 // refuseWait returns the error for a wait of d when it exceeds the rest

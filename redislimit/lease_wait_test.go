@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/throttle"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -218,5 +219,34 @@ func TestLeaseWaitIdleDropped(t *testing.T) {
 		_, err = ls.wait(context.Background(), "k", 0)
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), ls.n.Load())
+	})
+}
+
+// TestLeaseWaitLateDeparture: a request that left later than its
+// admission (beyond the margin, none here) counts once more in the share,
+// where it left: of a share of 10/s, 9 admitted and one of them written
+// 100 ms late leave no unit free, so the next Wait waits until the first
+// nine leave the window. Without the late departure it would pass at once.
+func TestLeaseWaitLateDeparture(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeShares{grant: grantAll(10, 1125*time.Millisecond)}
+		ls := newTestLeaser(t, pace.SlidingLog(pace.PerSecond(10)), time.Second, f)
+		defer ls.close()
+		ctx := context.Background()
+		var first throttle.Permit
+		for i := range 9 {
+			p, err := ls.wait(ctx, "k", 0)
+			require.NoError(t, err)
+			assert.True(t, p.Track)
+			if i == 0 {
+				first = p
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		ls.l.Depart(first, time.Now())
+		start := time.Now()
+		_, err := ls.wait(ctx, "k", 0)
+		require.NoError(t, err)
+		assert.Equal(t, 900*time.Millisecond, time.Since(start), "until the window of the first nine ends")
 	})
 }

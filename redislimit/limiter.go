@@ -722,6 +722,10 @@ func (l *Limiter) failed(ctx context.Context, p throttle.Permit, maxWait time.Du
 // the decision was sent, so it is never underestimated. Permits of the
 // Fallback limiter are passed on to it. Safe for concurrent use.
 func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
+	if t, ok := p.State.(*leaseTicket); ok {
+		l.ls.depart(t, at)
+		return
+	}
 	if p.Gen&fallbackBit != 0 {
 		if l.fallback != nil {
 			p.Gen &^= fallbackBit
