@@ -468,7 +468,8 @@ func (ls *leaser) renewKey(k *leaseKey) {
 	now := time.Now()
 	g := k.cur.Load()
 	el := now.Sub(k.since)
-	if g != nil && g.err == nil && !k.used.Load() && k.wanting.Load() == 0 && k.waiting.Load() == 0 {
+	idle := g != nil && !k.used.Load() && k.wanting.Load() == 0 && k.waiting.Load() == 0
+	if idle && (g.err == nil || !now.Before(g.until)) { // a key failing to renew and unused is dropped at its lease's end
 		switch rest := g.until.Sub(now); { // look again, to renew it if a Wait comes before the end
 		case rest > ls.lead/4:
 			ls.scheduleLocked(k, rest/2)
@@ -517,7 +518,6 @@ func (ls *leaser) renewKey(k *leaseKey) {
 	if err != nil {
 		k.admitted.Add(admitted) // counted again at the next try
 		k.wanting.Add(wanting)
-		k.used.Store(true)
 		ng := &leaseGrant{err: err}
 		if g != nil {
 			c := *g

@@ -250,3 +250,27 @@ func TestLeaseWaitLateDeparture(t *testing.T) {
 		assert.Equal(t, 900*time.Millisecond, time.Since(start), "until the window of the first nine ends")
 	})
 }
+
+// TestLeaseWaitIdleDuringOutage: a key whose renewals fail and that no
+// Wait uses stops trying when its lease ends, and is dropped: an outage
+// does not keep every idle key asking Redis ten times a second.
+func TestLeaseWaitIdleDuringOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeShares{grant: grantAll(10, 1125*time.Millisecond)}
+		ls := newTestLeaser(t, pace.SlidingLog(pace.PerSecond(10)), time.Second, f)
+		defer ls.close()
+		_, err := ls.wait(context.Background(), "k", 0)
+		require.NoError(t, err)
+		f.set(func(leaseReq) (leaseReply, error) { return leaseReply{}, errors.New("connection refused") })
+		time.Sleep(900 * time.Millisecond)
+		_, err = ls.wait(context.Background(), "k", 0) // used in this lease: renewed at 1 s, and tried again
+		require.NoError(t, err)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, int64(0), ls.n.Load(), "dropped")
+		tries := f.count()
+		assert.Less(t, tries, 15, "tried every 100 ms until the lease ended, no longer")
+		time.Sleep(5 * time.Second)
+		assert.Equal(t, tries, f.count())
+	})
+}
