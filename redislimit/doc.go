@@ -157,7 +157,7 @@
 // the Limit. One Limiter holds shares of at most 4096 keys at once; Wait
 // refuses another key with pace.ErrQueueFull. A key no Wait used for a
 // lease is dropped when its lease ends. Close gives this process's
-// shares back.
+// shares back: they free a window later, not a window after the lease.
 //
 // # When Redis is slow or gone
 //

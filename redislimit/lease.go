@@ -39,6 +39,7 @@ const minLeaseRetry = 50 * time.Millisecond
 type leaseReq struct {
 	want, grant, hold int64
 	rest, holdRest    time.Duration
+	stop              bool // the process admits nothing more (Close)
 }
 
 // leaseReply is lease.lua's reply.
@@ -144,8 +145,12 @@ func newLeaser(l pace.Limit, parts []part, o Options, timeout, margin time.Durat
 // runLease runs lease.lua once; now and up (µs) stand for Redis's clock
 // and uptime when positive (tests), else Redis reads its own.
 func runLease(ctx context.Context, rdb redis.Scripter, keys []string, id string, q leaseReq, units, lease, lead, span, now, up int64) (leaseReply, error) {
+	stop := 0
+	if q.stop {
+		stop = 1
+	}
 	v, err := leaseScript.Run(ctx, rdb, keys, id, q.want, units, lease, lead, span,
-		q.grant, max(micros(q.rest), 0), q.hold, max(micros(q.holdRest), 0), now, up).Result()
+		q.grant, max(micros(q.rest), 0), q.hold, max(micros(q.holdRest), 0), now, up, stop).Result()
 	if err != nil {
 		return leaseReply{}, err
 	}
@@ -618,9 +623,9 @@ func (ls *leaser) share(units int64) (pace.Limit, bool) {
 	return pace.All(out...), true
 }
 
-// close stops the renewals and gives back this process's shares, in one
-// pipeline bounded by the Limiter's timeout: their claims end with their
-// leases' tails.
+// close stops the renewals and gives back this process's shares, bounded
+// together by the Limiter's timeout: from now on it admits nothing on
+// them, so each claim ends a span from now, not a span after its lease.
 func (ls *leaser) close() {
 	ls.mu.Lock()
 	ls.closed = true
@@ -640,12 +645,13 @@ func (ls *leaser) close() {
 	ctx, cancel := ls.l.dl.bound(context.Background())
 	defer cancel()
 	now := time.Now()
+	closed := &leaseGrant{err: fmt.Errorf("%w: the Limiter is closed", ErrUnavailable)}
 	for _, k := range ks {
-		g := k.cur.Load()
+		g := k.cur.Swap(closed) // from now on its Waits find no share
 		if g == nil || g.share == 0 || !now.Before(g.until) {
 			continue
 		}
-		q := leaseReq{want: 0, grant: g.share, rest: g.until.Sub(now)}
+		q := leaseReq{want: 0, grant: g.share, rest: g.until.Sub(now), stop: true}
 		if now.Before(g.holdUntil) {
 			q.hold, q.holdRest = g.hold, g.holdUntil.Sub(now)
 		}

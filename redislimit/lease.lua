@@ -5,7 +5,8 @@
 -- been up longer than a claim lives. KEYS[2]: the key's throttle (read only).
 -- ARGV: id, demand (units; -1: all it can get), units (U), lease (µs), lead
 -- (µs), span (µs), the grant it holds, its lease's rest (µs), the claim it
--- holds, its rest (µs), now (µs; 0: Redis's TIME), uptime (µs; -1: INFO's).
+-- holds, its rest (µs), now (µs; 0: Redis's TIME), uptime (µs; -1: INFO's),
+-- stop (1: the process admits nothing more, its Limiter closed).
 -- A claim is counted until the lease's end plus the span: what a share
 -- admitted counts in the server's windows until then. The sum of the
 -- claims never exceeds U: a share grows only into what no other claim
@@ -16,7 +17,7 @@
 local id, want, U = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local L, lead, span = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local rg, rr, rh, rhr = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
-local now, up = tonumber(ARGV[11]), tonumber(ARGV[12])
+local now, up, stop = tonumber(ARGV[11]), tonumber(ARGV[12]), ARGV[13] == '1'
 if now <= 0 then
   local tm = redis.call('TIME')
   now = tm[1] * 1000000 + tm[2]
@@ -71,6 +72,10 @@ end
 -- This process's claim: what Redis holds of it, and what it says it holds.
 local me = ents[id] or {0, 0, 0, 0, 0}
 ents[id] = nil
+if stop then -- it admits nothing more: what it admitted counts a span more
+  want, rr = 0, 0
+  if me[2] > now then me[2] = now end
+end
 local held = 0 -- what the other processes hold now; none grows before its next renewal
 local n, sum, next_ = 1, want, 0
 for _, c in pairs(ents) do
@@ -111,6 +116,7 @@ if g < target then
   elseif next_ > 0 then retry = next_ - now end
 end
 local e = now + L + lead
+if stop then e = now end
 -- The claim kept beyond the new grant: each older grant or claim larger
 -- than it, until that one ends (one span of values, the largest, to the
 -- latest end: stricter, never looser).

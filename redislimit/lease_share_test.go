@@ -51,7 +51,12 @@ func (c *shareClient) req(want, now int64) leaseReq {
 
 func renewAt(t *testing.T, rdb redis.Scripter, c *shareClient, want, now, up int64) leaseReply {
 	t.Helper()
-	r, err := runLease(context.Background(), rdb, []string{shKeysS, "lease:{k}:p"}, c.id, c.req(want, now), shU, shL, shLead, shSpan, now, up)
+	return renewQ(t, rdb, c, c.req(want, now), now, up)
+}
+
+func renewQ(t *testing.T, rdb redis.Scripter, c *shareClient, q leaseReq, now, up int64) leaseReply {
+	t.Helper()
+	r, err := runLease(context.Background(), rdb, []string{shKeysS, "lease:{k}:p"}, c.id, q, shU, shL, shLead, shSpan, now, up)
 	require.NoError(t, err)
 	c.last, c.at = r, now
 	return r
@@ -166,7 +171,9 @@ func TestLeaseShareBadEntry(t *testing.T) {
 
 // TestLeaseShareNeverOverLimit: six processes renew at random instants
 // with random demands, a tenth of the replies lost (the process keeps
-// what it had), Redis's state lost once (FLUSHALL and a fresh uptime).
+// what it had), some die and some close (admitting nothing more, their
+// grants counted a span after that), Redis's state lost once (FLUSHALL
+// and a fresh uptime).
 // At every instant the grants the script handed out, each counted from
 // its renewal to its lease's end plus the span, per process the largest
 // of those it could still use, add up to at most U.
@@ -213,9 +220,22 @@ func TestLeaseShareNeverOverLimit(t *testing.T) {
 		if r.retry > 0 {
 			next[i] = now + max(min(int64(r.retry/time.Microsecond), shL), 50_000)
 		}
-		if rng.IntN(20) == 0 { // a process stops for a while (SIGKILL, then a new one)
+		switch rng.IntN(20) {
+		case 0: // a process dies (SIGKILL), a new one comes later
 			next[i] += 3 * shL
 			cs[i] = &shareClient{id: c.id + "'"}
+		case 1: // a process closes its Limiter: it admits nothing more from now
+			at := now + 1
+			q := c.req(0, at)
+			q.stop = true
+			renewQ(t, rdb, c, q, at, up+1)
+			for j := range grants {
+				if grants[j].id == c.id {
+					grants[j].to = min(grants[j].to, at+shSpan)
+				}
+			}
+			next[i] += 2 * shL
+			cs[i] = &shareClient{id: c.id + "+"}
 		}
 	}
 	var instants []int64
@@ -240,4 +260,20 @@ func TestLeaseShareNeverOverLimit(t *testing.T) {
 	}
 	t.Logf("largest sum of the claims at one instant: %d of %d", worst, shU)
 	assert.Greater(t, worst, int64(shU*9/10), "the shares were in use")
+}
+
+// TestLeaseShareStop: a process that stops (its Limiter closed) gives its
+// share back: it admits nothing more, so its claim ends a span after it
+// stopped, not a span after its lease; a newcomer then gets it all.
+func TestLeaseShareStop(t *testing.T) {
+	_, rdb := startRedis(t)
+	a, b := &shareClient{id: "a"}, &shareClient{id: "b"}
+	now := int64(shT0)
+	renewAt(t, rdb, a, -1, now, shUp)
+	now += 200_000
+	q := a.req(0, now)
+	q.stop = true
+	assert.Zero(t, renewQ(t, rdb, a, q, now, shUp).grant)
+	assert.Zero(t, renewAt(t, rdb, b, -1, now+shSpan-1, shUp).grant, "what a admitted counts a span more")
+	assert.Equal(t, int64(shU), renewAt(t, rdb, b, -1, now+shSpan, shUp).grant, "long before a's lease and span end")
 }

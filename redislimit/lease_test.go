@@ -79,4 +79,7 @@ func TestLeaseLimiter(t *testing.T) {
 	p, err = a.Wait(ctx, "api", 0)
 	require.NoError(t, err)
 	assert.IsType(t, &leaseTicket{}, p.State, "decided locally again")
+	require.NoError(t, a.Close())
+	_, err = a.Wait(ctx, "api", 0)
+	require.ErrorIs(t, err, ErrUnavailable, "a closed Limiter admits nothing on its shares")
 }
