@@ -121,6 +121,44 @@
 // ErrBadState. Keys under the Prefix are the Limiter's: keep other data
 // elsewhere.
 //
+// # Leased shares
+//
+// With Options.Lease, each process holds a share of each key's limit
+// and decides on it in memory, with no round trip. The share is a
+// pace.Shaper at the share's limit: each part's Rate.N (and burst or
+// slack) times share/N, its period the starting margin longer. One
+// script per key per Lease renews it (lease.lua, in the background). It
+// reads Redis's clock, the key's shares and its pause. Shares follow
+// demand, as Doorman's proportional share does: each process asks for
+// what it used in the second half of its lease and a little more, or
+// for all it can get when Waits found its share spent. A share given
+// back halves at most each lease. A newcomer gets a share once others
+// renew and what they gave back is free. A request written later than
+// its admission, by more than Options.Margin, counts once more in the
+// share, where it left (Depart).
+//
+// The shares never add up to more than the limit. A share grows only
+// into what no other process claims. A claim lasts to the lease's end
+// plus the longest span of a part (a window, or capacity × interval):
+// what a share admitted counts that long in the server's windows. So a
+// share given back, or held by a process that died, frees that long
+// after its lease. A process counts its lease from before it sent the
+// renewal, so clock skew cannot stretch it.
+//
+// When renewals fail, a process spends its share until its lease ends.
+// Then the failure policy decides, as for a decision: fail closed, or
+// the Fallback. A Redis that restarted without persistence forgot the
+// claims. While its uptime is shorter than a claim's life, it renews
+// only what each process says it still holds, and grants nothing new.
+// The pause stays shared: a key known to be paused (a message on the
+// channel, Settle's own throttle, or the renewal's reply) decides each
+// Wait in Redis, one round trip, until a Wait finds no pause. Quota
+// paces and adaptive cuts are not applied in this mode: the shares hold
+// the Limit. One Limiter holds shares of at most 4096 keys at once; Wait
+// refuses another key with pace.ErrQueueFull. A key no Wait used for a
+// lease is dropped when its lease ends. Close gives this process's
+// shares back: they free a window later, not a window after the lease.
+//
 // # When Redis is slow or gone
 //
 // A decision that Redis does not answer within Options.Timeout (50 ms by

@@ -110,6 +110,17 @@ type Options struct {
 	// The key may be a secret (an API key): take care where it is written.
 	// Without a Fallback it is never called (the Wait's error says so).
 	OnFallback func(key string, err error)
+
+	// Lease, if positive, shares the Limit by leases: each process holds
+	// a share of each key's limit and decides on it locally, with no
+	// round trip. A share is renewed once per Lease, one round trip per
+	// key, and grows or shrinks with the process's demand (Doorman's
+	// proportional share, github.com/youtube/doorman). The shares of a
+	// key never add up to more than the Limit (see the package
+	// documentation, "Leased shares"). Zero decides each request in
+	// Redis. It must be at least 4 × Timeout and at most 1 h, and needs a
+	// non-zero Limit.
+	Lease time.Duration
 }
 
 // Limiter is a [throttle.Limiter] whose state lives in Redis, so that every
@@ -133,6 +144,7 @@ type Limiter struct {
 	lease    int64     // µs
 	fallback *pace.Keyed
 	onFall   func(key string, err error) // Options.OnFallback
+	ls       *leaser                     // Options.Lease; nil: each decision in Redis
 
 	margin    time.Duration // the starting margin: a departure later than its slot by more is reported (Depart)
 	top       int64         // the widest margin of any part (µs; see part)
@@ -204,6 +216,13 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
+	var ls *leaser
+	if o.Lease != 0 {
+		if ls, err = newLeaser(l, parts, o, timeout, margin); err != nil {
+			return nil, err
+		}
+		l, parts = pace.Limit{}, nil // Redis holds the pauses; the shares hold the Limit
+	}
 	lim := &Limiter{
 		rdb: rdb, parts: parts, prefix: prefix, channel: prefix + "throttle",
 		lease: micros(lease), margin: margin, decider: decideScript(parts),
@@ -240,6 +259,10 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		lim.cancelKX = append(lim.cancelKX, p.kind, x, p.c)
 	}
 	lim.suffixes = append(lim.suffixes, "l")
+	if ls != nil {
+		lim.ls, ls.l = ls, lim
+		lim.ws.onPause = ls.pause
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+timeout/2)
 	lim.ps = rdb.Subscribe(ctx, lim.channel) // if Redis does not answer in time, listen tries again
 	cancel()
@@ -278,10 +301,14 @@ func honoursContext(rdb redis.UniversalClient) bool {
 // and never answers), Close returns within about 3 × Options.Timeout
 // (150 ms by default; it waits for go-redis's reconnection in progress,
 // bounded at 1.5 × Timeout, and for the listening goroutine's last call, as
-// long), leaving no goroutine behind. Later calls return nil at once.
+// long), leaving no goroutine behind; with Options.Lease, one Timeout
+// more, to give this process's shares back. Later calls return nil at once.
 func (l *Limiter) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
+		if l.ls != nil {
+			l.ls.close()
+		}
 		close(l.stop)
 		err = l.ps.Close()
 		<-l.listened
@@ -468,8 +495,18 @@ func parseDecision(v any, parts int, sliding bool) (decision, error) {
 // may be a secret (an API key); its text shows key only as a fingerprint
 // ("key~" and 12 hexadecimal digits of its SHA-256; see pace.WaitError),
 // of bounded length, unless a pace.Transport keyed the request by host.
-// Safe for concurrent use.
+// Safe for concurrent use. With Options.Lease, Wait decides on this
+// process's share, in memory (see the package documentation, "Leased
+// shares").
 func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
+	if l.ls != nil {
+		return l.ls.wait(ctx, key, maxWait)
+	}
+	return l.waitShared(ctx, key, maxWait)
+}
+
+// waitShared is Wait deciding in Redis.
+func (l *Limiter) waitShared(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
 	p := throttle.Permit{Key: key, Limited: l.limited}
 	if err := ctx.Err(); err != nil {
 		return p, &pace.WaitError{Key: key, Err: err}
@@ -685,6 +722,10 @@ func (l *Limiter) failed(ctx context.Context, p throttle.Permit, maxWait time.Du
 // the decision was sent, so it is never underestimated. Permits of the
 // Fallback limiter are passed on to it. Safe for concurrent use.
 func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
+	if t, ok := p.State.(*leaseTicket); ok {
+		l.ls.depart(t, at)
+		return
+	}
 	if p.Gen&fallbackBit != 0 {
 		if l.fallback != nil {
 			p.Gen &^= fallbackBit
@@ -774,6 +815,9 @@ func (l *Limiter) answered(p throttle.Permit, e *inflight, end time.Time) {
 // holds in Redis. When Redis fails, a throttle or a quota goes to the
 // Fallback limiter, if there is one. Safe for concurrent use.
 func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
+	if l.ls != nil && o.Pause > 0 {
+		l.ls.pause(keyTag(p.Key), 0)
+	}
 	if p.Gen&fallbackBit != 0 {
 		if l.fallback != nil {
 			p.Gen &^= fallbackBit

@@ -23,6 +23,9 @@ import (
 type watches struct {
 	mu sync.Mutex
 	m  map[string]*watch
+	// onPause, if set before listen starts, is told of each pause
+	// announced (Options.Lease: see leaser.pause).
+	onPause func(tag string, gen uint64)
 }
 
 // watch is the state of one key that requests of this process wait on.
@@ -105,6 +108,9 @@ func (ws *watches) deliver(payload string) {
 		}
 	}
 	ws.mu.Unlock()
+	if kind == "p" && ws.onPause != nil {
+		ws.onPause(tag, n)
+	}
 }
 
 // pingEvery is how long the subscription may stay silent before listen

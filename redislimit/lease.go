@@ -1,0 +1,660 @@
+package redislimit
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/wake"
+	"github.com/pacehttp/pace/throttle"
+	"github.com/redis/go-redis/v9"
+)
+
+// leaseText is the script that renews one process's share of one key
+// (see lease.lua for its keys, arguments and reply).
+//
+//go:embed lease.lua
+var leaseText string
+
+var leaseScript = redis.NewScript(leaseText)
+
+// maxLeaseKeys bounds the keys one Limiter holds shares of at once, so
+// that keys an attacker chooses cannot grow memory without bound.
+const maxLeaseKeys = 4096
+
+// minLeaseRetry is the shortest wait before a renewal asks again for a
+// share that has not grown to its target.
+const minLeaseRetry = 50 * time.Millisecond
+
+// leaseReq is what a renewal tells lease.lua: the demand (units; -1: all
+// it can get) and the claim the process holds (grant and claim, units,
+// with the rest of their time).
+type leaseReq struct {
+	want, grant, hold int64
+	rest, holdRest    time.Duration
+	stop              bool // the process admits nothing more (Close)
+}
+
+// leaseReply is lease.lua's reply.
+type leaseReply struct {
+	grant, hold, free              int64
+	lease, holdRest, retry, paused time.Duration
+	gen                            uint64
+	halfOpen, fresh                bool
+}
+
+// renewFunc runs one renewal of the share of the key of tag: one round
+// trip to Redis.
+type renewFunc func(ctx context.Context, tag string, r leaseReq) (leaseReply, error)
+
+// leaser holds this process's shares of each key's limit (Options.Lease):
+// decisions are local, on a pace.Shaper per key at the share's limit;
+// each key's share is renewed once per lease, in the background.
+type leaser struct {
+	l      *Limiter     // holds the pauses; its Limit is the zero Limit
+	limit  []pace.Limit // the Limit's parts
+	units  int64        // U: a share counts units of the first part's Rate.N
+	per    time.Duration
+	margin time.Duration
+	lease  time.Duration // how often a share is renewed
+	lead   time.Duration // how much longer than lease a grant lasts
+	renew  renewFunc
+
+	keys   sync.Map // key → *leaseKey
+	tags   sync.Map // tag → *leaseKey
+	n      atomic.Int64
+	mu     sync.Mutex // guards closed
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// leaseKey is one key's share in this process.
+type leaseKey struct {
+	key, tag string
+	cur      atomic.Pointer[leaseGrant] // nil until the first renewal
+	admitted atomic.Int64               // Waits admitted since the last renewal
+	wanting  atomic.Int64               // Waits that found the share spent
+	wanted   atomic.Int64               // when one last did (Unix ns)
+	waiting  atomic.Int64               // Waits waiting for a unit of the share now
+	used     atomic.Bool                // a Wait came since the last renewal
+	paused   atomic.Bool                // pauses decide in Redis (see wait)
+	gen      atomic.Uint64              // the key's pause generation, as last heard
+
+	book sync.Mutex // held to book a unit ahead, and give it back if it lies beyond the lease, as one step
+
+	mu       sync.Mutex // guards what follows
+	changed  chan struct{}
+	renewing bool
+	dead     bool
+	timer    *time.Timer
+	since    time.Time // start of the demand counted
+	sent     time.Time // when the latest renewal was sent
+	halfAt   time.Time // when admitted was read half a lease after since
+	halfAdm  int64     // what it read
+	want     int64     // the demand last reported
+	shaper   *pace.Shaper
+}
+
+// leaseGrant is a share as one renewal left it. until is on this
+// machine's clock, counted from before the renewal was sent.
+type leaseGrant struct {
+	share           int64
+	until           time.Time
+	shaper          *pace.Shaper // nil when the share admits nothing
+	hold            int64
+	holdUntil       time.Time
+	free            bool  // the share could have grown into what no process claimed: a spent share asks again at once
+	err             error // the latest renewal failed with err; the grant is the one before
+	fresh, received bool  // fresh: Redis restarted lately; received: some renewal answered
+}
+
+// newLeaser returns the leaser of l (not zero, parts converted) for
+// Options o, or a *pace.ConfigError for a Lease out of range.
+func newLeaser(l pace.Limit, parts []part, o Options, timeout, margin time.Duration) (*leaser, error) {
+	switch {
+	case l.IsZero():
+		return nil, &pace.ConfigError{Field: "Lease", Value: o.Lease, Reason: "needs a Limit to share"}
+	case o.Lease < 4*timeout:
+		return nil, &pace.ConfigError{Field: "Lease", Value: o.Lease, Reason: fmt.Sprintf("must be at least 4 × Timeout (%v), or zero", 4*timeout)}
+	case o.Lease > time.Hour:
+		return nil, &pace.ConfigError{Field: "Lease", Value: o.Lease, Reason: "exceeds 1h"}
+	}
+	ls := &leaser{limit: l.Parts(), margin: margin, lease: o.Lease, lead: max(o.Lease/8, 3*timeout)}
+	_, r, _, _ := ls.limit[0].Params()
+	ls.units, ls.per = int64(r.N), r.Per
+	var span int64
+	for _, p := range parts {
+		span = max(span, p.span())
+	}
+	id := strconv.FormatUint(rand.Uint64(), 36)
+	ls.renew = func(ctx context.Context, tag string, q leaseReq) (leaseReply, error) {
+		base := ls.l.prefix + "{" + tag + "}:"
+		return runLease(ctx, ls.l.rdb, []string{base + "s", base + "p"}, id, q, ls.units,
+			micros(ls.lease), micros(ls.lead), span, 0, -1)
+	}
+	return ls, nil
+}
+
+// runLease runs lease.lua once; now and up (µs) stand for Redis's clock
+// and uptime when positive (tests), else Redis reads its own.
+func runLease(ctx context.Context, rdb redis.Scripter, keys []string, id string, q leaseReq, units, lease, lead, span, now, up int64) (leaseReply, error) {
+	stop := 0
+	if q.stop {
+		stop = 1
+	}
+	v, err := leaseScript.Run(ctx, rdb, keys, id, q.want, units, lease, lead, span,
+		q.grant, max(micros(q.rest), 0), q.hold, max(micros(q.holdRest), 0), now, up, stop).Result()
+	if err != nil {
+		return leaseReply{}, err
+	}
+	xs, ok := v.([]any)
+	if !ok || len(xs) != 10 {
+		return leaseReply{}, fmt.Errorf("%w: %T %v", ErrUnexpectedReply, v, v)
+	}
+	var n [10]int64
+	for i, x := range xs {
+		if n[i], ok = x.(int64); !ok || n[i] < 0 {
+			return leaseReply{}, fmt.Errorf("%w: %v", ErrUnexpectedReply, xs)
+		}
+	}
+	us := func(x int64) time.Duration { return time.Duration(min(x, maxMicros)) * time.Microsecond }
+	return leaseReply{grant: min(n[0], units), lease: us(n[1]), hold: min(n[2], units), holdRest: us(n[3]),
+		retry: us(n[4]), paused: us(n[5]), gen: uint64(n[6]), halfOpen: n[7] == 1, fresh: n[8] == 1, free: min(n[9], units)}, nil
+}
+
+// entry returns the key's share, made on its first use.
+func (ls *leaser) entry(key string) (*leaseKey, error) {
+	if v, ok := ls.keys.Load(key); ok {
+		return v.(*leaseKey), nil
+	}
+	if ls.n.Add(1) > maxLeaseKeys {
+		ls.n.Add(-1)
+		return nil, fmt.Errorf("%w: redislimit: shares of %d keys held already", pace.ErrQueueFull, maxLeaseKeys)
+	}
+	k := &leaseKey{key: key, tag: keyTag(key), changed: make(chan struct{})}
+	if v, loaded := ls.keys.LoadOrStore(key, k); loaded {
+		ls.n.Add(-1)
+		return v.(*leaseKey), nil
+	}
+	ls.tags.Store(k.tag, k)
+	return k, nil
+}
+
+// pause marks the key of tag paused (a message of another process, or
+// this one's Settle): its Waits decide the pause in Redis until it ends.
+func (ls *leaser) pause(tag string, gen uint64) {
+	if v, ok := ls.tags.Load(tag); ok {
+		k := v.(*leaseKey)
+		for old := k.gen.Load(); gen > old && !k.gen.CompareAndSwap(old, gen); old = k.gen.Load() {
+		}
+		k.paused.Store(true)
+	}
+}
+
+// wait is Limiter.Wait of a Limiter with Options.Lease.
+func (ls *leaser) wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
+	p := throttle.Permit{Key: key, Limited: true}
+	if err := ctx.Err(); err != nil {
+		return p, &pace.WaitError{Key: key, Err: err}
+	}
+	if maxWait < 0 {
+		return p, &pace.WaitError{Key: key, Err: &pace.ConfigError{Field: "maxWait", Value: maxWait, Reason: "must not be negative (0 sets no bound)"}}
+	}
+	k, err := ls.entry(key)
+	if err != nil {
+		return p, &pace.WaitError{Key: key, Err: err}
+	}
+	if !k.used.Load() {
+		k.used.Store(true)
+	}
+	now := time.Now()
+	if !k.paused.Load() {
+		if g := k.cur.Load(); g != nil && g.shaper != nil && now.Before(g.until) && g.shaper.AllowAt(now, 1) {
+			k.admitted.Add(1)
+			p.Gen, p.State, p.Track = k.gen.Load(), &leaseTicket{k, now}, true
+			return p, nil
+		}
+	}
+	return ls.waitSlow(ctx, k, p, maxWait, now)
+}
+
+// waitSlow is wait when the share has no unit free now: the key is
+// paused, the share is spent, or there is no share yet.
+func (ls *leaser) waitSlow(ctx context.Context, k *leaseKey, p throttle.Permit, maxWait time.Duration, start time.Time) (throttle.Permit, error) {
+	shared := false // the pause and the probe were decided in Redis
+	giveBack := func() {
+		if p.Probe || p.State != nil {
+			ls.l.Settle(p, throttle.Outcome{}) // hands the probe's role on
+		}
+	}
+	p.Gen = k.gen.Load()
+	wanted := false
+	defer func() {
+		if wanted {
+			k.waiting.Add(-1)
+		}
+	}()
+	for {
+		if !shared && k.paused.Load() { // Redis decides the pause and the probe, one round trip
+			gen := k.gen.Load()
+			rest := maxWait
+			if maxWait > 0 {
+				if rest = maxWait - time.Since(start); rest <= 0 {
+					return p, &pace.WaitError{Key: k.key, Err: pace.ErrWaitTooLong}
+				}
+			}
+			pp, err := ls.l.waitShared(ctx, k.key, rest)
+			pp.Limited, pp.Delay = true, pp.Delay+p.Delay
+			if err != nil {
+				return pp, err
+			}
+			if !pp.Probe && pp.Held == 0 && pp.Gen >= gen {
+				k.paused.Store(false)
+			}
+			p, shared = pp, true
+			p.Gen = max(p.Gen, gen)
+		}
+		now := time.Now()
+		g := k.cur.Load()
+		if g != nil && g.shaper != nil && now.Before(g.until) {
+			k.book.Lock() // a unit booked and given back goes back whole: nothing was booked after it
+			r, err := g.shaper.ReserveAt(now, 1)
+			beyond := err == nil && (!now.Add(r.Delay).Before(g.until) ||
+				r.Delay > 0 && g.free && ls.growable(k, now)) // or ask for the unclaimed part first
+			if beyond {
+				g.shaper.CancelAt(now, r)
+			}
+			k.book.Unlock()
+			if err != nil {
+				giveBack()
+				return p, &pace.WaitError{Key: k.key, Delay: r.Delay, Err: err}
+			}
+			if !beyond {
+				if err := refuseWait(ctx, k.key, r.Delay, maxWait-now.Sub(start), maxWait > 0); err != nil {
+					g.shaper.CancelAt(now, r)
+					giveBack()
+					return p, err
+				}
+				if r.Delay > 0 {
+					if !wanted {
+						k.want1()
+						wanted = true
+					}
+					if err := wake.Sleep(ctx, r.Delay, nil); err != nil {
+						g.shaper.CancelAt(time.Now(), r)
+						giveBack()
+						return p, &pace.WaitError{Key: k.key, Delay: r.Delay, Err: ctxErr(ctx)}
+					}
+					p.Delay += r.Delay
+				}
+				k.admitted.Add(1)
+				if p.State == nil { // not the pause's decision, whose record Settle needs
+					p.State, p.Track = &leaseTicket{k, now.Add(r.Delay)}, true
+				}
+				return p, nil
+			}
+			// beyond the lease: wait for the renewal
+		}
+		if g != nil && g.err != nil && !now.Before(g.until) { // Redis failed and the lease is over
+			giveBack()
+			return ls.l.failed(ctx, p, maxWait, start, g.err)
+		}
+		if !wanted {
+			k.want1()
+			wanted = true
+		}
+		ch, dead, closed := ls.await(k, g, now)
+		if closed {
+			giveBack()
+			return p, &pace.WaitError{Key: k.key, Err: fmt.Errorf("%w: the Limiter is closed", ErrUnavailable)}
+		}
+		if dead { // dropped while idle: start again on a new entry
+			nk, err := ls.entry(k.key)
+			if err != nil {
+				giveBack()
+				return p, &pace.WaitError{Key: k.key, Err: err}
+			}
+			k.waiting.Add(-1) // wanted is set
+			k, wanted = nk, false
+			continue
+		}
+		d := time.Hour
+		if maxWait > 0 {
+			if d = maxWait - now.Sub(start); d <= 0 {
+				giveBack()
+				return p, &pace.WaitError{Key: k.key, Err: pace.ErrWaitTooLong}
+			}
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			if rest := dl.Sub(now); rest <= 0 {
+				giveBack()
+				return p, &pace.WaitError{Key: k.key, Err: errDeadline}
+			} else {
+				d = min(d, rest)
+			}
+		}
+		if g != nil && now.Before(g.until) {
+			d = min(d, g.until.Sub(now)+time.Millisecond)
+		}
+		t0 := time.Now()
+		err := wake.Sleep(ctx, d, ch)
+		p.Delay += time.Since(t0)
+		if err != nil {
+			giveBack()
+			return p, &pace.WaitError{Key: k.key, Err: ctxErr(ctx)}
+		}
+	}
+}
+
+// leaseTicket is a decision on a share, in Permit.State: when it was
+// admitted, for Depart.
+type leaseTicket struct {
+	k  *leaseKey
+	at time.Time
+}
+
+// depart counts a request that left later than its admission by more
+// than the starting margin once more in its key's share, where it left:
+// the share's window counts it there, as the server does (stricter,
+// never looser; per-decision mode moves the booking instead).
+func (ls *leaser) depart(t *leaseTicket, at time.Time) {
+	if at.Sub(t.at) <= ls.margin {
+		return
+	}
+	g := t.k.cur.Load()
+	if g == nil || g.shaper == nil {
+		return
+	}
+	t.k.book.Lock()
+	_, _ = g.shaper.ReserveAt(at, 1)
+	t.k.book.Unlock()
+}
+
+// refuseWait returns the error for a wait of d when it exceeds the rest
+// of maxWait (bounded) or outlasts ctx's deadline, or nil.
+func refuseWait(ctx context.Context, key string, d, rest time.Duration, bounded bool) error {
+	if bounded && d > rest {
+		return &pace.WaitError{Key: key, Delay: d, Err: pace.ErrWaitTooLong}
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Add(d).Before(dl) {
+		return &pace.WaitError{Key: key, Delay: d, Err: errDeadline}
+	}
+	return nil
+}
+
+// await returns the channel closed at the key's next renewal, starting
+// one now when none is under way and g (the grant at now) has ended or is
+// missing, or left some of the limit unclaimed and no renewal was sent in
+// the last minLeaseRetry; dead when the key was dropped, closed when the
+// Limiter was.
+func (ls *leaser) await(k *leaseKey, g *leaseGrant, now time.Time) (ch <-chan struct{}, dead, closed bool) {
+	ls.mu.Lock()
+	closed = ls.closed
+	ls.mu.Unlock()
+	if closed {
+		return nil, false, true
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.dead {
+		return nil, true, false
+	}
+	if !k.renewing && (g == nil || g.err == nil && (!now.Before(g.until) || g.free && now.Sub(k.sent) >= minLeaseRetry)) {
+		ls.scheduleLocked(k, 0)
+	}
+	return k.changed, false, false
+}
+
+// growable reports whether a Wait that found the share spent may ask
+// for more now: no renewal is under way and none was sent in the last
+// minLeaseRetry.
+func (ls *leaser) growable(k *leaseKey, now time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return !k.renewing && now.Sub(k.sent) >= minLeaseRetry
+}
+
+// scheduleLocked arms the key's renewal d from now; k.mu is held.
+func (ls *leaser) scheduleLocked(k *leaseKey, d time.Duration) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.closed {
+		return
+	}
+	if k.timer != nil && k.timer.Stop() {
+		ls.wg.Done()
+	}
+	ls.wg.Add(1)
+	k.timer = time.AfterFunc(d, func() {
+		defer ls.wg.Done()
+		ls.renewKey(k)
+	})
+}
+
+// want1 counts a Wait that found the key's share spent, and waits.
+func (k *leaseKey) want1() {
+	k.wanting.Add(1)
+	k.waiting.Add(1)
+	k.wanted.Store(time.Now().UnixNano())
+}
+
+// demand returns the units the key wants for its next lease, at now: all
+// it can get when its share was spent (a Wait waits for a unit now, or
+// found none more than one time in 32 and one did in the last half
+// lease), else what it used over el (the lease's second half), a
+// sixteenth and two units more, and at least half the share it holds: a
+// share given back halves at most each lease, so that a lull does not
+// cost a burst after it a round trip.
+func (ls *leaser) demand(k *leaseKey, admitted, wanting int64, el time.Duration, now time.Time, held int64) int64 {
+	recent := now.UnixNano()-k.wanted.Load() < int64(ls.lease/2)
+	if k.waiting.Load() > 0 || recent && wanting > admitted/32 || el <= 0 {
+		return -1
+	}
+	rate := float64(admitted) * float64(ls.per) / float64(el)
+	return min(max(int64(rate*17/16)+2, held/2), ls.units)
+}
+
+// renewKey renews the key's share: one round trip (lease.lua). A key no
+// Wait used during its whole lease is not renewed: its share ends with
+// its lease, and it is dropped.
+func (ls *leaser) renewKey(k *leaseKey) {
+	k.mu.Lock()
+	if k.renewing || k.dead {
+		k.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	g := k.cur.Load()
+	el := now.Sub(k.since)
+	idle := g != nil && !k.used.Load() && k.wanting.Load() == 0 && k.waiting.Load() == 0
+	if idle && (g.err == nil || !now.Before(g.until)) { // a key failing to renew and unused is dropped at its lease's end
+		switch rest := g.until.Sub(now); { // look again, to renew it if a Wait comes before the end
+		case rest > ls.lead/4:
+			ls.scheduleLocked(k, rest/2)
+		case rest > 0:
+			ls.scheduleLocked(k, rest)
+		default:
+			ls.dropLocked(k)
+		}
+		k.mu.Unlock()
+		return
+	}
+	k.renewing, k.sent = true, now
+	k.used.Store(false)
+	q := leaseReq{want: k.want}
+	var admitted, wanting int64
+	swapped := g == nil || el >= ls.lease/2 || !g.received
+	if swapped {
+		admitted, wanting = k.admitted.Swap(0), k.wanting.Swap(0)
+		if g == nil || !g.received {
+			q.want = -1
+		} else {
+			recent, rel := admitted, el
+			if k.halfAt.After(k.since) {
+				recent, rel = max(admitted-k.halfAdm, 0), now.Sub(k.halfAt)
+			}
+			q.want = ls.demand(k, recent, wanting, rel, now, g.share)
+		}
+	}
+	if g != nil {
+		if now.Before(g.until) {
+			q.grant, q.rest = g.share, g.until.Sub(now)
+		}
+		if now.Before(g.holdUntil) {
+			q.hold, q.holdRest = g.hold, g.holdUntil.Sub(now)
+		}
+	}
+	k.mu.Unlock()
+
+	ctx, cancel := ls.l.dl.bound(context.Background())
+	rep, err := ls.renew(ctx, k.tag, q)
+	cancel()
+
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.renewing = false
+	if err != nil {
+		k.admitted.Add(admitted) // counted again at the next try
+		k.wanting.Add(wanting)
+		ng := &leaseGrant{err: err}
+		if g != nil {
+			c := *g
+			c.err = err
+			ng = &c
+		}
+		k.cur.Store(ng)
+		ls.scheduleLocked(k, probePoll)
+		k.broadcastLocked()
+		return
+	}
+	if swapped {
+		k.since, k.want = now, q.want
+		time.AfterFunc(ls.lease/2, func() { // the demand is measured over the lease's second half
+			k.mu.Lock()
+			if k.since == now {
+				k.halfAt, k.halfAdm = time.Now(), k.admitted.Load()
+			}
+			k.mu.Unlock()
+		})
+	}
+	ng := &leaseGrant{share: rep.grant, until: now.Add(rep.lease), hold: rep.hold,
+		holdUntil: now.Add(rep.holdRest), fresh: rep.fresh, received: true, free: rep.free > 0}
+	if lim, ok := ls.share(rep.grant); ok {
+		if k.shaper == nil {
+			k.shaper, _ = pace.NewShaper(lim) // fresh: what a new share grows into, no claim holds
+		} else {
+			_ = k.shaper.SetLimitAt(now, lim) // keeps what was used
+		}
+		ng.shaper = k.shaper
+	}
+	k.cur.Store(ng)
+	for old := k.gen.Load(); rep.gen > old && !k.gen.CompareAndSwap(old, rep.gen); old = k.gen.Load() {
+	}
+	if rep.paused > 0 || rep.halfOpen {
+		k.paused.Store(true)
+	}
+	next := ls.lease
+	if rep.retry > 0 {
+		next = min(next, max(rep.retry, minLeaseRetry))
+	}
+	ls.scheduleLocked(k, next)
+	k.broadcastLocked()
+}
+
+// broadcastLocked wakes the Waits waiting for the key's renewal; k.mu is
+// held.
+func (k *leaseKey) broadcastLocked() {
+	close(k.changed)
+	k.changed = make(chan struct{})
+}
+
+// dropLocked forgets the key; k.mu is held.
+func (ls *leaser) dropLocked(k *leaseKey) {
+	k.dead = true
+	ls.keys.CompareAndDelete(k.key, k)
+	ls.tags.CompareAndDelete(k.tag, k)
+	ls.n.Add(-1)
+	k.broadcastLocked()
+}
+
+// share returns the Limit of a share of units (0 < units ≤ U) of the
+// Limit: each part's Rate.N, burst and slack scaled by units/U, rounded
+// down (a burst to at least 1), its period counted the starting margin
+// longer (at most a 20th); false when it admits nothing.
+func (ls *leaser) share(units int64) (pace.Limit, bool) {
+	if units <= 0 {
+		return pace.Limit{}, false
+	}
+	scale := func(x int) int {
+		hi, lo := bits.Mul64(uint64(x), uint64(units))
+		q, _ := bits.Div64(hi, lo, uint64(ls.units)) // units ≤ U: no overflow
+		return int(q)
+	}
+	out := make([]pace.Limit, 0, len(ls.limit))
+	for _, p := range ls.limit {
+		alg, r, burst, lo := p.Params()
+		n := scale(r.N)
+		if n == 0 {
+			return pace.Limit{}, false
+		}
+		rate := pace.Rate{N: n, Per: r.Per + min(ls.margin, r.Per/20)}
+		switch alg {
+		case "token bucket":
+			out = append(out, pace.TokenBucket(rate, max(scale(burst), 1)))
+		case "leaky bucket":
+			lo.Slack = scale(lo.Slack)
+			out = append(out, pace.LeakyBucket(rate, lo))
+		case "fixed window":
+			out = append(out, pace.FixedWindow(rate))
+		default:
+			out = append(out, pace.SlidingLog(rate))
+		}
+	}
+	if len(out) == 1 {
+		return out[0], true
+	}
+	return pace.All(out...), true
+}
+
+// close stops the renewals and gives back this process's shares, bounded
+// together by the Limiter's timeout: from now on it admits nothing on
+// them, so each claim ends a span from now, not a span after its lease.
+func (ls *leaser) close() {
+	ls.mu.Lock()
+	ls.closed = true
+	ls.mu.Unlock()
+	var ks []*leaseKey
+	ls.keys.Range(func(_, v any) bool {
+		k := v.(*leaseKey)
+		k.mu.Lock()
+		if k.timer != nil && k.timer.Stop() {
+			ls.wg.Done()
+		}
+		k.mu.Unlock()
+		ks = append(ks, k)
+		return true
+	})
+	ls.wg.Wait()
+	ctx, cancel := ls.l.dl.bound(context.Background())
+	defer cancel()
+	now := time.Now()
+	closed := &leaseGrant{err: fmt.Errorf("%w: the Limiter is closed", ErrUnavailable)}
+	for _, k := range ks {
+		g := k.cur.Swap(closed) // from now on its Waits find no share
+		if g == nil || g.share == 0 || !now.Before(g.until) {
+			continue
+		}
+		q := leaseReq{want: 0, grant: g.share, rest: g.until.Sub(now), stop: true}
+		if now.Before(g.holdUntil) {
+			q.hold, q.holdRest = g.hold, g.holdUntil.Sub(now)
+		}
+		_, _ = ls.renew(ctx, k.tag, q) // if Redis fails, the share ends with its lease
+	}
+}
