@@ -265,7 +265,7 @@ func (ls *leaser) waitSlow(ctx context.Context, k *leaseKey, p throttle.Permit, 
 		g := k.cur.Load()
 		if g != nil && g.shaper != nil && now.Before(g.until) {
 			k.book.Lock() // a unit booked and given back goes back whole: nothing was booked after it
-			r, err := g.shaper.ReserveAt(now, 1)
+			r, err := g.shaper.ReserveAt(now, 1, 0)
 			beyond := err == nil && (!now.Add(r.Delay).Before(g.until) ||
 				r.Delay > 0 && g.free && ls.growable(k, now)) // or ask for the unclaimed part first
 			if beyond {
@@ -373,7 +373,7 @@ func (ls *leaser) depart(t *leaseTicket, at time.Time) {
 		return
 	}
 	t.k.book.Lock()
-	_, _ = g.shaper.ReserveAt(at, 1)
+	_, _ = g.shaper.ReserveAt(at, 1, 0)
 	t.k.book.Unlock()
 }
 
