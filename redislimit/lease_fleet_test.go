@@ -318,7 +318,7 @@ func TestLeaseFleetDemand(t *testing.T) {
 	even, uneven := used(as, from, to), used(as, from2, to2)
 	t.Logf("from two leases after the change: %.1f %% used", 100*used(as, at2, to2))
 	t.Logf("even demand: %.1f %% of the limit used %v", 100*even, byProc(as, from, to))
-	t.Logf("one at 70 %%, three at 10 %%: %.1f %% used from two leases after the change %v", 100*uneven, byProc(as, from2, to2))
+	t.Logf("one at 70 %%, three at 10 %%: %.1f %% used from two leases and a window after the change %v", 100*uneven, byProc(as, from2, to2))
 	assert.GreaterOrEqual(t, even, 0.95)
 	assert.GreaterOrEqual(t, uneven, 0.85, "the target is 0.90: this bound is looser, since when the three renew falls anywhere in a lease")
 }
