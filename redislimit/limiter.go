@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacehttp/pace"
@@ -53,31 +54,46 @@ type Options struct {
 	// the package documentation, "Keys in Redis").
 	Prefix string
 
-	// Timeout bounds each round trip to Redis (one per decision). Zero
-	// means DefaultTimeout; it must not be negative. It holds on the
-	// network only with a client that honours contexts (go-redis's
-	// ContextTimeoutEnabled, which [New] requires). When the caller's
-	// context cannot be cancelled (context.Background), round trips share
-	// one deadline per millisecond, so a round trip may be given up to
-	// min(Timeout/20, 1 ms) less than Timeout, never more. The
-	// subscription to other processes' pauses is bounded by it too (each
-	// connection attempt by 1.5 × Timeout), and so is Close.
+	// Timeout bounds each script's round trip to Redis (one per
+	// decision). Zero means DefaultTimeout; it must not be negative. It
+	// holds on the network only with a client that honours contexts
+	// (go-redis's ContextTimeoutEnabled, which [New] requires). When the
+	// caller's context cannot be cancelled (context.Background), round
+	// trips share one deadline per millisecond, so a round trip may be
+	// given up to min(Timeout/20, 1 ms) less than Timeout, never more.
+	//
+	// Connections are made outside it. The Limiter readies them in the
+	// background: the handshake and a SCRIPT LOAD of its scripts, within
+	// 4 × Timeout. It does so at New and after a round trip that Redis
+	// did not answer. Meanwhile a *redis.Client's decisions wait for it,
+	// at most Timeout (4 × Timeout for a new Limiter's first), and make
+	// no connection of their own. So a Redis whose round trip fits in
+	// Timeout works however far away it is. The subscription to other
+	// processes' pauses is bounded by it too (each connection attempt by
+	// 4 × Timeout), and so is Close.
 	Timeout time.Duration
 
 	// Fallback, if not the zero Limit, is the policy when Redis cannot
 	// decide in time: fail open, to a local in-memory pace.Keyed holding
 	// Fallback, one per Limiter. Give it this process's share of the
-	// limit, for example pace.TokenBucket(pace.PerSecond(50/4), 12) for one of
-	// four processes sharing 50/s: the processes then stay within the
-	// shared limit together while Redis is gone. The zero Limit fails
-	// closed: Wait returns a *pace.WaitError wrapping [ErrUnavailable].
+	// limit, in the limit's shape: pace.SlidingLog(pace.PerSecond(50/4))
+	// for one of four processes sharing a sliding log of 50/s. The zero
+	// Limit fails closed: Wait returns a *pace.WaitError wrapping
+	// [ErrUnavailable].
 	//
-	// The throughput holds during the outage, but each switch can
-	// overshoot by a burst: the Fallback limiters start full, and so does
-	// a restarted Redis that lost its state (without persistence), each
-	// handing out a fresh burst on top of what the shared limit had just
-	// admitted (docs/fleet.md has a figure). Leave room below the
-	// server's limit for a burst at each switch. OnFallback tells when the Fallback decides.
+	// The Fallback is stricter than a fresh limiter, so that the
+	// processes together stay within the shared limit in every window:
+	//   - It starts empty at each switch from Redis: its decisions wait
+	//     out its longest span first (a window, or capacity × interval),
+	//     as others may have spent the shared limit just before.
+	//   - It books every decision Redis makes in this process too.
+	//   - For the Limit's longest span after the Fallback last decided,
+	//     decisions on Redis also keep to the Fallback. A restarted Redis
+	//     without persistence knows nothing of what the Fallbacks admitted.
+	//
+	// With a share in the limit's shape, no window exceeds the limit.
+	// A looser share (a token bucket for a window) can exceed it by the
+	// difference. OnFallback tells when the Fallback decides.
 	Fallback pace.Limit
 
 	// Margin is the departure margin a key starts with: how much later
@@ -130,9 +146,19 @@ type Limiter struct {
 	prefix   string
 	channel  string
 	dl       deadlines // bounds each round trip by timeout
+	link     link      // keeps connections ready outside decisions
 	lease    int64     // µs
 	fallback *pace.Keyed
-	onFall   func(key string, err error) // Options.OnFallback
+	// strictFor is the longest span of the Limit's parts (0: no Fallback
+	// or no limit), strictUntil until when (Unix ns) decisions on Redis
+	// keep to the Fallback's pace too (see shadow).
+	strictFor   time.Duration
+	strictUntil atomic.Int64
+	// holdFor is the Fallback's longest span, holdUntil until when (Unix
+	// ns) its decisions wait (see holdOff).
+	holdFor   time.Duration
+	holdUntil atomic.Int64
+	onFall    func(key string, err error) // Options.OnFallback
 
 	margin    time.Duration // the starting margin: a departure later than its slot by more is reported (Depart)
 	top       int64         // the widest margin of any part (µs; see part)
@@ -216,12 +242,17 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		if lim.fallback, err = pace.NewKeyed(o.Fallback, pace.KeyedOptions{}); err != nil {
 			return nil, fmt.Errorf("redislimit: Fallback: %w", err)
 		}
+		lim.strictFor = longestSpan(parts)
+		lim.holdFor = lim.strictFor
+		if fparts, err := convert(o.Fallback, 0); err == nil {
+			lim.holdFor = longestSpan(fparts)
+		}
 	}
 	lim.suffixes = append(lim.suffixes, "p")
 	for _, p := range parts {
 		lim.top = max(lim.top, p.top)
 	}
-	lim.args = append(lim.args, lim.lease, lim.horizon, micros(margin), lim.marginRun(), lim.top)
+	lim.args = append(lim.args, lim.lease, lim.horizon, micros(margin), lim.marginRun(), lim.top, remember(timeout).Milliseconds())
 	for i, p := range parts {
 		lim.suffixes = append(lim.suffixes, strconv.Itoa(i))
 		lim.sliding = lim.sliding || p.kind == kindSliding
@@ -240,12 +271,23 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		lim.cancelKX = append(lim.cancelKX, p.kind, x, p.c)
 	}
 	lim.suffixes = append(lim.suffixes, "l")
+	lim.stop, lim.listened = make(chan struct{}), make(chan struct{})
+	lim.link.init(rdb, timeout, lim.stop, lim.decider, cancelScript, settleScript, departScript)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+timeout/2)
 	lim.ps = rdb.Subscribe(ctx, lim.channel) // if Redis does not answer in time, listen tries again
 	cancel()
-	lim.stop, lim.listened = make(chan struct{}), make(chan struct{})
 	go lim.ws.listen(lim.ps, timeout, lim.stop, lim.listened)
 	return lim, nil
+}
+
+// longestSpan returns the longest span of parts (see part.span), 0 for
+// none.
+func longestSpan(parts []part) time.Duration {
+	var d time.Duration
+	for _, p := range parts {
+		d = max(d, time.Duration(p.span())*time.Microsecond)
+	}
+	return d
 }
 
 // marginRun returns how long a widened margin lasts before it halves
@@ -272,19 +314,21 @@ func honoursContext(rdb redis.UniversalClient) bool {
 	return true // another implementation: its documentation says
 }
 
-// Close stops listening for other processes' pauses. It does not close the
-// Redis client. Waits still running may miss a pause set afterwards.
-// Whatever Redis does (down, stalled, or a server that accepts connections
-// and never answers), Close returns within about 3 × Options.Timeout
-// (150 ms by default; it waits for go-redis's reconnection in progress,
-// bounded at 1.5 × Timeout, and for the listening goroutine's last call, as
-// long), leaving no goroutine behind. Later calls return nil at once.
+// Close stops listening for other processes' pauses, and readying
+// connections. It does not close the Redis client. Waits still running
+// may miss a pause set afterwards. Whatever Redis does (down, stalled, or
+// a server that accepts connections and never answers), Close returns
+// within about 5 × Options.Timeout (250 ms by default; it waits for
+// go-redis's reconnection or a warm-up in progress, each bounded at 4 ×
+// Timeout, and for the listening goroutine's last call), leaving no
+// goroutine behind. Later calls return nil at once.
 func (l *Limiter) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
 		close(l.stop)
 		err = l.ps.Close()
 		<-l.listened
+		l.link.wg.Wait()
 	})
 	return err
 }
@@ -362,12 +406,18 @@ func waitBound(left, dlLeft int64) int64 {
 // decide runs decideScript, sent at now: one round trip. bound is
 // waitBound's.
 func (l *Limiter) decide(ctx context.Context, now time.Time, keys []string, bound, probes int64) (decision, error) {
+	return l.decideID(ctx, now, keys, bound, probes, strconv.FormatUint(rand.Uint64(), 36))
+}
+
+// decideID is decide with the decision's unique id.
+func (l *Limiter) decideID(ctx context.Context, now time.Time, keys []string, bound, probes int64, id string) (decision, error) {
+	keys = append(keys[:len(keys):len(keys)], decisionKey(keys[0], id))
 	args := l.args // no unique id, no bound, no probes to expect: the Limiter's arguments alone
 	if l.sliding || bound != -1 || probes != -1 {
 		args = make([]any, len(l.args), len(l.args)+3)
 		copy(args, l.args)
 		if l.sliding {
-			args = append(args, strconv.FormatUint(rand.Uint64(), 36))
+			args = append(args, id)
 		}
 		if bound != -1 || probes != -1 {
 			args = append(args, boxed(bound))
@@ -376,13 +426,30 @@ func (l *Limiter) decide(ctx context.Context, now time.Time, keys []string, boun
 			args = append(args, probes)
 		}
 	}
-	ctx, cancel := l.dl.boundAt(ctx, now)
-	defer cancel()
-	v, err := l.decider.Run(ctx, l.rdb, keys, args...).Result()
+	bctx, cancel := l.dl.boundAt(ctx, now)
+	l.link.enter()
+	v, err := l.decider.Run(bctx, l.rdb, keys, args...).Result()
+	cancel()
+	l.link.exit(ctx, err)
 	if err != nil {
 		return decision{}, err
 	}
 	return parseDecision(v, len(l.parts), l.sliding)
+}
+
+// remember is how long a decision's reply is kept in Redis (its key
+// decisionKey), so that go-redis's sending it again books nothing more:
+// go-redis sends again within the decision's deadline, timeout; a
+// script queued in a stalled Redis may run later.
+func remember(timeout time.Duration) time.Duration {
+	return max(2*time.Second, 2*timeout)
+}
+
+// decisionKey returns the Redis key that keeps the reply of the decision
+// id (see remember), from the key's throttle key p ("prefix{tag}:p"): in
+// the same slot.
+func decisionKey(p, id string) string {
+	return p[:len(p)-1] + "d:" + id
 }
 
 // parseDecision checks and reads decideScript's reply v for a limit of
@@ -484,6 +551,11 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 	keys := l.keys(tag)
 	probes := int64(-1)
 	for sent := start; ; sent = time.Now() { // sent: no later than the decision is sent
+		if waited, err := l.link.ready(ctx); err != nil {
+			return l.failed(ctx, p, maxWait, start, err)
+		} else if waited {
+			sent = time.Now()
+		}
 		left := int64(0) // µs; 0: no bound
 		if maxWait > 0 {
 			left = max(int64((maxWait-sent.Sub(start))/time.Microsecond), 1)
@@ -535,7 +607,14 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 		// clock after the script was sent.
 		p.State = &inflight{lease: d.lease, at: d.at, slot: sent.Add(wait), members: d.members}
 		p.Probe, p.Strikes, p.Gen, p.Delay, p.Track = d.probe, int(d.b), uint64(d.gen), wait, l.limited
-		if wait == 0 {
+		if l.strictFor > 0 {
+			if p.Delay, err = l.shadow(key, sent, wait, left, dlLeft); err != nil {
+				l.cancel(context.WithoutCancel(ctx), tag, keys, d)
+				p.State, p.Track = nil, false
+				return p, err
+			}
+		}
+		if p.Delay == 0 {
 			return p, nil
 		}
 		again, err := l.sleepBooked(ctx, p, tag, keys, d, w, &seq)
@@ -547,6 +626,25 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 		}
 		p.Probe, p.Strikes, p.Gen, p.Delay, p.Track, p.State = false, 0, 0, 0, false, nil
 	}
+}
+
+// shadow books a decision that Redis booked, wait from now, in the
+// Fallback too, so that the Fallback starts from this process's use when
+// Redis goes. For strictFor after the Fallback last decided, the
+// decision keeps to the Fallback's pace as well: a Redis back from an
+// outage does not know what the Fallbacks admitted meanwhile. It returns
+// how long to wait, or the refusal when that is beyond left (µs, > 0) or
+// the deadline (dlLeft µs, >= 0).
+func (l *Limiter) shadow(key string, now time.Time, wait time.Duration, left, dlLeft int64) (time.Duration, error) {
+	r, err := l.fallback.ReserveAt(now, key, 1, l.strictFor)
+	if now.UnixNano() >= l.strictUntil.Load() {
+		return wait, nil
+	}
+	if err != nil {
+		r.Delay = l.strictFor
+	}
+	hold := max(wait, r.Delay)
+	return hold, refusePause(key, hold, left, dlLeft)
 }
 
 // refusePause returns the error for a pause whose rest is d when it
@@ -640,9 +738,21 @@ func (l *Limiter) cancel(ctx context.Context, tag string, keys []string, d decis
 		args = append(args, l.cancelKX[3*i:3*i+3]...)
 		args = append(args, member(d.members, i))
 	}
-	ctx, stop := l.dl.bound(ctx)
+	_ = l.run(ctx, cancelScript, keys, args...)
+}
+
+// run runs script s once the link is up, within Options.Timeout: a
+// round trip off the decisions' path, which never waits for the link.
+func (l *Limiter) run(ctx context.Context, s *redis.Script, keys []string, args ...any) error {
+	if !l.link.isUp() {
+		return errNoLink
+	}
+	bctx, stop := l.dl.bound(ctx)
 	defer stop()
-	_ = cancelScript.Run(ctx, l.rdb, keys, args...).Err()
+	l.link.enter()
+	err := s.Run(bctx, l.rdb, keys, args...).Err()
+	l.link.exit(ctx, err)
+	return err
 }
 
 // failed answers a Wait whose decision failed with err, under the failure
@@ -658,6 +768,12 @@ func (l *Limiter) failed(ctx context.Context, p throttle.Permit, maxWait time.Du
 		if l.onFall != nil {
 			l.onFall(p.Key, err)
 		}
+		held, herr := l.holdOff(ctx, p.Key, maxWait, start)
+		p.Held += held
+		if herr != nil {
+			return p, herr
+		}
+		l.strictUntil.Store(time.Now().Add(l.strictFor).UnixNano())
 		rest := maxWait
 		if maxWait > 0 {
 			rest = max(maxWait-time.Since(start), 1)
@@ -668,6 +784,30 @@ func (l *Limiter) failed(ctx context.Context, p throttle.Permit, maxWait time.Du
 		return fp, ferr
 	}
 	return p, &pace.WaitError{Key: p.Key, Err: err}
+}
+
+// holdOff starts the Fallback empty: a switch from Redis (the first
+// decision of the Fallback since decisions on Redis stopped keeping to
+// it, see shadow) holds the Fallback's decisions for its longest span,
+// holdFor, as if it had just been spent. It returns how long it held, and
+// a refusal when the hold is beyond maxWait (> 0) from start or ctx's
+// deadline.
+func (l *Limiter) holdOff(ctx context.Context, key string, maxWait time.Duration, start time.Time) (time.Duration, error) {
+	now := time.Now()
+	if now.UnixNano() >= l.strictUntil.Load() {
+		l.holdUntil.Store(now.Add(l.holdFor).UnixNano())
+	}
+	d := time.Unix(0, l.holdUntil.Load()).Sub(now)
+	if d <= 0 {
+		return 0, nil
+	}
+	if maxWait > 0 && now.Add(d).Sub(start) > maxWait {
+		return 0, &pace.WaitError{Key: key, Delay: d, Err: pace.ErrWaitTooLong}
+	}
+	if dl, ok := ctx.Deadline(); ok && !now.Add(d).Before(dl) {
+		return 0, &pace.WaitError{Key: key, Delay: d, Err: errDeadline}
+	}
+	return d, sleepWake(ctx, key, d, nil)
 }
 
 // Depart tells the Limiter that the request of p was written at at; see
@@ -714,9 +854,7 @@ func (l *Limiter) move(p throttle.Permit, e *inflight, late time.Duration) {
 		args = append(args, l.cancelKX[3*i:3*i+3]...)
 		args = append(args, member(e.members, i))
 	}
-	ctx, cancel := l.dl.bound(context.Background())
-	defer cancel()
-	_ = departScript.Run(ctx, l.rdb, l.keys(keyTag(p.Key)), args...).Err() // if Redis fails, the slot stays where it was booked
+	_ = l.run(context.Background(), departScript, l.keys(keyTag(p.Key)), args...) // if Redis fails, the slot stays where it was booked
 }
 
 // answered applies the late-answer rule to the answer at end to a request
@@ -806,8 +944,6 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	if o.Pause > 0 {
 		pause = min(micros(o.Pause), maxPause)
 	}
-	ctx, cancel := l.dl.bound(context.Background())
-	defer cancel()
 	tag := keyTag(p.Key)
 	base := l.prefix + "{" + tag + "}:"
 	keys := []string{base + "p", base + "l"}
@@ -818,8 +954,8 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	if o.Quota.Reset > 0 {
 		quoted = 1
 	}
-	err := settleScript.Run(ctx, l.rdb, keys, int64(p.Gen), lease, probe, pause, resp, l.channel, tag,
-		cut, l.interval, left, reset, bucket, l.horizon, track, p.Strikes, quoted, micros(l.margin), l.marginRun(), l.top).Err()
+	err := l.run(context.Background(), settleScript, keys, int64(p.Gen), lease, probe, pause, resp, l.channel, tag,
+		cut, l.interval, left, reset, bucket, l.horizon, track, p.Strikes, quoted, micros(l.margin), l.marginRun(), l.top)
 	if err != nil && (o.Pause > 0 || reset > 0) && l.fallback != nil {
 		l.fallback.Settle(throttle.Permit{Key: p.Key}, o)
 	}

@@ -308,7 +308,11 @@ end
 // checks nothing more: it writes no throttle it could not read (Settle's
 // script, which reads it with GET, fails on one of another type and
 // writes nothing), and any part key it writes was read.
-var luaDecideHead = luaNow + `local v = redis.call('MGET', $keys)
+var luaDecideHead = luaNow + `local v = redis.call('MGET', $keys, KEYS[$dk])
+if v[$dv] then
+  local ok, r = pcall(cmsgpack.unpack, v[$dv])
+  if ok and type(r) == 'table' then return r end
+end
 if not ($all) and redis.call('EXISTS', $keys) > $present then
   for i, k in ipairs({$idx}) do
     if not v[i] and redis.call('TYPE', KEYS[k]).ok ~= 'none' then return {5, 0, k, 0} end
@@ -329,6 +333,14 @@ if h == 1 then
 elseif h == 2 then
   resume, h = 1, 0
 end
+`
+
+// luaRemember ends a decision that booked: it returns its reply r, and
+// keeps it in the decision's own key (KEYS[$dk]) for ARGV[6] ms, so that
+// the decision sent again (go-redis re-sends a command whose reply was
+// lost) returns the same reply and books nothing more (luaDecideHead).
+const luaRemember = `redis.call('SET', KEYS[$dk], cmsgpack.pack(r), 'PX', ARGV[6])
+return r
 `
 
 // fragments are the Lua of one algorithm in decideScript, written once
@@ -472,6 +484,10 @@ redis.call('ZADD', KEYS[$k], t, m$j)
 	},
 }
 
+// firstPartArg is the ARGV index of the first part's parameters in
+// decideScript.
+const firstPartArg = 7
+
 // maxParts is the most parts a Limit held in Redis may have: decideScript
 // keeps each part's parameters and state in Lua locals, of which a
 // function has at most 200.
@@ -495,10 +511,12 @@ func partArgs(p part) int {
 // has a queue bound), never on their numbers, so that Redis holds one
 // script per shape of limit.
 //
-// KEYS: the throttle, then one per part, then the learned record. ARGV:
+// KEYS: the throttle, then one per part, then the learned record, then
+// the decision's own (see luaRemember). ARGV:
 // the probe lease (µs), the horizon (µs, see horizon), the starting
 // margin, how long a widened margin lasts before it halves, and the
-// widest margin (µs; see luaMargin), then each part's parameters (see
+// widest margin (µs; see luaMargin), how long a booking's reply is kept
+// (ms, see remember), then each part's parameters (see
 // part and partArgs): x, y and c at the starting margin, then a GCRA
 // part's n, top and queue bound (when it has one), a fixed window's
 // starting margin and top, a sliding log's top; these are the same in
@@ -511,7 +529,8 @@ func partArgs(p part) int {
 // Replies: {0, delay, gen, strikes, probe, lease, instant} booked, and a
 // member per part after them when a part is a sliding log (empty for the
 // others); {0, instant, gen} booked at once (delay, strikes and probe 0:
-// the common decision, in fewer elements; never with a sliding log);
+// the common decision, in fewer elements; never with a sliding log), or
+// the reply kept of the same decision;
 // {1, pause left, gen, probes} paused; {2, lease left, gen,
 // probes} a probe is in flight; {3, delay, reason (1 beyond the caller's
 // bound, 2 queue full, 4 no instant that every part admits was found, 5
@@ -527,7 +546,7 @@ func decideText(parts []part) string {
 	var read, earliest, book, queue strings.Builder
 	mget, idx := []string{"KEYS[1]"}, []string{"1"}
 	members := make([]string, len(parts))
-	uid, sliding := 6, false // uid: the first ARGV after the parts' parameters
+	uid, sliding := firstPartArg, false // uid: the first ARGV after the parts' parameters
 	for _, p := range parts {
 		uid += partArgs(p)
 		sliding = sliding || p.kind == kindSliding
@@ -536,7 +555,7 @@ func decideText(parts []part) string {
 	if sliding {
 		bound++
 	}
-	hz, arg := "ARGV[2]", 6 // arg: the first part's parameters
+	hz, arg := "ARGV[2]", firstPartArg // arg: the first part's parameters
 	for i, p := range parts {
 		j, k := strconv.Itoa(i+1), strconv.Itoa(i+2)
 		f := algorithms[p.kind]
@@ -565,9 +584,10 @@ func decideText(parts []part) string {
 		}
 		arg += partArgs(p)
 	}
-	lk := strconv.Itoa(len(parts) + 2) // the learned record: the last of KEYS, and of v
+	lk := strconv.Itoa(len(parts) + 2) // the learned record: the last of KEYS but the decision's, and of v but the decision's
 	mget, idx = append(mget, "KEYS["+lk+"]"), append(idx, lk)
 	lv := strconv.Itoa(len(mget))
+	dk, dv := strconv.Itoa(len(parts)+3), strconv.Itoa(len(mget)+1) // the decision's memory: the last of KEYS, and of v
 	all, present := make([]string, 0, len(mget)), make([]string, len(mget))
 	for i := range mget {
 		present[i] = "(v[" + strconv.Itoa(i+1) + "] and 1 or 0)"
@@ -579,7 +599,7 @@ func decideText(parts []part) string {
 		all = append(all, "v[1] or v["+lv+"]")
 	}
 	var b strings.Builder
-	b.WriteString(fill(luaDecideHead, "$keys", strings.Join(mget, ", "), "$idx", strings.Join(idx, ", "),
+	b.WriteString(fill(luaDecideHead, "$keys", strings.Join(mget, ", "), "$dk", dk, "$dv", dv, "$idx", strings.Join(idx, ", "),
 		"$all", strings.Join(all, " and "), "$present", strings.Join(present, " + "), "$want", strconv.Itoa(bound+1)))
 	b.WriteString(fill(luaDecidePace, "$lv", lv, "$lk", lk))
 	b.WriteString(read.String())
@@ -610,10 +630,11 @@ end
 	b.WriteString(luaKeepThrottle)
 	b.WriteString("end\n")
 	if sliding {
-		b.WriteString("return {0, d, g, s, probe, lease, t, " + strings.Join(members, ", ") + "}\n")
+		b.WriteString("local r = {0, d, g, s, probe, lease, t, " + strings.Join(members, ", ") + "}\n")
 	} else {
-		b.WriteString("if d == 0 and s == 0 and probe == 0 then return {0, t, g} end\nreturn {0, d, g, s, probe, lease, t}\n")
+		b.WriteString("local r = {0, d, g, s, probe, lease, t}\nif d == 0 and s == 0 and probe == 0 then r = {0, t, g} end\n")
 	}
+	b.WriteString(fill(luaRemember, "$dk", dk))
 	return b.String()
 }
 
