@@ -132,7 +132,7 @@
 // decision the Fallback makes, to count or log them. While a
 // *redis.Client's Redis does not answer, decisions make no connection: a
 // prober tries every 10 ms, off their path, so decisions are back on
-// Redis as soon as it answers again. Close returns within about 5 ×
+// Redis as soon as it answers again. Close returns within about 9 ×
 // Options.Timeout whatever Redis does.
 //
 // go-redis retries a command whose connection broke (EOF). If Redis ran

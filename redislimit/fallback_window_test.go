@@ -69,20 +69,27 @@ func TestFallbackWithinLimit(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-	worst, at := 0, time.Time{}
-	for i, j := 0, 0; j < len(times); j++ { // the most admissions in any second
-		for times[j].Sub(times[i]) >= time.Second {
-			i++
-		}
-		if j-i+1 > worst {
-			worst, at = j-i+1, times[i]
-		}
-	}
+	worst, at := mostInWindow(times, time.Second)
 	t0 := times[0]
 	t.Logf("%d admissions (%d by the Fallbacks) in %v; Redis killed at %v, back at %v; at most %d in one second, from %v",
 		len(times), fell, times[len(times)-1].Sub(t0).Round(time.Millisecond), killed.Sub(t0).Round(time.Millisecond),
 		back.Sub(t0).Round(time.Millisecond), worst, at.Sub(t0).Round(time.Millisecond))
 	assert.Positive(t, fell, "the Fallbacks decided while Redis was gone")
 	assert.LessOrEqual(t, worst, limit, "admissions in one second")
+}
+
+// mostInWindow sorts times and returns the most of them within any
+// window of w, and where the first such window starts.
+func mostInWindow(times []time.Time, w time.Duration) (int, time.Time) {
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	most, at := 0, time.Time{}
+	for i, j := 0, 0; j < len(times); j++ {
+		for times[j].Sub(times[i]) >= w {
+			i++
+		}
+		if j-i+1 > most {
+			most, at = j-i+1, times[i]
+		}
+	}
+	return most, at
 }

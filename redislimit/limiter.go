@@ -64,13 +64,13 @@ type Options struct {
 	//
 	// Connections are made outside it. The Limiter readies them in the
 	// background: the handshake and a SCRIPT LOAD of its scripts, within
-	// 4 × Timeout. It does so at New and after a round trip that Redis
+	// 8 × Timeout. It does so at New and after a round trip that Redis
 	// did not answer. Meanwhile a *redis.Client's decisions wait for it,
-	// at most Timeout (4 × Timeout for a new Limiter's first), and make
+	// at most Timeout (8 × Timeout for a new Limiter's first), and make
 	// no connection of their own. So a Redis whose round trip fits in
 	// Timeout works however far away it is. The subscription to other
 	// processes' pauses is bounded by it too (each connection attempt by
-	// 4 × Timeout), and so is Close.
+	// 8 × Timeout), and so is Close.
 	Timeout time.Duration
 
 	// Fallback, if not the zero Limit, is the policy when Redis cannot
@@ -196,48 +196,22 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	if !honoursContext(rdb) {
 		return nil, &pace.ConfigError{Field: "rdb", Value: fmt.Sprintf("%T", rdb), Reason: "set ContextTimeoutEnabled in its options, so that Options.Timeout bounds each decision"}
 	}
-	prefix := o.Prefix
-	switch {
-	case prefix == "":
-		prefix = DefaultPrefix
-	case strings.ContainsAny(prefix, "{}"):
-		return nil, &pace.ConfigError{Field: "Prefix", Value: prefix, Reason: "must not contain '{' or '}' (Redis Cluster's hash tag)"}
+	o, err := o.resolved()
+	if err != nil {
+		return nil, err
 	}
-	timeout := o.Timeout
-	switch {
-	case timeout < 0:
-		return nil, &pace.ConfigError{Field: "Timeout", Value: timeout, Reason: "must not be negative"}
-	case timeout == 0:
-		timeout = DefaultTimeout
-	}
-	lease := o.ProbeLease
-	switch {
-	case lease < 0:
-		return nil, &pace.ConfigError{Field: "ProbeLease", Value: lease, Reason: "must not be negative"}
-	case lease == 0:
-		lease = DefaultProbeLease
-	case micros(lease) > maxPause:
-		return nil, &pace.ConfigError{Field: "ProbeLease", Value: lease, Reason: "exceeds 24h, the longest pause a Limiter records"}
-	}
-	margin := o.Margin
-	switch {
-	case margin == 0:
-		margin = DefaultMargin
-	case margin < 0:
-		margin = 0
-	}
-	parts, err := convert(l, margin)
+	parts, err := convert(l, o.Margin)
 	if err != nil {
 		return nil, err
 	}
 	lim := &Limiter{
-		rdb: rdb, parts: parts, prefix: prefix, channel: prefix + "throttle",
-		lease: micros(lease), margin: margin, decider: decideScript(parts),
+		rdb: rdb, parts: parts, prefix: o.Prefix, channel: o.Prefix + "throttle",
+		lease: micros(o.ProbeLease), margin: o.Margin, decider: decideScript(parts),
 		limited: len(parts) > 0, interval: limitInterval(l), horizon: horizon(parts),
 	}
 	lim.onFall = o.OnFallback
 	lim.quick.seed = maphash.MakeSeed()
-	lim.dl.init(timeout)
+	lim.dl.init(o.Timeout)
 	if !o.Fallback.IsZero() {
 		if lim.fallback, err = pace.NewKeyed(o.Fallback, pace.KeyedOptions{}); err != nil {
 			return nil, fmt.Errorf("redislimit: Fallback: %w", err)
@@ -248,36 +222,76 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 			lim.holdFor = longestSpan(fparts)
 		}
 	}
-	lim.suffixes = append(lim.suffixes, "p")
-	for _, p := range parts {
-		lim.top = max(lim.top, p.top)
+	lim.setArgs(o.Timeout)
+	lim.stop, lim.listened = make(chan struct{}), make(chan struct{})
+	lim.link.init(rdb, o.Timeout, lim.stop, lim.decider, cancelScript, settleScript, departScript)
+	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout+o.Timeout/2)
+	lim.ps = rdb.Subscribe(ctx, lim.channel) // if Redis does not answer in time, listen tries again
+	cancel()
+	go lim.ws.listen(lim.ps, o.Timeout, lim.stop, lim.listened)
+	return lim, nil
+}
+
+// resolved returns o with its defaults in place of zero values (and no
+// negative Margin), or the *pace.ConfigError of an invalid field.
+func (o Options) resolved() (Options, error) {
+	switch {
+	case o.Prefix == "":
+		o.Prefix = DefaultPrefix
+	case strings.ContainsAny(o.Prefix, "{}"):
+		return o, &pace.ConfigError{Field: "Prefix", Value: o.Prefix, Reason: "must not contain '{' or '}' (Redis Cluster's hash tag)"}
 	}
-	lim.args = append(lim.args, lim.lease, lim.horizon, micros(margin), lim.marginRun(), lim.top, remember(timeout).Milliseconds())
-	for i, p := range parts {
-		lim.suffixes = append(lim.suffixes, strconv.Itoa(i))
-		lim.sliding = lim.sliding || p.kind == kindSliding
+	switch {
+	case o.Timeout < 0:
+		return o, &pace.ConfigError{Field: "Timeout", Value: o.Timeout, Reason: "must not be negative"}
+	case o.Timeout == 0:
+		o.Timeout = DefaultTimeout
+	}
+	switch {
+	case o.ProbeLease < 0:
+		return o, &pace.ConfigError{Field: "ProbeLease", Value: o.ProbeLease, Reason: "must not be negative"}
+	case o.ProbeLease == 0:
+		o.ProbeLease = DefaultProbeLease
+	case micros(o.ProbeLease) > maxPause:
+		return o, &pace.ConfigError{Field: "ProbeLease", Value: o.ProbeLease, Reason: "exceeds 24h, the longest pause a Limiter records"}
+	}
+	switch {
+	case o.Margin == 0:
+		o.Margin = DefaultMargin
+	case o.Margin < 0:
+		o.Margin = 0
+	}
+	return o, nil
+}
+
+// setArgs sets what every decision sends of the Limiter's own (see
+// decideScript), and the key suffixes and cancelScript's numbers of its
+// parts, for a timeout.
+func (l *Limiter) setArgs(timeout time.Duration) {
+	l.suffixes = append(l.suffixes, "p")
+	for _, p := range l.parts {
+		l.top = max(l.top, p.top)
+	}
+	m := micros(l.margin)
+	l.args = append(l.args, l.lease, l.horizon, m, l.marginRun(), l.top, remember(timeout).Milliseconds())
+	for i, p := range l.parts {
+		l.suffixes = append(l.suffixes, strconv.Itoa(i))
+		l.sliding = l.sliding || p.kind == kindSliding
 		switch p.kind {
 		case kindGCRA:
-			lim.args = append(lim.args, []any{p.x, p.k * p.x, p.c, p.n, p.top, p.z}[:partArgs(p)]...)
+			l.args = append(l.args, []any{p.x, p.k * p.x, p.c, p.n, p.top, p.z}[:partArgs(p)]...)
 		case kindFixed:
-			lim.args = append(lim.args, p.per, p.n, p.c, min(micros(margin), p.top), p.top)
+			l.args = append(l.args, p.per, p.n, p.c, min(m, p.top), p.top)
 		default:
-			lim.args = append(lim.args, p.x, p.n, p.c, p.top)
+			l.args = append(l.args, p.x, p.n, p.c, p.top)
 		}
 		x := p.x // a pacer gives back no more than its interval at the starting margin
 		if p.kind == kindSliding {
 			x = p.xw // a log's entries matter as long as its widest window
 		}
-		lim.cancelKX = append(lim.cancelKX, p.kind, x, p.c)
+		l.cancelKX = append(l.cancelKX, p.kind, x, p.c)
 	}
-	lim.suffixes = append(lim.suffixes, "l")
-	lim.stop, lim.listened = make(chan struct{}), make(chan struct{})
-	lim.link.init(rdb, timeout, lim.stop, lim.decider, cancelScript, settleScript, departScript)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout+timeout/2)
-	lim.ps = rdb.Subscribe(ctx, lim.channel) // if Redis does not answer in time, listen tries again
-	cancel()
-	go lim.ws.listen(lim.ps, timeout, lim.stop, lim.listened)
-	return lim, nil
+	l.suffixes = append(l.suffixes, "l")
 }
 
 // longestSpan returns the longest span of parts (see part.span), 0 for
@@ -318,8 +332,8 @@ func honoursContext(rdb redis.UniversalClient) bool {
 // connections. It does not close the Redis client. Waits still running
 // may miss a pause set afterwards. Whatever Redis does (down, stalled, or
 // a server that accepts connections and never answers), Close returns
-// within about 5 × Options.Timeout (250 ms by default; it waits for
-// go-redis's reconnection or a warm-up in progress, each bounded at 4 ×
+// within about 9 × Options.Timeout (450 ms by default; it waits for
+// go-redis's reconnection or a warm-up in progress, each bounded at 8 ×
 // Timeout, and for the listening goroutine's last call), leaving no
 // goroutine behind. Later calls return nil at once.
 func (l *Limiter) Close() error {
@@ -544,88 +558,133 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 	if maxWait < 0 {
 		return p, &pace.WaitError{Key: key, Err: &pace.ConfigError{Field: "maxWait", Value: maxWait, Reason: "must not be negative (0 sets no bound)"}}
 	}
-	start := time.Now()
-	tag := keyTag(key)
-	w, seq := l.ws.add(tag)
-	defer l.ws.done(tag, w)
-	keys := l.keys(tag)
-	probes := int64(-1)
-	for sent := start; ; sent = time.Now() { // sent: no later than the decision is sent
+	wt := waiting{key: key, tag: keyTag(key), start: time.Now(), maxWait: maxWait, probes: -1}
+	wt.w, wt.seq = l.ws.add(wt.tag)
+	defer l.ws.done(wt.tag, wt.w)
+	wt.keys = l.keys(wt.tag)
+	for sent := wt.start; ; sent = time.Now() { // sent: no later than the decision is sent
 		if waited, err := l.link.ready(ctx); err != nil {
-			return l.failed(ctx, p, maxWait, start, err)
+			return l.failed(ctx, p, maxWait, wt.start, err)
 		} else if waited {
 			sent = time.Now()
 		}
-		left := int64(0) // µs; 0: no bound
-		if maxWait > 0 {
-			left = max(int64((maxWait-sent.Sub(start))/time.Microsecond), 1)
-		}
-		dlLeft := int64(-1)
-		deadline, hasDeadline := ctx.Deadline()
-		if hasDeadline {
-			dlLeft = max(int64(deadline.Sub(sent)/time.Microsecond), 0)
-		}
-		d, err := l.decide(ctx, sent, keys, waitBound(left, dlLeft), probes)
+		wt.bound(ctx, sent)
+		d, err := l.decide(ctx, sent, wt.keys, waitBound(wt.left, wt.dlLeft), wt.probes)
 		if err != nil {
-			return l.failed(ctx, p, maxWait, start, err)
+			return l.failed(ctx, p, maxWait, wt.start, err)
 		}
-		wait := time.Duration(d.a) * time.Microsecond
 		switch d.status {
-		case 5:
-			return p, &pace.WaitError{Key: key, Err: badState(keys, d.gen)}
-		case 4:
-			return p, &pace.WaitError{Key: key, Err: pace.ErrThrottled}
-		case 3:
-			reason := d.gen
-			if reason == 1 && !(left > 0 && d.a > left) { // beyond waitBound, within maxWait: the deadline's bound
-				reason = 3
-			}
-			return p, &pace.WaitError{Key: key, Delay: wait, Err: refusal(reason)}
+		case 3, 4, 5:
+			return p, wt.refused(d)
 		case 1, 2:
-			if probes < 0 {
-				probes = d.b
-			}
-			if d.status == 1 {
-				err = refusePause(key, wait, left, dlLeft)
-			} else { // the probe is in flight: ask again after a while, within the bounds
-				wait, err = holdProbe(key, wait, maxWait, start, deadline, hasDeadline)
-			}
-			if err != nil {
-				return p, err
-			}
-			wake, cur, _ := l.ws.wakeAfter(w, seq)
-			seq = cur
-			t0 := time.Now()
-			err := sleepWake(ctx, key, wait, wake)
-			p.Held += time.Since(t0)
-			if err != nil {
+			if err := l.hold(ctx, &p, &wt, d); err != nil {
 				return p, err
 			}
 			continue
 		}
-		// The slot on this machine's clock, at the latest: Redis read its
-		// clock after the script was sent.
-		p.State = &inflight{lease: d.lease, at: d.at, slot: sent.Add(wait), members: d.members}
-		p.Probe, p.Strikes, p.Gen, p.Delay, p.Track = d.probe, int(d.b), uint64(d.gen), wait, l.limited
-		if l.strictFor > 0 {
-			if p.Delay, err = l.shadow(key, sent, wait, left, dlLeft); err != nil {
-				l.cancel(context.WithoutCancel(ctx), tag, keys, d)
-				p.State, p.Track = nil, false
-				return p, err
-			}
-		}
-		if p.Delay == 0 {
-			return p, nil
-		}
-		again, err := l.sleepBooked(ctx, p, tag, keys, d, w, &seq)
+		again, err := l.booked(ctx, &p, &wt, d, sent)
 		if !again {
-			if err != nil {
-				p.State, p.Track = nil, false
-			}
 			return p, err
 		}
 		p.Probe, p.Strikes, p.Gen, p.Delay, p.Track, p.State = false, 0, 0, 0, false, nil
 	}
+}
+
+// waiting is the state of one Wait.
+type waiting struct {
+	key, tag string
+	keys     []string
+	start    time.Time
+	maxWait  time.Duration
+	w        *watch
+	seq      uint64
+	probes   int64 // expected probes, -1 until the first hold
+	// The caller's bounds as of the decision being sent (see bound).
+	left, dlLeft int64
+	deadline     time.Time
+	hasDeadline  bool
+}
+
+// bound sets the caller's bounds for a decision sent at sent: left (µs;
+// 0: no bound), dlLeft (µs; -1: no deadline).
+func (wt *waiting) bound(ctx context.Context, sent time.Time) {
+	wt.left = 0
+	if wt.maxWait > 0 {
+		wt.left = max(int64((wt.maxWait-sent.Sub(wt.start))/time.Microsecond), 1)
+	}
+	wt.dlLeft = -1
+	wt.deadline, wt.hasDeadline = ctx.Deadline()
+	if wt.hasDeadline {
+		wt.dlLeft = max(int64(wt.deadline.Sub(sent)/time.Microsecond), 0)
+	}
+}
+
+// refused returns the error of a decision that booked nothing and ends
+// the Wait (status 3, 4 or 5).
+func (wt *waiting) refused(d decision) error {
+	switch d.status {
+	case 5:
+		return &pace.WaitError{Key: wt.key, Err: badState(wt.keys, d.gen)}
+	case 4:
+		return &pace.WaitError{Key: wt.key, Err: pace.ErrThrottled}
+	}
+	reason := d.gen
+	if reason == 1 && !(wt.left > 0 && d.a > wt.left) { // beyond waitBound, within maxWait: the deadline's bound
+		reason = 3
+	}
+	return &pace.WaitError{Key: wt.key, Delay: time.Duration(d.a) * time.Microsecond, Err: refusal(reason)}
+}
+
+// hold sleeps while the key is paused (status 1) or its probe is in
+// flight (2: then a while, within the bounds), or until a message about
+// the key comes. It returns the refusal when the caller's bounds do not
+// allow it.
+func (l *Limiter) hold(ctx context.Context, p *throttle.Permit, wt *waiting, d decision) error {
+	if wt.probes < 0 {
+		wt.probes = d.b
+	}
+	wait := time.Duration(d.a) * time.Microsecond
+	var err error
+	if d.status == 1 {
+		err = refusePause(wt.key, wait, wt.left, wt.dlLeft)
+	} else {
+		wait, err = holdProbe(wt.key, wait, wt.maxWait, wt.start, wt.deadline, wt.hasDeadline)
+	}
+	if err != nil {
+		return err
+	}
+	wake, cur, _ := l.ws.wakeAfter(wt.w, wt.seq)
+	wt.seq = cur
+	t0 := time.Now()
+	err = sleepWake(ctx, wt.key, wait, wake)
+	p.Held += time.Since(t0)
+	return err
+}
+
+// booked fills p from decision d, which booked a slot, sent at sent, and
+// waits for the slot. It returns again when a pause announced meanwhile
+// made it give the slot back.
+func (l *Limiter) booked(ctx context.Context, p *throttle.Permit, wt *waiting, d decision, sent time.Time) (again bool, err error) {
+	wait := time.Duration(d.a) * time.Microsecond
+	// The slot on this machine's clock, at the latest: Redis read its
+	// clock after the script was sent.
+	p.State = &inflight{lease: d.lease, at: d.at, slot: sent.Add(wait), members: d.members}
+	p.Probe, p.Strikes, p.Gen, p.Delay, p.Track = d.probe, int(d.b), uint64(d.gen), wait, l.limited
+	if l.strictFor > 0 {
+		if p.Delay, err = l.shadow(wt.key, sent, wait, wt.left, wt.dlLeft); err != nil {
+			l.cancel(context.WithoutCancel(ctx), wt.tag, wt.keys, d)
+			p.State, p.Track = nil, false
+			return false, err
+		}
+	}
+	if p.Delay == 0 {
+		return false, nil
+	}
+	again, err = l.sleepBooked(ctx, *p, wt.tag, wt.keys, d, wt.w, &wt.seq)
+	if !again && err != nil {
+		p.State, p.Track = nil, false
+	}
+	return again, err
 }
 
 // shadow books a decision that Redis booked, wait from now, in the
@@ -741,11 +800,11 @@ func (l *Limiter) cancel(ctx context.Context, tag string, keys []string, d decis
 	_ = l.run(ctx, cancelScript, keys, args...)
 }
 
-// run runs script s once the link is up, within Options.Timeout: a
-// round trip off the decisions' path, which never waits for the link.
+// run runs script s within Options.Timeout once the link is up, as a
+// decision does: it waits for the link at most Timeout.
 func (l *Limiter) run(ctx context.Context, s *redis.Script, keys []string, args ...any) error {
-	if !l.link.isUp() {
-		return errNoLink
+	if _, err := l.link.ready(ctx); err != nil {
+		return err
 	}
 	bctx, stop := l.dl.bound(ctx)
 	defer stop()

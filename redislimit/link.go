@@ -12,10 +12,10 @@ import (
 )
 
 // warmTimes bounds a warm-up, and a reconnection of the subscription, at
-// warmTimes × Options.Timeout: a connection's handshake (HELLO, then
-// CLIENT SETINFO) and a SCRIPT LOAD are three round trips, each within
-// Timeout when Redis answers in time.
-const warmTimes = 4
+// warmTimes × Options.Timeout: a dial, go-redis's handshake (HELLO, CLIENT
+// SETINFO, and more with RESP3) and a SCRIPT LOAD are about five round
+// trips, each within Timeout when Redis answers in time.
+const warmTimes = 8
 
 // probeGap is how long the prober waits between two warm-ups that failed.
 const probeGap = 10 * time.Millisecond
@@ -70,9 +70,6 @@ func (k *link) init(rdb redis.UniversalClient, timeout time.Duration, stop <-cha
 	k.st.Store(&linkState{up: !k.gate, ch: make(chan struct{})})
 	k.down()
 }
-
-// isUp reports whether the link is up.
-func (k *link) isUp() bool { return k.st.Load().up }
 
 // ready waits until the link is up, at most Timeout (warmTimes × Timeout
 // before it was ever up: a new Limiter's first warm-up), or until ctx
@@ -177,13 +174,36 @@ func (k *link) probe() {
 	}
 }
 
+// ping dials o's address bare and sends PING, within 2 × Timeout (a
+// dial and a round trip): any reply
+// (+PONG, or an error such as NOAUTH) says Redis answers. It costs
+// go-redis's pool nothing: no failed dial (each of which retries for
+// about 400 ms, and enough of which make the pool dial only once a
+// second), and no command retried after a connection that a proxy in
+// front of a dead Redis accepted and closed.
+func (k *link) ping(o *redis.Options) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*k.timeout)
+	defer cancel()
+	conn, err := o.Dialer(ctx, o.Network, o.Addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	if _, err := conn.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+		return err
+	}
+	var b [1]byte
+	_, err = conn.Read(b[:])
+	return err
+}
+
 // warm readies connections: SCRIPT LOAD of the scripts, one a
 // connection, on as many at once as round trips were ever in flight (at
 // least one per script, at most maxWarm, or a *redis.Client's PoolSize).
-// A *redis.Client's address is dialled first, bare, within Timeout, so
-// that a Redis that refuses connections costs go-redis's pool no failed
-// dial (each of which retries for about 400 ms, and enough of which make
-// the pool dial only once a second).
+// A *redis.Client's Redis is asked first, bare (ping).
 func (k *link) warm() error {
 	n := max(int(k.peak.Load()), len(k.scripts))
 	n = min(n, maxWarm)
@@ -193,13 +213,9 @@ func (k *link) warm() error {
 			n = max(min(n, o.PoolSize), 1)
 		}
 		if o.Dialer != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), k.timeout)
-			conn, err := o.Dialer(ctx, o.Network, o.Addr)
-			cancel()
-			if err != nil {
+			if err := k.ping(o); err != nil {
 				return err
 			}
-			_ = conn.Close()
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), warmTimes*k.timeout)

@@ -378,49 +378,9 @@ func decideScript(parts []part) *redis.Script {
 
 // decideText is the text of decideScript(parts).
 func decideText(parts []part) string {
-	var read, earliest, book, queue strings.Builder
-	mget, idx := []string{"KEYS[1]"}, []string{"1"}
-	members := make([]string, len(parts))
-	uid, sliding := firstPartArg, false // uid: the first ARGV after the parts' parameters
-	for _, p := range parts {
-		uid += partArgs(p)
-		sliding = sliding || p.kind == kindSliding
-	}
-	bound := uid // the caller's bound, then the expected probes
-	if sliding {
-		bound++
-	}
-	arg := firstPartArg // the first part's parameters
-	for i, p := range parts {
-		j, k := strconv.Itoa(i+1), strconv.Itoa(i+2)
-		f := algorithms[p.kind]
-		pairs := []string{"$j", j, "$k", k, "$x", strconv.Itoa(arg), "$y", strconv.Itoa(arg + 1), "$c", strconv.Itoa(arg + 2), "$u", strconv.Itoa(uid)}
-		switch p.kind { // the parameters after x, y and c (see partArgs)
-		case kindGCRA:
-			pairs = append(pairs, "$n", strconv.Itoa(arg+3), "$t", strconv.Itoa(arg+4), "$z", strconv.Itoa(arg+5))
-		case kindFixed:
-			pairs = append(pairs, "$z", strconv.Itoa(arg+3), "$t", strconv.Itoa(arg+4))
-		default:
-			pairs = append(pairs, "$t", strconv.Itoa(arg+3))
-		}
-		if p.kind != kindSliding {
-			mget, idx = append(mget, "KEYS["+k+"]"), append(idx, k)
-			pairs = append(pairs, "$v", strconv.Itoa(len(mget)))
-		}
-		read.WriteString(fill(f.read, pairs...))
-		earliest.WriteString(fill(f.earliest, pairs...))
-		book.WriteString(fill(f.book, pairs...))
-		members[i] = "''"
-		if p.kind == kindSliding {
-			members[i] = "m" + j
-		}
-		if p.kind == kindGCRA && p.z >= 0 { // a leaky bucket's queue bound
-			queue.WriteString(fill(luaText("decide.lua", "queue"), "$z", strconv.Itoa(arg+5)))
-		}
-		arg += partArgs(p)
-	}
+	f := decideFragments(parts)
 	lk := strconv.Itoa(len(parts) + 2) // the learned record: the last of KEYS but the decision's, and of v but the decision's
-	mget, idx = append(mget, "KEYS["+lk+"]"), append(idx, lk)
+	mget, idx := append(f.mget, "KEYS["+lk+"]"), append(f.idx, lk)
 	lv := strconv.Itoa(len(mget))
 	dk, dv := strconv.Itoa(len(parts)+3), strconv.Itoa(len(mget)+1) // the decision's memory: the last of KEYS, and of v
 	all, present := make([]string, 0, len(mget)), make([]string, len(mget))
@@ -435,30 +395,82 @@ func decideText(parts []part) string {
 	}
 	var b strings.Builder
 	b.WriteString(fill(luaDecideHead, "$keys", strings.Join(mget, ", "), "$dk", dk, "$dv", dv, "$idx", strings.Join(idx, ", "),
-		"$all", strings.Join(all, " and "), "$present", strings.Join(present, " + "), "$want", strconv.Itoa(bound+1)))
+		"$all", strings.Join(all, " and "), "$present", strings.Join(present, " + "), "$want", strconv.Itoa(f.bound+1)))
 	b.WriteString(fill(luaDecidePace, "$lv", lv, "$lk", lk))
-	b.WriteString(read.String())
+	b.WriteString(f.read.String())
 	// The earliest instant every part admits, from the pace's: for one
 	// part, its earliest (which admits); for more, passes until none
 	// moves, at most 16.
 	switch len(parts) {
 	case 0:
 	case 1:
-		b.WriteString(earliest.String())
+		b.WriteString(f.earliest.String())
 	default:
-		b.WriteString(fill(luaText("decide.lua", "earliest-loop"), "$$earliest\n", earliest.String()))
+		b.WriteString(fill(luaText("decide.lua", "earliest-loop"), "$$earliest\n", f.earliest.String()))
 	}
-	b.WriteString(fill(luaText("decide.lua", "bound"), "$$queue\n", queue.String(), "$bound", strconv.Itoa(bound)))
-	b.WriteString(book.String())
+	b.WriteString(fill(luaText("decide.lua", "bound"), "$$queue\n", f.queue.String(), "$bound", strconv.Itoa(f.bound)))
+	b.WriteString(f.book.String())
 	b.WriteString(fill(luaDecidePaced, "$lk", lk))
 	b.WriteString(fill(luaText("decide.lua", "lease"), "$$keep-throttle\n", luaKeepThrottle))
-	if sliding {
-		b.WriteString(fill(luaText("decide.lua", "reply-members"), "$members", strings.Join(members, ", ")))
+	if f.sliding {
+		b.WriteString(fill(luaText("decide.lua", "reply-members"), "$members", strings.Join(f.members, ", ")))
 	} else {
 		b.WriteString(luaText("decide.lua", "reply"))
 	}
 	b.WriteString(fill(luaRemember, "$dk", dk))
 	return b.String()
+}
+
+// partsLua is the Lua of a decision's parts (see decideFragments).
+type partsLua struct {
+	read, earliest, book, queue strings.Builder
+	mget, idx                   []string // the keys MGET reads: the throttle's, then the string parts'; their indexes in KEYS
+	members                     []string // the reply's member per part
+	sliding                     bool     // a part is a sliding log
+	bound                       int      // the ARGV index of the caller's bound
+}
+
+// decideFragments returns the fragments of parts, filled with their
+// indexes in KEYS, v and ARGV.
+func decideFragments(parts []part) *partsLua {
+	f := &partsLua{mget: []string{"KEYS[1]"}, idx: []string{"1"}, members: make([]string, len(parts))}
+	uid := firstPartArg // the first ARGV after the parts' parameters
+	for _, p := range parts {
+		uid += partArgs(p)
+		f.sliding = f.sliding || p.kind == kindSliding
+	}
+	f.bound = uid // the caller's bound, then the expected probes
+	if f.sliding {
+		f.bound++
+	}
+	arg := firstPartArg // the part's parameters
+	for i, p := range parts {
+		j, k := strconv.Itoa(i+1), strconv.Itoa(i+2)
+		pairs := []string{"$j", j, "$k", k, "$x", strconv.Itoa(arg), "$y", strconv.Itoa(arg + 1), "$c", strconv.Itoa(arg + 2), "$u", strconv.Itoa(uid)}
+		switch p.kind { // the parameters after x, y and c (see partArgs)
+		case kindGCRA:
+			pairs = append(pairs, "$n", strconv.Itoa(arg+3), "$t", strconv.Itoa(arg+4), "$z", strconv.Itoa(arg+5))
+		case kindFixed:
+			pairs = append(pairs, "$z", strconv.Itoa(arg+3), "$t", strconv.Itoa(arg+4))
+		default:
+			pairs = append(pairs, "$t", strconv.Itoa(arg+3))
+		}
+		f.members[i] = "m" + j
+		if p.kind != kindSliding {
+			f.mget, f.idx = append(f.mget, "KEYS["+k+"]"), append(f.idx, k)
+			pairs = append(pairs, "$v", strconv.Itoa(len(f.mget)))
+			f.members[i] = "''"
+		}
+		alg := algorithms[p.kind]
+		f.read.WriteString(fill(alg.read, pairs...))
+		f.earliest.WriteString(fill(alg.earliest, pairs...))
+		f.book.WriteString(fill(alg.book, pairs...))
+		if p.kind == kindGCRA && p.z >= 0 { // a leaky bucket's queue bound
+			f.queue.WriteString(fill(luaText("decide.lua", "queue"), "$z", strconv.Itoa(arg+5)))
+		}
+		arg += partArgs(p)
+	}
+	return f
 }
 
 // scriptHead is the preamble of the scripts that are not on the hot path
