@@ -137,7 +137,9 @@
 //
 // go-redis retries a command whose connection broke (EOF). If Redis ran
 // the script and the reply was lost, the retry finds the first reply, kept
-// for a few seconds under the decision's id, and books nothing more.
+// for a few seconds under the decision's id, and books nothing more. That
+// costs Redis one SET per booking; a *redis.Client with MaxRetries -1
+// never retries, and its decisions keep no reply.
 // A Redis that stalls (SIGSTOP, a long fork) and then resumes
 // runs the scripts still queued on its connections, although their
 // requests were answered at their timeout, with ErrUnavailable or by the

@@ -273,7 +273,11 @@ func (l *Limiter) setArgs(timeout time.Duration) {
 		l.top = max(l.top, p.top)
 	}
 	m := micros(l.margin)
-	l.args = append(l.args, l.lease, l.horizon, m, l.marginRun(), l.top, remember(timeout).Milliseconds())
+	keep := remember(timeout).Milliseconds()
+	if !resends(l.rdb) {
+		keep = 0
+	}
+	l.args = append(l.args, l.lease, l.horizon, m, l.marginRun(), l.top, keep)
 	for i, p := range l.parts {
 		l.suffixes = append(l.suffixes, strconv.Itoa(i))
 		l.sliding = l.sliding || p.kind == kindSliding
@@ -457,6 +461,16 @@ func (l *Limiter) decideID(ctx context.Context, now time.Time, keys []string, bo
 // script queued in a stalled Redis may run later.
 func remember(timeout time.Duration) time.Duration {
 	return max(2*time.Second, 2*timeout)
+}
+
+// resends reports whether rdb may send a command again after its
+// connection broke: a *redis.Client with MaxRetries -1 (0 once the client
+// is made) never does; any other client may.
+func resends(rdb redis.UniversalClient) bool {
+	if c, ok := rdb.(*redis.Client); ok {
+		return c.Options().MaxRetries > 0
+	}
+	return true
 }
 
 // decisionKey returns the Redis key that keeps the reply of the decision

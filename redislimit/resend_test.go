@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -15,7 +16,7 @@ import (
 // (pacehttp/pace#19). The script keeps each decision's reply under its
 // id: the same decision sent again gets the same reply and books
 // nothing, for a token bucket and a sliding log; a decision of another
-// id books on.
+// id books on. A client with MaxRetries -1 keeps no reply.
 func TestDecisionSentAgainBooksOnce(t *testing.T) {
 	_, rdb := startRedis(t)
 	ctx := waitCtx(t, 10*time.Second)
@@ -50,4 +51,15 @@ func TestDecisionSentAgainBooksOnce(t *testing.T) {
 			}
 		})
 	}
+
+	// A client that never sends a command twice keeps no reply.
+	once := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	defer once.Close()
+	lim := newLimiter(t, once, pace.TokenBucket(pace.PerSecond(1), 1), Options{Prefix: "once:", Timeout: 5 * time.Second})
+	keys := lim.keys(keyTag("k"))
+	_, err := lim.decideID(ctx, time.Now(), keys, -1, -1, "same")
+	require.NoError(t, err)
+	n, err := rdb.Exists(ctx, decisionKey(keys[0], "same")).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "no reply kept without retries")
 }

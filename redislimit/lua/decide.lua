@@ -99,7 +99,8 @@ if d == 0 and s == 0 and probe == 0 then r = {0, t, g} end
 -- The reply of a booking with a sliding log: a member per part.
 --- @reply-members
 local r = {0, d, g, s, probe, lease, t, $members}
--- Keeps the reply r for ARGV[6] ms under the decision's key $dk.
+-- Keeps the reply r for ARGV[6] ms under the decision's key $dk (0: a
+-- client that never sends a command twice keeps none).
 --- @remember
-redis.call('SET', KEYS[$dk], cmsgpack.pack(r), 'PX', ARGV[6])
+if ARGV[6] ~= '0' then redis.call('SET', KEYS[$dk], cmsgpack.pack(r), 'PX', ARGV[6]) end
 return r

@@ -271,5 +271,5 @@ do
 end
 end
 local r = {0, d, g, s, probe, lease, t, '', '', m3}
-redis.call('SET', KEYS[6], cmsgpack.pack(r), 'PX', ARGV[6])
+if ARGV[6] ~= '0' then redis.call('SET', KEYS[6], cmsgpack.pack(r), 'PX', ARGV[6]) end
 return r

@@ -151,5 +151,5 @@ end
 end
 local r = {0, d, g, s, probe, lease, t}
 if d == 0 and s == 0 and probe == 0 then r = {0, t, g} end
-redis.call('SET', KEYS[3], cmsgpack.pack(r), 'PX', ARGV[6])
+if ARGV[6] ~= '0' then redis.call('SET', KEYS[3], cmsgpack.pack(r), 'PX', ARGV[6]) end
 return r
