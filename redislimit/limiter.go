@@ -346,7 +346,7 @@ func (l *Limiter) Close() error {
 		close(l.stop)
 		err = l.ps.Close()
 		<-l.listened
-		l.link.wg.Wait()
+		l.link.close()
 	})
 	return err
 }

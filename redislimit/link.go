@@ -53,6 +53,7 @@ type link struct {
 	busy, peak atomic.Int32 // round trips in flight, now and at most
 	mu         sync.Mutex   // guards probing
 	probing    bool
+	closed     bool           // by close: no prober starts
 	once       atomic.Bool    // the link was up once
 	wg         sync.WaitGroup // the prober
 }
@@ -124,20 +125,32 @@ func lost(err error) bool {
 func (k *link) down() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.closed {
+		return
+	}
 	if k.st.Load().up && k.gate {
 		k.st.Store(&linkState{ch: make(chan struct{})})
 	}
 	if k.probing {
 		return
 	}
-	select {
-	case <-k.stop:
-		return
-	default:
-	}
 	k.probing = true
 	k.wg.Add(1)
 	go k.probe()
+}
+
+// close waits for the prober to end, and starts no other: the link
+// stays up from then on, and decisions go to Redis as they come, as
+// without a link.
+func (k *link) close() {
+	k.mu.Lock()
+	k.closed = true
+	if s := k.st.Load(); !s.up {
+		k.st.Store(&linkState{up: true})
+		close(s.ch)
+	}
+	k.mu.Unlock()
+	k.wg.Wait()
 }
 
 // probe warms connections until a warm-up succeeds, then brings the link
