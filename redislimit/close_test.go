@@ -15,8 +15,9 @@ import (
 
 // closeBound is how long the tests let New or Close take against a Redis
 // that accepts connections but does not answer. The promise is about
-// 1.5 × Options.Timeout (75 ms by default) per call, twice at worst;
-// the bound is generous for a loaded machine, and well under go-redis's
+// 1.5 × Options.Timeout (75 ms by default) for New, 9 × Options.Timeout
+// (450 ms) for Close (a warm-up or reconnection in progress, bounded at 8
+// × Timeout); the bound is generous for a loaded machine, and well under go-redis's
 // 5 s read timeout, which the code before the fix waited (or for ever,
 // with ReadTimeout -1).
 const closeBound = 2 * time.Second

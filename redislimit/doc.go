@@ -127,7 +127,7 @@
 // and decides on it in memory, with no round trip. The share is a
 // pace.Shaper at the share's limit: each part's Rate.N (and burst or
 // slack) times share/N, its period the starting margin longer. One
-// script per key per Lease renews it (lease.lua, in the background). It
+// script per key per Lease renews it (lua/lease.lua, in the background). It
 // reads Redis's clock, the key's shares and its pause. Shares follow
 // demand, as Doorman's proportional share does: each process asks for
 // what it used in the second half of its lease and a little more, or
@@ -167,21 +167,25 @@
 // tries again after batch.Options.Backoff each time, never failing the
 // item), or fail open to a local pace.Keyed holding Options.Fallback, this
 // process's share of the limit; Options.OnFallback is called for each
-// decision the Fallback makes, to count or log them. Each decision tries
-// Redis first, so decisions are back on Redis as soon as it answers
-// again. Close returns within about 3 × Options.Timeout whatever Redis
-// does.
+// decision the Fallback makes, to count or log them. While a
+// *redis.Client's Redis does not answer, decisions make no connection: a
+// prober tries every 10 ms, off their path, so decisions are back on
+// Redis as soon as it answers again. Close returns within about 9 ×
+// Options.Timeout whatever Redis does.
 //
-// Two cases book slots that no request uses: stricter, never looser.
-// go-redis retries a command whose connection broke (EOF); if Redis ran
-// the script and the reply was lost, the retry books a second slot for one
-// request. And a Redis that stalls (SIGSTOP, a long fork) and then resumes
+// go-redis retries a command whose connection broke (EOF). If Redis ran
+// the script and the reply was lost, the retry finds the first reply, kept
+// for a few seconds under the decision's id, and books nothing more. That
+// costs Redis one SET per booking; a *redis.Client with MaxRetries -1
+// never retries, and its decisions keep no reply.
+// A Redis that stalls (SIGSTOP, a long fork) and then resumes
 // runs the scripts still queued on its connections, although their
 // requests were answered at their timeout, with ErrUnavailable or by the
-// Fallback: each books a slot.
+// Fallback: each books a slot that no request uses (stricter, never
+// looser).
 // A restarted Redis without persistence has forgotten every booking: the
-// limit starts afresh, as after its keys expire, and the Fallback starts
-// full, so each switch can hand out one more burst (see Options.Fallback).
+// limit starts afresh, as after its keys expire. The Fallback makes up
+// for it, and starts empty (see Options.Fallback).
 //
 // # A Cluster master down
 //

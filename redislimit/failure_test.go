@@ -17,8 +17,10 @@ import (
 // starts it again on the same port: no panic; while it is gone every call
 // is answered under its policy (fail closed: ErrUnavailable; fail open: the
 // Fallback limiter) with at most the timeout added; decisions are back on
-// Redis within a second of its return; and after the restart Redis holds
-// exactly the bookings of the decisions it answered, none counted twice.
+// Redis within 100 ms of its answering again (go-redis's pool, left to
+// itself, dials a Redis it failed to reach once a second: 315–420 ms, in
+// pacehttp/pace#19); and after the restart Redis holds exactly the
+// bookings of the decisions it answered, none counted twice.
 func TestRedisKilled(t *testing.T) {
 	srv, rdb := startRedis(t)
 	// A sliding log of a minute holds one entry per booking: its size is
@@ -37,6 +39,7 @@ func TestRedisKilled(t *testing.T) {
 		mu       sync.Mutex
 		cur      = before
 		restart  time.Time
+		firstAt  = map[string]time.Time{}
 		slowest  [3]time.Duration
 		answered [3]map[string]int // per phase: "closed ok", "closed unavailable", "open redis", "open fallback"
 		recovery = map[string]time.Duration{}
@@ -66,7 +69,7 @@ func TestRedisKilled(t *testing.T) {
 				if ph == back { // the old process is gone: the new one answered
 					onRedis[name]++
 					if _, ok := recovery[name]; !ok {
-						recovery[name] = time.Since(restart)
+						recovery[name], firstAt[name] = time.Since(restart), time.Now()
 					}
 				}
 			case err == nil:
@@ -89,11 +92,12 @@ func TestRedisKilled(t *testing.T) {
 	cur = down
 	mu.Unlock()
 	require.NoError(t, srv.Kill())
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(3 * time.Second) // the fault of pacehttp/pace#19: long enough for go-redis's pool to give up dialling
 	mu.Lock()
 	cur, restart = back, time.Now()
 	mu.Unlock()
 	require.NoError(t, srv.Restart())
+	answering := time.Now() // Restart returns once redis-server answers PING
 	time.Sleep(1500 * time.Millisecond)
 	cancel()
 	wg.Wait()
@@ -108,7 +112,8 @@ func TestRedisKilled(t *testing.T) {
 	assert.LessOrEqual(t, slowest[down], DefaultTimeout+100*time.Millisecond, "a call while Redis is gone")
 	for _, name := range []string{"closed", "open"} {
 		require.Contains(t, recovery, name, "%s never got back on Redis", name)
-		assert.Less(t, recovery[name], time.Second, "%s: back on Redis", name)
+		t.Logf("%s: back on Redis %v after it answered PING", name, firstAt[name].Sub(answering))
+		assert.Less(t, firstAt[name].Sub(answering), 100*time.Millisecond, "%s: back on Redis", name)
 	}
 
 	// Redis lost everything with its process (no persistence): what it

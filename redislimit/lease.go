@@ -20,7 +20,7 @@ import (
 // leaseText is the script that renews one process's share of one key
 // (see lease.lua for its keys, arguments and reply).
 //
-//go:embed lease.lua
+//go:embed lua/lease.lua
 var leaseText string
 
 var leaseScript = redis.NewScript(leaseText)

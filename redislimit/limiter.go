@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacehttp/pace"
@@ -53,31 +54,46 @@ type Options struct {
 	// the package documentation, "Keys in Redis").
 	Prefix string
 
-	// Timeout bounds each round trip to Redis (one per decision). Zero
-	// means DefaultTimeout; it must not be negative. It holds on the
-	// network only with a client that honours contexts (go-redis's
-	// ContextTimeoutEnabled, which [New] requires). When the caller's
-	// context cannot be cancelled (context.Background), round trips share
-	// one deadline per millisecond, so a round trip may be given up to
-	// min(Timeout/20, 1 ms) less than Timeout, never more. The
-	// subscription to other processes' pauses is bounded by it too (each
-	// connection attempt by 1.5 × Timeout), and so is Close.
+	// Timeout bounds each script's round trip to Redis (one per
+	// decision). Zero means DefaultTimeout; it must not be negative. It
+	// holds on the network only with a client that honours contexts
+	// (go-redis's ContextTimeoutEnabled, which [New] requires). When the
+	// caller's context cannot be cancelled (context.Background), round
+	// trips share one deadline per millisecond, so a round trip may be
+	// given up to min(Timeout/20, 1 ms) less than Timeout, never more.
+	//
+	// Connections are made outside it. The Limiter readies them in the
+	// background: the handshake and a SCRIPT LOAD of its scripts, within
+	// 8 × Timeout. It does so at New and after a round trip that Redis
+	// did not answer. Meanwhile a *redis.Client's decisions wait for it,
+	// at most Timeout (8 × Timeout for a new Limiter's first), and make
+	// no connection of their own. So a Redis whose round trip fits in
+	// Timeout works however far away it is. The subscription to other
+	// processes' pauses is bounded by it too (each connection attempt by
+	// 8 × Timeout), and so is Close.
 	Timeout time.Duration
 
 	// Fallback, if not the zero Limit, is the policy when Redis cannot
 	// decide in time: fail open, to a local in-memory pace.Keyed holding
 	// Fallback, one per Limiter. Give it this process's share of the
-	// limit, for example pace.TokenBucket(pace.PerSecond(50/4), 12) for one of
-	// four processes sharing 50/s: the processes then stay within the
-	// shared limit together while Redis is gone. The zero Limit fails
-	// closed: Wait returns a *pace.WaitError wrapping [ErrUnavailable].
+	// limit, in the limit's shape: pace.SlidingLog(pace.PerSecond(50/4))
+	// for one of four processes sharing a sliding log of 50/s. The zero
+	// Limit fails closed: Wait returns a *pace.WaitError wrapping
+	// [ErrUnavailable].
 	//
-	// The throughput holds during the outage, but each switch can
-	// overshoot by a burst: the Fallback limiters start full, and so does
-	// a restarted Redis that lost its state (without persistence), each
-	// handing out a fresh burst on top of what the shared limit had just
-	// admitted (docs/fleet.md has a figure). Leave room below the
-	// server's limit for a burst at each switch. OnFallback tells when the Fallback decides.
+	// The Fallback is stricter than a fresh limiter, so that the
+	// processes together stay within the shared limit in every window:
+	//   - It starts empty at each switch from Redis: its decisions wait
+	//     out its longest span first (a window, or capacity × interval),
+	//     as others may have spent the shared limit just before.
+	//   - It books every decision Redis makes in this process too.
+	//   - For the Limit's longest span after the Fallback last decided,
+	//     decisions on Redis also keep to the Fallback. A restarted Redis
+	//     without persistence knows nothing of what the Fallbacks admitted.
+	//
+	// With a share in the limit's shape, no window exceeds the limit.
+	// A looser share (a token bucket for a window) can exceed it by the
+	// difference. OnFallback tells when the Fallback decides.
 	Fallback pace.Limit
 
 	// Margin is the departure margin a key starts with: how much later
@@ -141,10 +157,20 @@ type Limiter struct {
 	prefix   string
 	channel  string
 	dl       deadlines // bounds each round trip by timeout
+	link     link      // keeps connections ready outside decisions
 	lease    int64     // µs
 	fallback *pace.Keyed
-	onFall   func(key string, err error) // Options.OnFallback
-	ls       *leaser                     // Options.Lease; nil: each decision in Redis
+	// strictFor is the longest span of the Limit's parts (0: no Fallback
+	// or no limit), strictUntil until when (Unix ns) decisions on Redis
+	// keep to the Fallback's pace too (see shadow).
+	strictFor   time.Duration
+	strictUntil atomic.Int64
+	// holdFor is the Fallback's longest span, holdUntil until when (Unix
+	// ns) its decisions wait (see holdOff).
+	holdFor   time.Duration
+	holdUntil atomic.Int64
+	onFall    func(key string, err error) // Options.OnFallback
+	ls        *leaser                     // Options.Lease; nil: each decision in Redis
 
 	margin    time.Duration // the starting margin: a departure later than its slot by more is reported (Depart)
 	top       int64         // the widest margin of any part (µs; see part)
@@ -182,93 +208,127 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	if !honoursContext(rdb) {
 		return nil, &pace.ConfigError{Field: "rdb", Value: fmt.Sprintf("%T", rdb), Reason: "set ContextTimeoutEnabled in its options, so that Options.Timeout bounds each decision"}
 	}
-	prefix := o.Prefix
-	switch {
-	case prefix == "":
-		prefix = DefaultPrefix
-	case strings.ContainsAny(prefix, "{}"):
-		return nil, &pace.ConfigError{Field: "Prefix", Value: prefix, Reason: "must not contain '{' or '}' (Redis Cluster's hash tag)"}
+	o, err := o.resolved()
+	if err != nil {
+		return nil, err
 	}
-	timeout := o.Timeout
-	switch {
-	case timeout < 0:
-		return nil, &pace.ConfigError{Field: "Timeout", Value: timeout, Reason: "must not be negative"}
-	case timeout == 0:
-		timeout = DefaultTimeout
-	}
-	lease := o.ProbeLease
-	switch {
-	case lease < 0:
-		return nil, &pace.ConfigError{Field: "ProbeLease", Value: lease, Reason: "must not be negative"}
-	case lease == 0:
-		lease = DefaultProbeLease
-	case micros(lease) > maxPause:
-		return nil, &pace.ConfigError{Field: "ProbeLease", Value: lease, Reason: "exceeds 24h, the longest pause a Limiter records"}
-	}
-	margin := o.Margin
-	switch {
-	case margin == 0:
-		margin = DefaultMargin
-	case margin < 0:
-		margin = 0
-	}
-	parts, err := convert(l, margin)
+	parts, err := convert(l, o.Margin)
 	if err != nil {
 		return nil, err
 	}
 	var ls *leaser
 	if o.Lease != 0 {
-		if ls, err = newLeaser(l, parts, o, timeout, margin); err != nil {
+		if ls, err = newLeaser(l, parts, o, o.Timeout, o.Margin); err != nil {
 			return nil, err
 		}
 		l, parts = pace.Limit{}, nil // Redis holds the pauses; the shares hold the Limit
 	}
 	lim := &Limiter{
-		rdb: rdb, parts: parts, prefix: prefix, channel: prefix + "throttle",
-		lease: micros(lease), margin: margin, decider: decideScript(parts),
+		rdb: rdb, parts: parts, prefix: o.Prefix, channel: o.Prefix + "throttle",
+		lease: micros(o.ProbeLease), margin: o.Margin, decider: decideScript(parts),
 		limited: len(parts) > 0, interval: limitInterval(l), horizon: horizon(parts),
 	}
 	lim.onFall = o.OnFallback
 	lim.quick.seed = maphash.MakeSeed()
-	lim.dl.init(timeout)
+	lim.dl.init(o.Timeout)
 	if !o.Fallback.IsZero() {
 		if lim.fallback, err = pace.NewKeyed(o.Fallback, pace.KeyedOptions{}); err != nil {
 			return nil, fmt.Errorf("redislimit: Fallback: %w", err)
 		}
+		lim.strictFor = longestSpan(parts)
+		lim.holdFor = lim.strictFor
+		if fparts, err := convert(o.Fallback, 0); err == nil {
+			lim.holdFor = longestSpan(fparts)
+		}
 	}
-	lim.suffixes = append(lim.suffixes, "p")
-	for _, p := range parts {
-		lim.top = max(lim.top, p.top)
+	lim.setArgs(o.Timeout)
+	if ls != nil {
+		lim.ls, ls.l = ls, lim
+		lim.ws.onPause = ls.pause
 	}
-	lim.args = append(lim.args, lim.lease, lim.horizon, micros(margin), lim.marginRun(), lim.top)
-	for i, p := range parts {
-		lim.suffixes = append(lim.suffixes, strconv.Itoa(i))
-		lim.sliding = lim.sliding || p.kind == kindSliding
+	lim.stop, lim.listened = make(chan struct{}), make(chan struct{})
+	lim.link.init(rdb, o.Timeout, lim.stop, lim.decider, cancelScript, settleScript, departScript)
+	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout+o.Timeout/2)
+	lim.ps = rdb.Subscribe(ctx, lim.channel) // if Redis does not answer in time, listen tries again
+	cancel()
+	go lim.ws.listen(lim.ps, o.Timeout, lim.stop, lim.listened)
+	return lim, nil
+}
+
+// resolved returns o with its defaults in place of zero values (and no
+// negative Margin), or the *pace.ConfigError of an invalid field.
+func (o Options) resolved() (Options, error) {
+	switch {
+	case o.Prefix == "":
+		o.Prefix = DefaultPrefix
+	case strings.ContainsAny(o.Prefix, "{}"):
+		return o, &pace.ConfigError{Field: "Prefix", Value: o.Prefix, Reason: "must not contain '{' or '}' (Redis Cluster's hash tag)"}
+	}
+	switch {
+	case o.Timeout < 0:
+		return o, &pace.ConfigError{Field: "Timeout", Value: o.Timeout, Reason: "must not be negative"}
+	case o.Timeout == 0:
+		o.Timeout = DefaultTimeout
+	}
+	switch {
+	case o.ProbeLease < 0:
+		return o, &pace.ConfigError{Field: "ProbeLease", Value: o.ProbeLease, Reason: "must not be negative"}
+	case o.ProbeLease == 0:
+		o.ProbeLease = DefaultProbeLease
+	case micros(o.ProbeLease) > maxPause:
+		return o, &pace.ConfigError{Field: "ProbeLease", Value: o.ProbeLease, Reason: "exceeds 24h, the longest pause a Limiter records"}
+	}
+	switch {
+	case o.Margin == 0:
+		o.Margin = DefaultMargin
+	case o.Margin < 0:
+		o.Margin = 0
+	}
+	return o, nil
+}
+
+// setArgs sets what every decision sends of the Limiter's own (see
+// decideScript), and the key suffixes and cancelScript's numbers of its
+// parts, for a timeout.
+func (l *Limiter) setArgs(timeout time.Duration) {
+	l.suffixes = append(l.suffixes, "p")
+	for _, p := range l.parts {
+		l.top = max(l.top, p.top)
+	}
+	m := micros(l.margin)
+	keep := remember(timeout).Milliseconds()
+	if !resends(l.rdb) {
+		keep = 0
+	}
+	l.args = append(l.args, l.lease, l.horizon, m, l.marginRun(), l.top, keep)
+	for i, p := range l.parts {
+		l.suffixes = append(l.suffixes, strconv.Itoa(i))
+		l.sliding = l.sliding || p.kind == kindSliding
 		switch p.kind {
 		case kindGCRA:
-			lim.args = append(lim.args, []any{p.x, p.k * p.x, p.c, p.n, p.top, p.z}[:partArgs(p)]...)
+			l.args = append(l.args, []any{p.x, p.k * p.x, p.c, p.n, p.top, p.z}[:partArgs(p)]...)
 		case kindFixed:
-			lim.args = append(lim.args, p.per, p.n, p.c, min(micros(margin), p.top), p.top)
+			l.args = append(l.args, p.per, p.n, p.c, min(m, p.top), p.top)
 		default:
-			lim.args = append(lim.args, p.x, p.n, p.c, p.top)
+			l.args = append(l.args, p.x, p.n, p.c, p.top)
 		}
 		x := p.x // a pacer gives back no more than its interval at the starting margin
 		if p.kind == kindSliding {
 			x = p.xw // a log's entries matter as long as its widest window
 		}
-		lim.cancelKX = append(lim.cancelKX, p.kind, x, p.c)
+		l.cancelKX = append(l.cancelKX, p.kind, x, p.c)
 	}
-	lim.suffixes = append(lim.suffixes, "l")
-	if ls != nil {
-		lim.ls, ls.l = ls, lim
-		lim.ws.onPause = ls.pause
+	l.suffixes = append(l.suffixes, "l")
+}
+
+// longestSpan returns the longest span of parts (see part.span), 0 for
+// none.
+func longestSpan(parts []part) time.Duration {
+	var d time.Duration
+	for _, p := range parts {
+		d = max(d, time.Duration(p.span())*time.Microsecond)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout+timeout/2)
-	lim.ps = rdb.Subscribe(ctx, lim.channel) // if Redis does not answer in time, listen tries again
-	cancel()
-	lim.stop, lim.listened = make(chan struct{}), make(chan struct{})
-	go lim.ws.listen(lim.ps, timeout, lim.stop, lim.listened)
-	return lim, nil
+	return d
 }
 
 // marginRun returns how long a widened margin lasts before it halves
@@ -295,14 +355,15 @@ func honoursContext(rdb redis.UniversalClient) bool {
 	return true // another implementation: its documentation says
 }
 
-// Close stops listening for other processes' pauses. It does not close the
-// Redis client. Waits still running may miss a pause set afterwards.
-// Whatever Redis does (down, stalled, or a server that accepts connections
-// and never answers), Close returns within about 3 × Options.Timeout
-// (150 ms by default; it waits for go-redis's reconnection in progress,
-// bounded at 1.5 × Timeout, and for the listening goroutine's last call, as
-// long), leaving no goroutine behind; with Options.Lease, one Timeout
-// more, to give this process's shares back. Later calls return nil at once.
+// Close stops listening for other processes' pauses, and readying
+// connections. It does not close the Redis client. Waits still running
+// may miss a pause set afterwards. Whatever Redis does (down, stalled, or
+// a server that accepts connections and never answers), Close returns
+// within about 9 × Options.Timeout (450 ms by default; it waits for
+// go-redis's reconnection or a warm-up in progress, each bounded at 8 ×
+// Timeout, and for the listening goroutine's last call), leaving no
+// goroutine behind; with Options.Lease, one Timeout more, to give this
+// process's shares back. Later calls return nil at once.
 func (l *Limiter) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
@@ -312,6 +373,7 @@ func (l *Limiter) Close() error {
 		close(l.stop)
 		err = l.ps.Close()
 		<-l.listened
+		l.link.close()
 	})
 	return err
 }
@@ -389,12 +451,18 @@ func waitBound(left, dlLeft int64) int64 {
 // decide runs decideScript, sent at now: one round trip. bound is
 // waitBound's.
 func (l *Limiter) decide(ctx context.Context, now time.Time, keys []string, bound, probes int64) (decision, error) {
+	return l.decideID(ctx, now, keys, bound, probes, strconv.FormatUint(rand.Uint64(), 36))
+}
+
+// decideID is decide with the decision's unique id.
+func (l *Limiter) decideID(ctx context.Context, now time.Time, keys []string, bound, probes int64, id string) (decision, error) {
+	keys = append(keys[:len(keys):len(keys)], decisionKey(keys[0], id))
 	args := l.args // no unique id, no bound, no probes to expect: the Limiter's arguments alone
 	if l.sliding || bound != -1 || probes != -1 {
 		args = make([]any, len(l.args), len(l.args)+3)
 		copy(args, l.args)
 		if l.sliding {
-			args = append(args, strconv.FormatUint(rand.Uint64(), 36))
+			args = append(args, id)
 		}
 		if bound != -1 || probes != -1 {
 			args = append(args, boxed(bound))
@@ -403,13 +471,40 @@ func (l *Limiter) decide(ctx context.Context, now time.Time, keys []string, boun
 			args = append(args, probes)
 		}
 	}
-	ctx, cancel := l.dl.boundAt(ctx, now)
-	defer cancel()
-	v, err := l.decider.Run(ctx, l.rdb, keys, args...).Result()
+	bctx, cancel := l.dl.boundAt(ctx, now)
+	l.link.enter()
+	v, err := l.decider.Run(bctx, l.rdb, keys, args...).Result()
+	cancel()
+	l.link.exit(ctx, err)
 	if err != nil {
 		return decision{}, err
 	}
 	return parseDecision(v, len(l.parts), l.sliding)
+}
+
+// remember is how long a decision's reply is kept in Redis (its key
+// decisionKey), so that go-redis's sending it again books nothing more:
+// go-redis sends again within the decision's deadline, timeout; a
+// script queued in a stalled Redis may run later.
+func remember(timeout time.Duration) time.Duration {
+	return max(2*time.Second, 2*timeout)
+}
+
+// resends reports whether rdb may send a command again after its
+// connection broke: a *redis.Client with MaxRetries -1 (0 once the client
+// is made) never does; any other client may.
+func resends(rdb redis.UniversalClient) bool {
+	if c, ok := rdb.(*redis.Client); ok {
+		return c.Options().MaxRetries > 0
+	}
+	return true
+}
+
+// decisionKey returns the Redis key that keeps the reply of the decision
+// id (see remember), from the key's throttle key p ("prefix{tag}:p"): in
+// the same slot.
+func decisionKey(p, id string) string {
+	return p[:len(p)-1] + "d:" + id
 }
 
 // parseDecision checks and reads decideScript's reply v for a limit of
@@ -514,76 +609,152 @@ func (l *Limiter) waitShared(ctx context.Context, key string, maxWait time.Durat
 	if maxWait < 0 {
 		return p, &pace.WaitError{Key: key, Err: &pace.ConfigError{Field: "maxWait", Value: maxWait, Reason: "must not be negative (0 sets no bound)"}}
 	}
-	start := time.Now()
-	tag := keyTag(key)
-	w, seq := l.ws.add(tag)
-	defer l.ws.done(tag, w)
-	keys := l.keys(tag)
-	probes := int64(-1)
-	for sent := start; ; sent = time.Now() { // sent: no later than the decision is sent
-		left := int64(0) // µs; 0: no bound
-		if maxWait > 0 {
-			left = max(int64((maxWait-sent.Sub(start))/time.Microsecond), 1)
+	wt := waiting{key: key, tag: keyTag(key), start: time.Now(), maxWait: maxWait, probes: -1}
+	wt.w, wt.seq = l.ws.add(wt.tag)
+	defer l.ws.done(wt.tag, wt.w)
+	wt.keys = l.keys(wt.tag)
+	for sent := wt.start; ; sent = time.Now() { // sent: no later than the decision is sent
+		if waited, err := l.link.ready(ctx); err != nil {
+			return l.failed(ctx, p, maxWait, wt.start, err)
+		} else if waited {
+			sent = time.Now()
 		}
-		dlLeft := int64(-1)
-		deadline, hasDeadline := ctx.Deadline()
-		if hasDeadline {
-			dlLeft = max(int64(deadline.Sub(sent)/time.Microsecond), 0)
-		}
-		d, err := l.decide(ctx, sent, keys, waitBound(left, dlLeft), probes)
+		wt.bound(ctx, sent)
+		d, err := l.decide(ctx, sent, wt.keys, waitBound(wt.left, wt.dlLeft), wt.probes)
 		if err != nil {
-			return l.failed(ctx, p, maxWait, start, err)
+			return l.failed(ctx, p, maxWait, wt.start, err)
 		}
-		wait := time.Duration(d.a) * time.Microsecond
 		switch d.status {
-		case 5:
-			return p, &pace.WaitError{Key: key, Err: badState(keys, d.gen)}
-		case 4:
-			return p, &pace.WaitError{Key: key, Err: pace.ErrThrottled}
-		case 3:
-			reason := d.gen
-			if reason == 1 && !(left > 0 && d.a > left) { // beyond waitBound, within maxWait: the deadline's bound
-				reason = 3
-			}
-			return p, &pace.WaitError{Key: key, Delay: wait, Err: refusal(reason)}
+		case 3, 4, 5:
+			return p, wt.refused(d)
 		case 1, 2:
-			if probes < 0 {
-				probes = d.b
-			}
-			if d.status == 1 {
-				err = refusePause(key, wait, left, dlLeft)
-			} else { // the probe is in flight: ask again after a while, within the bounds
-				wait, err = holdProbe(key, wait, maxWait, start, deadline, hasDeadline)
-			}
-			if err != nil {
-				return p, err
-			}
-			wake, cur, _ := l.ws.wakeAfter(w, seq)
-			seq = cur
-			t0 := time.Now()
-			err := sleepWake(ctx, key, wait, wake)
-			p.Held += time.Since(t0)
-			if err != nil {
+			if err := l.hold(ctx, &p, &wt, d); err != nil {
 				return p, err
 			}
 			continue
 		}
-		// The slot on this machine's clock, at the latest: Redis read its
-		// clock after the script was sent.
-		p.State = &inflight{lease: d.lease, at: d.at, slot: sent.Add(wait), members: d.members}
-		p.Probe, p.Strikes, p.Gen, p.Delay, p.Track = d.probe, int(d.b), uint64(d.gen), wait, l.limited
-		if wait == 0 {
-			return p, nil
-		}
-		again, err := l.sleepBooked(ctx, p, tag, keys, d, w, &seq)
+		again, err := l.booked(ctx, &p, &wt, d, sent)
 		if !again {
-			if err != nil {
-				p.State, p.Track = nil, false
-			}
 			return p, err
 		}
 		p.Probe, p.Strikes, p.Gen, p.Delay, p.Track, p.State = false, 0, 0, 0, false, nil
 	}
+}
+
+// waiting is the state of one Wait.
+type waiting struct {
+	key, tag string
+	keys     []string
+	start    time.Time
+	maxWait  time.Duration
+	w        *watch
+	seq      uint64
+	probes   int64 // expected probes, -1 until the first hold
+	// The caller's bounds as of the decision being sent (see bound).
+	left, dlLeft int64
+	deadline     time.Time
+	hasDeadline  bool
+}
+
+// bound sets the caller's bounds for a decision sent at sent: left (µs;
+// 0: no bound), dlLeft (µs; -1: no deadline).
+func (wt *waiting) bound(ctx context.Context, sent time.Time) {
+	wt.left = 0
+	if wt.maxWait > 0 {
+		wt.left = max(int64((wt.maxWait-sent.Sub(wt.start))/time.Microsecond), 1)
+	}
+	wt.dlLeft = -1
+	wt.deadline, wt.hasDeadline = ctx.Deadline()
+	if wt.hasDeadline {
+		wt.dlLeft = max(int64(wt.deadline.Sub(sent)/time.Microsecond), 0)
+	}
+}
+
+// refused returns the error of a decision that booked nothing and ends
+// the Wait (status 3, 4 or 5).
+func (wt *waiting) refused(d decision) error {
+	switch d.status {
+	case 5:
+		return &pace.WaitError{Key: wt.key, Err: badState(wt.keys, d.gen)}
+	case 4:
+		return &pace.WaitError{Key: wt.key, Err: pace.ErrThrottled}
+	}
+	reason := d.gen
+	if reason == 1 && !(wt.left > 0 && d.a > wt.left) { // beyond waitBound, within maxWait: the deadline's bound
+		reason = 3
+	}
+	return &pace.WaitError{Key: wt.key, Delay: time.Duration(d.a) * time.Microsecond, Err: refusal(reason)}
+}
+
+// hold sleeps while the key is paused (status 1) or its probe is in
+// flight (2: then a while, within the bounds), or until a message about
+// the key comes. It returns the refusal when the caller's bounds do not
+// allow it.
+func (l *Limiter) hold(ctx context.Context, p *throttle.Permit, wt *waiting, d decision) error {
+	if wt.probes < 0 {
+		wt.probes = d.b
+	}
+	wait := time.Duration(d.a) * time.Microsecond
+	var err error
+	if d.status == 1 {
+		err = refusePause(wt.key, wait, wt.left, wt.dlLeft)
+	} else {
+		wait, err = holdProbe(wt.key, wait, wt.maxWait, wt.start, wt.deadline, wt.hasDeadline)
+	}
+	if err != nil {
+		return err
+	}
+	wake, cur, _ := l.ws.wakeAfter(wt.w, wt.seq)
+	wt.seq = cur
+	t0 := time.Now()
+	err = sleepWake(ctx, wt.key, wait, wake)
+	p.Held += time.Since(t0)
+	return err
+}
+
+// booked fills p from decision d, which booked a slot, sent at sent, and
+// waits for the slot. It returns again when a pause announced meanwhile
+// made it give the slot back.
+func (l *Limiter) booked(ctx context.Context, p *throttle.Permit, wt *waiting, d decision, sent time.Time) (again bool, err error) {
+	wait := time.Duration(d.a) * time.Microsecond
+	// The slot on this machine's clock, at the latest: Redis read its
+	// clock after the script was sent.
+	p.State = &inflight{lease: d.lease, at: d.at, slot: sent.Add(wait), members: d.members}
+	p.Probe, p.Strikes, p.Gen, p.Delay, p.Track = d.probe, int(d.b), uint64(d.gen), wait, l.limited
+	if l.strictFor > 0 {
+		if p.Delay, err = l.shadow(wt.key, sent, wait, wt.left, wt.dlLeft); err != nil {
+			l.cancel(context.WithoutCancel(ctx), wt.tag, wt.keys, d)
+			p.State, p.Track = nil, false
+			return false, err
+		}
+	}
+	if p.Delay == 0 {
+		return false, nil
+	}
+	again, err = l.sleepBooked(ctx, *p, wt.tag, wt.keys, d, wt.w, &wt.seq)
+	if !again && err != nil {
+		p.State, p.Track = nil, false
+	}
+	return again, err
+}
+
+// shadow books a decision that Redis booked, wait from now, in the
+// Fallback too, so that the Fallback starts from this process's use when
+// Redis goes. For strictFor after the Fallback last decided, the
+// decision keeps to the Fallback's pace as well: a Redis back from an
+// outage does not know what the Fallbacks admitted meanwhile. It returns
+// how long to wait, or the refusal when that is beyond left (µs, > 0) or
+// the deadline (dlLeft µs, >= 0).
+func (l *Limiter) shadow(key string, now time.Time, wait time.Duration, left, dlLeft int64) (time.Duration, error) {
+	r, err := l.fallback.ReserveAt(now, key, 1, l.strictFor)
+	if now.UnixNano() >= l.strictUntil.Load() {
+		return wait, nil
+	}
+	if err != nil {
+		r.Delay = l.strictFor
+	}
+	hold := max(wait, r.Delay)
+	return hold, refusePause(key, hold, left, dlLeft)
 }
 
 // refusePause returns the error for a pause whose rest is d when it
@@ -677,9 +848,21 @@ func (l *Limiter) cancel(ctx context.Context, tag string, keys []string, d decis
 		args = append(args, l.cancelKX[3*i:3*i+3]...)
 		args = append(args, member(d.members, i))
 	}
-	ctx, stop := l.dl.bound(ctx)
+	_ = l.run(ctx, cancelScript, keys, args...)
+}
+
+// run runs script s within Options.Timeout once the link is up, as a
+// decision does: it waits for the link at most Timeout.
+func (l *Limiter) run(ctx context.Context, s *redis.Script, keys []string, args ...any) error {
+	if _, err := l.link.ready(ctx); err != nil {
+		return err
+	}
+	bctx, stop := l.dl.bound(ctx)
 	defer stop()
-	_ = cancelScript.Run(ctx, l.rdb, keys, args...).Err()
+	l.link.enter()
+	err := s.Run(bctx, l.rdb, keys, args...).Err()
+	l.link.exit(ctx, err)
+	return err
 }
 
 // failed answers a Wait whose decision failed with err, under the failure
@@ -695,6 +878,12 @@ func (l *Limiter) failed(ctx context.Context, p throttle.Permit, maxWait time.Du
 		if l.onFall != nil {
 			l.onFall(p.Key, err)
 		}
+		held, herr := l.holdOff(ctx, p.Key, maxWait, start)
+		p.Held += held
+		if herr != nil {
+			return p, herr
+		}
+		l.strictUntil.Store(time.Now().Add(l.strictFor).UnixNano())
 		rest := maxWait
 		if maxWait > 0 {
 			rest = max(maxWait-time.Since(start), 1)
@@ -705,6 +894,30 @@ func (l *Limiter) failed(ctx context.Context, p throttle.Permit, maxWait time.Du
 		return fp, ferr
 	}
 	return p, &pace.WaitError{Key: p.Key, Err: err}
+}
+
+// holdOff starts the Fallback empty: a switch from Redis (the first
+// decision of the Fallback since decisions on Redis stopped keeping to
+// it, see shadow) holds the Fallback's decisions for its longest span,
+// holdFor, as if it had just been spent. It returns how long it held, and
+// a refusal when the hold is beyond maxWait (> 0) from start or ctx's
+// deadline.
+func (l *Limiter) holdOff(ctx context.Context, key string, maxWait time.Duration, start time.Time) (time.Duration, error) {
+	now := time.Now()
+	if now.UnixNano() >= l.strictUntil.Load() {
+		l.holdUntil.Store(now.Add(l.holdFor).UnixNano())
+	}
+	d := time.Unix(0, l.holdUntil.Load()).Sub(now)
+	if d <= 0 {
+		return 0, nil
+	}
+	if maxWait > 0 && now.Add(d).Sub(start) > maxWait {
+		return 0, &pace.WaitError{Key: key, Delay: d, Err: pace.ErrWaitTooLong}
+	}
+	if dl, ok := ctx.Deadline(); ok && !now.Add(d).Before(dl) {
+		return 0, &pace.WaitError{Key: key, Delay: d, Err: errDeadline}
+	}
+	return d, sleepWake(ctx, key, d, nil)
 }
 
 // Depart tells the Limiter that the request of p was written at at; see
@@ -755,9 +968,7 @@ func (l *Limiter) move(p throttle.Permit, e *inflight, late time.Duration) {
 		args = append(args, l.cancelKX[3*i:3*i+3]...)
 		args = append(args, member(e.members, i))
 	}
-	ctx, cancel := l.dl.bound(context.Background())
-	defer cancel()
-	_ = departScript.Run(ctx, l.rdb, l.keys(keyTag(p.Key)), args...).Err() // if Redis fails, the slot stays where it was booked
+	_ = l.run(context.Background(), departScript, l.keys(keyTag(p.Key)), args...) // if Redis fails, the slot stays where it was booked
 }
 
 // answered applies the late-answer rule to the answer at end to a request
@@ -850,8 +1061,6 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	if o.Pause > 0 {
 		pause = min(micros(o.Pause), maxPause)
 	}
-	ctx, cancel := l.dl.bound(context.Background())
-	defer cancel()
 	tag := keyTag(p.Key)
 	base := l.prefix + "{" + tag + "}:"
 	keys := []string{base + "p", base + "l"}
@@ -862,8 +1071,8 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	if o.Quota.Reset > 0 {
 		quoted = 1
 	}
-	err := settleScript.Run(ctx, l.rdb, keys, int64(p.Gen), lease, probe, pause, resp, l.channel, tag,
-		cut, l.interval, left, reset, bucket, l.horizon, track, p.Strikes, quoted, micros(l.margin), l.marginRun(), l.top).Err()
+	err := l.run(context.Background(), settleScript, keys, int64(p.Gen), lease, probe, pause, resp, l.channel, tag,
+		cut, l.interval, left, reset, bucket, l.horizon, track, p.Strikes, quoted, micros(l.margin), l.marginRun(), l.top)
 	if err != nil && (o.Pause > 0 || reset > 0) && l.fallback != nil {
 		l.fallback.Settle(throttle.Permit{Key: p.Key}, o)
 	}

@@ -180,38 +180,7 @@ func convertPart(l pace.Limit, margin time.Duration) (part, error) {
 	}
 	switch alg {
 	case "token bucket", "leaky bucket":
-		// A token bucket's period stretches by the margin; a pacer's
-		// interval does (a pacer's server spaces requests one by one).
-		q := part{kind: kindGCRA, per: per, n: int64(r.N), k: int64(burst), top: int64(r.Per / 20 / time.Microsecond), z: -1}
-		if alg == "leaky bucket" {
-			iv := r.Interval()
-			q.per, q.n, q.k, q.top = micros(iv), 1, int64(leaky.Slack)+1, int64(iv/20/time.Microsecond)
-		}
-		q.x, q.xw = q.at(m), q.at(q.top)
-		if q.xw > maxMicros || q.k > maxMicros/q.xw {
-			field := "Burst"
-			if alg == "leaky bucket" {
-				field = "Slack"
-			}
-			return part{}, &pace.ConfigError{Field: field, Value: q.k, Reason: "capacity × interval exceeds 2^50 µs, the range Redis's scripts compute exactly"}
-		}
-		q.yw = q.k * q.xw
-		if alg == "leaky bucket" {
-			// The queue bound as package pace sets it: Queue intervals (at
-			// the widest margin), or MaxDelay when that is shorter; with
-			// neither, none (-1): the caller's maxWait and deadline bound
-			// the wait. A MaxDelay beyond 2^50 µs (35 years) bounds nothing.
-			if leaky.Queue > 0 {
-				if int64(leaky.Queue) > maxMicros/q.xw {
-					return part{}, &pace.ConfigError{Field: "Queue", Value: leaky.Queue, Reason: "the queue's wait exceeds 2^50 µs, the range Redis's scripts compute exactly"}
-				}
-				q.z = int64(leaky.Queue) * q.xw
-			}
-			if d := micros(leaky.MaxDelay); d > 0 && d <= maxMicros && (q.z < 0 || d < q.z) {
-				q.z = d
-			}
-		}
-		return q, nil
+		return gcraPart(alg, r, burst, leaky, m)
 	case "fixed window":
 		if int64(r.N) > maxMicros {
 			return part{}, &pace.ConfigError{Field: "Rate.N", Value: r.N, Reason: "exceeds 2^50, the range Redis's scripts count exactly"}
@@ -229,6 +198,44 @@ func convertPart(l pace.Limit, margin time.Duration) (part, error) {
 		return q, nil
 	}
 	return part{}, &pace.ConfigError{Field: "Limit", Value: alg, Reason: "not held in Redis: use a token bucket, leaky bucket, fixed window or sliding log"}
+}
+
+// gcraPart converts a token bucket or leaky bucket (alg) of rate r,
+// burst and leaky's options, at the starting margin m (µs); see
+// convertPart.
+func gcraPart(alg string, r pace.Rate, burst int, leaky pace.LeakyOptions, m int64) (part, error) {
+	// A token bucket's period stretches by the margin; a pacer's
+	// interval does (a pacer's server spaces requests one by one).
+	q := part{kind: kindGCRA, per: micros(r.Per), n: int64(r.N), k: int64(burst), top: int64(r.Per / 20 / time.Microsecond), z: -1}
+	if alg == "leaky bucket" {
+		iv := r.Interval()
+		q.per, q.n, q.k, q.top = micros(iv), 1, int64(leaky.Slack)+1, int64(iv/20/time.Microsecond)
+	}
+	q.x, q.xw = q.at(m), q.at(q.top)
+	if q.xw > maxMicros || q.k > maxMicros/q.xw {
+		field := "Burst"
+		if alg == "leaky bucket" {
+			field = "Slack"
+		}
+		return part{}, &pace.ConfigError{Field: field, Value: q.k, Reason: "capacity × interval exceeds 2^50 µs, the range Redis's scripts compute exactly"}
+	}
+	q.yw = q.k * q.xw
+	if alg == "leaky bucket" {
+		// The queue bound as package pace sets it: Queue intervals (at
+		// the widest margin), or MaxDelay when that is shorter; with
+		// neither, none (-1): the caller's maxWait and deadline bound
+		// the wait. A MaxDelay beyond 2^50 µs (35 years) bounds nothing.
+		if leaky.Queue > 0 {
+			if int64(leaky.Queue) > maxMicros/q.xw {
+				return part{}, &pace.ConfigError{Field: "Queue", Value: leaky.Queue, Reason: "the queue's wait exceeds 2^50 µs, the range Redis's scripts compute exactly"}
+			}
+			q.z = int64(leaky.Queue) * q.xw
+		}
+		if d := micros(leaky.MaxDelay); d > 0 && d <= maxMicros && (q.z < 0 || d < q.z) {
+			q.z = d
+		}
+	}
+	return q, nil
 }
 
 // limitInterval returns the spacing of l's slowest part (µs, rounded up;

@@ -1,6 +1,7 @@
 package redislimit
 
 import (
+	"embed"
 	"strconv"
 	"strings"
 
@@ -45,6 +46,39 @@ import (
 // counts as the whole limit used at now. A key of another type (someone
 // else's data under the prefix) is left alone and the decision answers
 // {5, 0, index of the key in KEYS, 0}, booking nothing.
+// luaFiles holds the scripts' Lua, in sections (see lua/state.lua).
+//
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// luaText returns the section name of lua/file: its lines from the line
+// "--- @name" to the next section, without comment lines (those starting
+// with "--", which the scripts' code never does). A missing section is
+// the package's bug: it panics, when the package is initialised.
+func luaText(file, name string) string {
+	b, err := luaFiles.ReadFile("lua/" + file)
+	if err != nil {
+		panic("redislimit: " + err.Error())
+	}
+	var out strings.Builder
+	in, found := false, false
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		t := strings.TrimSpace(line)
+		if sec, ok := strings.CutPrefix(t, "--- @"); ok {
+			in = sec == name
+			found = found || in
+			continue
+		}
+		if in && !strings.HasPrefix(t, "--") {
+			out.WriteString(line)
+		}
+	}
+	if !found {
+		panic("redislimit: no section " + name + " in lua/" + file)
+	}
+	return out.String()
+}
+
 // fill returns the Lua fragment tmpl with each placeholder of pairs
 // ("$name", value, …) replaced: the fragments below are each written once
 // and placed where a script needs them, inline, so that the hot script
@@ -54,34 +88,23 @@ func fill(tmpl string, pairs ...string) string {
 }
 
 // luaNow reads Redis's clock into now (µs).
-const luaNow = `local tm = redis.call('TIME')
-local now = tm[1] * 1000000 + tm[2]
-`
+var luaNow = luaText("state.lua", "now")
 
 // getPair returns Lua that reads the string $v (false: the key is absent;
 // the variables keep their values) into the numeric variables a and b:
 // "a b", or, with gap, "a" alone, which means b = a − gap (see setPair).
 // What is not a number reads as nil.
 func getPair(v, a, b, gap string) string {
-	single := "\n  else $a, $b = nil, nil"
+	single := luaText("state.lua", "get-pair-else")
 	if gap != "" {
-		single = "\n  else $a = tonumber($v) $b = $a and $a - $gap"
+		single = luaText("state.lua", "get-pair-else-gap")
 	}
-	return fill(`if $v then
-  local sp = string.find($v, ' ', 1, true)
-  if sp then $a, $b = tonumber(string.sub($v, 1, sp - 1)), tonumber(string.sub($v, sp + 1))`+single+` end
-end
-`, "$v", v, "$a", a, "$b", b, "$gap", gap)
+	return fill(fill(luaText("state.lua", "get-pair"), "$$else\n", single), "$v", v, "$a", a, "$b", b, "$gap", gap)
 }
 
 // luaSet writes the string $val to key $key with a TTL of $us µs (rounded
 // up, and 1 ms more), or deletes the key when $us <= 0.
-const luaSet = `do
-  local us = $us
-  if us <= 0 then redis.call('DEL', $key)
-  else redis.call('SET', $key, $val, 'PX', math.ceil(us / 1000) + 1) end
-end
-`
+var luaSet = luaText("state.lua", "set")
 
 // setPair returns Lua that writes the numbers a and b to key as luaSet
 // does: "a b", or, with gap (a Lua expression that may be false), "a"
@@ -92,23 +115,13 @@ end
 func setPair(key, us, a, b, gap string) string {
 	single := ""
 	if gap != "" {
-		single = "\n  elseif $gap and $b == $a - $gap then redis.call('SET', $key, $a, 'PX', math.ceil(us / 1000) + 1)"
+		single = luaText("state.lua", "set-pair-elseif")
 	}
-	return fill(`do
-  local us = $us
-  if us <= 0 then redis.call('DEL', $key)`+single+`
-  else redis.call('SET', $key, string.format('%d %d', $a, $b), 'PX', math.ceil(us / 1000) + 1) end
-end
-`, "$key", key, "$us", us, "$a", a, "$b", b, "$gap", gap)
+	return fill(fill(luaText("state.lua", "set-pair"), "$$elseif\n", single), "$key", key, "$us", us, "$a", a, "$b", b, "$gap", gap)
 }
 
 // luaExpireIn gives key $key a TTL of $us µs (as luaSet), or deletes it.
-const luaExpireIn = `do
-  local us = $us
-  if us <= 0 then redis.call('DEL', $key)
-  else redis.call('PEXPIRE', $key, math.ceil(us / 1000) + 1) end
-end
-`
+var luaExpireIn = luaText("state.lua", "expire-in")
 
 // luaThrottle reads the throttle string $v (false: none) into u, l, g, s,
 // pr, h, q, pid (0 when absent or unreadable), and sets bad when it had to
@@ -117,25 +130,7 @@ end
 // accepts no longer ProbeLease), a count outside 0..2^50; a record that
 // is not 8 numbers reads as none. The caller writes a repaired throttle
 // back (luaKeepThrottle), so that it holds at most maxPause and expires.
-var luaThrottle = fill(`local u, l, g, s, pr, h, q, pid, bad = 0, 0, 0, 0, 0, 0, 0, 0, false
-if $v then
-  local f = {string.match($v, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')}
-  u, l, g, s = tonumber(f[1]) or 0, tonumber(f[2]) or 0, tonumber(f[3]) or 0, tonumber(f[4]) or 0
-  pr, h, q, pid = tonumber(f[5]) or 0, tonumber(f[6]) or 0, tonumber(f[7]) or 0, tonumber(f[8]) or 0
-  if not (f[8] and l >= 0 and l <= $P and u <= now + l and q <= now + $P and (h == 0 or h == 1 or h == 2) and
-      g >= 0 and g <= $N and s >= 0 and s <= $N and pr >= 0 and pr <= $N and pid >= 0 and pid <= $N) then
-    bad = true
-    if not (l >= 0) then l = 0 elseif l > $P then l = $P end
-    if not (u <= now + l) then u = now + l end
-    if not (q <= now + $P) then q = now + $P end
-    if not (h == 0 or h == 1 or h == 2) then h = 1 end
-    if not (g >= 0 and g <= $N) then g = 0 end
-    if not (s >= 0 and s <= $N) then s = 0 end
-    if not (pr >= 0 and pr <= $N) then pr = 0 end
-    if not (pid >= 0 and pid <= $N) then pid = 0 end
-  end
-end
-`, "$P", strconv.FormatInt(maxPause, 10), "$N", strconv.FormatInt(maxMicros, 10))
+var luaThrottle = fill(luaText("state.lua", "throttle"), "$P", strconv.FormatInt(maxPause, 10), "$N", strconv.FormatInt(maxMicros, 10))
 
 // luaThrottleFields formats the throttle's 8 numbers (see luaThrottle).
 const luaThrottleFields = `string.format('%d %d %d %d %d %d %d %d', u, l, g, s, pr, h, q, pid)`
@@ -165,49 +160,15 @@ var luaKeepThrottle = fill(luaSet, "$key", "KEYS[1]", "$val", luaThrottleFields,
 // dropped. A record that is not 8 numbers reads as none; one of 8 has no
 // margin (the margin came later). A later field goes at the end: a
 // record with more fields reads its first 10.
-var luaLearned = fill(`local qi, qu, ql, qn, qb, as, aw, ac, md, mt, lbad = 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false
-if $v then
-  local f = {string.match($v, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)')}
-  qi, qu, ql, qn = tonumber(f[1]) or -1, tonumber(f[2]) or -1, tonumber(f[3]) or -1, tonumber(f[4]) or -1
-  qb, as, aw, ac = tonumber(f[5]) or -1, tonumber(f[6]) or -1, tonumber(f[7]) or -1, tonumber(f[8]) or -1
-  if not (qi >= 0 and qi <= $P and qu >= 0 and qu <= now + $P and ql >= 0 and ql <= now + $H and qn >= 0 and qn <= $N and
-      qb >= 0 and qb <= $N and as >= 0 and as <= now and aw >= 0 and aw <= $W and
-      (as == 0 and aw == 0 and ac == 0 or as > 0 and ac >= 1 and ac <= $N)) then
-    lbad = true
-    if not (qi >= 0 and qi <= $P) then qi = qi > $P and $P or 0 end
-    if not (qu >= 0 and qu <= now + $P) then qu = qu > now + $P and now + $P or 0 end
-    if not (ql >= 0 and ql <= now + $H) then ql = ql > now + $H and now + $H or 0 end
-    if not (qn >= 0 and qn <= $N) then qn = qn > $N and $N or 0 end
-    if not (qb >= 0 and qb <= $N) then qb = 0 end
-    if not (as >= 0 and as <= now) then as = as > now and now or 0 end
-    if not (aw >= 0 and aw <= $W) then aw = aw > $W and $W or 0 end
-    if not (as > 0 and ac >= 1 and ac <= $N) then as, aw, ac = 0, 0, 0 end
-  end
-  local f9, f10 = string.match($v, '^%S+ %S+ %S+ %S+ %S+ %S+ %S+ %S+ (%S+) (%S+)')
-  if f9 then
-    md, mt = tonumber(f9) or -1, tonumber(f10) or -1
-    if not (md >= 0 and md <= $T and mt >= 0 and mt <= now) then
-      lbad = true
-      if not (md >= 0 and md <= $T) then md = md > $T and $T or 0 end
-      if not (mt >= 0 and mt <= now) then mt = mt > now and now or 0 end
-    end
-  end
-end
-`, "$P", strconv.FormatInt(maxPause, 10), "$N", strconv.FormatInt(maxMicros, 10), "$W", strconv.FormatInt(maxRate, 10))
+var luaLearned = fill(luaText("state.lua", "learned"),
+	"$P", strconv.FormatInt(maxPause, 10), "$N", strconv.FormatInt(maxMicros, 10), "$W", strconv.FormatInt(maxRate, 10))
 
 // luaRate sets ar to the adaptive rate at now, in requests a second (0:
 // not adapting), as package pace's adaptiveRate.rate does: C·(t−K)³ +
 // wMax, t seconds after the cut, with K = ∛(wMax·(1−β)/C), never below
 // the floor (or the ceiling, when that is slower); over once it reaches
 // the ceiling.
-var luaRate = fill(`local ar = 0
-if as > 0 then
-  local w, cl = aw / 1e6, 1e6 / ac
-  local tt = (now - as) / 1e6 - (w * $K) ^ (1 / 3)
-  local r = $C * tt * tt * tt + w
-  if r < cl then ar = math.max(r, math.min($F, cl)) end
-end
-`, cubicPairs...)
+var luaRate = fill(luaText("state.lua", "rate"), cubicPairs...)
 
 // cubicPairs fill the adaptive rate's constants into Lua: $K (1−β)/C, $C
 // and $F the floor.
@@ -221,20 +182,7 @@ var cubicPairs = []string{"$K", strconv.FormatFloat((1-cubicBeta)/cubicC, 'g', -
 // starting one ($m0; a halving each $run µs), whichever is later; 0 for
 // none. So no record is kept longer than maxPause, or a few minutes for
 // the adaptive rate.
-var luaLearnedEnd = fill(`local le = 0
-if qi > 0 then le = qu end
-if as > 0 then
-  local w, cl = aw / 1e6, 1e6 / ac
-  local e = as + ((w * $K) ^ (1 / 3) + (math.max(cl - w, 0) / $C) ^ (1 / 3)) * 1e6
-  if e > le then le = e end
-end
-if md > 0 then
-  local d, e, m0, run = md, mt, $m0, $run
-  while d > m0 and run > 0 do d, e = math.floor(d / 2), e + run end
-  if e > now + $P then e = now + $P end
-  if e > le then le = e end
-end
-`, append([]string{"$P", strconv.FormatInt(maxPause, 10)}, cubicPairs...)...)
+var luaLearnedEnd = fill(luaText("state.lua", "learned-end"), append([]string{"$P", strconv.FormatInt(maxPause, 10)}, cubicPairs...)...)
 
 // luaMargin sets mg to the key's departure margin at now (µs), as package
 // pace's margin.at: the margin md that a throttle widened at mt, halved
@@ -242,15 +190,7 @@ end
 // a throttle, where Keyed counts marginRun answers), never below the
 // starting margin $m0 (Options.Margin), which it is when none was
 // widened.
-const luaMargin = `do
-  local m0, run = $m0, $run
-  mg = m0
-  if md > m0 and run > 0 then
-    local k = math.floor((now - mt) / run)
-    if k < 60 then mg = math.max(math.floor(md / 2 ^ k), m0) end
-  end
-end
-`
+var luaMargin = luaText("state.lua", "margin")
 
 // luaLearnedFields formats the learned record's 10 numbers.
 const luaLearnedFields = `string.format('%d %d %d %d %d %d %d %d %d %d', qi, qu, ql, qn, qb, as, aw, ac, md, mt)`
@@ -273,28 +213,16 @@ func keepLearned(key, m0, run string) string {
 // which the parts' parameters hold already). The record's
 // variables live in a block, so that the script's locals stay within
 // Lua's 200 with maxParts parts.
-var luaDecidePace = `local lr, t, mg = nil, now, nil
-if v[$lv] then
-` + fill(luaLearned, "$v", "v[$lv]", "$H", "ARGV[2]", "$T", "(ARGV[5] + 0)") + fill(luaLearnedEnd+luaMargin, "$m0", "ARGV[3] + 0", "$run", "ARGV[4] + 0") + `if mg <= ARGV[3] + 0 then mg = nil end
-if lbad then
-` + fill(luaSet, "$key", "KEYS[$lk]", "$us", "le - now", "$val", luaLearnedFields) + `end
-` + luaRate + `local pi = 0
-if qi > 0 and qu > now then pi = qi end
-if ar > 0 and math.ceil(1e6 / ar) > pi then pi = math.ceil(1e6 / ar) end
-if pi > 0 then
-  if ql + pi > now then t = ql + pi end
-  lr = {qi, qu, ql, qn, qb, as, aw, ac, md, mt, le}
-end
-end
-`
+var luaDecidePace = fill(luaText("decide.lua", "pace"),
+	"$$learned\n", fill(luaLearned, "$v", "v[$lv]", "$H", "ARGV[2]", "$T", "(ARGV[5] + 0)"),
+	"$$learned-end\n", fill(luaLearnedEnd, "$m0", "ARGV[3] + 0", "$run", "ARGV[4] + 0"),
+	"$$margin\n", fill(luaMargin, "$m0", "ARGV[3] + 0", "$run", "ARGV[4] + 0"),
+	"$$set-learned\n", fill(luaSet, "$key", "KEYS[$lk]", "$us", "le - now", "$val", luaLearnedFields),
+	"$$rate\n", luaRate)
 
 // luaDecidePaced records the booking at t as the pace's latest (see
 // luaDecidePace).
-const luaDecidePaced = `if lr then
-  if t > lr[3] then lr[3] = t end
-  redis.call('SET', KEYS[$lk], string.format('%d %d %d %d %d %d %d %d %d %d', unpack(lr, 1, 10)), 'PX', math.ceil(math.max(lr[11] - now, 1) / 1000) + 1)
-end
-`
+var luaDecidePaced = luaText("decide.lua", "paced")
 
 // luaDecideHead is the start of every decision: the throttle first
 // (paused, waiting for the probe, or electing this request as the probe).
@@ -308,28 +236,14 @@ end
 // checks nothing more: it writes no throttle it could not read (Settle's
 // script, which reads it with GET, fails on one of another type and
 // writes nothing), and any part key it writes was read.
-var luaDecideHead = luaNow + `local v = redis.call('MGET', $keys)
-if not ($all) and redis.call('EXISTS', $keys) > $present then
-  for i, k in ipairs({$idx}) do
-    if not v[i] and redis.call('TYPE', KEYS[k]).ok ~= 'none' then return {5, 0, k, 0} end
-  end
-end
-` + fill(luaThrottle, "$v", "v[1]") + `if bad then
-` + luaKeepThrottle + `end
-do
-  local want = ARGV[$want]
-  if want and want + 0 >= 0 and pr ~= want + 0 then return {4, 0, g, pr} end
-end
-if u > now then return {1, u - now, g, pr} end
-local probe, resume = 0, 0
-if h == 1 then
-  if q > now then return {2, q - now, g, pr} end
-  probe = 1
-  if q == 0 then resume = 1 end
-elseif h == 2 then
-  resume, h = 1, 0
-end
-`
+var luaDecideHead = fill(luaText("decide.lua", "head"),
+	"$$now\n", luaNow, "$$throttle\n", fill(luaThrottle, "$v", "v[1]"), "$$keep-throttle\n", luaKeepThrottle)
+
+// luaRemember ends a decision that booked: it returns its reply r, and
+// keeps it in the decision's own key (KEYS[$dk]) for ARGV[6] ms, so that
+// the decision sent again (go-redis re-sends a command whose reply was
+// lost) returns the same reply and books nothing more (luaDecideHead).
+var luaRemember = luaText("decide.lua", "remember")
 
 // fragments are the Lua of one algorithm in decideScript, written once
 // and placed for each part of its kind, with $j the part's number (its
@@ -373,61 +287,22 @@ var algorithms = map[int]fragments{
 	// bucket does only in part when later ones overlap them (a pace books
 	// slots far apart), so what they left is dropped.
 	kindGCRA: {
-		read: `local x$j, y$j, c$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$c] + 0, 0, 0
-if mg then
-  local k, top = y$j / x$j, ARGV[$t] + 0
-  x$j = x$j + math.ceil((math.min(mg, top) - math.min(ARGV[3] + 0, top)) / ARGV[$n])
-  y$j = k * x$j
-end
-` + getPair("v[$v]", "a$j", "b$j", "x$j") + `if v[$v] and not (a$j and b$j and a$j <= now + c$j and b$j <= a$j) then
-  if a$j and a$j > now + c$j then a$j = now + c$j elseif not (a$j and a$j <= now + c$j) then a$j = now + y$j end
-  if not (b$j and b$j <= a$j) then b$j = a$j end
-` + setPair("KEYS[$k]", "a$j - now", "a$j", "b$j", "x$j") + `end
-if resume == 1 and a$j > u + y$j then a$j = u + y$j end
-if probe == 1 and a$j < u + y$j - x$j then a$j = u + y$j - x$j end
-`,
-		earliest: `do
-  local r = a$j
-  if r < t then r = t end
-  r = r + x$j - y$j
-  if r > t then t = r end
-end
-`,
-		book: `do
-  local a, b = a$j, b$j
-  if a < t then a = t end
-  if b < t then b = t end
-  a = a + x$j
-` + setPair("KEYS[$k]", "a - now", "a", "b", "x$j") + `end
-`,
+		read: fill(luaText("gcra.lua", "read"),
+			"$$get-pair\n", getPair("v[$v]", "a$j", "b$j", "x$j"),
+			"$$set-pair\n", setPair("KEYS[$k]", "a$j - now", "a$j", "b$j", "x$j")),
+		earliest: luaText("gcra.lua", "earliest"),
+		book:     fill(luaText("gcra.lua", "book"), "$$set-pair\n", setPair("KEYS[$k]", "a - now", "a", "b", "x$j")),
 	},
 	// Fixed window: a$j the window's index (-1: none), b$j its count; x
 	// the period, y the count, z the margin at the window's end where
 	// nothing is booked (the key's, at most top). State: the window at most the one of now +
 	// horizon (its end at most now + c), the count 0..y.
 	kindFixed: {
-		read: `local x$j, y$j, c$j, z$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$c] + 0, ARGV[$z] + 0, -1, 0
-if mg then z$j = math.min(mg, ARGV[$t] + 0) end
-` + getPair("v[$v]", "a$j", "b$j", "") + `if v[$v] and not (a$j and b$j and a$j * x$j <= now + c$j - x$j and b$j >= 0 and b$j <= y$j) then
-  if a$j and a$j * x$j > now + c$j - x$j then a$j = math.floor((now + c$j - x$j) / x$j)
-  elseif not (a$j and a$j * x$j <= now + c$j - x$j) then a$j, b$j = math.floor(now / x$j), y$j end
-  if not (b$j and b$j >= 0 and b$j <= y$j) then b$j = y$j end
-` + setPair("KEYS[$k]", "(a$j + 1) * x$j - now", "a$j", "b$j", "") + `end
-`,
-		earliest: `do
-  local w, r = math.floor(t / x$j), nil
-  if w > a$j or (w == a$j and b$j < y$j) then r = t
-  elseif w < a$j and b$j < y$j then r = a$j * x$j
-  else r = (math.max(w, a$j) + 1) * x$j end
-  if z$j > 0 and r - math.floor(r / x$j) * x$j >= x$j - z$j then r = (math.floor(r / x$j) + 1) * x$j end
-  if r > t then t = r end
-end
-`,
-		book: `do
-  local w, n = math.floor(t / x$j), 1
-  if w <= a$j then w, n = a$j, b$j + 1 end
-` + setPair("KEYS[$k]", "(w + 1) * x$j - now", "w", "n", "") + `end
-`,
+		read: fill(luaText("fixed.lua", "read"),
+			"$$get-pair\n", getPair("v[$v]", "a$j", "b$j", ""),
+			"$$set-pair\n", setPair("KEYS[$k]", "(a$j + 1) * x$j - now", "a$j", "b$j", "")),
+		earliest: luaText("fixed.lua", "earliest"),
+		book:     fill(luaText("fixed.lua", "book"), "$$set-pair\n", setPair("KEYS[$k]", "(w + 1) * x$j - now", "w", "n", "")),
 	},
 	// Sliding log: entries older than the window x (per + the key's
 	// margin, at most top) are dropped; a$j the
@@ -437,40 +312,16 @@ end
 	// State: entries at most now + horizon (c − x); later ones move there
 	// (y of them at most: more at one instant hold nothing longer).
 	kindSliding: {
-		read: `local x$j, y$j, c$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$c] + 0, 0, -1
-if mg then
-  local top = ARGV[$t] + 0
-  x$j = x$j - math.min(ARGV[3] + 0, top) + math.min(mg, top)
-end
-do
-  local e = redis.pcall('ZREMRANGEBYSCORE', KEYS[$k], '-inf', now - x$j)
-  if type(e) == 'table' then return {5, 0, $k, 0} end
-  local m = redis.call('ZCARD', KEYS[$k])
-  if m > 0 then
-    a$j = redis.call('ZRANGE', KEYS[$k], -1, -1, 'WITHSCORES')[2] + 0
-    if a$j > now + c$j - x$j then
-      local hi = now + c$j - x$j
-      local far = redis.call('ZRANGEBYSCORE', KEYS[$k], '(' .. string.format('%d', hi), '+inf', 'LIMIT', 0, y$j)
-      redis.call('ZREMRANGEBYSCORE', KEYS[$k], '(' .. string.format('%d', hi), '+inf')
-      for _, f in ipairs(far) do redis.call('ZADD', KEYS[$k], hi, f) end
-` + fill(luaExpireIn, "$key", "KEYS[$k]", "$us", "c$j") + `      m, a$j = redis.call('ZCARD', KEYS[$k]), hi
-    end
-  end
-  if m >= y$j then b$j = redis.call('ZRANGE', KEYS[$k], m - y$j, m - y$j, 'WITHSCORES')[2] + 0 end
-end
-`,
-		earliest: `do
-  local r = a$j
-  if r < t then r = t end
-  if b$j >= 0 and b$j + x$j > r then r = b$j + x$j end
-  if r > t then t = r end
-end
-`,
-		book: `local m$j = string.format('%d', t) .. '-' .. ARGV[$u]
-redis.call('ZADD', KEYS[$k], t, m$j)
-` + fill(luaExpireIn, "$key", "KEYS[$k]", "$us", "math.max(t, a$j) + x$j - now"),
+		read:     fill(luaText("sliding.lua", "read"), "$$expire-in\n", fill(luaExpireIn, "$key", "KEYS[$k]", "$us", "c$j")),
+		earliest: luaText("sliding.lua", "earliest"),
+		book: fill(luaText("sliding.lua", "book"),
+			"$$expire-in\n", fill(luaExpireIn, "$key", "KEYS[$k]", "$us", "math.max(t, a$j) + x$j - now")),
 	},
 }
+
+// firstPartArg is the ARGV index of the first part's parameters in
+// decideScript.
+const firstPartArg = 7
 
 // maxParts is the most parts a Limit held in Redis may have: decideScript
 // keeps each part's parameters and state in Lua locals, of which a
@@ -495,10 +346,12 @@ func partArgs(p part) int {
 // has a queue bound), never on their numbers, so that Redis holds one
 // script per shape of limit.
 //
-// KEYS: the throttle, then one per part, then the learned record. ARGV:
+// KEYS: the throttle, then one per part, then the learned record, then
+// the decision's own (see luaRemember). ARGV:
 // the probe lease (µs), the horizon (µs, see horizon), the starting
 // margin, how long a widened margin lasts before it halves, and the
-// widest margin (µs; see luaMargin), then each part's parameters (see
+// widest margin (µs; see luaMargin), how long a booking's reply is kept
+// (ms, see remember), then each part's parameters (see
 // part and partArgs): x, y and c at the starting margin, then a GCRA
 // part's n, top and queue bound (when it has one), a fixed window's
 // starting margin and top, a sliding log's top; these are the same in
@@ -511,7 +364,8 @@ func partArgs(p part) int {
 // Replies: {0, delay, gen, strikes, probe, lease, instant} booked, and a
 // member per part after them when a part is a sliding log (empty for the
 // others); {0, instant, gen} booked at once (delay, strikes and probe 0:
-// the common decision, in fewer elements; never with a sliding log);
+// the common decision, in fewer elements; never with a sliding log), or
+// the reply kept of the same decision;
 // {1, pause left, gen, probes} paused; {2, lease left, gen,
 // probes} a probe is in flight; {3, delay, reason (1 beyond the caller's
 // bound, 2 queue full, 4 no instant that every part admits was found, 5
@@ -524,50 +378,11 @@ func decideScript(parts []part) *redis.Script {
 
 // decideText is the text of decideScript(parts).
 func decideText(parts []part) string {
-	var read, earliest, book, queue strings.Builder
-	mget, idx := []string{"KEYS[1]"}, []string{"1"}
-	members := make([]string, len(parts))
-	uid, sliding := 6, false // uid: the first ARGV after the parts' parameters
-	for _, p := range parts {
-		uid += partArgs(p)
-		sliding = sliding || p.kind == kindSliding
-	}
-	bound := uid // the caller's bound, then the expected probes
-	if sliding {
-		bound++
-	}
-	hz, arg := "ARGV[2]", 6 // arg: the first part's parameters
-	for i, p := range parts {
-		j, k := strconv.Itoa(i+1), strconv.Itoa(i+2)
-		f := algorithms[p.kind]
-		pairs := []string{"$j", j, "$k", k, "$x", strconv.Itoa(arg), "$y", strconv.Itoa(arg + 1), "$c", strconv.Itoa(arg + 2), "$u", strconv.Itoa(uid)}
-		switch p.kind { // the parameters after x, y and c (see partArgs)
-		case kindGCRA:
-			pairs = append(pairs, "$n", strconv.Itoa(arg+3), "$t", strconv.Itoa(arg+4), "$z", strconv.Itoa(arg+5))
-		case kindFixed:
-			pairs = append(pairs, "$z", strconv.Itoa(arg+3), "$t", strconv.Itoa(arg+4))
-		default:
-			pairs = append(pairs, "$t", strconv.Itoa(arg+3))
-		}
-		if p.kind != kindSliding {
-			mget, idx = append(mget, "KEYS["+k+"]"), append(idx, k)
-			pairs = append(pairs, "$v", strconv.Itoa(len(mget)))
-		}
-		read.WriteString(fill(f.read, pairs...))
-		earliest.WriteString(fill(f.earliest, pairs...))
-		book.WriteString(fill(f.book, pairs...))
-		members[i] = "''"
-		if p.kind == kindSliding {
-			members[i] = "m" + j
-		}
-		if p.kind == kindGCRA && p.z >= 0 { // a leaky bucket's queue bound
-			queue.WriteString("  if d > ARGV[" + strconv.Itoa(arg+5) + "] + 0 then return {3, d, 2, pr} end\n")
-		}
-		arg += partArgs(p)
-	}
-	lk := strconv.Itoa(len(parts) + 2) // the learned record: the last of KEYS, and of v
-	mget, idx = append(mget, "KEYS["+lk+"]"), append(idx, lk)
+	f := decideFragments(parts)
+	lk := strconv.Itoa(len(parts) + 2) // the learned record: the last of KEYS but the decision's, and of v but the decision's
+	mget, idx := append(f.mget, "KEYS["+lk+"]"), append(f.idx, lk)
 	lv := strconv.Itoa(len(mget))
+	dk, dv := strconv.Itoa(len(parts)+3), strconv.Itoa(len(mget)+1) // the decision's memory: the last of KEYS, and of v
 	all, present := make([]string, 0, len(mget)), make([]string, len(mget))
 	for i := range mget {
 		present[i] = "(v[" + strconv.Itoa(i+1) + "] and 1 or 0)"
@@ -579,55 +394,90 @@ func decideText(parts []part) string {
 		all = append(all, "v[1] or v["+lv+"]")
 	}
 	var b strings.Builder
-	b.WriteString(fill(luaDecideHead, "$keys", strings.Join(mget, ", "), "$idx", strings.Join(idx, ", "),
-		"$all", strings.Join(all, " and "), "$present", strings.Join(present, " + "), "$want", strconv.Itoa(bound+1)))
+	b.WriteString(fill(luaDecideHead, "$keys", strings.Join(mget, ", "), "$dk", dk, "$dv", dv, "$idx", strings.Join(idx, ", "),
+		"$all", strings.Join(all, " and "), "$present", strings.Join(present, " + "), "$want", strconv.Itoa(f.bound+1)))
 	b.WriteString(fill(luaDecidePace, "$lv", lv, "$lk", lk))
-	b.WriteString(read.String())
+	b.WriteString(f.read.String())
 	// The earliest instant every part admits, from the pace's: for one
 	// part, its earliest (which admits); for more, passes until none
 	// moves, at most 16.
 	switch len(parts) {
 	case 0:
 	case 1:
-		b.WriteString(earliest.String())
+		b.WriteString(f.earliest.String())
 	default:
-		b.WriteString("local settled = false\nfor _ = 1, 16 do\nlocal t0 = t\n")
-		b.WriteString(earliest.String())
-		b.WriteString("if t == t0 then settled = true break end\nend\nif not settled then return {3, 0, 4, pr} end\n")
+		b.WriteString(fill(luaText("decide.lua", "earliest-loop"), "$$earliest\n", f.earliest.String()))
 	}
-	b.WriteString("local d = t - now\nif d > 0 then\n")
-	b.WriteString(queue.String())
-	b.WriteString(`  local bound = ARGV[` + strconv.Itoa(bound) + `]
-  if bound and bound + 0 >= 0 and d >= bound + 0 then return {3, d, 1, pr} end
-  if d > ` + hz + ` + 0 then return {3, d, 5, pr} end
-end
-`)
-	b.WriteString(book.String())
+	b.WriteString(fill(luaText("decide.lua", "bound"), "$$queue\n", f.queue.String(), "$bound", strconv.Itoa(f.bound)))
+	b.WriteString(f.book.String())
 	b.WriteString(fill(luaDecidePaced, "$lk", lk))
-	b.WriteString("local lease = 0\nif probe == 1 then\n  pid = pid + 1\n  q = now + ARGV[1]\n")
-	b.WriteString(luaKeepThrottle)
-	b.WriteString("  lease = pid\nelseif resume == 1 then\n")
-	b.WriteString(luaKeepThrottle)
-	b.WriteString("end\n")
-	if sliding {
-		b.WriteString("return {0, d, g, s, probe, lease, t, " + strings.Join(members, ", ") + "}\n")
+	b.WriteString(fill(luaText("decide.lua", "lease"), "$$keep-throttle\n", luaKeepThrottle))
+	if f.sliding {
+		b.WriteString(fill(luaText("decide.lua", "reply-members"), "$members", strings.Join(f.members, ", ")))
 	} else {
-		b.WriteString("if d == 0 and s == 0 and probe == 0 then return {0, t, g} end\nreturn {0, d, g, s, probe, lease, t}\n")
+		b.WriteString(luaText("decide.lua", "reply"))
 	}
+	b.WriteString(fill(luaRemember, "$dk", dk))
 	return b.String()
+}
+
+// partsLua is the Lua of a decision's parts (see decideFragments).
+type partsLua struct {
+	read, earliest, book, queue strings.Builder
+	mget, idx                   []string // the keys MGET reads: the throttle's, then the string parts'; their indexes in KEYS
+	members                     []string // the reply's member per part
+	sliding                     bool     // a part is a sliding log
+	bound                       int      // the ARGV index of the caller's bound
+}
+
+// decideFragments returns the fragments of parts, filled with their
+// indexes in KEYS, v and ARGV.
+func decideFragments(parts []part) *partsLua {
+	f := &partsLua{mget: []string{"KEYS[1]"}, idx: []string{"1"}, members: make([]string, len(parts))}
+	uid := firstPartArg // the first ARGV after the parts' parameters
+	for _, p := range parts {
+		uid += partArgs(p)
+		f.sliding = f.sliding || p.kind == kindSliding
+	}
+	f.bound = uid // the caller's bound, then the expected probes
+	if f.sliding {
+		f.bound++
+	}
+	arg := firstPartArg // the part's parameters
+	for i, p := range parts {
+		j, k := strconv.Itoa(i+1), strconv.Itoa(i+2)
+		pairs := []string{"$j", j, "$k", k, "$x", strconv.Itoa(arg), "$y", strconv.Itoa(arg + 1), "$c", strconv.Itoa(arg + 2), "$u", strconv.Itoa(uid)}
+		switch p.kind { // the parameters after x, y and c (see partArgs)
+		case kindGCRA:
+			pairs = append(pairs, "$n", strconv.Itoa(arg+3), "$t", strconv.Itoa(arg+4), "$z", strconv.Itoa(arg+5))
+		case kindFixed:
+			pairs = append(pairs, "$z", strconv.Itoa(arg+3), "$t", strconv.Itoa(arg+4))
+		default:
+			pairs = append(pairs, "$t", strconv.Itoa(arg+3))
+		}
+		f.members[i] = "m" + j
+		if p.kind != kindSliding {
+			f.mget, f.idx = append(f.mget, "KEYS["+k+"]"), append(f.idx, k)
+			pairs = append(pairs, "$v", strconv.Itoa(len(f.mget)))
+			f.members[i] = "''"
+		}
+		alg := algorithms[p.kind]
+		f.read.WriteString(fill(alg.read, pairs...))
+		f.earliest.WriteString(fill(alg.earliest, pairs...))
+		f.book.WriteString(fill(alg.book, pairs...))
+		if p.kind == kindGCRA && p.z >= 0 { // a leaky bucket's queue bound
+			f.queue.WriteString(fill(luaText("decide.lua", "queue"), "$z", strconv.Itoa(arg+5)))
+		}
+		arg += partArgs(p)
+	}
+	return f
 }
 
 // scriptHead is the preamble of the scripts that are not on the hot path
 // (cancelScript, departScript): the clock, and the helpers they call.
-var scriptHead = luaNow + `local function get2(key, gap)
-  local v, a, b = redis.call('GET', key), nil, nil
-` + getPair("v", "a", "b", "gap") + `  return a, b
-end
-local function set2(key, a, b, us, gap)
-` + setPair("key", "us", "a", "b", "gap") + `end
-local function expireIn(key, us)
-` + fill(luaExpireIn, "$key", "key", "$us", "us") + `end
-`
+var scriptHead = fill(luaText("helpers.lua", "head"), "$$now\n", luaNow,
+	"$$get-pair\n", getPair("v", "a", "b", "gap"), "$$set-pair\n", setPair("key", "us", "a", "b", "gap"),
+	"$$expire-in\n", fill(luaExpireIn, "$key", "key", "$us", "us"))
 
 // cancelScript gives back a booking that decideScript made at instant t
 // (ARGV[1]) whose request will not leave, and the probe role if it held it
@@ -640,38 +490,11 @@ local function expireIn(key, us)
 // A token bucket or pacer gives back only the part of its interval that no
 // later booking overlaps (golang.org/x/time/rate's Reservation.CancelAt):
 // exact when nothing was booked after it, never looser.
-var cancelScript = redis.NewScript(scriptHead + `
-local t, probe, lease, np = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[6])
-if t > now then
-  for j = 1, np do
-    local b = 6 + (j - 1) * 4
-    local kind, x, cap, mem, key = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), ARGV[b + 4], KEYS[1 + j]
-    if kind == 1 then
-      local a, bb = get2(key, x)
-      if a and bb and a <= now + cap then
-        local give = x - math.max(0, bb - t)
-        if give > 0 then a = math.max(a - give, 0) end
-        set2(key, a, math.min(bb, a - x), a - now, x)
-      end
-    elseif kind == 2 then
-      local w, c = get2(key, false)
-      if w and c and math.floor(t / x) == w and c > 0 then set2(key, w, c - 1, math.min((w + 1) * x - now, cap), false) end
-    else
-      redis.call('ZREM', key, mem)
-    end
-  end
-end
-if probe == 1 then
-  local th = redis.call('GET', KEYS[1])
-` + fill(luaThrottle, "$v", "th") + `  if th and pid == lease and q > now then
-    q, bad = 0, true
-    redis.call('PUBLISH', ARGV[4], 'a 0 ' .. ARGV[5])
-  end
-  if bad then
-` + luaKeepThrottle + `  end
-end
-return 0
-`)
+var cancelScript = redis.NewScript(cancelText)
+
+// cancelText is cancelScript's text.
+var cancelText = fill(luaText("cancel.lua", "cancel"),
+	"$$head\n", scriptHead, "$$throttle\n", fill(luaThrottle, "$v", "th"), "$$keep-throttle\n", luaKeepThrottle)
 
 // settleScript records how a request ended, as package pace's Keyed
 // does (a 429's pause, strikes, the probe's answer, and what the answer
@@ -707,73 +530,16 @@ return 0
 var settleScript = redis.NewScript(settleText)
 
 // settleText is settleScript's text.
-var settleText = luaNow + `
-local pgen, plea, probe, pause, resp =
-  tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local ch, key = ARGV[6], ARGV[7]
-local cut, ci, left, reset, bucket, hz =
-  tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
-local track, pst, quoted, top = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[19])
-local th = redis.call('GET', KEYS[1])
-local lv = redis.call('GET', KEYS[2])
-if pause <= 0 and reset <= 0 and not th then return 0 end
-` + fill(luaThrottle, "$v", "th") + fill(luaLearned, "$v", "lv", "$H", "hz", "$T", "top") + `local lw = lbad
-local mine = probe == 1 and q > now and pid == plea
-local msg = nil
-if pause > 0 then
-  local widened = false
-  if pgen == g and track == 1 and pst == 0 and quoted == 0 then
-    local mg = 0
-` + fill(luaMargin, "$m0", "tonumber(ARGV[17])", "$run", "tonumber(ARGV[18])") + `    if mg < top then md, mt, lw, widened = math.min(math.max(2 * mg, ` + strconv.FormatInt(minWiden, 10) + `), top), now, true, true end
-  end
-  if cut == 1 and pgen == g and not widened then
-` + luaRate + `    if ar <= 0 then ar = 1e6 / ci end
-    as, aw, ac, lw = now, math.floor(ar * 1e6), ci, true
-  end
-  if pgen == g then s = s + 1 end
-  if mine then q, pr, msg = 0, pr + 1, 'a ' end
-  if not (pgen ~= g and u <= now and h == 0) and now + pause > u then
-    u, l, g, h, msg = now + pause, pause, g + 1, 1, 'p '
-    if q <= now then q = 0 end
-  end
-elseif resp == 1 then
-  if mine then q, msg = 0, 'a ' end
-  s = 0
-  if u <= now and q <= now then h = 0 end
-elseif mine then
-  q, msg = now, 'a '
-end
-if reset > 0 then
-  local till, iv, old = now + reset, math.max(math.floor(reset / (left + 1)), 1), false
-  if qi > 0 and qu > now then
-    if bucket ~= qb then old = left > 0 and iv <= qi
-    elseif till < qu - ` + strconv.FormatInt(quotaTolerance, 10) + ` then old = true
-    elseif till <= qu + ` + strconv.FormatInt(quotaTolerance, 10) + ` and left > qn then old = true end
-  end
-  if not old then
-    lw = true
-    if left == 0 then
-      qi, qu, qn, qb = 0, 0, 0, 0
-      if till > u then
-        u, l, g, msg = till, reset, g + 1, 'p '
-        if h == 0 then h = 2 end
-        if q <= now then q = 0 end
-      end
-    else
-      qi, qu, qn, qb = iv, till, left, bucket
-      if now > ql then ql = now end
-    end
-  end
-end
-if msg == 'p ' and ql > now then ql, lw = now, true end
-if th or msg then
-` + luaKeepThrottle + `end
-if lw then
-` + keepLearned("KEYS[2]", "tonumber(ARGV[17])", "tonumber(ARGV[18])") + `end
-if msg == 'p ' then redis.call('PUBLISH', ch, msg .. string.format('%d', g) .. ' ' .. key)
-elseif msg then redis.call('PUBLISH', ch, msg .. string.format('%d', pr) .. ' ' .. key) end
-return 0
-`
+var settleText = fill(luaText("settle.lua", "settle"),
+	"$$now\n", luaNow,
+	"$$throttle\n", fill(luaThrottle, "$v", "th"),
+	"$$learned\n", fill(luaLearned, "$v", "lv", "$H", "hz", "$T", "top"),
+	"$$margin\n", fill(luaMargin, "$m0", "tonumber(ARGV[17])", "$run", "tonumber(ARGV[18])"),
+	"$minWiden", strconv.FormatInt(minWiden, 10),
+	"$$rate\n", luaRate,
+	"$tolerance", strconv.FormatInt(quotaTolerance, 10),
+	"$$keep-throttle\n", luaKeepThrottle,
+	"$$keep-learned\n", keepLearned("KEYS[2]", "tonumber(ARGV[17])", "tonumber(ARGV[18])"))
 
 // departScript moves the booking a decision made at instant t (ARGV[1])
 // to t + L (ARGV[2], > 0), where its request actually left, as package
@@ -783,35 +549,7 @@ return 0
 // (as in decideScript), member (a sliding log's; the part's new member is
 // it with the instant replaced). Bookings made after this one by then keep
 // their instants. Nothing moves beyond now + c, no TTL exceeds c.
-var departScript = redis.NewScript(scriptHead + `
-local t, L, np = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-for j = 1, np do
-  local b = 3 + (j - 1) * 4
-  local kind, x, cap, mem, key = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), ARGV[b + 4], KEYS[1 + j]
-  local left = math.min(t + L, now + cap - x)
-  if kind == 1 then
-    local a, bb = get2(key, x)
-    if a and bb and a <= now + cap then
-      a = math.min(a + L, now + cap)
-      set2(key, a, math.min(math.max(bb, left), a), a - now, x)
-    end
-  elseif kind == 2 then
-    local w, c = get2(key, false)
-    w, c = w or -1, c or 0
-    local w0, w1 = math.floor(t / x), math.floor(left / x)
-    if w1 > w0 then
-      if w0 == w then c = math.max(0, c - 1) end
-      if w1 > w then w, c = w1, 1 else c = c + 1 end
-      set2(key, w, c, math.min((w + 1) * x - now, cap), false)
-    end
-  else
-    if redis.call('ZREM', key, mem) == 1 then
-      local _, dash = string.find(mem, '-', 1, true)
-      redis.call('ZADD', key, left, string.format('%d', left) .. string.sub(mem, dash))
-      local last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
-      expireIn(key, math.min(last + x - now, cap))
-    end
-  end
-end
-return 0
-`)
+var departScript = redis.NewScript(departText)
+
+// departText is departScript's text.
+var departText = fill(luaText("depart.lua", "depart"), "$$head\n", scriptHead)

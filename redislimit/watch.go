@@ -123,14 +123,14 @@ const pingEvery = 3 * time.Second
 // PubSub.Close waits for it; a Limiter's client has ContextTimeoutEnabled,
 // so the context's deadline is the connection's only bound: every call
 // into ps is bounded by bound (the Limiter's Timeout; a read waits bound,
-// its reconnection 1.5 × bound), so that Close returns however Redis
+// its reconnection warmTimes × bound, as the link's warm-up), so that Close returns however Redis
 // behaves. Errors other than an idle read's timeout wait probePoll before
 // the next try.
 func (ws *watches) listen(ps *redis.PubSub, bound time.Duration, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	quiet := time.Duration(0) // since the last message of any kind
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), bound+bound/2)
+		ctx, cancel := context.WithTimeout(context.Background(), warmTimes*bound)
 		var (
 			msg any
 			err error

@@ -1,6 +1,10 @@
 local tm = redis.call('TIME')
 local now = tm[1] * 1000000 + tm[2]
-local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3], KEYS[5])
+local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6])
+if v[5] then
+  local ok, r = pcall(cmsgpack.unpack, v[5])
+  if ok and type(r) == 'table' then return r end
+end
 if not (v[2] and v[3]) and redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3], KEYS[5]) > (v[1] and 1 or 0) + (v[2] and 1 or 0) + (v[3] and 1 or 0) + (v[4] and 1 or 0) then
   for i, k in ipairs({1, 2, 3, 5}) do
     if not v[i] and redis.call('TYPE', KEYS[k]).ok ~= 'none' then return {5, 0, k, 0} end
@@ -32,7 +36,7 @@ do
 end
 end
 do
-  local want = ARGV[23]
+  local want = ARGV[24]
   if want and want + 0 >= 0 and pr ~= want + 0 then return {4, 0, g, pr} end
 end
 if u > now then return {1, u - now, g, pr} end
@@ -118,10 +122,10 @@ if pi > 0 then
   lr = {qi, qu, ql, qn, qb, as, aw, ac, md, mt, le}
 end
 end
-local x1, y1, c1, a1, b1 = ARGV[6] + 0, ARGV[7] + 0, ARGV[8] + 0, 0, 0
+local x1, y1, c1, a1, b1 = ARGV[7] + 0, ARGV[8] + 0, ARGV[9] + 0, 0, 0
 if mg then
-  local k, top = y1 / x1, ARGV[10] + 0
-  x1 = x1 + math.ceil((math.min(mg, top) - math.min(ARGV[3] + 0, top)) / ARGV[9])
+  local k, top = y1 / x1, ARGV[11] + 0
+  x1 = x1 + math.ceil((math.min(mg, top) - math.min(ARGV[3] + 0, top)) / ARGV[10])
   y1 = k * x1
 end
 if v[2] then
@@ -141,8 +145,8 @@ end
 end
 if resume == 1 and a1 > u + y1 then a1 = u + y1 end
 if probe == 1 and a1 < u + y1 - x1 then a1 = u + y1 - x1 end
-local x2, y2, c2, z2, a2, b2 = ARGV[12] + 0, ARGV[13] + 0, ARGV[14] + 0, ARGV[15] + 0, -1, 0
-if mg then z2 = math.min(mg, ARGV[16] + 0) end
+local x2, y2, c2, z2, a2, b2 = ARGV[13] + 0, ARGV[14] + 0, ARGV[15] + 0, ARGV[16] + 0, -1, 0
+if mg then z2 = math.min(mg, ARGV[17] + 0) end
 if v[3] then
   local sp = string.find(v[3], ' ', 1, true)
   if sp then a2, b2 = tonumber(string.sub(v[3], 1, sp - 1)), tonumber(string.sub(v[3], sp + 1))
@@ -158,9 +162,9 @@ do
   else redis.call('SET', KEYS[3], string.format('%d %d', a2, b2), 'PX', math.ceil(us / 1000) + 1) end
 end
 end
-local x3, y3, c3, a3, b3 = ARGV[17] + 0, ARGV[18] + 0, ARGV[19] + 0, 0, -1
+local x3, y3, c3, a3, b3 = ARGV[18] + 0, ARGV[19] + 0, ARGV[20] + 0, 0, -1
 if mg then
-  local top = ARGV[20] + 0
+  local top = ARGV[21] + 0
   x3 = x3 - math.min(ARGV[3] + 0, top) + math.min(mg, top)
 end
 do
@@ -212,8 +216,8 @@ end
 if not settled then return {3, 0, 4, pr} end
 local d = t - now
 if d > 0 then
-  if d > ARGV[11] + 0 then return {3, d, 2, pr} end
-  local bound = ARGV[22]
+  if d > ARGV[12] + 0 then return {3, d, 2, pr} end
+  local bound = ARGV[23]
   if bound and bound + 0 >= 0 and d >= bound + 0 then return {3, d, 1, pr} end
   if d > ARGV[2] + 0 then return {3, d, 5, pr} end
 end
@@ -238,7 +242,7 @@ do
   else redis.call('SET', KEYS[3], string.format('%d %d', w, n), 'PX', math.ceil(us / 1000) + 1) end
 end
 end
-local m3 = string.format('%d', t) .. '-' .. ARGV[21]
+local m3 = string.format('%d', t) .. '-' .. ARGV[22]
 redis.call('ZADD', KEYS[4], t, m3)
 do
   local us = math.max(t, a3) + x3 - now
@@ -266,4 +270,6 @@ do
   else redis.call('SET', KEYS[1], string.format('%d %d %d %d %d %d %d %d', u, l, g, s, pr, h, q, pid), 'PX', math.ceil(us / 1000) + 1) end
 end
 end
-return {0, d, g, s, probe, lease, t, '', '', m3}
+local r = {0, d, g, s, probe, lease, t, '', '', m3}
+if ARGV[6] ~= '0' then redis.call('SET', KEYS[6], cmsgpack.pack(r), 'PX', ARGV[6]) end
+return r

@@ -1,6 +1,10 @@
 local tm = redis.call('TIME')
 local now = tm[1] * 1000000 + tm[2]
-local v = redis.call('MGET', KEYS[1], KEYS[2])
+local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
+if v[3] then
+  local ok, r = pcall(cmsgpack.unpack, v[3])
+  if ok and type(r) == 'table' then return r end
+end
 if not (v[1] or v[2]) and redis.call('EXISTS', KEYS[1], KEYS[2]) > (v[1] and 1 or 0) + (v[2] and 1 or 0) then
   for i, k in ipairs({1, 2}) do
     if not v[i] and redis.call('TYPE', KEYS[k]).ok ~= 'none' then return {5, 0, k, 0} end
@@ -32,7 +36,7 @@ do
 end
 end
 do
-  local want = ARGV[7]
+  local want = ARGV[8]
   if want and want + 0 >= 0 and pr ~= want + 0 then return {4, 0, g, pr} end
 end
 if u > now then return {1, u - now, g, pr} end
@@ -120,7 +124,7 @@ end
 end
 local d = t - now
 if d > 0 then
-  local bound = ARGV[6]
+  local bound = ARGV[7]
   if bound and bound + 0 >= 0 and d >= bound + 0 then return {3, d, 1, pr} end
   if d > ARGV[2] + 0 then return {3, d, 5, pr} end
 end
@@ -145,5 +149,7 @@ do
   else redis.call('SET', KEYS[1], string.format('%d %d %d %d %d %d %d %d', u, l, g, s, pr, h, q, pid), 'PX', math.ceil(us / 1000) + 1) end
 end
 end
-if d == 0 and s == 0 and probe == 0 then return {0, t, g} end
-return {0, d, g, s, probe, lease, t}
+local r = {0, d, g, s, probe, lease, t}
+if d == 0 and s == 0 and probe == 0 then r = {0, t, g} end
+if ARGV[6] ~= '0' then redis.call('SET', KEYS[3], cmsgpack.pack(r), 'PX', ARGV[6]) end
+return r

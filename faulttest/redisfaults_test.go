@@ -1,0 +1,162 @@
+package faulttest
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/realserver"
+	"github.com/pacehttp/pace/redislimit"
+	"github.com/pacehttp/pace/throttle"
+)
+
+// TestFallbackFaults: 4 clients share a sliding log of 50/s through
+// toxiproxy in front of a real redis-server, each failing open to a
+// Fallback of its share (12/s), while each fault of pacehttp/pace#19 lasts
+// 3 s: 200 ms latency, a blackhole, resets, a slicer, 4 KB/s, SIGSTOP,
+// SIGKILL and restart. Before, every fault put 70–73 admissions into one
+// second. Now no second holds more than 50, and the clients are back on
+// Redis within 100 ms of the fault's end (for SIGKILL, of redis-server's
+// answering PING again).
+func TestFallbackFaults(t *testing.T) {
+	zerolog.SetGlobalLevel(zerolog.WarnLevel) // toxiproxy's bandwidth toxic traces each interruption
+	defer zerolog.SetGlobalLevel(zerolog.TraceLevel)
+	srv := realserver.StartRedis(t)
+	proxy := startProxy(t, srv.Addr())
+	defer proxy.Stop()
+	faults := []struct {
+		name  string
+		toxic string // toxiproxy's JSON form; "" for a signal
+	}{
+		{"latency", `{"name":"f","type":"latency","stream":"downstream","attributes":{"latency":200}}`},
+		{"blackhole", `{"name":"f","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`},
+		{"reset", `{"name":"f","type":"reset_peer","stream":"upstream","attributes":{"timeout":0}}`},
+		{"slicer", `{"name":"f","type":"slicer","stream":"downstream","attributes":{"average_size":1,"size_variation":0,"delay":20000}}`},
+		{"4 KB/s", `{"name":"f","type":"bandwidth","stream":"upstream","attributes":{"rate":4}}`},
+		{"SIGSTOP", ""},
+		{"SIGKILL", ""},
+	}
+	for _, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			var start, end func()
+			switch f.name {
+			case "SIGSTOP":
+				start = func() { require.NoError(t, srv.Suspend()) }
+				end = func() { require.NoError(t, srv.Resume()) }
+			case "SIGKILL":
+				start = func() { require.NoError(t, srv.Kill()) }
+				end = func() { require.NoError(t, srv.Restart()) }
+			default:
+				start = func() {
+					_, err := proxy.Toxics.AddToxicJson(strings.NewReader(f.toxic))
+					require.NoError(t, err)
+				}
+				end = func() { require.NoError(t, proxy.Toxics.RemoveToxic(context.Background(), "f")) }
+			}
+			runFault(t, proxy.Listen, strings.ReplaceAll(f.name, " ", ""), start, end)
+		})
+	}
+}
+
+// runFault runs 4 clients of addr, 2 goroutines each, for 1.5 s, then
+// start, 3 s, end, then 2 s more, and checks the admissions.
+func runFault(t *testing.T, addr, prefix string, start, end func()) {
+	const limit = 50
+	var (
+		mu        sync.Mutex
+		times     []time.Time
+		fell      int
+		lastFall  time.Time
+		firstBack time.Time
+		ended     time.Time
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 4 {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		defer rdb.Close()
+		lim, err := redislimit.New(rdb, pace.SlidingLog(pace.PerSecond(limit)), redislimit.Options{
+			Prefix: prefix + ":", Fallback: pace.SlidingLog(pace.PerSecond(limit / 4)),
+			OnFallback: func(string, error) { mu.Lock(); lastFall = time.Now(); mu.Unlock() },
+		})
+		require.NoError(t, err)
+		defer lim.Close()
+		for range 2 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					t0 := time.Now()
+					p, err := lim.Wait(ctx, "k", 0)
+					if err != nil {
+						continue
+					}
+					now := time.Now()
+					lim.Depart(p, now)
+					lim.Settle(p, throttle.Outcome{Sent: true, Response: true, At: now})
+					mu.Lock()
+					times = append(times, now)
+					if !lastFall.Before(t0) { // told of a fallback during this Wait
+						fell++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	// A fifth client, failing closed, with a limit that never waits, asks
+	// every 2 ms: its first answer after the fault's end is when Redis
+	// decides again.
+	prdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	defer prdb.Close()
+	probe, err := redislimit.New(prdb, pace.TokenBucket(pace.PerSecond(1e6), 1e6), redislimit.Options{Prefix: prefix + "probe:"})
+	require.NoError(t, err)
+	defer probe.Close()
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			t0 := time.Now()
+			_, err := probe.Wait(ctx, "k", 0)
+			mu.Lock()
+			if err == nil && !ended.IsZero() && firstBack.IsZero() && t0.After(ended) {
+				firstBack = time.Now()
+			}
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+		}
+	})
+	time.Sleep(1500 * time.Millisecond)
+	start()
+	time.Sleep(3 * time.Second)
+	end()
+	mu.Lock()
+	ended = time.Now()
+	mu.Unlock()
+	time.Sleep(2 * time.Second)
+	cancel()
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	most := 0
+	for i, j := 0, 0; j < len(times); j++ {
+		for times[j].Sub(times[i]) >= time.Second {
+			i++
+		}
+		most = max(most, j-i+1)
+	}
+	back := firstBack.Sub(ended)
+	t.Logf("%d admissions, %d by the Fallbacks; at most %d in one second; a decision on Redis %v after the fault ended",
+		len(times), fell, most, back.Round(time.Millisecond))
+	assert.LessOrEqual(t, most, limit, "admissions in one second")
+	assert.Positive(t, fell, "the Fallbacks decided during the fault")
+	require.False(t, firstBack.IsZero(), "never back on Redis")
+	assert.Less(t, back, 100*time.Millisecond, "back on Redis")
+}

@@ -1,0 +1,95 @@
+package redislimit
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/throttle"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFallbackWithinLimit: 4 processes (a client and a Limiter each)
+// share 50/s, each with a Fallback of its share, 12.5/s, while Redis is
+// killed for 3 s and started again, empty. Before, the Fallbacks started
+// full and a Redis back from the outage knew nothing of what they had
+// admitted: 70–73 admissions in one second against 50 (pacehttp/pace#19).
+// Now the Fallback books every decision Redis makes, so it starts from
+// what its process just used, and for a window after the Fallback last
+// decided, decisions on Redis keep to the Fallback's pace too: no second
+// holds more than 50 admissions.
+func TestFallbackWithinLimit(t *testing.T) {
+	srv, _ := startRedis(t)
+	const limit = 50
+	var (
+		mu    sync.Mutex
+		times []time.Time
+		fell  int
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 4 {
+		rdb := newClient(t, srv.Addr())
+		lim := newLimiter(t, rdb, pace.SlidingLog(pace.PerSecond(limit)), Options{
+			Fallback: pace.SlidingLog(pace.PerSecond(limit / 4)), // 12/s
+		})
+		for range 2 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					p, err := lim.Wait(ctx, "k", 0)
+					if err != nil {
+						continue
+					}
+					now := time.Now()
+					lim.Depart(p, now)
+					lim.Settle(p, throttle.Outcome{Sent: true, Response: true, At: now})
+					mu.Lock()
+					times = append(times, now)
+					if p.Gen&fallbackBit != 0 {
+						fell++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	require.NoError(t, srv.Kill())
+	killed := time.Now()
+	time.Sleep(3 * time.Second)
+	require.NoError(t, srv.Restart())
+	back := time.Now()
+	time.Sleep(2500 * time.Millisecond)
+	cancel()
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	worst, at := mostInWindow(times, time.Second)
+	t0 := times[0]
+	t.Logf("%d admissions (%d by the Fallbacks) in %v; Redis killed at %v, back at %v; at most %d in one second, from %v",
+		len(times), fell, times[len(times)-1].Sub(t0).Round(time.Millisecond), killed.Sub(t0).Round(time.Millisecond),
+		back.Sub(t0).Round(time.Millisecond), worst, at.Sub(t0).Round(time.Millisecond))
+	assert.Positive(t, fell, "the Fallbacks decided while Redis was gone")
+	assert.LessOrEqual(t, worst, limit, "admissions in one second")
+}
+
+// mostInWindow sorts times and returns the most of them within any
+// window of w, and where the first such window starts.
+func mostInWindow(times []time.Time, w time.Duration) (int, time.Time) {
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	most, at := 0, time.Time{}
+	for i, j := 0, 0; j < len(times); j++ {
+		for times[j].Sub(times[i]) >= w {
+			i++
+		}
+		if j-i+1 > most {
+			most, at = j-i+1, times[i]
+		}
+	}
+	return most, at
+}
