@@ -33,123 +33,31 @@ const DefaultMaxWait = 5 * time.Minute
 // default per host), honours the server's throttling answers and retries
 // what is safe to retry.
 //
-// For each request it computes the key, waits out the key's cooldown (set by
-// an earlier throttle of that key, a 429, or a 503 or 403 with a delay: see
-// [Throttled]), waits for the key's limiter, sends the
-// request through Base and classifies the outcome. A retryable outcome is
-// retried after the delay the server asked for (Retry-After and the reset
-// headers), or else after a capped exponential backoff with jitter; the
-// retry passes through the cooldown and the limiter again. A throttling
-// answer (see [Throttled]) pauses the whole key: new and waiting
-// requests of the key wait out the pause too, and consecutive throttles
-// without a delay lengthen it. When the pause ends, one request of the key
-// leaves first, as a probe (the half-open state of a circuit breaker): the
-// others, waiting or new, hold until it has an answer. If the answer is not
-// a throttle, they all leave, paced only by the key's limiter (set a limit
-// in Limits, or a Limiter, to pace them); if it is, the key pauses again and
-// they wait for the next probe. A probe's throttled answer counts as an
-// attempt of every request waiting behind it (it would have met the same
-// answer), so a caller's latency against a host that keeps throttling is
-// bounded by its own Retry.MaxAttempts: a request whose attempts are spent that
-// way ends with an [*AttemptsError] matching [ErrThrottled], having sent
-// nothing more. A probe that ends without an answer (its context ended, a
-// transport error) passes the role to another waiting request at once. A
-// probe holds its role until it ends, however slow the server.
-// Waiting for a probe counts toward MaxWait and the context's deadline: a
-// request still waiting when either is reached fails then with the errors
-// below, nothing sent. The pause, the probe and the key's limit are the
-// Limiter's (see [throttle.Limiter]; by default a [Keyed] per entry of
-// Limits, and one without a limit for the keys no limit paces).
+// For each request it computes the key and waits out the key's pause. Then
+// it waits for the key's limiter, sends the request through Base and
+// classifies the answer. A throttle (see [Throttled]) pauses the whole key.
+// When the pause ends, one request leaves first as a probe. The others wait
+// for its answer. A retry waits for the server's delay, or else a capped
+// backoff with jitter. Each retry passes the pause and the limiter again.
+// The pause, the probe and the limit are the Limiter's ([throttle.Limiter]).
 //
-// Package batch's HTTP waits out a key's pause in its own line, so its
-// requests are not held in RoundTrip. For them a throttled answer comes
-// back unretried, and a request of a paused key fails at once, nothing
-// sent, with a [*WaitError] matching ErrThrottled that holds the rest of
-// the pause. Waits up to MinThrottlePause are slept as before. The refusal
-// needs a [Keyed] as the key's Limiter (Limits, or none, gives one).
+// Quota headers pace a key too, but only ever slow it down. A 429 without
+// a delay lowers a paced key's rate instead of pausing it long. A slot
+// counts from when its request was written to the wire, plus a margin
+// learnt per key. docs/pacing.md describes each mechanism.
 //
-// # Quota headers
+// RoundTrip keeps the [http.RoundTripper] contract. It never modifies the
+// caller's request. It closes the request body on every path. It returns
+// a response or an error, never both. When retries run out on a status,
+// the last response comes back as it came, body unread, with a nil error.
+// A wait that would outlast the context's deadline fails at once with
+// [ErrWaitExceedsDeadline]. The package documentation lists the errors.
 //
-// Every response's quota headers are read (the IETF RateLimit and
-// RateLimit-Policy fields, RateLimit-* and X-RateLimit-* with GitHub's epoch
-// or a delta reset, Discord's X-RateLimit-Reset-After and bucket, OpenAI's
-// x-ratelimit-*-requests and -tokens, Anthropic's anthropic-ratelimit-*,
-// Shopify's X-Shopify-Shop-Api-Call-Limit; the tightest wins), and the
-// key's requests are paced by them, also for keys no limit paces: what
-// remains is spread over the time to the reset (capped at MaxRetryAfter),
-// so that the key never runs dry, and a spent quota pauses the key until
-// the reset (GitHub answers that with a 403). The configured limit still
-// holds: a quota only ever slows a key down. This pacing lives in the
-// Transport's own [Keyed] stores (Limits, or none); a Limiter of your own
-// is not told of quotas.
-//
-// # Adaptive rate
-//
-// A 429 that names no delay and no quota, of a key paced by a configured
-// limit (Limits, or a [Keyed] as Limiter), lowers that key's rate instead
-// of pausing it for long: the key pauses for MinThrottlePause, its probe
-// goes, and its requests then leave at 0.7 times the rate they had, which
-// grows back along CUBIC's curve C·(t−K)³ + Wmax (C 0.4, K the seconds
-// until it is back at the old rate) until it reaches the configured limit
-// again; a throttle while adapting cuts it again, down to a floor of 0.5
-// a second. These are the constants and the curve of the AWS SDKs'
-// adaptive retry mode (AWS SDKs and Tools Reference Guide, "Retry
-// behavior"; aws-sdk-go-v2 aws/retry), applied per key, between the floor
-// and the configured limit; throttles of requests already in flight when
-// the rate was cut count once. A probe throttled again pauses the key as a
-// second consecutive throttle of a key without a limit does (the brief
-// pause was the first): DefaultThrottlePause doubled, 10 s, and doubling
-// again with each further one. With a retry.Policy.NewBackOff schedule,
-// even the first such 429 pauses the key, for that schedule's next wait
-// (at least retry.DefaultThrottleBackoffInitial), and lowers its rate as well.
-// Against a server whose token bucket allows 20 a second (burst 5), a client
-// configured at 40 a second met a 429 in 2.2% of its calls after the first
-// 10 s and did 20.0 calls a second (bench/, scenario adaptive-2x).
-//
-// # Spacing
-//
-// When a key's limit binds (a token bucket has no unit left, or the limit
-// is a window, where every request counts against a later one), the
-// Transport tells the Limiter when each request was actually written to the
-// connection (net/http/httptrace's WroteRequest), and a request that left
-// later than its slot pushes the key's later slots back by as much, plus
-// a margin for the server's own clock and scheduling, so that no two
-// requests reach the server closer than the limit allows even when one of
-// them waited for a new connection. The margin starts at 1.5 ms (a 64th of
-// the limit's interval, if that is shorter) and learns each key's server:
-// a 429 or 503 of a request that left at its slot doubles it, up to a 20th
-// of the interval, instead of lowering the rate; 128 answers in a row
-// without one halve it again. A request answered later than the key's
-// quickest recent answers counts as leaving that much later, up to the
-// same 20th: a server that got to it late may have counted it late. The
-// last stretch of a paced wait yields instead of sleeping on a timer,
-// since Go's timers wake up to a millisecond late.
-//
-// # Contract
-//
-// RoundTrip follows the [http.RoundTripper] contract: it never modifies the
-// caller's request (attempts send copies, with the body rewound), it
-// closes the request body on every path, and it returns either a response
-// or an error, never both. When retries run out on a status, the last
-// response is returned as it came, body unread, with a nil error (or, with
-// ErrorOnGiveUp, inside an [*AttemptsError]); when they
-// run out on a transport error, the error is an [*AttemptsError] that
-// unwraps to the last error. When the first attempt cannot go (its wait is
-// refused or cut short), nothing is sent and the error is the limiter's,
-// a [*WaitError] from pace's own limiters. A request net/http's Transport
-// would refuse before dialling (a nil URL or Header, an http or https URL
-// without a host) is refused at once, unpaced and unsent, with an error
-// that is no [*AttemptsError]. Waits are cut short by the
-// request's context: a wait that would outlast the context's deadline fails
-// at once with an error matching [ErrWaitExceedsDeadline] and
-// context.DeadlineExceeded. The package documentation lists the errors.
-//
-// The zero Transport is ready to use: no pacing, retry.DefaultMaxAttempts attempts,
-// the default retry policy. Its fields must not be changed after first use,
-// and a Transport must not be copied after first use. A Transport is safe
-// for concurrent use by multiple goroutines. Invalid settings are reported
-// by [Transport.Validate] and, as an error matching [ErrInvalidConfig], by
-// every RoundTrip.
+// The zero Transport is ready to use: no pacing, the default retry policy.
+// Do not change its fields, or copy it, after first use. It is safe for
+// concurrent use by multiple goroutines. [Transport.Validate] and every
+// RoundTrip report invalid settings with an error matching
+// [ErrInvalidConfig].
 type Transport struct {
 	// Base sends each attempt. If nil, a clone of http.DefaultTransport is
 	// used, made once and shared by all Transports. It pings an HTTP/2
