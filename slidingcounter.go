@@ -27,9 +27,7 @@ import (
 // 0 only at the boundary. So no trailing window of length r.Per ever holds
 // more than 2·r.N−1 units, where [SlidingLog] holds at most r.N.
 //
-// On evenly spread traffic, one request every r.Per/k (measured by
-// TestSlidingCounterErrorVsLog for r.N from 1 to 60, k from 1 to 3·r.N+2 and
-// ten starting phases):
+// On evenly spread traffic, one request every r.Per/k:
 //   - below the limit (k <= r.N−1) it admits every request, as the log does;
 //   - above it (k >= r.N+1) it settles at r.N−1 units per aligned window
 //     (one every other window when r.N = 1), a throughput of (r.N−1)/r.N of
