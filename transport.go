@@ -75,29 +75,28 @@ type Transport struct {
 	Limits Hosts
 
 	// Key returns the key a request's pacing state, cooldown and retry
-	// budget are kept under, for example the value of an API-key header,
-	// so that each credential has its own bucket. If nil, or if it returns
-	// "", the key is the request's host as [Hosts] matches it (URL.Host in
-	// lower case, without a trailing dot or a port 80 or 443, an IPv6
-	// literal in canonical text, a Unicode name in punycode). The
-	// Limit applied is still chosen by host from Limits.
+	// budget are kept under. An example is the value of an API-key header, so
+	// that each credential has its own bucket. If nil, or if it returns "",
+	// the key is the request's host as [Hosts] matches it. That is URL.Host in
+	// lower case, without a trailing dot or a port 80 or 443, an IPv6 literal
+	// in canonical text, a Unicode name in punycode. The Limit applied is
+	// still chosen by host from Limits.
 	//
-	// A key Key returns may be a secret, so the Transport never shows it:
-	// in Logger records and in the text of its errors ([*WaitError], and
-	// the [*AttemptsError] that holds one) it is "key~" and the first 12
-	// hexadecimal digits of the key's SHA-256 (compute it to find your
-	// key's lines); a host key is shown as it is (a host longer than 259
-	// bytes is fingerprinted too). The fields that hand the key to your
-	// code hold it whole: [WaitError].Key, [Event].Key, [Stats].Key.
+	// A key Key returns may be a secret, so the Transport never shows it. In
+	// Logger records and in the text of its errors ([*WaitError], and the
+	// [*AttemptsError] that holds one) it is "key~" and the first 12
+	// hexadecimal digits of the key's SHA-256. Compute it to find your key's
+	// lines. A host key is shown as it is; a host longer than 259 bytes is
+	// fingerprinted too. The fields that hand the key to your code hold it
+	// whole: [WaitError].Key, [Event].Key, [Stats].Key.
 	Key func(*http.Request) string
 
 	// Limiter, if non-nil, paces every request instead of Limits, under the
-	// request's key; for example a [Keyed] shared by several Transports, or
-	// a limiter whose state is shared across processes (package redislimit).
-	// It must be safe for concurrent use; package throttle says what it
-	// must do. Every Limiter hears what the Transport learns through
-	// throttle.Outcome: the server's quota and the adaptive cut (see
-	// "Quota headers" and "Adaptive rate" above).
+	// request's key. It may be a [Keyed] shared by several Transports, or a
+	// limiter whose state is shared across processes (package redislimit). It
+	// must be safe for concurrent use; package throttle says what it must do.
+	// Every Limiter hears what the Transport learns through throttle.Outcome:
+	// the server's quota and the adaptive cut (docs/pacing.md).
 	Limiter throttle.Limiter
 
 	// MaxWait is the longest a request may wait for its key's cooldown and
@@ -110,65 +109,67 @@ type Transport struct {
 	// pauses are capped at it.
 	MaxWait time.Duration
 
-	// MaxRetryAfter bounds every wait between attempts and every pause of
-	// a key. A server delay (Retry-After or a reset header) above it is not
-	// slept: the response is returned to the caller at once, unretried, and
-	// OnEvent is told why ([retry.ReasonDelayTooLong]); its key is paused for
-	// MaxRetryAfter, not for the delay asked, so that no answer, however
-	// large or malformed its delay, can make the key's requests wait, or
-	// fail with [ErrWaitTooLong], for longer. The waits the Transport
-	// chooses itself are capped at it too: backoff waits, and the pause after
-	// a 429 without a delay (then shorter than DefaultThrottlePause, or than
-	// a second, when MaxRetryAfter is). Zero means DefaultMaxRetryAfter
-	// (five minutes); a negative MaxRetryAfter is refused (Validate,
-	// RoundTrip) with a [*ConfigError].
+	// MaxRetryAfter bounds every wait between attempts and every pause of a
+	// key. A server delay (Retry-After or a reset header) above it is not
+	// slept. The response is returned to the caller at once, unretried, and
+	// OnEvent is told why ([retry.ReasonDelayTooLong]). Its key is paused for
+	// MaxRetryAfter, not for the delay asked. So no answer, however large or
+	// malformed its delay, can make the key's requests wait longer, or fail
+	// with [ErrWaitTooLong]. The waits the Transport chooses itself are capped
+	// at it too: backoff waits, and the pause after a 429 without a delay. That
+	// pause is then shorter than DefaultThrottlePause, or than a second, when
+	// MaxRetryAfter is. Zero means DefaultMaxRetryAfter (five minutes). A
+	// negative MaxRetryAfter is refused (Validate, RoundTrip) with a
+	// [*ConfigError].
 	MaxRetryAfter time.Duration
 
-	// Retry is the retry configuration: how many attempts a request gets
-	// (MaxAttempts), which statuses and transport errors are retried, which
-	// requests are safe to send again (methods, Idempotency-Key), the
-	// backoff schedule and its jitter, the per-key retry budget, and the
-	// Decide hook; see [retry.Policy]. Its zero value is the default. A
-	// [Host] may replace its MaxAttempts and Statuses for one host. An
-	// invalid setting is reported as a [*ConfigError] whose Field starts
+	// Retry is the retry configuration; see [retry.Policy]. It holds how many
+	// attempts a request gets (MaxAttempts), and which statuses and transport
+	// errors are retried. It holds which requests are safe to send again
+	// (methods, Idempotency-Key), the backoff schedule and its jitter, the
+	// per-key retry budget, and the Decide hook. Its zero value is the
+	// default. A [Host] may replace its MaxAttempts and Statuses for one host.
+	// An invalid setting is reported as a [*ConfigError] whose Field starts
 	// with "Retry.", such as "Retry.Statuses".
 	Retry retry.Policy
 
-	// MaxBufferedBody is the largest request body, in bytes, that is read
-	// into memory so that it can be sent again, when the request has no
-	// GetBody (which net/http then also uses to replay it, for example after
-	// an HTTP/2 GOAWAY). A longer body is sent once, complete, and never
-	// retried. Zero means DefaultMaxBufferedBody (1 MiB); a negative value
-	// means never buffer: such bodies are always sent once.
+	// MaxBufferedBody is the largest request body, in bytes, that is read into
+	// memory so that it can be sent again. It applies when the request has no
+	// GetBody, which net/http also uses to replay it (after an HTTP/2 GOAWAY,
+	// say). A longer body is sent once, complete, and never retried. Zero means
+	// DefaultMaxBufferedBody (1 MiB). A negative value means never buffer: such
+	// bodies are always sent once.
 	MaxBufferedBody int64
 
 	// PrepareAttempt, if non-nil, is called before each attempt, the first
-	// included, once the attempt's waits are over, with pace's own copy of
-	// the request for that attempt (a fresh one each time, from the
-	// caller's request, the body rewound) and the attempt's number, from 1
-	// (a number counted for a key probe's throttle, see above, is skipped).
-	// It may change that copy's header and URL: re-sign the request over
-	// a timestamp (AWS SigV4 and many payment APIs reject an old one), set
-	// a bearer token refreshed after a 401 (Decide can refresh it and
-	// return true), or count attempts in a header. To sign the body, read
-	// it from req.GetBody (set whenever the request can be retried); do
-	// not read or replace req.Body. The caller's request is never
-	// modified, and changes do not carry over from one attempt to the
-	// next. If it returns an error, that attempt is not sent and RoundTrip
-	// returns the error: as it is on the first attempt, in an
-	// [*AttemptsError] on a later one. It is go-retryablehttp's
-	// PrepareRetry, called on the first attempt too. It is called from the
-	// goroutine of the request, so it must be safe for concurrent use.
+	// included, once the attempt's waits are over. It gets pace's own copy of
+	// the request for that attempt: a fresh one each time, from the caller's
+	// request, the body rewound. It gets the attempt's number, from 1. A
+	// number counted for a probe's throttled answer is skipped.
+	//
+	// It may change that copy's header and URL. It may re-sign the request
+	// over a timestamp (AWS SigV4 and many payment APIs reject an old one). It
+	// may set a bearer token refreshed after a 401 (Decide can refresh it and
+	// return true), or count attempts in a header. To sign the body, read it
+	// from req.GetBody (set whenever the request can be retried). Do not read
+	// or replace req.Body. The caller's request is never modified, and changes
+	// do not carry over from one attempt to the next.
+	//
+	// If it returns an error, that attempt is not sent and RoundTrip returns
+	// the error. It is returned as it is on the first attempt, in an
+	// [*AttemptsError] on a later one. It is go-retryablehttp's PrepareRetry,
+	// called on the first attempt too. It is called from the goroutine of the
+	// request, so it must be safe for concurrent use.
 	PrepareAttempt func(req *http.Request, attempt int) error
 
-	// ErrorOnGiveUp, if true, makes a response that could have been
-	// retried but was not (its status is retryable, or Decide said to
-	// retry it, and the attempts, the budget, MaxRetryAfter or the
-	// deadline stopped the retries) come back as an error instead: an
-	// [*AttemptsError] whose Response holds that response, for callers
+	// ErrorOnGiveUp, if true, makes a response that could have been retried
+	// but was not come back as an error instead. That is a response whose
+	// status is retryable, or that Decide said to retry, whose retries the
+	// attempts, the budget, MaxRetryAfter or the deadline stopped. The error is
+	// an [*AttemptsError] whose Response holds that response. It is for callers
 	// that treat a final 429 or 5xx as a failure (go-retryablehttp's
-	// ErrorHandler). By default (false) that response is returned with a
-	// nil error, body unread, as net/http's contract has it.
+	// ErrorHandler). By default (false) that response is returned with a nil
+	// error, body unread, as net/http's contract has it.
 	ErrorOnGiveUp bool
 
 	// OnEvent, if non-nil, is called for each wait, throttle, retry,
@@ -179,20 +180,23 @@ type Transport struct {
 
 	// Logger, if non-nil, receives the same events as debug-level records
 	// (an EventPortMismatch at warn level).
-	// Records hold no credential: a key chosen by Key is shown as a
-	// fingerprint (see Key), the URL as scheme://host/path, without its
-	// user information and query, as are URLs in error text, and request
-	// headers by name, their values "[redacted]", except for an
-	// allow-list of headers that carry no credential: Accept,
-	// Accept-Encoding, Accept-Language, Cache-Control, Content-Encoding,
-	// Content-Language, Content-Length, Content-Type, Idempotency-Key,
-	// If-Match, If-Modified-Since, If-None-Match, If-Range,
-	// If-Unmodified-Since, Pragma, Range, Traceparent, Tracestate,
-	// User-Agent, X-Correlation-Id and X-Request-Id. An allow-list, not a
-	// list of secret names: credentials travel under too many names
-	// (Authorization, Cookie, X-Api-Key, Ocp-Apim-Subscription-Key,
-	// X-Access-Key, Private-Token, …) for such a list to hold them all.
-	// A URL's path is shown unless HidePath is set.
+	//
+	// Records hold no credential. A key chosen by Key is shown as a
+	// fingerprint (see Key). The URL is shown as scheme://host/path, without
+	// its user information and query, as are URLs in error text. Request
+	// headers are shown by name, their values "[redacted]". An allow-list of
+	// headers that carry no credential keeps its values:
+	//
+	//	Accept, Accept-Encoding, Accept-Language, Cache-Control,
+	//	Content-Encoding, Content-Language, Content-Length, Content-Type,
+	//	Idempotency-Key, If-Match, If-Modified-Since, If-None-Match,
+	//	If-Range, If-Unmodified-Since, Pragma, Range, Traceparent,
+	//	Tracestate, User-Agent, X-Correlation-Id, X-Request-Id
+	//
+	// It is an allow-list, not a list of secret names. Credentials travel
+	// under too many names for such a list to hold them all (Authorization,
+	// Cookie, X-Api-Key, Ocp-Apim-Subscription-Key, X-Access-Key,
+	// Private-Token, …). A URL's path is shown unless HidePath is set.
 	Logger *slog.Logger
 
 	// SecretHeaders names request headers of the allow-list above whose
@@ -208,13 +212,13 @@ type Transport struct {
 	// A *url.Error from Base (a Base that wraps an http.Client) is
 	// returned, and passed in [Event].Err, cut the same way. The
 	// Transport's own error text holds no URL. By default the path is
-	// shown. Set it for APIs that put a secret in the path: the Telegram
-	// Bot API (/bot<token>/method), webhooks (Slack's
-	// hooks.slack.com/services/T…/B…/<secret>), capability URLs, signed
-	// URLs of private objects (an S3 presigned URL's key; the signature is
-	// in the query, which is never logged). Event.Request is the caller's
-	// request, unchanged. Caveat: http.Client wraps RoundTrip's error in a
-	// *url.Error holding the whole URL; the Transport cannot change that
+	// shown. Set it for APIs that put a secret in the path. Examples are the
+	// Telegram Bot API (/bot<token>/method) and webhooks (Slack's
+	// hooks.slack.com/services/T…/B…/<secret>). Others are capability URLs,
+	// and signed URLs of private objects (an S3 presigned URL's key). The
+	// signature is in the query, which is never logged. Event.Request is the
+	// caller's request, unchanged. Caveat: http.Client wraps RoundTrip's error
+	// in a *url.Error holding the whole URL. The Transport cannot change that
 	// text. batch.HTTP cuts it (see batch.Options.HidePath).
 	HidePath bool
 
@@ -389,12 +393,13 @@ func closeIdle(rt http.RoundTripper) {
 	}
 }
 
-// defaultBase is the Base of a Transport whose Base is nil: a clone of
-// http.DefaultTransport with HTTP/2 health checks, or http.DefaultTransport
-// itself when it is no *http.Transport (a program replaced it). One is
-// shared, so that Transports share its connections as they shared
-// http.DefaultTransport's. The ping settings are those Kubernetes' client-go
-// chose for silently dropped connections (kubernetes/kubernetes#95981).
+// defaultBase is the Base of a Transport whose Base is nil. It is a clone
+// of http.DefaultTransport with HTTP/2 health checks. It is
+// http.DefaultTransport itself when that is no *http.Transport (a program
+// replaced it). One is shared, so that Transports share its connections as
+// they shared http.DefaultTransport's. The ping settings are those
+// Kubernetes' client-go chose for silently dropped connections
+// (kubernetes/kubernetes#95981).
 var defaultBase = sync.OnceValue(func() http.RoundTripper {
 	t, ok := http.DefaultTransport.(*http.Transport)
 	if !ok {
@@ -404,8 +409,8 @@ var defaultBase = sync.OnceValue(func() http.RoundTripper {
 })
 
 // withPings returns a clone of t that sends an HTTP/2 PING after idle
-// without a frame from the server, and closes the connection when the
-// ping has no answer within timeout. A connection that fails so fails its
+// without a frame from the server. It closes the connection when the ping
+// has no answer within timeout. A connection that fails so fails its
 // requests with a transient error, and is never reused.
 func withPings(t *http.Transport, idle, timeout time.Duration) *http.Transport {
 	c := t.Clone()
@@ -456,9 +461,9 @@ type call struct {
 }
 
 // checkRequest returns the error for a request net/http's Transport
-// refuses before sending anything (a nil URL or Header, an http or https
-// URL without a host), so that RoundTrip refuses it up front, unpaced and
-// without claiming an attempt; nil for any other.
+// refuses before sending anything: a nil URL or Header, an http or https
+// URL without a host. So RoundTrip refuses it up front, unpaced and
+// without claiming an attempt. It returns nil for any other.
 func checkRequest(req *http.Request) error {
 	switch {
 	case req.URL == nil:
@@ -616,10 +621,10 @@ func (c *call) reportNear(host string) {
 }
 
 // quota returns the server's quota as resp's headers state it (see
-// serverQuota), its Reset capped at MaxRetryAfter so that no answer can
-// pause or slow a key for longer, reading the clock into *at if it has not
-// been read (the quota counts from *at). It returns the zero Quota when
-// resp states none; a response without quota headers costs a few map
+// serverQuota). Its Reset is capped at MaxRetryAfter, so that no answer
+// can pause or slow a key for longer. It reads the clock into *at if it
+// has not been read; the quota counts from *at. It returns the zero Quota
+// when resp states none. A response without quota headers costs a few map
 // lookups.
 func (c *call) quota(resp *http.Response, at *time.Time) throttle.Quota {
 	if !quotaPresent(resp.Header) {
@@ -648,10 +653,11 @@ func giveUpReason(r retry.Reason) retry.Reason {
 }
 
 // gaveUp reports whether a call that ended for reason r, a verdict's why,
-// is a give-up, counted in Stats.GiveUps and emitted as EventGiveUp: a
-// retryable failure the Transport could have retried but did not. A call
-// allowed one attempt (Retry.MaxAttempts or Host.MaxAttempts 1) makes no retries, so running out of attempts is no
-// give-up there: under retryable.Install, for one, the retryablehttp.Client
+// is a give-up. A give-up is a retryable failure the Transport could have
+// retried but did not. It is counted in Stats.GiveUps and emitted as
+// EventGiveUp. A call allowed one attempt (Retry.MaxAttempts or
+// Host.MaxAttempts 1) makes no retries. So running out of attempts is no
+// give-up there. Under retryable.Install, for one, the retryablehttp.Client
 // makes the retries, and most of its 429s are retried and succeed.
 func (c *call) gaveUp(r retry.Reason) bool {
 	return giveUpReason(r) != "" && (r != retry.ReasonAttempts || c.maxAttempts > 1)
@@ -676,8 +682,8 @@ func (c *call) keyWith(host string) (key string, isHost bool) {
 
 // handedBack reports whether err, a Wait's ErrThrottled, hands a paused
 // key's pause back to a caller that waits it out in its own line
-// (internal/queued, Keyed.Wait): it names the pause's rest, where a probe's
-// throttled answer names none.
+// (internal/queued, Keyed.Wait). Such an error names the pause's rest; a
+// probe's throttled answer names none.
 func handedBack(err error) bool {
 	var we *WaitError
 	return errors.As(err, &we) && we.Delay > 0
@@ -685,8 +691,8 @@ func handedBack(err error) bool {
 
 // admit waits for the key's limiter before *attempt, for at most maxWait
 // in all. A throttled answer to the key's probe, while the request waited
-// behind it, counts as the request's own attempt (it would have met the
-// same throttle): *attempt moves on, and when the attempts are spent the
+// behind it, counts as the request's own attempt. It would have met the
+// same throttle. So *attempt moves on. When the attempts are spent, the
 // request ends with an *AttemptsError wrapping the limiter's error
 // (ErrThrottled), having sent nothing more. lastStatus is the status of the
 // request's own last attempt. The Permit is stored in *p, also with an
@@ -732,12 +738,12 @@ func (c *call) admit(attempt *int, lastStatus int, p *throttle.Permit) error {
 	}
 }
 
-// request returns the request to send for attempt, admitted by p: a fresh
-// copy with the body rewound for a retry (and for the first attempt too
-// when PrepareAttempt is set, which then changes it), and, when p asks for
-// it, a net/http/httptrace hook that tells the limiter the instant the
-// request is written. When PrepareAttempt fails, the attempt's body is
-// closed and its error returned.
+// request returns the request to send for attempt, admitted by p. For a
+// retry it is a fresh copy with the body rewound. So is the first attempt
+// when PrepareAttempt is set, which then changes it. When p asks for it, a
+// net/http/httptrace hook tells the limiter the instant the request is
+// written. When PrepareAttempt fails, the attempt's body is closed and its
+// error returned.
 func (c *call) request(attempt int, pp *throttle.Permit) (*http.Request, error) {
 	out := c.send
 	if attempt > 1 {
@@ -766,10 +772,10 @@ func (c *call) request(attempt int, pp *throttle.Permit) (*http.Request, error) 
 }
 
 // decide settles the attempt that ended with resp or err, admitted by a
-// Permit with the given Strikes: it charges or refunds the key's retry
-// budget, stores the retry decision (retrydecide.Executor.Decide) in *v, and
-// returns the instant it was made. On the success path it leaves *v alone
-// (the zero verdict) and returns the zero Time, reading no clock.
+// Permit with the given Strikes. It charges or refunds the key's retry
+// budget. It stores the retry decision (retrydecide.Executor.Decide) in *v,
+// and returns the instant it was made. On the success path it leaves *v
+// alone (the zero verdict) and returns the zero Time, reading no clock.
 func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *http.Response, err error, v *retrydecide.Verdict) time.Time {
 	again, why, hook := c.policy.Check(out, resp, err, attempt)
 	status := statusOf(resp)
@@ -808,9 +814,9 @@ func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *
 }
 
 // giveUpResponse returns resp, or nil, for an [*AttemptsError] when
-// ErrorOnGiveUp is set: its body replaced by a copy of its first 4 KiB
-// (bodyprefix.Max) and the original drained and closed, so that the error
-// holds no connection; ContentLength is the copy's length. Without
+// ErrorOnGiveUp is set. Its body is replaced by a copy of its first 4 KiB
+// (bodyprefix.Max), and the original is drained and closed. So the error
+// holds no connection. ContentLength is the copy's length. Without
 // ErrorOnGiveUp it drains and closes resp's body and returns nil.
 func (c *call) giveUpResponse(resp *http.Response) *http.Response {
 	if resp == nil || !c.s.errorOnGiveUp {
