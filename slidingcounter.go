@@ -44,8 +44,8 @@ import (
 // earlier window than the latest one booked. Cancelling gives the units
 // back to the window they were booked in. It then behaves as [FixedWindow]
 // after cancelling a reservation that waited into a later window. A call
-// for fewer units than it may wait for that window, although the current
-// one would admit it. Calls for as many units or more see exactly the
+// for fewer units than the cancelled one may wait for that window,
+// although the current one would admit it. Calls for as many units or more see exactly the
 // state before the reservation.
 //
 // The Limit carries a [*ConfigError] naming "Rate.N" (not positive, or
