@@ -7,20 +7,22 @@ import (
 )
 
 // All returns a Limit that holds all of limits at once, such as 10 a second
-// and 500 a minute: a call goes ahead only when every part admits it, and
-// every part books it at the same instant, the one at which the call really
-// goes. It is all or nothing: when any part refuses, no part books anything.
+// and 500 a minute. A call goes ahead only when every part admits it.
+// Every part books it at the same instant, the one at which the call really
+// goes. It is all or nothing: when any part refuses, no part books
+// anything.
 //
-// Zero Limits (no limit) are skipped and parts that are themselves built by
-// All are flattened. The largest n one call may take is the smallest of the
-// parts' maxima; more is refused with [ErrBurstExceeded]. A leaky-bucket
-// pacer's queue bound ([LeakyOptions] Queue and MaxDelay) applies to the
-// whole wait: when the other parts would make the call wait longer than the
-// pacer lets anyone queue, it is refused with [ErrQueueFull].
+// Zero Limits (no limit) are skipped, and parts that are themselves built
+// by All are flattened. The largest n one call may take is the smallest of
+// the parts' maxima; more is refused with [ErrBurstExceeded]. A
+// leaky-bucket pacer's queue bound ([LeakyOptions] Queue and MaxDelay)
+// applies to the whole wait. The other parts may make the call wait longer
+// than the pacer lets anyone queue. It is then refused with
+// [ErrQueueFull].
 //
 // The Limit carries an error when no non-zero limit is given (a
-// [*ConfigError] naming "limits") or when a part carries one; the part's
-// error is wrapped, so errors.As finds the part's [*ConfigError] and
+// [*ConfigError] naming "limits"), or when a part carries one. The part's
+// error is wrapped. So errors.As finds the part's [*ConfigError], and
 // errors.Is matches [ErrInvalidConfig].
 func All(limits ...Limit) Limit {
 	var parts []algorithm
@@ -40,9 +42,9 @@ func All(limits ...Limit) Limit {
 }
 
 // partError is the error of a Limit built by All from a part that carries
-// one: "pace: part 2 of All: invalid Rate.N 0: must be positive", the part
-// numbered from 1 in the order the caller wrote the parts (zero Limits
-// counted), the part's own error once. It wraps the part's error, so
+// one: "pace: part 2 of All: invalid Rate.N 0: must be positive". The part
+// is numbered from 1 in the order the caller wrote the parts, zero Limits
+// counted. The part's own error comes once. It wraps the part's error, so
 // errors.As finds its *ConfigError.
 type partError struct {
 	part int
@@ -84,10 +86,10 @@ func newComposite(parts []algorithm) *composite {
 // booking. earliest and idle only read their cell, so sharing it is safe.
 var freshCell cell
 
-// compositeMaxCalls bounds the calls to the parts' earliest per parts. Every
-// part admits at any instant after one at which it admits, so the search
-// settles after at most 2·len(parts)−1 calls; the bound only guards against a
-// part that breaks that rule.
+// compositeMaxCalls bounds the calls to the parts' earliest per parts.
+// Every part admits at any instant after one at which it admits. So the
+// search settles after at most 2·len(parts)−1 calls. The bound only guards
+// against a part that breaks that rule.
 const compositeMaxCalls = 8
 
 func (m *composite) part(c *cell, i int) *cell {

@@ -14,14 +14,14 @@ import (
 )
 
 var (
-	// ErrInvalidConfig is matched by every [*ConfigError]: a setting that
-	// can never work. The constructors of limits and limiters return it when
-	// the value is built; a [Transport] returns it from Validate and from
-	// every RoundTrip, before anything is sent. Packages batch and middleware
-	// return a *ConfigError too, for their invalid Options and arguments
-	// (batch: a nil item function or build, two items with the same ID), so
-	// this one test covers them as well. A setting that was accepted never
-	// fails later.
+	// ErrInvalidConfig is matched by every [*ConfigError]: a setting that can
+	// never work. The constructors of limits and limiters return it when the
+	// value is built. A [Transport] returns it from Validate and from every
+	// RoundTrip, before anything is sent. Packages batch and middleware return
+	// a *ConfigError too, for their invalid Options and arguments. (For batch
+	// that includes a nil item function or build, and two items with the same
+	// ID.) So this one test covers them as well. A setting that was accepted
+	// never fails later.
 	ErrInvalidConfig = errors.New("pace: invalid configuration")
 
 	// ErrRateLimited means a request was refused by a client-side limit and
@@ -35,10 +35,11 @@ var (
 	// [All]. It wraps ErrRateLimited.
 	ErrQueueFull = fmt.Errorf("%w: queue full", ErrRateLimited)
 
-	// ErrWaitTooLong means the wait for a limit or a key's pause would
-	// exceed the longest acceptable wait (the maxWait argument of
-	// throttle.Limiter's Wait and [Keyed.ReserveAt], [Transport].MaxWait), or could
-	// not be represented as a time.Duration. It wraps ErrRateLimited.
+	// ErrWaitTooLong means the wait for a limit or a key's pause would exceed
+	// the longest acceptable wait, or could not be represented as a
+	// time.Duration. The longest wait is the maxWait argument of
+	// throttle.Limiter's Wait and [Keyed.ReserveAt], or [Transport].MaxWait.
+	// It wraps ErrRateLimited.
 	ErrWaitTooLong = fmt.Errorf("%w: wait too long", ErrRateLimited)
 
 	// ErrWaitExceedsDeadline means the wait for a limit would outlast the
@@ -48,16 +49,16 @@ var (
 	ErrWaitExceedsDeadline = fmt.Errorf("%w: wait exceeds context deadline", ErrRateLimited)
 
 	// ErrThrottled means the server throttled the request's key (see
-	// [Throttled]) and the request was not sent: it waited behind
-	// the key's probe, whose answer was another throttle, and that answer
-	// counts as this request's attempt (see [Transport]). It wraps
-	// ErrRateLimited.
+	// [Throttled]) and the request was not sent. It waited behind the key's
+	// probe, whose answer was another throttle. That answer counts as this
+	// request's attempt (see [Transport]). It wraps ErrRateLimited.
 	ErrThrottled = fmt.Errorf("%w: key throttled", ErrRateLimited)
 
 	// ErrBurstExceeded means one call asked for more units than the limiter
-	// can ever grant at once: n above a token bucket's burst, a window's
-	// r.N, a pacer's Slack+1, or the smallest of these among the parts of
-	// [All]. It can never succeed, and it does not match ErrRateLimited.
+	// can ever grant at once. That is n above a token bucket's burst, a
+	// window's r.N, a pacer's Slack+1, or the smallest of these among the
+	// parts of [All]. It can never succeed, and it does not match
+	// ErrRateLimited.
 	ErrBurstExceeded = errors.New("pace: request exceeds burst")
 
 	// ErrBadCount means a call asked for n <= 0 units. It does not match
@@ -79,9 +80,9 @@ type ConfigError struct {
 
 // Error returns "pace: invalid Field Value: Reason", without Value when it
 // prints as nothing (an empty string or nil). A string Value is quoted as
-// by %q, and so is any other whose text holds a character that is not
-// printable, so that a value such as a header name "X-Key\nEvil: 1" stays on
-// one line; a time.Duration prints as one ("-1.5s").
+// by %q. So is any other whose text holds a character that is not
+// printable. So a value such as a header name "X-Key\nEvil: 1" stays on
+// one line. A time.Duration prints as one ("-1.5s").
 func (e *ConfigError) Error() string {
 	var v string
 	switch x := e.Value.(type) {
@@ -107,8 +108,9 @@ func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig 
 
 // errNilRequest, errNilURL, errNilHeader and errNoHost are RoundTrip's
 // errors for a request that net/http's Transport refuses too, before
-// dialling: a nil request, a nil URL, a nil Header, an http or https URL
-// without a host. Nothing was sent, so they are no [*AttemptsError].
+// dialling. That is a nil request, a nil URL, a nil Header, or an http or
+// https URL without a host. Nothing was sent, so they are no
+// [*AttemptsError].
 var (
 	errNilRequest = errors.New("pace: nil Request: nothing sent")
 	errNilURL     = errors.New("pace: nil Request.URL: nothing sent")
@@ -128,9 +130,9 @@ func configErr(field string, value any, reason string) error {
 // with errors.Is and errors.As. [Keyed.Wait],
 // [Shaper.Wait] and [Transport.RoundTrip] return it.
 type WaitError struct {
-	// Key is the limiter key, empty for a [Shaper]: by default the
-	// request's host, else the key the caller chose ([Transport].Key, a
-	// [Keyed]'s key), which may be a secret such as an API key; take care
+	// Key is the limiter key, empty for a [Shaper]. By default it is the
+	// request's host. Else it is the key the caller chose ([Transport].Key, a
+	// [Keyed]'s key), which may be a secret such as an API key. Take care
 	// where it is written. Error shows such a key only as a fingerprint.
 	Key   string
 	Delay time.Duration // the wait that would have been needed; 0 if unknown
@@ -140,14 +142,14 @@ type WaitError struct {
 }
 
 // Error returns "pace: "api.example": wait Delay: Err" for a request a
-// [Transport] keyed by its host, and "pace: key~1a2b3c4d5e6f: wait Delay:
-// Err" for any other key: a key the caller chose may be a credential, so
-// its text is "key~" and the first 12 hexadecimal digits of the key's
-// SHA-256, which the caller can compute to match it with its own records;
-// a host longer than 259 bytes (a DNS name and a port) is shown that way
-// too, so that the text stays short. Error leaves out the key when it is
-// empty (a [Shaper]), the wait when Delay is 0, and the "pace: " that
-// starts the text of the package's own errors.
+// [Transport] keyed by its host. For any other key it returns "pace:
+// key~1a2b3c4d5e6f: wait Delay: Err". A key the caller chose may be a
+// credential. So its text is "key~" and the first 12 hexadecimal digits
+// of the key's SHA-256. The caller can compute it to match it with its own
+// records. A host longer than 259 bytes (a DNS name and a port) is shown
+// that way too, so that the text stays short. Error leaves out the key
+// when it is empty (a [Shaper]), and the wait when Delay is 0. It leaves
+// out the "pace: " that starts the text of the package's own errors.
 func (e *WaitError) Error() string {
 	var b strings.Builder
 	b.WriteString("pace: ")
@@ -171,42 +173,46 @@ func (e *WaitError) Error() string {
 // Unwrap returns e.Err.
 func (e *WaitError) Unwrap() error { return e.Err }
 
-// AttemptsError reports that a [Transport] sent a request at least once and
-// returns no response. Err is the last attempt's transport error, or why
-// retrying stopped after a response was discarded for a retry: a
-// [*WaitError] when the wait before the next attempt would outlast the
-// context's deadline, was cut short by the context, or was refused by the
-// key's limiter, or the error of the request's GetBody. Reason says why the
-// Transport gave up on a failure it could otherwise have retried, as the
-// [EventGiveUp] it emits does: for example [retry.ReasonAttempts],
-// [retry.ReasonBudget], [retry.ReasonNotIdempotent] or [retry.ReasonDeadline]. It is empty
-// when Err alone explains the end: an error that is never retried, a wait
-// before an attempt refused, or the context ending during a wait. errors.Is
-// and errors.As see through it to Err. With [retry.Policy].Decide's Fail,
-// Err is Fail and Reason is [retry.ReasonDecided].
+// AttemptsError reports that a [Transport] sent a request at least once
+// and returns no response. Err is the last attempt's transport error, or
+// why retrying stopped after a response was discarded for a retry. It is
+// then a [*WaitError] for the wait before the next attempt. That wait
+// would outlast the context's deadline, was cut short by the context, or
+// was refused by the key's limiter. Or Err is the error of the request's
+// GetBody.
+//
+// Reason says why the Transport gave up on a failure it could otherwise
+// have retried, as the [EventGiveUp] it emits does. Examples are
+// [retry.ReasonAttempts], [retry.ReasonBudget], [retry.ReasonNotIdempotent]
+// and [retry.ReasonDeadline]. It is empty when Err alone explains the end:
+// an error that is never retried, a wait before an attempt refused, or the
+// context ending during a wait. errors.Is and errors.As see through it to
+// Err. With [retry.Policy].Decide's Fail, Err is Fail and Reason is
+// [retry.ReasonDecided].
 //
 // With [Transport].ErrorOnGiveUp, a response that could have been retried
-// but was not comes back in Response, and Err is nil, unless the wait
-// would have outlasted the deadline (Err says so then) or Decide's Fail
-// ended the call on that response (Err is Fail then).
+// but was not comes back in Response, and Err is nil. The exceptions: the
+// wait would have outlasted the deadline (Err says so then), or Decide's
+// Fail ended the call on that response (Err is Fail then).
 type AttemptsError struct {
 	Attempts   int          // the attempts made, the first included: those sent, and the throttled answers of the key's probe that counted as this request's (see Transport)
 	StatusCode int          // status of the last response received and discarded, the probe's for a request that waited behind it; 0 if the last attempt got none
 	Reason     retry.Reason // why a retryable failure was not retried; empty when Err explains the end
 	Err        error        // the last transport error, or why retrying stopped; nil only with Response set
 
-	// Response is the last response, only with Transport.ErrorOnGiveUp
-	// (a give-up, or Decide's Fail on a response), else nil: status and headers as received, Request the caller's, and
-	// a Body that holds a copy of at most the first 4 KiB of the body
-	// (ContentLength is the copy's length). The original body is closed,
-	// so the error holds no connection and there is nothing to close.
+	// Response is the last response, only with Transport.ErrorOnGiveUp (a
+	// give-up, or Decide's Fail on a response), else nil. Its status and
+	// headers are as received, and its Request is the caller's. Its Body holds
+	// a copy of at most the first 4 KiB of the body (ContentLength is the
+	// copy's length). The original body is closed. So the error holds no
+	// connection and there is nothing to close.
 	Response *http.Response
 }
 
 // Error returns, for example, "pace: 1 attempt (gave up: method not safe
 // to replay): EOF" or "pace: 3 attempts, last status 503: context
-// canceled", without the ": Err" part when Err is nil ("pace: 3 attempts,
-// last status 503 (gave up: MaxAttempts reached)").
+// canceled". It leaves out the ": Err" part when Err is nil: "pace: 3
+// attempts, last status 503 (gave up: MaxAttempts reached)".
 func (e *AttemptsError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "pace: %d attempt", e.Attempts)

@@ -21,38 +21,38 @@ func headerValue(h http.Header, canonicalKey string) string {
 const maxDurationSeconds = math.MaxInt64 / int64(time.Second)
 
 // dateTolerance is how far, beyond the one-second resolution of the Date
-// header, the Date may lie from the local clock and still count as agreeing
-// with it: room for the time between the server stamping the response and
-// the client receiving it. See dateDelay.
+// header, the Date may lie from the local clock and still count as
+// agreeing with it. It is room for the time between the server stamping
+// the response and the client receiving it. See dateDelay.
 const dateTolerance = 100 * time.Millisecond
 
 // maxDateSkew is the largest distance between a response's Date and the
-// local clock that dateDelay takes for clock skew; a Date further off is
+// local clock that dateDelay takes for clock skew. A Date further off is
 // broken (a device whose clock was never set says 1970) and is ignored.
 const maxDateSkew = 24 * time.Hour
 
 // dateDelay returns how long to wait, from now, for the absolute instant t
-// named by a server whose response carried serverDate (the zero Time when it
+// named by a server. Its response carried serverDate (the zero Time when it
 // had no valid Date header).
 //
-// RFC 9110 §10.2.3 makes an HTTP-date relative to the server's clock, and
-// the response's Date (§6.6.1) is that clock when the response was
-// generated, truncated to the second: an HTTP-date has a resolution of one
-// second, so a Date stamped at 12:00:00.9 reads 12:00:00. The rule:
+// RFC 9110 §10.2.3 makes an HTTP-date relative to the server's clock. The
+// response's Date (§6.6.1) is that clock when the response was generated,
+// truncated to the second. An HTTP-date has a resolution of one second, so
+// a Date stamped at 12:00:00.9 reads 12:00:00. The rule:
 //
 //   - No Date, or a Date more than maxDateSkew (a day) from now: the Date
-//     is absent or broken, not a skew to correct for; wait t − now.
-//   - A Date that agrees with the local clock within its resolution,
-//     serverDate in (now − 1s − dateTolerance, now + dateTolerance]: the
+//     is absent or broken, not a skew to correct for. Wait t − now.
+//   - A Date that agrees with the local clock within its resolution:
+//     serverDate in (now − 1s − dateTolerance, now + dateTolerance]. The
 //     two clocks agree as far as the Date can tell, and the Date is the
 //     local clock truncated. Waiting t − serverDate would leave up to a
-//     second after t, so trust the local clock and wait t − now: the retry
+//     second after t. So trust the local clock and wait t − now: the retry
 //     leaves at t, never before it and not late.
 //   - A Date further off, by less than a day: the server's clock is
-//     skewed. Waiting t − serverDate from receipt means the server's clock
+//     skewed. Wait t − serverDate from receipt. Then the server's clock
 //     reads at least t when the retry arrives, whatever the skew, because
-//     transit time only adds to it; the wait is never shorter than t − now
-//     either, so a server clock ahead of ours does not bring the retry
+//     transit time only adds to it. The wait is never shorter than t − now
+//     either. So a server clock ahead of ours does not bring the retry
 //     before t by our clock.
 //
 // The result is never negative: a past instant means 0, retry now.

@@ -1,24 +1,24 @@
 package pace
 
-// FixedWindow returns a fixed-window Limit: at most r.N units in each window of
-// length r.Per, windows aligned to the clock (for every r.Per that divides 24
-// hours a window starts on a multiple of r.Per since midnight UTC, so
-// PerMinute(60) means 60 per clock minute; other periods are counted from a
-// midnight UTC long ago). It is the counting that quota APIs announce with a
-// remaining count and a reset time.
+// FixedWindow returns a fixed-window Limit: at most r.N units in each
+// window of length r.Per. Windows are aligned to the clock. For every
+// r.Per that divides 24 hours, a window starts on a multiple of r.Per since
+// midnight UTC. So PerMinute(60) means 60 per clock minute. Other periods
+// are counted from a midnight UTC long ago. It is the counting that quota
+// APIs announce with a remaining count and a reset time.
 //
 // A fixed window admits up to 2·r.N in a span of r.Per that straddles a
-// boundary (r.N at the end of one window, r.N at the start of the next); use
-// [SlidingLog] when the server counts over a trailing window.
+// boundary: r.N at the end of one window, r.N at the start of the next.
+// Use [SlidingLog] when the server counts over a trailing window.
 //
-// Bookings never go back in time: once a reservation has waited into a later
-// window, later calls wait for that window too. A request refused costs
-// nothing. Cancelling gives the units back to the window they were booked
-// in; when that is a later window (the reservation waited), the limiter stays
-// in it, so a call for fewer units than the cancelled one may have to wait
-// for that window although the current one has room. Calls for as many
-// units or more see exactly the state before the reservation: it waited
-// because the current window was full for them.
+// Bookings never go back in time. Once a reservation has waited into a
+// later window, later calls wait for that window too. A request refused
+// costs nothing. Cancelling gives the units back to the window they were
+// booked in. That may be a later window (the reservation waited). The
+// limiter then stays in it. So a call for fewer units than the cancelled
+// one may have to wait for that window, although the current one has room.
+// Calls for as many units or more see exactly the state before the
+// reservation: it waited because the current window was full for them.
 //
 // The Limit carries a [*ConfigError] naming "Rate.N" or "Rate.Per" when
 // either is not positive, or Per is over about 146 years (see [Rate]).
@@ -30,8 +30,8 @@ func FixedWindow(r Rate) Limit {
 }
 
 // fixedWindow is the algorithm. cell.a is the index of the window last
-// booked and cell.b the units booked in it; only the latest booked window is
-// tracked, so bookings never go back to an earlier one.
+// booked, and cell.b the units booked in it. Only the latest booked window
+// is tracked, so bookings never go back to an earlier one.
 type fixedWindow struct{ window }
 
 var _ algorithm = (*fixedWindow)(nil)
@@ -72,8 +72,8 @@ func (f *fixedWindow) book(c *cell, _, t int64, n int) {
 }
 
 // unbook gives the units back to their window if it is still the one
-// tracked; a reservation that had waited into a later window leaves the
-// limiter in that window (stricter than before, never looser).
+// tracked. A reservation that had waited into a later window leaves the
+// limiter in that window: stricter than before, never looser.
 func (f *fixedWindow) unbook(c *cell, _, t int64, n int) {
 	if winIndex(t, f.per) == c.a {
 		c.b = max(0, c.b-int64(n))

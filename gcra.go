@@ -11,9 +11,9 @@ import (
 const maxSpan = math.MaxInt64 / 2
 
 // gcra is the arithmetic shared by the token bucket and the leaky-bucket
-// pacer: the generic cell rate algorithm in its virtual-scheduling form
-// (ITU-T Recommendation I.371, Annex A), weighted by units and on integer
-// nanoseconds so that booking and cancelling are exact.
+// pacer. It is the generic cell rate algorithm in its virtual-scheduling
+// form (ITU-T Recommendation I.371, Annex A). It is weighted by units and
+// works on integer nanoseconds, so that booking and cancelling are exact.
 //
 // The state of a cell is two instants, in nanoseconds since the limiter's
 // epoch:
@@ -21,33 +21,35 @@ const maxSpan = math.MaxInt64 / 2
 //   - c.a is the theoretical arrival time TAT: the instant at which the
 //     bucket would be full again if nothing more were booked.
 //   - c.b bounds the latest instant anything still booked was booked at
-//     (latest), so that cancel can tell whether later bookings depend on
-//     the one being given back. It has two forms. As a chain threshold
-//     k >= 0: every booking still held at an instant s > k was booked
-//     behind a drained bucket and nothing held since has changed that, so
-//     that s + τ <= TAT (a queue of reservations, each at the instant the
-//     one before it left TAT at); then latest <= max(k, TAT − τ), and
-//     cancelling such a queue latest first finds each booking in turn the
-//     latest and gives it back whole. As a plain bound ^b < 0: nothing
-//     held was booked after b (what relax learns, when TAT − τ lies beyond
-//     it). Either way latest <= TAT − i.
+//     (latest). So cancel can tell whether later bookings depend on the one
+//     being given back. It has two forms, a chain threshold and a plain
+//     bound.
+//   - As a chain threshold k >= 0: every booking still held at an instant
+//     s > k was booked behind a drained bucket. Nothing held since has
+//     changed that, so s + τ <= TAT. That is a queue of reservations, each
+//     at the instant the one before it left TAT at. Then latest <= max(k,
+//     TAT − τ). Cancelling such a queue latest first finds each booking in
+//     turn the latest, and gives it back whole.
+//   - As a plain bound ^b < 0: nothing held was booked after b. relax
+//     learns that, when TAT − τ lies beyond it.
+//   - Either way latest <= TAT − i.
 //
 // With capacity C units and one unit every i nanoseconds, n units may be
-// taken at t when TAT + n·i − C·i <= t, and taking them moves TAT to
-// max(TAT, t) + n·i. This is the lazy-refill token bucket
-// tokens = min(C, tokens + (now−last)/i) in another form: at any now,
+// taken at t when TAT + n·i − C·i <= t. Taking them moves TAT to max(TAT,
+// t) + n·i. This is the lazy-refill token bucket tokens = min(C, tokens +
+// (now−last)/i) in another form: at any now,
 //
 //	tokens(now) = C − max(0, TAT − now)/i,
 //
-// so "TAT <= now" is a full bucket and the zero cell (TAT 0, before every
-// instant a limiter sees) is a fresh one. Because the state is an instant
-// rather than a count, a now earlier than before can only see fewer tokens:
-// a clock stepping back mints nothing.
+// so "TAT <= now" is a full bucket. The zero cell (TAT 0, before every
+// instant a limiter sees) is a fresh one. The state is an instant rather
+// than a count. So a now earlier than before can only see fewer tokens: a
+// clock stepping back mints nothing.
 //
-// The promise, which the tests check on random schedules: for the units
-// booked and not cancelled, every closed interval [x, y] holds at most
-// C + ⌊(y−x)/i⌋ of them, whatever the order in which the instants were
-// passed.
+// The promise, which the tests check on random schedules, is about the
+// units booked and not cancelled. Every closed interval [x, y] holds at
+// most C + ⌊(y−x)/i⌋ of them, whatever the order in which the instants
+// were passed.
 type gcra struct {
 	i   int64 // nanoseconds per unit, ≥ 1: Rate.Interval, rounded up
 	c   int64 // capacity in units, ≥ 1
@@ -80,10 +82,10 @@ func (g *gcra) earliest(c *cell, now int64, n int) (int64, error) {
 }
 
 // book takes n units at t, an instant earliest returned (or now, when
-// earliest returned now or earlier). A booking after every one held that
-// leaves TAT at exactly t + τ (the bucket drained behind it: any booking
-// that had to wait) keeps the chain (see cell.b); any other joins the
-// threshold, as one taken at once (t <= now) does, as in allow1.
+// earliest returned now or earlier). Take a booking after every one held
+// that leaves TAT at exactly t + τ: the bucket drained behind it, as for
+// any booking that had to wait. It keeps the chain (see cell.b). Any other
+// joins the threshold, as one taken at once (t <= now) does, as in allow1.
 func (g *gcra) book(c *cell, now, t int64, n int) {
 	if t <= now {
 		c.a = satAdd(max(c.a, t), int64(n)*g.i)
@@ -99,20 +101,21 @@ func (g *gcra) book(c *cell, now, t int64, n int) {
 }
 
 // unbook gives back n units booked at t. Units booked later than t were
-// scheduled behind these, so only the part of n·i that no later booking
-// overlaps is given back, as golang.org/x/time/rate's Reservation.CancelAt
-// does: TAT −= max(0, n·i − (L − t)), where L bounds the latest booking
-// (latest). When nothing was booked after t, TAT moves back by exactly n·i,
-// and the bound moves back to the booking before it when the chain holds
-// (see cell.b), so that cancelling a group of reservations latest first
-// restores the state exactly, however large the burst
+// scheduled behind these. So only the part of n·i that no later booking
+// overlaps is given back, as golang.org/x/time/rate's
+// Reservation.CancelAt does: TAT −= max(0, n·i − (L − t)). L bounds the
+// latest booking (latest). When nothing was booked after t, TAT moves back
+// by exactly n·i. The bound then moves back to the booking before it when
+// the chain holds (see cell.b). So cancelling a group of reservations
+// latest first restores the state exactly, however large the burst
 // (thrasher-corp/gocryptotrader#2371).
-// The cut keeps the promise: booking maintains TAT >= s + W(s)·i for every
-// held booking instant s, where W(s) counts the units held at or after s, and
-// that is all the promise needs; units after t number at most
-// (TAT − t)/i − n, so this cut preserves it for s > t as well as s <= t.
-// The chain's TAT >= s + τ + (W(s) − n(s))·i survives a whole give-back; a
-// cut ends it for what is held (the threshold moves up to L).
+//
+// The cut keeps the promise. Booking maintains TAT >= s + W(s)·i for every
+// held booking instant s, where W(s) counts the units held at or after s.
+// That is all the promise needs. Units after t number at most (TAT − t)/i
+// − n. So this cut preserves it for s > t as well as s <= t. The chain's
+// TAT >= s + τ + (W(s) − n(s))·i survives a whole give-back. A cut ends it
+// for what is held (the threshold moves up to L).
 func (g *gcra) unbook(c *cell, _, t int64, n int) {
 	n64 := min(int64(max(n, 0)), g.c) // a foreign Reservation must not overflow
 	l, k := g.bounds(c)
@@ -132,8 +135,8 @@ func (g *gcra) unbook(c *cell, _, t int64, n int) {
 }
 
 // bounds returns latest, the bound on the latest held booking, and the
-// chain threshold k <= latest (see cell.b; the plain bound b is a
-// threshold too: nothing is held after it).
+// chain threshold k <= latest (see cell.b). The plain bound b is a
+// threshold too: nothing is held after it.
 func (g *gcra) bounds(c *cell) (latest, k int64) {
 	if c.b < 0 {
 		latest = min(c.a-g.i, ^c.b)
@@ -164,9 +167,10 @@ func bookedNow(b, now int64) int64 {
 	return max(b, now)
 }
 
-// allow1 takes one unit at now if it can go at once: earliest and book for
-// n = 1 and t = now, written out for the hot path of Allow. tat − now is
-// compared with τ − i rather than adding, so a saturated TAT cannot wrap.
+// allow1 takes one unit at now if it can go at once. It is earliest and
+// book for n = 1 and t = now, written out for the hot path of Allow. tat −
+// now is compared with τ − i rather than adding, so a saturated TAT cannot
+// wrap.
 func (g *gcra) allow1(c *cell, now int64) bool {
 	tat := max(c.a, now)
 	if tat-now > g.tau-g.i {
@@ -198,7 +202,7 @@ func (g *gcra) relax(c *cell, latest int64) {
 	g.mark(c, min(k, l), l)
 }
 
-// resume leaves one unit for at and none saved beyond it: TAT becomes at
+// resume leaves one unit for at and none saved beyond it. TAT becomes at
 // least at + τ − i, so the unit after the one at at comes i later. What is
 // held stays bounded as before.
 func (g *gcra) resume(c *cell, at int64) {

@@ -29,11 +29,11 @@ const (
 	// when the server chose the delay, else [retry.ReasonBackoff].
 	EventRetry
 	// EventGiveUp: attempt Attempt failed in a way that could have been
-	// retried, and the Transport stops; Reason says why, Delay is the wait
-	// that was refused (for example the server's Retry-After), if any. A
-	// call allowed one attempt (Retry.MaxAttempts 1, or its host's
-	// [Host].MaxAttempts 1) makes no retries and never gives up for
-	// retry.ReasonAttempts (see [Stats].GiveUps).
+	// retried, and the Transport stops. Reason says why. Delay is the wait that
+	// was refused (for example the server's Retry-After), if any. A call
+	// allowed one attempt makes no retries: Retry.MaxAttempts 1, or its host's
+	// [Host].MaxAttempts 1. It never gives up for retry.ReasonAttempts (see
+	// [Stats].GiveUps).
 	EventGiveUp
 	// EventPortMismatch: the request's host matches no key of
 	// [Transport].Limits, but a key names the same host with another port
@@ -85,10 +85,10 @@ type Event struct {
 // content negotiation, caching and conditions, sizes, the client's name,
 // request and trace IDs, and the idempotency key (a per-request ID, no
 // credential). Every other header is logged by name only, its value
-// "[redacted]": credentials come under too many names (Authorization,
-// Cookie, X-Api-Key, Ocp-Apim-Subscription-Key, X-Access-Key,
-// Private-Token, X-Amz-Security-Token, vendors' own) for any list of
-// secret names or words to hold them all, so the list names what is safe
+// "[redacted]". Credentials come under too many names for any list of
+// secret names or words to hold them all: Authorization, Cookie,
+// X-Api-Key, Ocp-Apim-Subscription-Key, X-Access-Key, Private-Token,
+// X-Amz-Security-Token, vendors' own. So the list names what is safe
 // instead. Transport.SecretHeaders takes names off it.
 var loggedHeaders = []string{
 	"Accept", "Accept-Encoding", "Accept-Language", "Cache-Control",
@@ -146,12 +146,12 @@ func (o *observer) emit(ctx context.Context, ev Event, hostKey bool) {
 	}
 }
 
-// log writes ev at debug level. The key is shown as keyText has it (a
-// fingerprint unless it is the request's host); the URL without its query
-// and user information, which often carry credentials, and without its
-// path with Transport.HidePath (see redact.URL), as are URLs in the
-// error's text; and the values of the
-// headers not in loggedHeaders are replaced by "[redacted]".
+// log writes ev at debug level. The key is shown as keyText has it: a
+// fingerprint, unless it is the request's host. The URL is shown without
+// its query and user information, which often carry credentials. It is
+// shown without its path with Transport.HidePath (see redact.URL). URLs in
+// the error's text are shown the same way. The values of the headers not
+// in loggedHeaders are replaced by "[redacted]".
 func (o *observer) log(ctx context.Context, ev *Event, hostKey bool) {
 	attrs := make([]slog.Attr, 0, 12)
 	attrs = append(attrs, slog.String("event", ev.Kind.String()))

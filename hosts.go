@@ -19,54 +19,65 @@ import (
 
 // Hosts maps a host to what applies to requests to it, for
 // [Transport.Limits]: the [Limit] that paces them and, if set, its own
-// retry policy ([Host]). A key is matched against the request's URL.Host as a
-// URL compares hosts (RFC 3986 §6.2.2–6.2.3), both brought to one form: in
-// lower case, without a trailing dot, an IPv6 literal in its canonical text
-// (RFC 5952: "[0:0::1]" is "[::1]"), an internationalized name in the ASCII
-// form net/http sends ("äpi.example" is "xn--pi-uia.example", IDNA2008 as
-// golang.org/x/net/idna's lookup profile maps it), and without port 80 or
-// 443. Those two ports do not count on either side, whatever the scheme: a
-// key cannot know the scheme of the requests it will meet, so
-// "api.example", "api.example:80" and "api.example:443" are one key, and
-// it matches https://api.example/v1, https://api.example:443/,
-// http://api.example:80/, http://api.example:443/ and
-// https://API.example./, but not https://api.example:8443/v1, which
-// "api.example:8443" matches (any other port must be the same). An empty
-// port is no port, on either side, as URL normalisation has it (RFC 3986
-// §3.2.3 allows a port of no digits, §6.2.3 drops it): the key
-// "api.example:" is the key "api.example", and matches http://api.example:/.
-// Two keys that name the same host so ("API.example", "api.example.",
-// "api.example:443", "api.example:") are an error. The key "*" is the
-// default for every host not listed; without it unlisted hosts are not
-// paced. The zero Host paces nothing and retries as the Transport does, so
-// {"*": {Limit: lim}, "internal.example": {}} exempts one host.
+// retry policy ([Host]).
+//
+// A key is matched against the request's URL.Host as a URL compares hosts
+// (RFC 3986 §6.2.2–6.2.3). Both are brought to one form:
+//
+//   - in lower case, without a trailing dot;
+//   - an IPv6 literal in its canonical text (RFC 5952: "[0:0::1]" is
+//     "[::1]");
+//   - an internationalized name in the ASCII form net/http sends
+//     ("äpi.example" is "xn--pi-uia.example"). That is IDNA2008, as
+//     golang.org/x/net/idna's lookup profile maps it.
+//   - without port 80 or 443.
+//
+// Those two ports do not count on either side, whatever the scheme. A key
+// cannot know the scheme of the requests it will meet. So "api.example",
+// "api.example:80" and "api.example:443" are one key. It matches
+// https://api.example/v1, https://api.example:443/, http://api.example:80/,
+// http://api.example:443/ and https://API.example./. It does not match
+// https://api.example:8443/v1, which "api.example:8443" matches. Any other
+// port must be the same. An empty port is no port, on either side, as URL
+// normalisation has it. (RFC 3986 §3.2.3 allows a port of no digits;
+// §6.2.3 drops it.) So the key "api.example:" is the key "api.example", and
+// matches http://api.example:/. Two keys that name the same host so are an
+// error ("API.example", "api.example.", "api.example:443", "api.example:").
+// The key "*" is the default for every host not listed. Without it unlisted
+// hosts are not paced. The zero Host paces nothing and retries as the
+// Transport does. So {"*": {Limit: lim}, "internal.example": {}} exempts
+// one host.
 //
 // A key that no URL.Host can ever equal is rejected, by
-// [Transport.Validate] and every RoundTrip, with a [*ConfigError] naming
-// Limits["key"]: an empty key, a URL ("https://api.example"), a key holding
-// '/', '?', '#', '@', a space or a control character, a '*' anywhere
-// but in the key "*" itself (there are no wildcard patterns), a port that
-// is not a decimal number up to 65535 ("api.example:abc"; an empty port
-// is accepted, see above), an IPv6 address
-// without brackets or without its closing bracket ("[::1"), an IPv6 zone
-// written URL-escaped (URL.Host holds "[fe80::1%eth0]", never
-// "[fe80::1%25eth0]"), a percent-escape or another character net/url
-// refuses in a host, and a non-ASCII name that is no valid
-// internationalized domain name.
+// [Transport.Validate] and every RoundTrip. The error is a [*ConfigError]
+// naming Limits["key"]. Such keys are:
+//
+//   - an empty key, or a URL ("https://api.example");
+//   - a key holding '/', '?', '#', '@', a space or a control character;
+//   - a '*' anywhere but in the key "*" itself (there are no wildcard
+//     patterns);
+//   - a port that is not a decimal number up to 65535 ("api.example:abc").
+//     An empty port is accepted, see above.
+//   - an IPv6 address without brackets or without its closing bracket
+//     ("[::1");
+//   - an IPv6 zone written URL-escaped. URL.Host holds "[fe80::1%eth0]",
+//     never "[fe80::1%25eth0]".
+//   - a percent-escape, or another character net/url refuses in a host;
+//   - a non-ASCII name that is no valid internationalized domain name.
 //
 // A request whose host no key lists, while a key names that host with
 // another port or none, is reported once per key ([EventPortMismatch]).
 // [Transport.Validate] checks the URLs of a job up front.
 //
 // The Limit is chosen by host, but its state is kept per request key (see
-// [Transport].Key): with a Key that returns an API key, each API key gets
+// [Transport].Key). With a Key that returns an API key, each API key gets
 // its own bucket under its host's Limit.
 //
 // A Limit that carries an error, a negative MaxAttempts or a status that is
-// not an error status is reported the same way, with Field naming the
-// entry's setting, such as Limits["api.example"].Rate.N or
+// not an error status is reported the same way. Field names the entry's
+// setting, such as Limits["api.example"].Rate.N or
 // Limits["api.example"].Statuses. The Transport compiles the map on first
-// use and does not read it again, so changes made after that have no
+// use and does not read it again. So changes made after that have no
 // effect.
 type Hosts map[string]Host
 
@@ -177,9 +188,10 @@ func portMismatch(key, host string) error {
 	return configErr(hostField(key), host, "a request to this host matches no key, and this key names the host with another port or none (ports other than 80 and 443 count)")
 }
 
-// checkURLs returns the error of the first of urls whose host no key of hl
-// lists while a key names that host with another port or none (see
-// portMismatch), or of one that is no absolute URL, as a *ConfigError.
+// checkURLs returns, as a *ConfigError, the error of the first of urls
+// whose host no key of hl lists while a key names that host with another
+// port or none (see portMismatch). It also returns one for a URL that is no
+// absolute URL.
 func (hl *hostLimiters) checkURLs(urls []string) error {
 	for i, raw := range urls {
 		u, err := url.Parse(raw)
@@ -237,9 +249,9 @@ func validateHosts(h Hosts) error {
 }
 
 // limitErr returns the error err of a Limit, or of a retry policy, as a
-// *ConfigError for the setting field that holds it: err's own *ConfigError
-// with field before its Field, or for a part of All, field and the part,
-// the inner error quoted once.
+// *ConfigError for the setting field that holds it. It is err's own
+// *ConfigError with field before its Field. For a part of All it names
+// field and the part, the inner error quoted once.
 func limitErr(field string, err error) error {
 	if ce, ok := err.(*ConfigError); ok {
 		return configErr(field+"."+ce.Field, ce.Value, ce.Reason)

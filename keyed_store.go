@@ -36,71 +36,71 @@ type KeyedOptions struct {
 	// MaxKeys caps the number of keys tracked at once (keys with limit state
 	// or a pause). 0 means [DefaultMaxKeys]; a negative value is a
 	// [*ConfigError]. The cap is split evenly over the store's shards (at
-	// most 64), each share rounded up, so the store may hold up to 63 keys
-	// more than MaxKeys, and a shard may fill up before the whole store
-	// holds MaxKeys.
+	// most 64), each share rounded up. So the store may hold up to 63 keys
+	// more than MaxKeys. A shard may fill up before the whole store holds
+	// MaxKeys.
 	//
-	// When the shard of a new key is full even after its idle entries have
-	// been swept, the store forgets another key to make room (an eviction):
-	// of 8 keys sampled from the shard, the one whose limit would be whole
-	// again the soonest (the smallest [Quota].Reset), never one that is
-	// paused, probing or waited on. The new key gets its own limit, fresh.
-	// Only when every key of the shard is paused or waited on does a new
-	// key share one overflow limit (and pause) with the other such keys
-	// until there is room; that is stricter, never unlimited.
+	// When the shard of a new key is full even after a sweep of its idle
+	// entries, the store forgets another key to make room (an eviction). It
+	// samples 8 keys from the shard. It forgets the one whose limit would be
+	// whole again the soonest (the smallest [Quota].Reset). It never forgets a
+	// key that is paused, probing or waited on. The new key gets its own
+	// limit, fresh. Only when every key of the shard is paused or waited on
+	// does a new key share one overflow limit (and pause) with the others.
+	// That lasts until there is room; it is stricter, never unlimited.
 	//
-	// What an attacker who chooses keys (an X-API-Key header, say) can and
-	// cannot do: it cannot grow memory beyond MaxKeys (plus at most 63), and
-	// a flood of made-up keys cannot lock out a legitimate key, whose first
-	// request gets a fresh limit. Each made-up key gets a
-	// fresh limit of its own, so per-key limits never bound a client that
-	// can mint keys: limit something it cannot vary too (its address, as
-	// package middleware does, or one limit for all). An evicted key forgets
-	// its history: a key that was partly spent starts again whole, so by
-	// flooding an attacker can hand a key the units it would have earned
-	// back within its Reset, the smallest Reset in the sample; a key it has
-	// drained by heavy use has the longest Reset and is evicted last, after
-	// the made-up keys, which each booked one unit.
+	// An attacker who chooses keys (an X-API-Key header, say) cannot grow
+	// memory beyond MaxKeys (plus at most 63). A flood of made-up keys cannot
+	// lock out a legitimate key: its first request gets a fresh limit. But each
+	// made-up key gets a fresh limit of its own. So per-key limits never bound
+	// a client that can mint keys. Limit something it cannot vary too: its
+	// address, as package middleware does, or one limit for all.
+	//
+	// An evicted key forgets its history: a partly spent key starts again
+	// whole. By flooding, an attacker can hand a key the units it would have
+	// earned back within its Reset. That is the smallest Reset in the sample.
+	// A key the attacker drained by heavy use has the longest Reset. It is
+	// evicted last, after the made-up keys, which each booked one unit.
 	MaxKeys int
 }
 
-// Keyed holds one rate limit per key, for example per host or per API key,
-// created lazily on first use and forgotten once idle again: a key whose
-// state behaves like a fresh one (a token bucket idle for capacity/rate is
-// full again, a window limiter idle for its window is empty) is swept,
-// because forgetting it changes nothing. A key whose limit is still in use
-// (a drained bucket, a booked slot) is never swept, so sweeping can never
+// Keyed holds one rate limit per key, for example per host or per API key.
+// A key's limit is created lazily on first use and forgotten once idle
+// again. An idle key's state behaves like a fresh one: a token bucket idle
+// for capacity/rate is full again, a window limiter idle for its window is
+// empty. Sweeping it changes nothing. A key whose limit is still in use (a
+// drained bucket, a booked slot) is never swept. So sweeping can never
 // reset a limit (ELares/IronTraffic#217, didip/tollbooth#32). Only past
 // [KeyedOptions].MaxKeys is a key in use forgotten, to make room for a new
-// one: the one nearest to whole again, never a paused or waited-on key
-// (see MaxKeys for what that lets an attacker do).
+// one. It is the one nearest to whole again, never a paused or waited-on
+// key (see MaxKeys for what that lets an attacker do).
 //
-// Forgetting is lazy: a shard is swept when it is accessed and at least the
-// limit's span (and at least one second) has passed since its last sweep,
-// or when it is full. There are no background goroutines and nothing to
-// close. Memory is bounded by [KeyedOptions].MaxKeys, as said above.
+// Forgetting is lazy. A shard is swept when it is full, or when it is
+// accessed after the limit's span (and at least one second) since its last
+// sweep. There are no background goroutines and nothing to close. Memory
+// is bounded by [KeyedOptions].MaxKeys, as said above.
 //
-// Keys are not stored: each is reduced to a 64-bit [maphash] hash with a
+// Keys are not stored. Each is reduced to a 64-bit [maphash] hash with a
 // seed chosen at random per Keyed, and the state is filed under the hash.
-// Two distinct keys collide with probability about k²/2⁶⁵ for k keys (about
-// 3·10⁻⁸ at a million keys) and would then share one limit, which is
-// stricter, never looser; the random seed keeps collisions out of an
+// Two distinct keys collide with probability about k²/2⁶⁵ for k keys
+// (about 3·10⁻⁸ at a million keys). They would then share one limit, which
+// is stricter, never looser. The random seed keeps collisions out of an
 // attacker's hands.
 //
 // Besides its limit, each key can be paused ([Keyed.PauseUntil]), for example
-// for a server's Retry-After: no request for the key proceeds before the
+// for a server's Retry-After. No request for the key proceeds before the
 // pause ends, and a key is never evicted while paused. The zero [Limit]
 // means no limit, so that a Keyed only tracks pauses.
 //
-// Create a Keyed with [NewKeyed]; the zero Keyed is not usable: its
+// Create a Keyed with [NewKeyed]. The zero Keyed is not usable: its
 // methods, and those of a nil *Keyed, panic with "pace: Keyed used without
-// NewKeyed". All methods are safe for concurrent use by multiple goroutines; a
-// Keyed must not be copied. The explicit-time methods (ReserveAt, AllowAt,
-// CancelAt) accept a now earlier than one seen before, as after a
-// clock step: the limit itself mints nothing then, and a now earlier than the
-// last sweep of the key's shard is taken as that sweep's instant, so that
-// forgetting an idle key cannot mint units either. Wait reads the monotonic
-// clock.
+// NewKeyed". All methods are safe for concurrent use by multiple
+// goroutines. A Keyed must not be copied. The explicit-time methods
+// (ReserveAt, AllowAt, CancelAt) accept a now earlier than one seen before,
+// as after a clock step. The limit itself mints nothing then. A now
+// earlier than the last sweep of the key's shard is taken as that sweep's
+// instant, so that forgetting an idle key cannot mint units either. Wait
+// reads the monotonic clock.
 type Keyed struct {
 	// alg, g and sweepEvery are read under any shard's lock (or the
 	// overflow's) and changed by SetLimitAt under all of them at once.
@@ -114,9 +114,9 @@ type Keyed struct {
 	sweepEvery int64 // nanoseconds between routine sweeps of a shard
 	shards     []shard
 	// states counts the keyStates held (in shards' keys and the overflow
-	// state), so that Settle of a plain outcome can tell without a lock
-	// that no key has a throttle or a queue. Written only when a keyState
-	// is created or swept.
+	// state). So Settle of a plain outcome can tell without a lock that no key
+	// has a throttle or a queue. Written only when a keyState is created or
+	// swept.
 	states atomic.Int64
 	_      [64]byte // keep the overflow lock off the fields read on every call
 	over   overflow
@@ -125,9 +125,9 @@ type Keyed struct {
 var _ throttle.Limiter = (*Keyed)(nil)
 
 // shard is an independently locked part of a Keyed. Its maps are keyed by
-// the key's hash. Limit state is split: the two words every algorithm uses
-// live in cells, which holds no pointers (so the garbage collector never
-// scans it and an entry costs 24 bytes of slot), and the rare extension
+// the key's hash. Limit state is split. The two words every algorithm uses
+// live in cells, which holds no pointers. So the garbage collector never
+// scans it, and an entry costs 24 bytes of slot. The rare extension
 // pointer lives in exts. Keys that are throttled, or have requests waiting
 // or on their way, also have a keyState in keys.
 type shard struct {
@@ -154,17 +154,16 @@ type overflow struct {
 	_    [64]byte
 }
 
-// keyState is what a [Keyed] keeps of a key beyond its limit: its throttle
-// (the pause and probe, see keyThrottle) and its queue, the bookings of
-// requests that have not yet left. It exists only while the key is
-// throttled, half-open, or has requests waiting or on their way.
+// keyState is what a [Keyed] keeps of a key beyond its limit. That is its
+// throttle (the pause and probe, see keyThrottle) and its queue, the
+// bookings of requests that have not yet left. It exists only while the key
+// is throttled, half-open, or has requests waiting or on their way.
 type keyState struct {
 	th keyThrottle
-	// pending holds the bookings not yet answered, in booking order (which
-	// is also the order of their slots): requests still waiting for their
-	// slot, then requests released and on their way to the wire or to their
-	// answer, whose departure the store has asked to hear of (see
-	// Permit.Track).
+	// pending holds the bookings not yet answered, in booking order (also the
+	// order of their slots). First come requests still waiting for their slot.
+	// Then come requests released and on their way to the wire or to their
+	// answer, whose departure the store asked to hear of (see Permit.Track).
 	pending []*booking
 	// wake, when non-nil, is closed (and cleared) to make every request
 	// waiting on the key look again: the pause was set, the probe was
@@ -189,10 +188,10 @@ func (st *keyState) broadcast() {
 }
 
 // forgettable reports whether st may be dropped at now: nothing is queued
-// and its throttle may be forgotten. A wake channel does not keep it: one
-// whose sleepers woke by their timers (a pause or a pace that simply ended)
-// is never closed otherwise, and the sweep closes it, so that a sleeper
-// still on it looks again and finds the key fresh, as it would be.
+// and its throttle may be forgotten. A wake channel does not keep it. A
+// channel whose sleepers woke by their timers (a pause or a pace that
+// simply ended) is never closed otherwise. The sweep closes it, so that a
+// sleeper still on it looks again and finds the key fresh, as it would be.
 func (st *keyState) forgettable(now int64) bool {
 	return len(st.pending) == 0 && st.th.forgettable(now)
 }
@@ -255,17 +254,22 @@ func (k *Keyed) String() string {
 }
 
 // ReserveAt books n units for key at the earliest instant at or after now
-// that both its pause and its limit allow, and returns the Reservation,
+// that both its pause and its limit allow. It returns the Reservation,
 // whose Delay says how long after now the units may be used. It books
-// nothing and returns [ErrBadCount] for n <= 0, [ErrBurstExceeded] when n
-// can never be granted at once, [ErrQueueFull] when a pacer's queue is full,
-// and [ErrWaitTooLong] when the delay exceeds maxWait > 0 or cannot be
-// represented; zero sets no bound, and a negative maxWait is refused with
-// a [*ConfigError]. On a refusal for maxWait or a
-// full queue, the Reservation's Delay says how long the wait would have
-// been. With the zero Limit only the pause applies and nothing is booked.
-// The explicit-time methods honour a key's pause, not its probe (see
-// [Keyed.Wait]). Safe for concurrent use.
+// nothing on an error:
+//
+//   - [ErrBadCount] for n <= 0;
+//   - [ErrBurstExceeded] when n can never be granted at once;
+//   - [ErrQueueFull] when a pacer's queue is full;
+//   - [ErrWaitTooLong] when the delay exceeds maxWait > 0 or cannot be
+//     represented.
+//
+// Zero maxWait sets no bound; a negative maxWait is refused with a
+// [*ConfigError]. On a refusal for maxWait or a full queue, the
+// Reservation's Delay says how long the wait would have been. With the zero
+// Limit only the pause applies and nothing is booked. The explicit-time
+// methods honour a key's pause, not its probe (see [Keyed.Wait]). Safe for
+// concurrent use.
 func (k *Keyed) ReserveAt(now time.Time, key string, n int, maxWait time.Duration) (Reservation, error) {
 	k.mustInit()
 	if maxWait < 0 {
@@ -305,11 +309,11 @@ func (k *Keyed) allow(now int64, key string, n int) bool {
 	return err == nil
 }
 
-// allow1 is allow for one unit. For a GCRA limit (token bucket, pacer) on a
-// key with no keyState in a shard that needs no sweep, it decides in place
-// with gcra.allow1 (the same decision as decideCell's earliest and book for
-// one unit at now, without the interface calls or the scratch cell); in
-// every other case it takes the general path.
+// allow1 is allow for one unit. It has a fast path for a GCRA limit (token
+// bucket, pacer) on a key with no keyState, in a shard that needs no sweep.
+// There it decides in place with gcra.allow1. That is the same decision as
+// decideCell's earliest and book for one unit at now, without the interface
+// calls or the scratch cell. Every other case takes the general path.
 func (k *Keyed) allow1(now int64, key string) bool {
 	s, h := k.locate(key)
 	s.mu.Lock()
@@ -340,16 +344,19 @@ func (k *Keyed) allow1(now int64, key string) bool {
 // caller abandons its wait at now. A reservation whose instant lies before
 // now gives nothing back: its units count as used (the rule of
 // golang.org/x/time/rate's Reservation.CancelAt). Otherwise the algorithm
-// decides how much can be returned: all of it when nothing was booked after
-// r, as for [Shaper.CancelAt], so that reservations cancelled latest first
-// all come back; a reservation that later ones were booked behind gives
-// back only what they do not overlap, nothing of a token bucket's queue
-// while they are held, and its slot is not handed out again. (The queue of
-// [Keyed.Wait] is different: its waiters move up in whatever order they
-// give up, since the store knows them all.) The units go back to the key's own limit if it is tracked (a key
-// forgotten since, swept or evicted, gets nothing back), or to the shared
-// overflow limit (see [KeyedOptions].MaxKeys) unless that is idle. Cancelling the zero Reservation does nothing; cancelling
-// twice gives units back twice, so avoid it. Safe for concurrent use.
+// decides how much can be returned. All of it comes back when nothing was
+// booked after r, as for [Shaper.CancelAt]. So reservations cancelled latest
+// first all come back. A reservation that later ones were booked behind
+// gives back only what they do not overlap. It gives back nothing of a
+// token bucket's queue while they are held, and its slot is not handed out
+// again. (The queue of [Keyed.Wait] is different. Its waiters move up in
+// whatever order they give up, since the store knows them all.)
+//
+// The units go back to the key's own limit if it is tracked. A key
+// forgotten since, swept or evicted, gets nothing back. A key on the shared
+// overflow limit (see [KeyedOptions].MaxKeys) gives back to it, unless it is
+// idle. Cancelling the zero Reservation does nothing. Cancelling twice gives
+// units back twice, so avoid it. Safe for concurrent use.
 func (k *Keyed) CancelAt(now time.Time, key string, r Reservation) {
 	k.mustInit()
 	at := sinceEpoch(k.epoch, now)
@@ -374,9 +381,9 @@ func (k *Keyed) CancelAt(now time.Time, key string, r Reservation) {
 }
 
 // sweepAt forgets, at now, every key whose limit is idle and which is not
-// paused, half-open or waited on, and every pause that has ended, and
+// paused, half-open or waited on. It forgets every pause that has ended. It
 // returns how many keys are no longer tracked. Keys are swept lazily as the
-// store is used, so the store itself never needs it; tests call it to sweep
+// store is used, so the store itself never needs it. Tests call it to sweep
 // every shard at a chosen instant. A now earlier than a shard's last sweep
 // is taken as that sweep's instant. Safe for concurrent use.
 func (k *Keyed) sweepAt(now time.Time) int {
@@ -433,20 +440,20 @@ type entry struct {
 }
 
 // open locks key's state and returns it, decided at now (ns since epoch),
-// or at the latest instant already decided on if that is later (callers
+// or at the latest instant already decided on if that is later. Callers
 // read the clock before taking the lock, so instants reach a shard slightly
-// out of order; deciding each at the latest instant seen keeps every
-// algorithm's bookings in time order, and a clock stepping back mints
-// nothing). A key that is new while its shard is full, or over (the key's
-// requests are queued on the overflow state), opens the overflow state.
+// out of order. Deciding each at the latest instant seen keeps every
+// algorithm's bookings in time order. A clock stepping back mints nothing.
+// A key opens the overflow state when it is new while its shard is full,
+// or when it is over (its requests are queued on the overflow state).
 func (k *Keyed) open(now int64, key string, over bool) entry {
 	s, h := k.locate(key)
 	s.mu.Lock()
 	return k.openLocked(s, h, s.advance(now), over)
 }
 
-// advance returns the instant to decide at for a request at now: now, or
-// the shard's last sweep or latest decided instant if later, and records
+// advance returns the instant to decide at for a request at now. It is now,
+// or the shard's last sweep or latest decided instant if later. It records
 // it as the latest decided on. s.mu must be held.
 func (s *shard) advance(now int64) int64 {
 	now = max(now, s.last, s.seen)
@@ -605,14 +612,14 @@ func (s *shard) evictable(k *Keyed) bool {
 }
 
 // evict makes room in the full shard s at now for a new key (hashed to
-// keep, which stays): among up to evictSample keys without a keyState,
-// taken from a random place in the shard (Go's map iteration starts at a
-// random one), it forgets the one whose limit would be whole again the
-// soonest (the smallest Quota.Reset), so that forgetting hands out the
-// fewest units the key had not earned back yet; for keys booked once (a
-// flood of made-up keys) that is about one interval's worth. A key drained
-// by heavy use has the longest reset and is the last to go. It reports
-// whether a key was forgotten. s.mu must be held.
+// keep, which stays). It samples up to evictSample keys without a
+// keyState, from a random place in the shard (Go's map iteration starts at
+// a random one). It forgets the one whose limit would be whole again the
+// soonest (the smallest Quota.Reset). So forgetting hands out the fewest
+// units the key had not earned back yet. For keys booked once (a flood of
+// made-up keys) that is about one interval's worth. A key drained by heavy
+// use has the longest reset and is the last to go. It reports whether a
+// key was forgotten. s.mu must be held.
 func (s *shard) evict(k *Keyed, now int64, keep uint64) bool {
 	var victim uint64
 	found, best, seen := false, int64(0), 0
@@ -637,8 +644,9 @@ func (s *shard) evict(k *Keyed, now int64, keep uint64) bool {
 }
 
 // eachFree calls f for each key of s that has limit state and no keyState
-// (a key sweep and evict may forget), with its state loaded into s.tmp,
-// until f returns false; f may delete the key. s.mu must be held.
+// (a key sweep and evict may forget). It loads each key's state into
+// s.tmp, and stops when f returns false. f may delete the key. s.mu must be
+// held.
 func (s *shard) eachFree(f func(h uint64) bool) {
 	for h, w := range s.cells {
 		if len(s.keys) > 0 {
@@ -657,11 +665,11 @@ func (s *shard) eachFree(f func(h uint64) bool) {
 	s.tmp = cell{}
 }
 
-// sweep forgets at now the idle entries of s: keyStates whose throttle is
-// over and that nobody waits on, and limit state that behaves like a fresh
-// one of keys without a keyState. It returns how many keys are no longer
-// tracked, and releases the memory of a map that has become much smaller
-// than it was.
+// sweep forgets at now the idle entries of s. These are keyStates whose
+// throttle is over and that nobody waits on. They are also the limit state
+// of keys without a keyState that behaves like a fresh one. It returns how
+// many keys are no longer tracked. It releases the memory of a map that has
+// become much smaller than it was.
 func (s *shard) sweep(k *Keyed, now int64) int {
 	s.last = now
 	n := 0

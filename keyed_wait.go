@@ -32,15 +32,15 @@ func (st *keyState) drop(b *booking) {
 
 // PauseUntil makes requests for key wait until until: Wait, ReserveAt and
 // AllowAt admit nothing of the key before it. Unlike a throttle reported to
-// [Keyed.Settle], it sends no probe when it ends: every waiter leaves, paced
+// [Keyed.Settle], it sends no probe when it ends. Every waiter leaves, paced
 // by the key's limit, which resumes at its steady rate. It only ever extends
-// a pause, never shortens one, and a paused key is not evicted before its
-// pause ends. If the key is new and every key of its shard is paused or
-// waited on (see [KeyedOptions].MaxKeys), the pause applies to the shared
-// overflow state instead. The zero Time, and an until in the past of the store (no later
-// than the latest instant it has decided a request of the key's shard at,
-// or read for Wait), are ignored: such a pause could hold nothing back.
-// Safe for concurrent use.
+// a pause, never shortens one. A paused key is not evicted before its pause
+// ends. A new key whose shard has every key paused or waited on (see
+// [KeyedOptions].MaxKeys) pauses the shared overflow state instead. The
+// zero Time is ignored, and so is an until in the past of the store. That
+// is an until no later than the latest instant the store decided a request
+// of the key's shard at, or read for Wait. Such a pause could hold nothing
+// back. Safe for concurrent use.
 func (k *Keyed) PauseUntil(key string, until time.Time) {
 	k.mustInit()
 	if until.IsZero() || !until.After(k.epoch) {
@@ -55,10 +55,10 @@ func (k *Keyed) PauseUntil(key string, until time.Time) {
 }
 
 // PausedUntil returns the end of key's pause, or the zero Time if it has
-// none. The store keeps no clock of its own: a pause ends for it once it has
-// decided a request of the key's shard at or after the pause's end, so a
-// pause that has ended by the wall clock may still be reported until then.
-// Safe for concurrent use.
+// none. The store keeps no clock of its own. A pause ends for it once it
+// has decided a request of the key's shard at or after the pause's end. So
+// a pause that has ended by the wall clock may still be reported until
+// then. Safe for concurrent use.
 func (k *Keyed) PausedUntil(key string) time.Time {
 	k.mustInit()
 	e := k.open(0, key, false)
@@ -70,13 +70,13 @@ func (k *Keyed) PausedUntil(key string) time.Time {
 	return k.epoch.Add(time.Duration(p))
 }
 
-// throttle pauses the key for d nanoseconds from e.now, as the answer to a
-// request that left under generation gen (probe: the probe lease it held, 0 for none),
-// and wakes the key's waiters if that changed anything. A new or longer
-// pause gives back the bookings of the requests still waiting for their
-// slot, latest first, so that they book again behind the probe instead of
-// ahead of it, and the key resumes at its steady rate when the pause ends
-// (algorithm.resume): the server's window has just been full, so the burst
+// throttle pauses the key for d nanoseconds from e.now. It answers a request
+// that left under generation gen (probe: the probe lease it held, 0 for
+// none). It wakes the key's waiters if that changed anything. A new or
+// longer pause gives back the bookings of the requests still waiting for
+// their slot, latest first. So they book again behind the probe instead of
+// ahead of it. The key resumes at its steady rate when the pause ends
+// (algorithm.resume). The server's window has just been full, so the burst
 // that accrued meanwhile is not spent into it.
 func (e *entry) throttle(d int64, gen, probe uint32, halfOpen bool) {
 	st := e.state()
@@ -99,9 +99,10 @@ func (e *entry) throttle(d int64, gen, probe uint32, halfOpen bool) {
 
 // giveBack gives back at now, latest first, the bookings of the requests
 // still waiting for their slot in c, a cell of alg (nil: no limit, only the
-// queue), and wakes them, so that they book again: after a pause, behind
-// the probe; after a limit change (Keyed.SetLimitAt), under the new limit.
-// A waiter that held the probe role gives it up with its booking.
+// queue). It wakes them, so that they book again. After a pause they book
+// behind the probe. After a limit change (Keyed.SetLimitAt) they book under
+// the new limit. A waiter that held the probe role gives it up with its
+// booking.
 func (st *keyState) giveBack(alg algorithm, c *cell, now int64) {
 	i := len(st.pending)
 	for i > 0 && !st.pending[i-1].released {
@@ -129,10 +130,9 @@ func (st *keyState) giveBack(alg algorithm, c *cell, now int64) {
 }
 
 // withdraw takes b out of the queue at e.now. Its units go back to the
-// limit unless its instant has come (then they count as used), and the
-// bookings made after it are booked again in order, so that the queue
-// closes up as if b had never queued, whichever of its members leaves it
-// first.
+// limit unless its instant has come (then they count as used). The bookings
+// made after it are booked again in order. So the queue closes up as if b
+// had never queued, whichever of its members leaves it first.
 func (e *entry) withdraw(b *booking) {
 	st := e.st
 	i := st.index(b)
@@ -150,10 +150,10 @@ func (e *entry) withdraw(b *booking) {
 
 // depart records that b's request was written at t. A request that left
 // later than its slot counts where it left (algorithm.depart), plus the
-// key's departure margin (margin.go), and the bookings after it move back
-// by as much, so that no two requests of the key reach the wire closer
-// than the limit allows (net/http/httptrace reports the instant). With a
-// limit, b stays in the queue until its answer (see entry.answer).
+// key's departure margin (margin.go). The bookings after it move back by
+// as much. So no two requests of the key reach the wire closer than the
+// limit allows (net/http/httptrace reports the instant). With a limit, b
+// stays in the queue until its answer (see entry.answer).
 func (e *entry) depart(b *booking, t int64) {
 	st := e.st
 	i := st.index(b)
@@ -201,11 +201,12 @@ func (e *entry) move(i int, t int64) {
 }
 
 // replan gives back the bookings after position i of the queue, latest
-// first (which restores the limit exactly), calls change, and books them
-// again in order: a request still waiting at its earliest instant now, a
-// request already released where it was (never before the booking ahead
-// of it). A waiting booking that can no longer be placed keeps its instant. Waiters whose slot moves later find out when
-// they wake; replan's callers broadcast when slots may have moved earlier.
+// first, which restores the limit exactly. It calls change, and books them
+// again in order. A request still waiting books at its earliest instant
+// now. A request already released books where it was, never before the
+// booking ahead of it. A waiting booking that can no longer be placed keeps
+// its instant. Waiters whose slot moves later find out when they wake.
+// replan's callers broadcast when slots may have moved earlier.
 func (e *entry) replan(i int, change func()) {
 	st, alg := e.st, e.k.alg
 	for j := len(st.pending) - 1; j > i; j-- {
@@ -233,29 +234,35 @@ func (e *entry) replan(i int, change func()) {
 // Wait blocks until one request for key may leave, books it, and returns
 // its [throttle.Permit]. It implements [throttle.Limiter].
 //
-// The key's throttle comes first: while the key is paused nothing leaves;
-// when the pause ends the first request to ask leaves as the key's probe
-// (Permit.Probe) and the others hold until [Keyed.Settle] reports how it
-// ended, however long that takes. If the probe's answer is a throttle while a request waits for it,
-// that request's Wait returns a *WaitError wrapping [ErrThrottled], so that
-// its caller can count the probe's attempt as its own, and may call Wait
-// again. Then the key's limit: the request books the earliest slot and
-// waits for it. Requests waiting for their slot form the key's queue: one
-// that gives up (its context ends) leaves it and the later ones move up, in
-// whatever order they give up, and a pause gives their bookings back, so
-// that they book again behind the probe.
+// The key's throttle comes first: while the key is paused nothing leaves.
+// When the pause ends, the first request to ask leaves as the key's probe
+// (Permit.Probe). The others hold until [Keyed.Settle] reports how it
+// ended, however long that takes. A probe's throttled answer fails each
+// request waiting for it: its Wait returns a *WaitError wrapping
+// [ErrThrottled]. Its caller can count the probe's attempt as its own, and
+// may call Wait again.
 //
-// It fails at once, booking nothing, with a *WaitError wrapping
-// [ErrWaitTooLong] when the pause or the slot lies beyond maxWait (zero
-// sets no bound; a negative maxWait is refused with a *WaitError wrapping
-// a [*ConfigError], as the Transport refuses a negative MaxWait),
-// [ErrQueueFull] when the limit's queue is
-// full, or [ErrWaitExceedsDeadline] (which also matches
-// context.DeadlineExceeded) when the wait would not end before ctx's
-// deadline. A wait for a probe, whose end is not known in advance, fails the
-// same way when it reaches maxWait or the deadline. If ctx ends during the
-// wait, the booking is given back and Wait returns a *WaitError wrapping
-// ctx.Err(). Safe for concurrent use.
+// Then comes the key's limit: the request books the earliest slot and waits
+// for it. Requests waiting for their slot form the key's queue. One that
+// gives up (its context ends) leaves it, and the later ones move up, in
+// whatever order they give up. A pause gives their bookings back, so that
+// they book again behind the probe.
+//
+// It fails at once, booking nothing, with a *WaitError wrapping:
+//
+//   - [ErrWaitTooLong] when the pause or the slot lies beyond maxWait
+//     (zero sets no bound);
+//   - a [*ConfigError] for a negative maxWait, as the Transport refuses a
+//     negative MaxWait;
+//   - [ErrQueueFull] when the limit's queue is full;
+//   - [ErrWaitExceedsDeadline] (which also matches
+//     context.DeadlineExceeded) when the wait would not end before ctx's
+//     deadline.
+//
+// A wait for a probe has no end known in advance. It fails the same way
+// when it reaches maxWait or the deadline. If ctx ends during the wait, the
+// booking is given back and Wait returns a *WaitError wrapping ctx.Err().
+// Safe for concurrent use.
 func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
 	k.mustInit()
 	if err := ctx.Err(); err != nil {
@@ -363,11 +370,11 @@ func (w *waiter) look(now int64, first bool) (stepKind, error) {
 		}
 	}
 	// The key's pace (quota or adaptive, keyThrottle.paceFrom), then its
-	// limit. With a limit, a request whose pace slot lies ahead first
-	// waits for it, holding it, and books the limit only then: a
-	// limit's unit booked far ahead for the pace could not all be given
-	// back by a pause (a token bucket's TAT keeps the gap), and the key
-	// would resume late. A probe books both at once, as before.
+	// limit. With a limit, a request whose pace slot lies ahead first waits
+	// for it, holding it, and books the limit only then. A pause could not
+	// give back all of a limit's unit booked far ahead for the pace (a token
+	// bucket's TAT keeps the gap), and the key would resume late. A probe
+	// books both at once, as before.
 	slot := e.now
 	if st := e.st; st != nil {
 		if w.held != 0 && w.heldGen == st.th.gen {
@@ -382,9 +389,9 @@ func (w *waiter) look(now int64, first bool) (stepKind, error) {
 	return w.book(&e, slot, left)
 }
 
-// admit applies the key's throttle (e.st is not nil) at e.now. It returns
-// stepOn, having set the request's probe role, strikes and generation, when
-// the request may go on to the pace and the limit; otherwise it releases
+// admit applies the key's throttle (e.st is not nil) at e.now. When the
+// request may go on to the pace and the limit, it sets the request's probe
+// role, strikes and generation, and returns stepOn. Otherwise it releases
 // the lock and returns what to do.
 func (w *waiter) admit(e *entry, left time.Duration, first bool) (stepKind, error) {
 	st := e.st
@@ -443,8 +450,8 @@ func (w *waiter) holdPace(e *entry, slot int64, left time.Duration) (stepKind, e
 }
 
 // book decides the request under the key's limit at slot, its pace's
-// earliest instant, and releases the lock. The request leaves now without a
-// place in the key's queue while the limit does not bind; otherwise it
+// earliest instant, and releases the lock. While the limit does not bind,
+// the request leaves now without a place in the key's queue. Otherwise it
 // joins the queue, and waits for its slot unless that is now.
 func (w *waiter) book(e *entry, slot int64, left time.Duration) (stepKind, error) {
 	var r Reservation
@@ -475,9 +482,9 @@ func (w *waiter) book(e *entry, slot int64, left time.Duration) (stepKind, error
 		e.close(true)
 		return stepDone, nil
 	}
-	// The limit binds (algorithm.binds), or the pace holds the request:
-	// it joins the key's queue, so that its departure, or its giving up,
-	// can move the later bookings, and a pause can give its slot back.
+	// The limit binds (algorithm.binds), or the pace holds the request. It
+	// joins the key's queue. So its departure, or its giving up, can move the
+	// later bookings, and a pause can give its slot back.
 	st := e.state()
 	w.b = &booking{at: r.at, floor: slot, released: r.Delay == 0, probe: w.lease, over: e.over()}
 	st.pending = append(st.pending, w.b)
@@ -519,10 +526,10 @@ func (w *waiter) leave(err error) error {
 }
 
 // leaseOnly returns the Permit.State of a request admitted at e without a
-// place in its key's queue: nil, or for a probe (lease n != 0) a booking in
-// no queue that holds its lease, so that Settle can end the probe's role
-// on the state (the key's own, or the overflow's) that leased it. Only a
-// probe allocates it, once per pause.
+// place in its key's queue. That is nil, or for a probe (lease n != 0) a
+// booking in no queue that holds its lease. So Settle can end the probe's
+// role on the state that leased it (the key's own, or the overflow's). Only
+// a probe allocates it, once per pause.
 func leaseOnly(e *entry, n uint32) any {
 	if n == 0 {
 		return nil
@@ -537,14 +544,14 @@ func bookingOf(p *throttle.Permit) *booking {
 	return b
 }
 
-// waitFast is Wait's first look at key at now when the answer is plain: the
-// key has no keyState (no pause, no probe, no queue), its shard needs no
-// sweep and is not full, and either there is no limit, or the limit is a
-// GCRA one (token bucket, pacer) with at least two units free at now, so
-// that one leaves at once and the limit does not bind (Track stays false).
-// It then books the unit and reports true: the general path would return
-// Permit{Key: key}. Otherwise it changes nothing (but the shard's latest
-// instant, as open would) and reports false.
+// waitFast is Wait's first look at key at now when the answer is plain. The
+// key has no keyState (no pause, no probe, no queue). Its shard needs no
+// sweep and is not full. There is no limit, or the limit is a GCRA one
+// (token bucket, pacer) with at least two units free at now. So one leaves
+// at once and the limit does not bind (Track stays false). waitFast then
+// books the unit and reports true: the general path would return
+// Permit{Key: key}. Otherwise it changes nothing but the shard's latest
+// instant, as open would, and reports false.
 func (k *Keyed) waitFast(now int64, key string) bool {
 	s, h := k.locate(key)
 	s.mu.Lock()
@@ -646,32 +653,33 @@ func (k *Keyed) Depart(p throttle.Permit, at time.Time) {
 	e.close(true)
 }
 
-// Settle records how the request of p ended (see [throttle.Outcome]) and
-// implements [throttle.Limiter]: a throttle pauses the key for o.Pause, an
-// answer closes a half-open key when p is its probe, and a probe that ends
+// Settle records how the request of p ended (see [throttle.Outcome]). It
+// implements [throttle.Limiter]. A throttle pauses the key for o.Pause. An
+// answer closes a half-open key when p is its probe. A probe that ends
 // without an answer hands the role to the next request. The booking of a
-// request that was never sent is given back if its instant has not come. A
-// plain outcome (no throttle, a Permit without Track, o.At zero) of a key
-// without a pause, probe or queue reads no clock: it costs a lock at most,
+// request that was never sent is given back if its instant has not come.
+// A plain outcome reads no clock: no throttle, a Permit without Track, o.At
+// zero, of a key without a pause, probe or queue. It costs a lock at most,
 // and none while no key of the store has any.
 //
-// o.Quota, the server's quota, paces the key: its Remaining requests
-// are spread over the Reset, each Reset/(Remaining+1) after the one before,
-// so that the key never runs dry before the reset; none remaining pauses
-// the key until the reset, without a probe. The key's limit still applies,
-// so a quota never makes requests go faster than it; an answer that
-// contradicts the quota already known for the same window (its reset moved
-// more than a second earlier, or more remains than an earlier answer said)
-// is ignored, and the pace ends with its window.
+// o.Quota, the server's quota, paces the key. Its Remaining requests are
+// spread over the Reset, each Reset/(Remaining+1) after the one before. So
+// the key never runs dry before the reset. None remaining pauses the key
+// until the reset, without a probe. The key's limit still applies, so a
+// quota never makes requests go faster than it. An answer that contradicts
+// the quota already known for the same window is ignored. It contradicts
+// it when its reset moved more than a second earlier, or more remains than
+// an earlier answer said. The pace ends with its window.
 //
-// The key's departure margin learns (see [Transport], "Spacing"). A first
-// throttle of a request that left at its limit's slot (p.Track), without
-// a quota, doubles the margin, up to a 20th of the limit's interval. 128
-// answers in a row without one halve it again. A Tracked request answered
-// later than the key's quickest recent answers counts as leaving that
-// much later (up to the same 20th), and the key's later slots move back.
-// o.Cut lowers the key's rate (see [Transport], "Adaptive rate"), unless
-// the margin widened. Safe for concurrent use.
+// The key's departure margin learns (docs/pacing.md, "The margin learns the
+// server"). A first throttle of a request that left at its limit's slot
+// (p.Track), without a quota, doubles the margin. It grows up to a 20th of
+// the limit's interval. 128 answers in a row without one halve it again. A
+// Tracked request answered later than the key's quickest recent answers
+// counts as leaving that much later (up to the same 20th). The key's later
+// slots then move back. o.Cut lowers the key's rate (docs/pacing.md,
+// "Slowing down by itself"), unless the margin widened. Safe for concurrent
+// use.
 func (k *Keyed) Settle(p throttle.Permit, o throttle.Outcome) {
 	k.mustInit()
 	k.settle(&p, o)
@@ -736,11 +744,11 @@ func (k *Keyed) settle(p *throttle.Permit, o throttle.Outcome) {
 }
 
 // learnThrottle learns from a new strike, a throttle o of p's request, of a
-// key with a limit. The first throttle of a request that left at its
-// limit's slot (p.Track), with no quota stated, is the server's clock
-// disagreeing with ours: it widens the key's departure margin (margin.go).
-// Otherwise, or once the margin is at its widest, o.Cut lowers the key's
-// rate (adaptiveRate).
+// key with a limit. Take the first throttle of a request that left at its
+// limit's slot (p.Track), with no quota stated. It is the server's clock
+// disagreeing with ours, so it widens the key's departure margin
+// (margin.go). Otherwise, or once the margin is at its widest, o.Cut lowers
+// the key's rate (adaptiveRate).
 func (e *entry) learnThrottle(p *throttle.Permit, o throttle.Outcome) {
 	i := e.k.alg.interval()
 	if p.Track && p.Strikes == 0 && o.Quota.Reset <= 0 && e.state().th.margin.widen(e.now, i) {
@@ -752,16 +760,16 @@ func (e *entry) learnThrottle(p *throttle.Permit, o throttle.Outcome) {
 }
 
 // learn applies the server's quota q, stated at e.now, to the key (see
-// keyThrottle.learn): a spent quota pauses the key until its reset, as
-// [Keyed.PauseUntil] does; one with requests left spaces them over the time
-// to the reset. A quota with requests left is not recorded when the key's
-// limit holds the key to it already: its pace would be no slower than the
-// limit, or the limit is no faster than the quota's own rate (Limit per
-// Window, when the server states both), as when the client is configured
-// with the server's published limit. A window limit that slides or leaks
-// refills all along, while its reset (whole seconds, rounded up) names when
-// it is whole again, so spreading its remainder would only slow such a
-// client down.
+// keyThrottle.learn). A spent quota pauses the key until its reset, as
+// [Keyed.PauseUntil] does. One with requests left spaces them over the time
+// to the reset. Such a quota is not recorded when the key's limit holds the
+// key to it already. That is when its pace would be no slower than the
+// limit. It is also when the limit is no faster than the quota's own rate
+// (Limit per Window, when the server states both). That happens when the
+// client is configured with the server's published limit. A window limit
+// that slides or leaks refills all along. Its reset (whole seconds, rounded
+// up) names when it is whole again. So spreading its remainder would only
+// slow such a client down.
 func (e *entry) learn(q throttle.Quota) {
 	reset, left := int64(q.Reset), int64(max(q.Remaining, 0))
 	if left > 0 && e.c != nil && (e.st == nil || e.st.th.pace.interval == 0) {
@@ -777,14 +785,14 @@ func (e *entry) learn(q throttle.Quota) {
 }
 
 // settleFast is Settle at now of a Permit with no booking and an outcome
-// that is no throttle, when the key has no keyState and its shard is not
-// full (so that the key cannot be on the overflow state) and, if now is
-// known (> 0), needs no sweep: then there is nothing to record, and it
-// reports true. It records now as the shard's latest instant, as open
-// does; with now 0 (Outcome.At zero) it reads no clock, so it neither
-// records an instant nor starts a sweep: a plain success costs no clock
-// reading, and the shard is swept at its next decision instead. Otherwise
-// it reports false, having changed at most the latest instant.
+// that is no throttle. It applies when the key has no keyState and its
+// shard is not full, so the key cannot be on the overflow state. If now is
+// known (> 0), the shard must also need no sweep. Then there is nothing to
+// record, and it reports true. It records now as the shard's latest
+// instant, as open does. With now 0 (Outcome.At zero) it reads no clock. So
+// it neither records an instant nor starts a sweep: a plain success costs
+// no clock reading. The shard is swept at its next decision instead.
+// Otherwise it reports false, having changed at most the latest instant.
 func (k *Keyed) settleFast(now int64, key string) bool {
 	s, _ := k.locate(key)
 	s.mu.Lock()

@@ -6,23 +6,26 @@ import (
 	"time"
 )
 
-// LeakyOptions configures a leaky-bucket pacer (see [LeakyBucket]). The zero
-// value is a strict pacer (no slack: releases at least one interval apart)
-// whose callers wait for their slot as long as they are willing to, like a
-// token bucket's: the [Transport]'s MaxWait and the context bound the wait.
+// LeakyOptions configures a leaky-bucket pacer (see [LeakyBucket]). The
+// zero value is a strict pacer: no slack, releases at least one interval
+// apart. Its callers wait for their slot as long as they are willing to,
+// like a token bucket's. The [Transport]'s MaxWait and the context bound
+// the wait.
 type LeakyOptions struct {
 	// Queue, if positive, is how many callers may wait for their slot. A
-	// caller whose wait would exceed Queue intervals is refused at once
-	// with [ErrQueueFull] and books nothing; each interval counts with the
-	// departure margin and a millisecond more, since a request that leaves
-	// late pushes the slots behind it back (see [Transport]), so that Queue
-	// waiters always fit. Zero means the number of waiters is not limited:
-	// only MaxDelay, if set, and the caller (the Transport's MaxWait, the
-	// context's deadline) bound the wait, up to about 146 years, past which
-	// a wait is refused with [ErrWaitTooLong]. A pacer that refuses instead of
-	// queueing, as nginx limit_req without burst does, is any pacer asked
-	// with AllowAt ([Shaper.AllowAt], [Keyed.AdmitAt], package middleware),
-	// which never queues. Must not be negative.
+	// caller whose wait would exceed Queue intervals is refused at once with
+	// [ErrQueueFull], and books nothing. Each interval counts with the
+	// departure margin and a millisecond more. A request that leaves late
+	// pushes the slots behind it back (see [Transport]). So Queue waiters
+	// always fit.
+	//
+	// Zero means the number of waiters is not limited. Only MaxDelay, if set,
+	// and the caller bound the wait (the Transport's MaxWait, the context's
+	// deadline). The wait may reach about 146 years, past which it is refused
+	// with [ErrWaitTooLong]. Any pacer asked with AllowAt refuses instead of
+	// queueing, as nginx limit_req without burst does. That is
+	// [Shaper.AllowAt], [Keyed.AdmitAt] and package middleware, which never
+	// queue. Must not be negative.
 	Queue int
 
 	// MaxDelay, if positive, refuses with [ErrQueueFull] a caller whose
@@ -36,41 +39,41 @@ type LeakyOptions struct {
 	Slack int
 }
 
-// LeakyBucket returns a leaky-bucket pacer Limit: requests are released one
-// every r.Interval() (Per/N rounded up to a whole nanosecond, so never faster
-// than r), callers wait for their slot, and a caller whose wait would exceed
-// the queue is refused at once with [ErrQueueFull], booking nothing. After an
-// idle period only o.Slack+1 requests pass at once; the pacer never saves up
-// more credit than that, however long it idled.
+// LeakyBucket returns a leaky-bucket pacer Limit. Requests are released
+// one every r.Interval(): Per/N rounded up to a whole nanosecond, so never
+// faster than r. Callers wait for their slot. A caller whose wait would
+// exceed the queue is refused at once with [ErrQueueFull], booking
+// nothing. After an idle period only o.Slack+1 requests pass at once. The
+// pacer never saves up more credit than that, however long it idled.
 //
 // Its promise: in any closed interval of length L it releases at most
-// o.Slack + 1 + ⌊L/r.Interval()⌋ requests, so with Slack 0 releases are at
-// least r.Interval() apart. It is GCRA (ITU-T I.371) with a tolerance of
-// Slack intervals. It mirrors nginx limit_req (which is a leaky bucket with
-// refused requests costing nothing):
+// o.Slack + 1 + ⌊L/r.Interval()⌋ requests. So with Slack 0, releases are
+// at least r.Interval() apart. It is GCRA (ITU-T I.371) with a tolerance
+// of Slack intervals. It mirrors nginx limit_req, which is a leaky bucket
+// with refused requests costing nothing:
 //
 //   - limit_req (no burst):          LeakyOptions{}
 //   - limit_req burst=B:             LeakyOptions{Queue: B}
 //   - limit_req burst=B nodelay:     LeakyOptions{Slack: B}
 //   - limit_req burst=B delay=D:     LeakyOptions{Slack: D, Queue: B − D}
 //
-// where nginx refuses what it would not queue: ask with AllowAt (or through
-// package middleware) for nginx's refusals, since a zero Queue lets callers
-// of ReserveAt and Wait queue without a count bound (see [LeakyOptions]).
+// nginx refuses what it would not queue. Ask with AllowAt (or through
+// package middleware) for nginx's refusals. A zero Queue lets callers of
+// ReserveAt and Wait queue without a count bound (see [LeakyOptions]).
 // nginx counts on a millisecond clock; this pacer counts nanoseconds.
 //
 // LeakyOptions{Slack: S, MaxDelay: a long bound} is close to
-// uber-go/ratelimit's Take with WithSlack(S), with one difference: a fresh
-// pacer here starts with its slack whole (S+1 at once), where uber's starts
-// with none (0, then one interval apart) and earns slack only by idling.
+// uber-go/ratelimit's Take with WithSlack(S), with one difference. A fresh
+// pacer here starts with its slack whole (S+1 at once). uber's starts with
+// none (0, then one interval apart), and earns slack only by idling.
 //
-// Each request takes one slot; a call may take n <= Slack+1 slots at once,
+// Each request takes one slot. A call may take n <= Slack+1 slots at once,
 // since a bigger n would release more than Slack+1 at one instant.
 //
-// The returned Limit carries a [*ConfigError] (see [Limit.Err]) naming
-// "Rate.N" or "Rate.Per" when r is not valid (see [Rate]), "Queue", "Slack" or
-// "MaxDelay" when negative, and "Slack" or "Queue" when that many intervals
-// exceed about 146 years.
+// The returned Limit carries a [*ConfigError] (see [Limit.Err]) for bad
+// options. It names "Rate.N" or "Rate.Per" when r is not valid (see
+// [Rate]). It names "Queue", "Slack" or "MaxDelay" when negative. It names
+// "Slack" or "Queue" when that many intervals exceed about 146 years.
 func LeakyBucket(r Rate, o LeakyOptions) Limit {
 	alg, err := newLeakyAlg(r, o)
 	return newLimit(alg, err)
@@ -141,10 +144,11 @@ func (a *leakyAlg) earliest(c *cell, now int64, n int) (int64, error) {
 }
 
 // span is how long after its last booking, at most, a cell takes to drain:
-// the queue bound plus the slack. With no bound (a zero Queue and MaxDelay)
-// it is the slack alone, as for a token bucket, whose callers may also book
-// far ahead: the keyed store then sweeps as often as for a bucket of that
-// size, and finds such a cell idle once its bookings are past.
+// the queue bound plus the slack. With no bound (a zero Queue and
+// MaxDelay) it is the slack alone, as for a token bucket. That bucket's
+// callers may also book far ahead. The keyed store then sweeps as often as
+// for a bucket of that size. It finds such a cell idle once its bookings
+// are past.
 func (a *leakyAlg) span() int64 {
 	if a.wait >= maxSpan {
 		return a.tau

@@ -51,9 +51,9 @@ type cellExt struct {
 // panic.
 type algorithm interface {
 	// earliest returns the earliest instant t >= now at which n units can be
-	// taken from c, without changing c. It returns ErrBurstExceeded when n
-	// can never be granted, ErrQueueFull when the pacer's queue is full
-	// (then with the t it would have granted, or 0), and ErrWaitTooLong
+	// taken from c, without changing c. It returns ErrBurstExceeded when n can
+	// never be granted. It returns ErrQueueFull when the pacer's queue is full
+	// (then with the t it would have granted, or 0). It returns ErrWaitTooLong
 	// when t cannot be represented.
 	earliest(c *cell, now int64, n int) (t int64, err error)
 	// book takes n units at t, an instant earliest returned for c and n.
@@ -61,15 +61,15 @@ type algorithm interface {
 	// unbook gives back n units booked at t, restoring c exactly when
 	// nothing else was booked since.
 	unbook(c *cell, now, t int64, n int)
-	// relax tells c that nothing still booked in it was booked after
-	// latest, so that unbook can give back all of a booking at latest: the
-	// keyed store's queue knows it when it books its waiters again.
+	// relax tells c that nothing still booked in it was booked after latest.
+	// So unbook can give back all of a booking at latest. The keyed store's
+	// queue knows it when it books its waiters again.
 	relax(c *cell, latest int64)
-	// resume prepares c for the end of a key's pause at at: the key's next
-	// request goes at at, and the ones after it at the limit's steady rate,
-	// without the burst a token bucket saved up while it waited (the
-	// server's window has just been full). Window limits, which count what
-	// the server counts, keep their state.
+	// resume prepares c for the end of a key's pause at at. The key's next
+	// request goes at at, and the ones after it at the limit's steady rate.
+	// They go without the burst a token bucket saved up while it waited: the
+	// server's window has just been full. Window limits, which count what the
+	// server counts, keep their state.
 	resume(c *cell, at int64)
 	// idle reports whether c at now behaves like the zero cell, so that it
 	// can be forgotten.
@@ -78,11 +78,11 @@ type algorithm interface {
 	// after its last booking (capacity/rate for a token bucket, the window
 	// for window limiters). The keyed store sweeps this often.
 	span() int64
-	// binds reports whether, in c just booked at t, the instant that
-	// booking's request actually leaves matters to the bookings after it,
-	// so that the keyed store should hear of it (Permit.Track): for a token
-	// bucket when it has no unit left at t; for a window always, since
-	// every unit counts against the one the window's count later.
+	// binds reports whether, in c just booked at t, the instant that booking's
+	// request actually leaves matters to the bookings after it. If so, the
+	// keyed store should hear of it (Permit.Track). For a token bucket it does
+	// when the bucket has no unit left at t. For a window it always does,
+	// since every unit counts against the one the window's count later.
 	binds(c *cell, t int64) bool
 	// interval is the limit's steady spacing in nanoseconds, Rate.Interval
 	// (Per/N): the gap between units once any burst is spent. For several
@@ -100,8 +100,8 @@ type algorithm interface {
 }
 
 // The methods an algorithm may have beyond [algorithm], each with a
-// default for those that do not: see departOne (had by GCRA, the sliding
-// log and composites), coreOf (GCRA: token and leaky buckets) and
+// default for those that do not. They are departOne (had by GCRA, the
+// sliding log and composites), coreOf (GCRA: token and leaky buckets) and
 // waitBound (leaky buckets).
 type (
 	departer interface {
@@ -112,11 +112,11 @@ type (
 )
 
 // waitBound is the longest delay, in nanoseconds, a limit lets a caller
-// queue for: the waitBound method of an algorithm that has one (a
-// leaky-bucket pacer's queue, see [LeakyOptions]), else math.MaxInt64,
-// since only the caller bounds the wait. A composite checks each part's
-// bound against the real now, since a part's earliest judges it from the
-// instant it is given.
+// queue for. It is the waitBound method of an algorithm that has one (a
+// leaky-bucket pacer's queue, see [LeakyOptions]). Else it is
+// math.MaxInt64, since only the caller bounds the wait. A composite checks
+// each part's bound against the real now. A part's earliest judges it from
+// the instant it is given.
 func waitBound(a algorithm) int64 {
 	if b, ok := a.(bounded); ok {
 		return b.waitBound()
@@ -125,12 +125,13 @@ func waitBound(a algorithm) int64 {
 }
 
 // departOne moves one unit booked at t in c to left (> t), the instant its
-// request actually left, as the keyed store's queue asks when it learns of
-// a late departure (it has given back the bookings made after it and books
-// them again): the limit then counts the unit where the server saw it. It
-// is the algorithm's depart method when it has one (a token bucket's later
-// units move back by as much, left − t, so that every gap after a late
-// request keeps its length), else unbook at t and book at left.
+// request actually left. The keyed store's queue asks for it when it learns
+// of a late departure. (It has given back the bookings made after it and
+// books them again.) The limit then counts the unit where the server saw
+// it. departOne is the algorithm's depart method when it has one. A token
+// bucket's later units move back by as much, left − t, so that every gap
+// after a late request keeps its length. Else it is unbook at t and book
+// at left.
 func departOne(a algorithm, c *cell, now, t, left int64) {
 	if d, ok := a.(departer); ok {
 		d.depart(c, now, t, left)
@@ -151,10 +152,10 @@ func coreOf(a algorithm) *gcra {
 
 // window is what the window algorithms (fixed window, sliding log, sliding
 // counter) share: the rate they count and the methods in which they agree.
-// They count what the server counts, so a pause keeps their state
-// (resume) and their bookings are counted exactly (relax); every unit
-// counts against a later one (binds); a unit that leaves late moves to
-// the window it left in (departOne).
+// They count what the server counts. So a pause keeps their state
+// (resume), and their bookings are counted exactly (relax). Every unit
+// counts against a later one (binds). A unit that leaves late moves to the
+// window it left in (departOne).
 type window struct {
 	name string // the algorithm's name, as [Limit.Params] gives it
 	r    Rate
@@ -185,18 +186,19 @@ func (w *window) params() (string, Rate, int, LeakyOptions) {
 	return w.name, w.r, 0, LeakyOptions{}
 }
 
-// epochOffset places a limiter's epoch this far before its creation, so that
+// epochOffset places a limiter's epoch this far before its creation. Then
 // every instant from about 73 years before the limiter's creation to about
-// 73 years after it is a positive int64 of nanoseconds below MaxInt64/2 (the
-// clamp of sinceEpoch), and the zero cell lies in the past. The clamp's range
-// (about 146 years) is split evenly: with a 146-year offset the clock of a
-// limiter would stop advancing about 85 days after its creation.
+// 73 years after it is a positive int64 of nanoseconds. It stays below
+// MaxInt64/2 (the clamp of sinceEpoch), and the zero cell lies in the past.
+// The clamp's range (about 146 years) is split evenly. With a 146-year
+// offset the clock of a limiter would stop advancing about 85 days after
+// its creation.
 const epochOffset = 73 * 365 * 24 * time.Hour // a whole number of days
 
 // newEpoch returns an epoch for a limiter created now: about 73 years
-// earlier, at a midnight UTC, so that window limiters can align their windows
-// to the clock (every period that divides 24h starts on a multiple of itself
-// since the Unix epoch). It keeps the monotonic clock reading, so
+// earlier, at a midnight UTC. So window limiters can align their windows
+// to the clock. Every period that divides 24h starts on a multiple of
+// itself since the Unix epoch. It keeps the monotonic clock reading, so
 // time.Since(epoch) is cheap and immune to wall-clock steps.
 func newEpoch() time.Time {
 	now := time.Now()
@@ -231,14 +233,20 @@ func reserveCell(alg algorithm, c *cell, now int64, n int, maxWait time.Duration
 // noDeadline is the deadline of a reservation that has none.
 const noDeadline = math.MaxInt64
 
-// decideCell books n units of alg in c (nil: no limit, and alg is not used)
-// for a request at now that may not start before pause. It refuses, booking
-// nothing, n <= 0 (ErrBadCount), n that can never be granted
-// (ErrBurstExceeded), the algorithm's own refusals, a delay beyond maxWait > 0
-// or, with wait false, any delay at all (ErrWaitTooLong), and a booking that
-// would not come before deadline (errDeadline; noDeadline means none). A
-// refusal's Reservation carries the delay that would have been needed, when
-// known. This is the one decision shared by [Shaper] and [Keyed].
+// decideCell books n units of alg in c (nil: no limit, and alg is not
+// used) for a request at now that may not start before pause. It refuses,
+// booking nothing:
+//
+//   - n <= 0 (ErrBadCount);
+//   - n that can never be granted (ErrBurstExceeded);
+//   - the algorithm's own refusals;
+//   - a delay beyond maxWait > 0, or with wait false any delay at all
+//     (ErrWaitTooLong);
+//   - a booking that would not come before deadline (errDeadline;
+//     noDeadline means none).
+//
+// A refusal's Reservation carries the delay that would have been needed,
+// when known. This is the one decision shared by [Shaper] and [Keyed].
 func decideCell(alg algorithm, c *cell, pause, now int64, n int, maxWait time.Duration, deadline int64, wait bool) (Reservation, error) {
 	if n <= 0 {
 		return Reservation{}, ErrBadCount
@@ -272,16 +280,16 @@ func decideCell(alg algorithm, c *cell, pause, now int64, n int, maxWait time.Du
 	return Reservation{Delay: d, at: t, n: n}, nil
 }
 
-// Shaper applies one [Limit] to a single stream of requests (one key): the
-// counterpart of x/time/rate's Limiter for every algorithm pace has. Create
-// it with [NewShaper]; the zero Shaper is not usable: its methods, and those
-// of a nil *Shaper, panic with "pace: Shaper used without NewShaper". Use
-// [Keyed] to apply a Limit to many keys at once.
+// Shaper applies one [Limit] to a single stream of requests (one key). It
+// is the counterpart of x/time/rate's Limiter for every algorithm pace
+// has. Create it with [NewShaper]. The zero Shaper is not usable: its
+// methods, and those of a nil *Shaper, panic with "pace: Shaper used
+// without NewShaper". Use [Keyed] to apply a Limit to many keys at once.
 //
 // ReserveAt, AllowAt, CancelAt and QuotaAt take the time as an argument, so
 // a Shaper can be driven and tested without a clock; Allow and Wait read the
 // clock. Instants passed to its methods may go backwards (a clock stepping
-// back): an earlier now never frees units that a later one had used, and
+// back). An earlier now never frees units that a later one had used, and
 // earlier slots are never handed out. Times are measured from an epoch
 // about 73 years before the Shaper was created; earlier instants count as
 // that epoch.
@@ -334,11 +342,11 @@ func (s *Shaper) mustInit() {
 // clock returns at, or the latest instant already read from the clock and
 // decided on if that is later, and records it; s.mu must be held. It serves
 // the methods that read the clock themselves (Allow, Wait), not those given
-// an explicit now. Goroutines read the clock before taking the lock, so their
-// instants arrive slightly out of order; deciding each at the latest instant
-// seen keeps bookings in time order (a sliding log would otherwise refuse a
-// request that arrives a microsecond "late") and means a clock stepping back
-// mints nothing.
+// an explicit now. Goroutines read the clock before taking the lock, so
+// their instants arrive slightly out of order. Deciding each at the latest
+// instant seen keeps bookings in time order. (A sliding log would
+// otherwise refuse a request that arrives a microsecond "late".) It also
+// means a clock stepping back mints nothing.
 func (s *Shaper) clock(at int64) int64 {
 	at = max(at, s.seen)
 	s.seen = at
@@ -347,15 +355,20 @@ func (s *Shaper) clock(at int64) int64 {
 
 // ReserveAt books n units at the earliest instant at or after now and
 // returns the Reservation; its Delay says how long after now the units may
-// be used. It books nothing and returns [ErrBadCount] for n <= 0,
-// [ErrBurstExceeded] when n can never be granted at once (more than a token
-// bucket's burst, a pacer's Slack+1, a window's Rate.N, or the smallest of
-// these for [All]), [ErrQueueFull] when a pacer's queue is full and
-// [ErrWaitTooLong] when the delay exceeds maxWait > 0 or cannot be
-// represented. On a refusal for maxWait or a full queue, the Reservation's
-// Delay says how long the wait would have been. maxWait means what it
-// means in [Keyed.ReserveAt]: zero sets no bound, and a negative maxWait
-// is refused with a [*ConfigError]. Safe for concurrent use.
+// be used. It books nothing on an error:
+//
+//   - [ErrBadCount] for n <= 0;
+//   - [ErrBurstExceeded] when n can never be granted at once: more than a
+//     token bucket's burst, a pacer's Slack+1, a window's Rate.N, or the
+//     smallest of these for [All];
+//   - [ErrQueueFull] when a pacer's queue is full;
+//   - [ErrWaitTooLong] when the delay exceeds maxWait > 0 or cannot be
+//     represented.
+//
+// On a refusal for maxWait or a full queue, the Reservation's Delay says
+// how long the wait would have been. maxWait means what it means in
+// [Keyed.ReserveAt]: zero sets no bound, and a negative maxWait is refused
+// with a [*ConfigError]. Safe for concurrent use.
 func (s *Shaper) ReserveAt(now time.Time, n int, maxWait time.Duration) (Reservation, error) {
 	s.mustInit()
 	if maxWait < 0 {
@@ -421,19 +434,19 @@ func (s *Shaper) allowLocked(at int64, n int) bool {
 
 // CancelAt gives back the units of r when the caller abandons its wait at
 // now. When nothing was booked after r, the Shaper is left exactly as if r
-// had never been booked, so reservations cancelled latest first are all
-// given back exactly, whatever the burst, for a queue: reservations that
-// each had to wait for their slot, after any taken at once at one instant.
-// Of reservations granted at once at different instants, only the latest
-// is sure to come back whole (a token bucket's state, two instants, does
-// not record where the one before it lies). Units that later reservations were scheduled behind
-// are not handed out again while those are held (as in x/time/rate's
-// Reservation.CancelAt), so cancelling never breaks the limit's promise.
-// A Reservation whose instant lies before now gives nothing back: its units
-// count as used (x/time/rate's rule). Cancelling the zero Reservation, or
-// one returned with an error, does nothing; cancelling the same Reservation
-// twice is a caller error that gives units back twice. Safe for concurrent
-// use.
+// had never been booked. So reservations cancelled latest first are all
+// given back exactly, whatever the burst, for a queue. A queue here is
+// reservations that each had to wait for their slot, after any taken at
+// once at one instant. Of reservations granted at once at different
+// instants, only the latest is sure to come back whole: a token bucket's
+// state, two instants, does not record where the one before it lies.
+// Units that later reservations were scheduled behind are not handed out
+// again while those are held (as in x/time/rate's Reservation.CancelAt).
+// So cancelling never breaks the limit's promise. A Reservation whose
+// instant lies before now gives nothing back: its units count as used
+// (x/time/rate's rule). Cancelling the zero Reservation, or one returned
+// with an error, does nothing. Cancelling the same Reservation twice is a
+// caller error that gives units back twice. Safe for concurrent use.
 func (s *Shaper) CancelAt(now time.Time, r Reservation) {
 	s.mustInit()
 	at := sinceEpoch(s.epoch, now)
@@ -448,11 +461,11 @@ func (s *Shaper) CancelAt(now time.Time, r Reservation) {
 // Wait blocks until one unit may be used, books it, and returns nil, as
 // [Keyed.Wait] does for a key. It
 // fails at once with a [*WaitError] wrapping ctx.Err() if ctx has already
-// ended or one of the errors of ReserveAt (booking nothing; maxWait as
-// there), or
+// ended. It fails at once with one of the errors of ReserveAt, booking
+// nothing (maxWait as there). It fails at once with
 // [ErrWaitExceedsDeadline] (which also matches context.DeadlineExceeded)
-// when the wait would outlast ctx's deadline (giving the unit back). If
-// ctx ends while waiting it gives the unit back and returns a *WaitError
+// when the wait would outlast ctx's deadline, giving the unit back. If ctx
+// ends while waiting, it gives the unit back and returns a *WaitError
 // wrapping ctx.Err(). The WaitError's Key is empty. For n units, use
 // ReserveAt. Safe for concurrent use.
 func (s *Shaper) Wait(ctx context.Context, maxWait time.Duration) error {

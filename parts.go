@@ -1,12 +1,12 @@
 package pace
 
-// Parts returns the Limits of one algorithm each that l holds at once: the
-// parts of a Limit built by [All] (flattened, zero Limits skipped, in the
-// order given), l itself for a Limit of one algorithm, and nil for the zero
-// Limit or a Limit that carries an error (see [Limit.Err]). With
-// [Limit.Params] it tells a limiter implemented outside this package (one
-// whose state lives in Redis, say) what to hold. The slice is new on every
-// call.
+// Parts returns the Limits of one algorithm each that l holds at once. For
+// a Limit built by [All], they are its parts: flattened, zero Limits
+// skipped, in the order given. For a Limit of one algorithm, it is l
+// itself. It is nil for the zero Limit, or a Limit that carries an error
+// (see [Limit.Err]). With [Limit.Params] it tells a limiter implemented
+// outside this package what to hold (one whose state lives in Redis, say).
+// The slice is new on every call.
 func (l Limit) Parts() []Limit {
 	if l.err != nil || l.alg == nil {
 		return nil
@@ -19,15 +19,19 @@ func (l Limit) Parts() []Limit {
 	return ps
 }
 
-// Params describes a Limit of one algorithm (see [Limit.Parts]): its
-// algorithm in the words of its constructor's documentation, "token
-// bucket" ([TokenBucket]), "leaky bucket" ([LeakyBucket]; GCRA), "fixed
-// window" ([FixedWindow]), "sliding log" ([SlidingLog]) or "sliding
-// counter" ([SlidingCounter]); its rate (a token bucket's refill rate, a
-// leaky bucket's release rate, a window's r.N per r.Per); a token bucket's
-// burst (0 for the others); and a leaky bucket's options (the zero value
-// for the others). For the zero Limit, a Limit that carries an error, and
-// a Limit built by [All] of several parts, algorithm is "".
+// Params describes a Limit of one algorithm (see [Limit.Parts]):
+//
+//   - its algorithm in the words of its constructor's documentation:
+//     "token bucket" ([TokenBucket]), "leaky bucket" ([LeakyBucket]; GCRA),
+//     "fixed window" ([FixedWindow]), "sliding log" ([SlidingLog]) or
+//     "sliding counter" ([SlidingCounter]);
+//   - its rate: a token bucket's refill rate, a leaky bucket's release
+//     rate, a window's r.N per r.Per;
+//   - a token bucket's burst (0 for the others);
+//   - a leaky bucket's options (the zero value for the others).
+//
+// algorithm is "" for the zero Limit, a Limit that carries an error, and a
+// Limit built by [All] of several parts.
 func (l Limit) Params() (algorithm string, r Rate, burst int, leaky LeakyOptions) {
 	if l.err != nil || l.alg == nil || partsOf(l.alg) != nil {
 		return "", Rate{}, 0, LeakyOptions{}

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Quota is where one key stands under its limit at one instant, in the
-// terms of a quota API and of the IETF RateLimit header fields
+// Quota is where one key stands under its limit at one instant. It uses
+// the terms of a quota API and of the IETF RateLimit header fields
 // (draft-ietf-httpapi-ratelimit-headers-11: q and w of RateLimit-Policy
 // §3.1, r and t of RateLimit §4.1). [Keyed.QuotaAt] and [Keyed.AdmitAt]
 // return it. Durations are exact, not rounded to seconds.
@@ -27,13 +27,13 @@ import (
 //   - [SlidingLog](r): r.N; r.Per; r.N minus the units booked in
 //     (now−r.Per, now]; the time until the newest booking leaves the window.
 //   - [SlidingCounter](r): r.N; r.Per; the room the estimate leaves,
-//     ⌊r.N − cur − prev·(1 − e/r.Per)⌋ with cur and prev the current and
-//     previous windows' counts and e the time into the current window; the
-//     time until neither count weighs in the estimate (the end of the next
-//     window when the current one holds units).
-//   - [All](…): the tightest part's Limit and Window, the tightest part
-//     being the one with the fewest Remaining (the first on ties); the
-//     smallest Remaining of the parts; the longest Reset. Parts lists every
+//     ⌊r.N − cur − prev·(1 − e/r.Per)⌋; the time until neither count weighs
+//     in the estimate. cur and prev are the current and previous windows'
+//     counts, and e the time into the current window. When the current
+//     window holds units, the reset is the end of the next window.
+//   - [All](…): the tightest part's Limit and Window; the smallest
+//     Remaining of the parts; the longest Reset. The tightest part is the
+//     one with the fewest Remaining (the first on ties). Parts lists every
 //     part's own Quota.
 //
 // Whatever the limit, Remaining is exact: that many calls of one unit
@@ -89,9 +89,9 @@ func quotaAt(alg algorithm, c *cell, now, from int64) Quota {
 	return q
 }
 
-// finishQuota turns the standing s of c under alg at now into a Quota for a
-// caller that may not start before from: a pause empties Remaining and
-// lasts into Reset, and an empty quota says how long the wait is.
+// finishQuota turns the standing s of c under alg at now into a Quota for
+// a caller that may not start before from. A pause empties Remaining and
+// lasts into Reset. An empty quota says how long the wait is.
 func finishQuota(alg algorithm, c *cell, s quotaState, now, from int64) Quota {
 	q := Quota{
 		Limit:     int(s.limit),
@@ -111,9 +111,9 @@ func finishQuota(alg algorithm, c *cell, s quotaState, now, from int64) Quota {
 
 // waitFor returns how long after now one unit can be taken from c, not
 // before from: what a reservation would wait if no queue bound refused it.
-// A pacer's ErrQueueFull comes with the slot it would have granted, which
-// inside a composite may still be too early for another part, so the search
-// goes on from there; each step moves forward and never past the answer.
+// A pacer's ErrQueueFull comes with the slot it would have granted. Inside
+// a composite that may still be too early for another part, so the search
+// goes on from there. Each step moves forward and never past the answer.
 func waitFor(alg algorithm, c *cell, now, from int64) time.Duration {
 	t := from
 	for range 2 * compositeMaxCalls {

@@ -6,23 +6,23 @@ import (
 )
 
 // Rate is a number of events allowed per period, stated the way API
-// documentation quotes limits: Rate{N: 100, Per: time.Minute} is "100 requests
-// a minute", one every 600ms when paced evenly.
+// documentation quotes limits. Rate{N: 100, Per: time.Minute} is "100
+// requests a minute", one every 600ms when paced evenly.
 //
 // Every constructor that takes a Rate ([TokenBucket], [LeakyBucket],
-// [FixedWindow], [SlidingLog], [SlidingCounter]) rejects N <= 0, Per <= 0
-// and Per over MaxInt64/2 nanoseconds (about 146 years) with a [*ConfigError] naming
-// "Rate.N" or "Rate.Per", so the zero Rate is not a usable limit
-// (batch.Options reads it as "no ceiling"). A Rate is a plain value and
-// safe to copy and share.
+// [FixedWindow], [SlidingLog], [SlidingCounter]) checks it. It rejects N
+// <= 0, Per <= 0 and Per over MaxInt64/2 nanoseconds (about 146 years).
+// The error is a [*ConfigError] naming "Rate.N" or "Rate.Per". So the zero
+// Rate is not a usable limit (batch.Options reads it as "no ceiling"). A
+// Rate is a plain value and safe to copy and share.
 type Rate struct {
 	N   int           // events per period; must be positive
 	Per time.Duration // length of the period; must be positive
 }
 
 // maxPer is the longest period a Rate may have, MaxInt64/2 nanoseconds
-// (about 146 years): a limiter counts instants within that span of its
-// creation, so a window or an interval up to maxPer added to any of them
+// (about 146 years). A limiter counts instants within that span of its
+// creation. So a window or an interval up to maxPer added to any of them
 // cannot overflow. It bounds Per/N as well, since N >= 1.
 const maxPer = time.Duration(maxSpan)
 

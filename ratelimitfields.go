@@ -12,9 +12,9 @@ import (
 )
 
 // rateLimitItem is one service limit of the IETF RateLimit field
-// (draft-ietf-httpapi-ratelimit-headers §4.1): the policy it belongs to,
-// the quota units left (r) and, when hasReset, the effective window in which
-// the client may use no more than that (t).
+// (draft-ietf-httpapi-ratelimit-headers §4.1). It holds the policy it
+// belongs to and the quota units left (r). When hasReset, it holds the
+// effective window in which the client may use no more than that (t).
 type rateLimitItem struct {
 	policy    string
 	remaining int64
@@ -36,10 +36,10 @@ type rateLimitPolicy struct {
 
 // rateLimitDelay returns the wait implied by the RateLimit items: the
 // longest effective window (t) among the policies whose quota is spent
-// (r=0). On a 429 or 503 (throttled) where no item says r=0, the server
-// refused for a policy it reports as not spent; the wait is then the longest
-// t of all items, the first moment by which every announced window has
-// ended. ok is false when no item qualifies.
+// (r=0). A 429 or 503 (throttled) may come where no item says r=0. The
+// server then refused for a policy it reports as not spent. The wait is
+// then the longest t of all items: the first moment by which every
+// announced window has ended. ok is false when no item qualifies.
 func rateLimitDelay(items []rateLimitItem, throttled bool) (time.Duration, bool) {
 	var spent, all time.Duration
 	var spentOK, allOK bool
@@ -62,12 +62,12 @@ func rateLimitDelay(items []rateLimitItem, throttled bool) (time.Duration, bool)
 }
 
 // parseRateLimit parses the RateLimit field lines (draft-ietf-httpapi-
-// ratelimit-headers §4, an RFC 9651 List split over any number of lines,
-// e.g. `"default";r=0;t=30`). Each item names its policy with a String or a
-// Token; r (required) and t (optional) must be non-negative Integers, pk
-// (optional, the partition key) a Byte Sequence; other parameters are
-// ignored. A malformed field is ignored as a whole (ok ==
-// false), as draft §7 requires.
+// ratelimit-headers §4). They are an RFC 9651 List split over any number of
+// lines, e.g. `"default";r=0;t=30`. Each item names its policy with a
+// String or a Token. r (required) and t (optional) must be non-negative
+// Integers. pk (optional, the partition key) must be a Byte Sequence.
+// Other parameters are ignored. A malformed field is ignored as a whole (ok
+// == false), as draft §7 requires.
 func parseRateLimit(lines []string) ([]rateLimitItem, bool) {
 	return namedItems(lines, func(name string, params []sfParam) (rateLimitItem, bool) {
 		it := rateLimitItem{policy: name, remaining: -1}
@@ -114,12 +114,13 @@ func namedItems[T any](lines []string, item func(name string, params []sfParam) 
 func (v sfValue) atLeast(lo int64) bool { return v.kind == sfInteger && v.num >= lo }
 
 // parseRateLimitPolicy parses the RateLimit-Policy field lines (draft §3,
-// e.g. `"burst";q=100;w=60,"daily";q=1000;w=86400`): q (required) a
-// non-negative Integer, w (optional) a positive Integer of seconds, qu
-// (optional) a String, pk (optional) a Byte Sequence. A malformed field is ignored as a whole (ok == false).
-// The policies are information (draft §7: "MAY be ignored"): serverDelay
-// does not use them; serverQuota takes q as the limit and qu as the unit of
-// the RateLimit items that name them.
+// e.g. `"burst";q=100;w=60,"daily";q=1000;w=86400`). q (required) is a
+// non-negative Integer. w (optional) is a positive Integer of seconds. qu
+// (optional) is a String, and pk (optional) a Byte Sequence. A malformed
+// field is ignored as a whole (ok == false). The policies are information
+// (draft §7: "MAY be ignored"). serverDelay does not use them. serverQuota
+// takes q as the limit and qu as the unit of the RateLimit items that name
+// them.
 func parseRateLimitPolicy(lines []string) ([]rateLimitPolicy, bool) {
 	return namedItems(lines, func(name string, params []sfParam) (rateLimitPolicy, bool) {
 		p := rateLimitPolicy{name: name, quota: -1, unit: "requests"}
@@ -227,9 +228,9 @@ type quotaHint struct {
 // and reset.
 func (h *quotaHint) pacing() bool { return h.consistent && h.remaining >= 0 && h.hasReset }
 
-// quotaHints yields the hint of each family of h with a reset header, in
-// the order of quotaFamilies and then Shopify's call limit (shopifyHint),
-// with the header its reset came from. h was received at now.
+// quotaHints yields the hint of each family of h with a reset header, with
+// the header its reset came from. They come in the order of quotaFamilies,
+// then Shopify's call limit (shopifyHint). h was received at now.
 func quotaHints(h http.Header, now time.Time) iter.Seq2[string, quotaHint] {
 	return func(yield func(string, quotaHint) bool) {
 		var date time.Time
@@ -307,9 +308,9 @@ func parseReset(v string, form resetForm, now, date time.Time) (time.Duration, b
 	return parseResetValue(v, now, date)
 }
 
-// shopifyLeakRate is the leak rate of Shopify's REST Admin API bucket, two
+// shopifyLeakRate is the leak rate of Shopify's REST Admin API bucket: two
 // requests a second for standard shops (Shopify's "REST Admin API rate
-// limits"); Shopify Plus leaks twice as fast, so assuming two is never
+// limits"). Shopify Plus leaks twice as fast. So assuming two is never
 // faster than the server.
 const shopifyLeakRate = 2
 
@@ -339,11 +340,12 @@ func shopifyHint(h http.Header) (quotaHint, bool) {
 }
 
 // rateLimitHints returns the IETF RateLimit items of h as hints, each
-// joined with its policy of RateLimit-Policy (draft-ietf-httpapi-ratelimit-
-// headers-11 §3, §4: a RateLimit item names its policy; the policy's q is
-// the limit and qu its unit), nil when the field is absent or malformed. An
-// item whose r exceeds its policy's q contradicts it and is not used for
-// pacing; pk (the partition key) names the limit's identity.
+// joined with its policy of RateLimit-Policy. (See
+// draft-ietf-httpapi-ratelimit-headers-11 §3, §4: a RateLimit item names
+// its policy; the policy's q is the limit and qu its unit.) It returns nil
+// when the field is absent or malformed. An item whose r exceeds its
+// policy's q contradicts it, and is not used for pacing. pk (the partition
+// key) names the limit's identity.
 func rateLimitHints(h http.Header) []quotaHint {
 	vs := h[hdr.RateLimit]
 	if len(vs) == 0 {
@@ -370,18 +372,22 @@ func rateLimitHints(h http.Header) []quotaHint {
 }
 
 // serverQuota returns what the quota headers of h, received at now, say
-// about the pace of the key: the tightest of every family present (the
-// IETF RateLimit items with their RateLimit-Policy, RateLimit-*,
-// X-RateLimit-* with GitHub's epoch or a delta, Discord's Reset-After and
-// bucket, OpenAI's -requests and -tokens, Anthropic's, Shopify's call
-// limit), as a Quota whose Remaining requests may go before Reset (never
+// about the pace of the key. It is the tightest of every family present:
+//
+//   - the IETF RateLimit items with their RateLimit-Policy;
+//   - RateLimit-*, and X-RateLimit-* with GitHub's epoch or a delta;
+//   - Discord's Reset-After and bucket;
+//   - OpenAI's -requests and -tokens, and Anthropic's;
+//   - Shopify's call limit.
+//
+// It comes as a Quota whose Remaining requests may go before Reset (never
 // zero when ok). The tightest is a spent quota, any unit (Remaining 0, the
-// longest such Reset), else the request quota with the slowest pace
-// Reset/(Remaining+1), with the server's name for that quota (Discord's
-// bucket, the IETF pk) kept with it; a quota in tokens or other units only counts when
-// spent, since its remainder says nothing about requests. A family whose
-// remaining count exceeds its own limit contradicts itself, and is
-// ignored, as are malformed, negative and missing values. ok is false when
+// longest such Reset). Else it is the request quota with the slowest pace
+// Reset/(Remaining+1). The server's name for that quota (Discord's bucket,
+// the IETF pk) is kept with it. A quota in tokens or other units only
+// counts when spent: its remainder says nothing about requests. A family
+// whose remaining count exceeds its own limit contradicts itself, and is
+// ignored. So are malformed, negative and missing values. ok is false when
 // no family can pace. It never reads the body and is safe for concurrent
 // use.
 func serverQuota(h http.Header, now time.Time) (q throttle.Quota, ok bool) {
@@ -433,27 +439,28 @@ const (
 )
 
 // parseResetValue interprets X-RateLimit-Reset or RateLimit-Reset, whose
-// meaning differs between servers: GitHub (X-RateLimit-Reset) and GitLab
-// (RateLimit-Reset) send an epoch instant in seconds, the IETF drafts up to
-// -06 and many servers send seconds until the reset, and a few send epoch
-// milliseconds. The rule that tells them apart, by size (v is a decimal
-// number of seconds or milliseconds, fraction allowed as in parseMillis,
-// because Discord sends "1470173023.123"):
+// meaning differs between servers. GitHub (X-RateLimit-Reset) and GitLab
+// (RateLimit-Reset) send an epoch instant in seconds. The IETF drafts up
+// to -06 and many servers send seconds until the reset. A few send epoch
+// milliseconds. The rule tells them apart by size. v is a decimal number
+// of seconds or milliseconds. A fraction is allowed as in parseMillis,
+// because Discord sends "1470173023.123".
 //
 //   - v < 1e9: a delta in seconds. 1e9 s is almost 32 years, far beyond any
 //     real window, so no real delta is mistaken for an instant.
 //   - 1e9 ≤ v < 1e12: a Unix time in seconds (from 2001-09-09 to the year
-//     33658); every epoch-seconds value sent today is in this range.
+//     33658). Every epoch-seconds value sent today is in this range.
 //   - 1e12 ≤ v < 1e14: a Unix time in milliseconds (1e12 ms is again
 //     2001-09-09, 1e14 ms the year 5138).
 //   - v ≥ 1e14: malformed, ignored (ok is false, and serverDelay tries the
-//     next header). No epoch in seconds or milliseconds is that large; such
+//     next header). No epoch in seconds or milliseconds is that large. Such
 //     a value is most likely a Unix time in microseconds or nanoseconds
-//     (today about 1.8e15 and 1.8e18), which read as milliseconds would
-//     name an instant centuries ahead.
+//     (today about 1.8e15 and 1.8e18). Read as milliseconds, it would name
+//     an instant centuries ahead.
 //
 // An instant is measured by dateDelay against now and the response's Date,
-// like an HTTP-date in Retry-After, so a past instant yields 0. d is never negative and saturates.
+// like an HTTP-date in Retry-After. So a past instant yields 0. d is never
+// negative and saturates.
 func parseResetValue(v string, now, serverDate time.Time) (time.Duration, bool) {
 	v = trimOWS(v)
 	intPart := v

@@ -9,22 +9,19 @@ import (
 )
 
 // A limit changed live ([Shaper.SetLimitAt], [Keyed.SetLimitAt],
-// [Transport.SetLimit]) keeps what was used under the old one: the new
+// [Transport.SetLimit]) keeps what was used under the old one. The new
 // limit starts with the units the old one had used at the instant of the
-// change already used (retune), so that neither forgets the other and the
-// two together never admit more than the larger of them would on its own.
+// change already used (retune). So neither forgets the other, and the two
+// together never admit more than the larger of them would on its own.
 
 // retune returns, at now, a cell of to that has used what c, a cell of
-// from, had used then: the same state when it means the same under to
-// (keep: a token bucket's or pacer's backlog in the new interval, its
-// bucket's part capped at the new capacity and the queue beyond it whole, a
-// sliding log's instants, a window's counts under the same window length);
-// else what it had used, Limit − Remaining (booked at now, so that it
-// leaves the new window no earlier than it would have left the old; for a
-// token bucket or pacer, the units still to drain);
-// for [All] part by part when both have as many parts, else the most any
-// part had used, in every new part. A new window or bucket never counts
-// more than it can hold; the units beyond that (a queue) are carried only
+// from, had used then. It is the same state when that means the same under
+// to (see keep). Else it is what c had used, Limit − Remaining, booked at
+// now. So it leaves the new window no earlier than it would have left the
+// old. For a token bucket or pacer that is the units still to drain. For
+// [All] it goes part by part when both have as many parts. Else every new
+// part gets the most any part had used. A new window or bucket never counts
+// more than it can hold. The units beyond that (a queue) are carried only
 // into a token bucket or pacer, whose TAT holds them.
 func retune(from, to algorithm, c *cell, now int64) cell {
 	if fm, tm := partsOf(from), partsOf(to); fm != nil && tm != nil && len(fm) == len(tm) {
@@ -45,14 +42,16 @@ func retune(from, to algorithm, c *cell, now int64) cell {
 }
 
 // keep returns c as a cell of to when its state means the same under to:
-// a token bucket or pacer's backlog (TAT − now) scaled from the old
-// interval to the new one, exact when they are equal: the part of it
-// within a drained bucket (τ) is what the bucket used, and counts up to the
-// new bucket's capacity, so that a drained bucket changed to a smaller one
-// is drained, not in debt, and goes on at the new rate at once; the part
-// beyond it, reservations queued, is kept whole; a sliding log's
-// instants, whatever the new N and Per; a fixed window's or sliding
-// estimate's counts when the window length is the same.
+//
+//   - a token bucket or pacer's backlog (TAT − now), scaled from the old
+//     interval to the new one, exact when they are equal. The part of it
+//     within a drained bucket (τ) is what the bucket used. It counts up to
+//     the new bucket's capacity. So a drained bucket changed to a smaller
+//     one is drained, not in debt, and goes on at the new rate at once. The
+//     part beyond it, reservations queued, is kept whole.
+//   - a sliding log's instants, whatever the new N and Per.
+//   - a fixed window's or sliding estimate's counts when the window length
+//     is the same.
 func keep(from, to algorithm, c *cell, now int64) (cell, bool) {
 	if f, t := coreOf(from), coreOf(to); f != nil && t != nil {
 		backlog := max(c.a-now, 0)
@@ -81,8 +80,8 @@ func keep(from, to algorithm, c *cell, now int64) (cell, bool) {
 }
 
 // rescale returns d·to/from (d >= 0, to and from >= 1), or maxSpan when
-// that exceeds it: a span of d at one unit every from nanoseconds as a
-// span of as many units every to.
+// that exceeds it. It turns a span of d at one unit every from nanoseconds
+// into a span of as many units every to.
 func rescale(d, from, to int64) int64 {
 	hi, lo := bits.Mul64(uint64(d), uint64(to))
 	if hi < uint64(from) {
@@ -139,35 +138,37 @@ func carry(to algorithm, used, now int64) cell {
 	return nc
 }
 
-// SetLimitAt changes the Shaper's limit to l at now, keeping what was used:
-// the new limit starts with the units the old one had used at now already
-// used (for a token bucket or pacer, the units still to drain, queued
-// reservations included, now spaced at the new interval; for a window, what
-// its current window counts), so that in no interval do the two together
-// admit more than the larger of them allows on its own (when one allows at
-// least as much as the other at every length of interval, as a faster rate
-// with a burst at least as large does). Reservations made before the
-// change keep their instants. It returns l's error for an invalid l and a
-// [*ConfigError] for the zero Limit, changing nothing. Safe for concurrent
-// use.
+// SetLimitAt changes the Shaper's limit to l at now, keeping what was used.
+// The new limit starts with the units the old one had used at now already
+// used. For a token bucket or pacer these are the units still to drain,
+// queued reservations included, now spaced at the new interval. For a
+// window they are what its current window counts. So in no interval do the
+// two together admit more than the larger of them allows on its own. (That
+// holds when one allows at least as much as the other at every length of
+// interval, as a faster rate with a burst at least as large does.)
+// Reservations made before the change keep their instants. It returns l's
+// error for an invalid l and a [*ConfigError] for the zero Limit, changing
+// nothing. Safe for concurrent use.
 //
 // What a change keeps depends on the two algorithms. The same limit again
 // changes nothing. Between token buckets and pacers, the state is kept in
-// the new interval: what the bucket used counts up to the new burst (a
+// the new interval. What the bucket used counts up to the new burst. A
 // drained bucket is drained under a smaller one too, and goes on at the new
-// rate at once, as x/time/rate's SetLimitAt, which keeps the tokens, does),
-// and reservations queued beyond it stay queued. A sliding log keeps its
-// instants under any rate; a fixed window or sliding counter keeps its
-// counts under the same window length. Every other change (across
-// algorithms, or to another window length) keeps only a count: the units
-// the old limit counted at now (Limit − Remaining of [Shaper.QuotaAt]),
-// booked at now, since when each was used is not known. They cost what a
-// burst at now would: a window or log holds them for a whole window of the
-// new limit (20 used under SlidingCounter(PerSecond(20)), changed to
-// SlidingLog(PerSecond(20)), admit nothing for 1 s), and a token bucket or
-// pacer drains them at its rate (the same 20 under TokenBucket(PerSecond(20),
-// 5): the next unit after 800 ms). That is the price of never admitting more
-// than the larger of the two in any interval.
+// rate at once. That is what x/time/rate's SetLimitAt does, which keeps the
+// tokens. Reservations queued beyond it stay queued. A sliding log keeps
+// its instants under any rate. A fixed window or sliding counter keeps its
+// counts under the same window length.
+//
+// Every other change (across algorithms, or to another window length)
+// keeps only a count. That is the units the old limit counted at now
+// (Limit − Remaining of [Shaper.QuotaAt]), booked at now, since when each
+// was used is not known. They cost what a burst at now would. A window or
+// log holds them for a whole window of the new limit. So 20 used under
+// SlidingCounter(PerSecond(20)), changed to SlidingLog(PerSecond(20)),
+// admit nothing for 1 s. A token bucket or pacer drains them at its rate.
+// The same 20 under TokenBucket(PerSecond(20), 5) give the next unit after
+// 800 ms. That is the price of never admitting more than the larger of the
+// two in any interval.
 func (s *Shaper) SetLimitAt(now time.Time, l Limit) error {
 	s.mustInit()
 	if err := l.Err(); err != nil {
@@ -186,17 +187,16 @@ func (s *Shaper) SetLimitAt(now time.Time, l Limit) error {
 }
 
 // SetLimitAt changes, at now, the limit the store applies to every key to
-// l, keeping each key's state as [Shaper.SetLimitAt] does. Requests waiting
-// for a slot of the old limit give it back and book again under the new
-// one (as after a pause), so that a faster limit speeds them up and a
-// slower one holds them; requests already on their way keep their
+// l. It keeps each key's state as [Shaper.SetLimitAt] does. Requests
+// waiting for a slot of the old limit give it back and book again under
+// the new one, as after a pause. So a faster limit speeds them up and a
+// slower one holds them. Requests already on their way keep their
 // instants, and pauses and probes are kept. The change takes every shard's
-// lock at once, for about as long as a sweep of the whole store takes (a
-// few milliseconds for 100,000 keys), so that no request is decided under
-// a mix of the two limits. It returns l's error for an invalid l and a
-// [*ConfigError] when l or the store's limit is the zero Limit (a store
-// without a limit holds pauses only), changing nothing. Safe for
-// concurrent use.
+// lock at once, for about as long as a sweep of the whole store takes. So
+// no request is decided under a mix of the two limits. It returns l's
+// error for an invalid l, changing nothing. It returns a [*ConfigError]
+// when l or the store's limit is the zero Limit (a store without a limit
+// holds pauses only). Safe for concurrent use.
 func (k *Keyed) SetLimitAt(now time.Time, l Limit) error {
 	k.mustInit()
 	if err := l.Err(); err != nil {
@@ -256,15 +256,15 @@ func (s *shard) retune(from, to algorithm, now int64) {
 }
 
 // SetLimit changes, on a running Transport, the Limit of host's entry of
-// Limits ("*" for the default entry) to l, for every key under it, keeping
-// each key's state as [Keyed.SetLimitAt] does: no interval where the old
-// and the new limit together admit more than the larger. The host is
-// matched as Hosts keys are. It returns a [*ConfigError] naming the entry
-// when Limits has no entry for host with a non-zero Limit (SetLimit changes
-// limits; it adds and removes none), or when l is invalid or zero, changing
-// nothing, and the Transport's configuration error if it has one. A
-// Transport with its own Limiter has no Limits to change. Safe for
-// concurrent use with RoundTrip.
+// Limits ("*" for the default entry) to l, for every key under it. It
+// keeps each key's state as [Keyed.SetLimitAt] does. So in no interval do
+// the old and the new limit together admit more than the larger. The host
+// is matched as Hosts keys are. It changes nothing and returns a
+// [*ConfigError] naming the entry when Limits has no entry for host with a
+// non-zero Limit. (SetLimit changes limits; it adds and removes none.) It
+// does the same when l is invalid or zero. It returns the Transport's
+// configuration error if it has one. A Transport with its own Limiter has
+// no Limits to change. Safe for concurrent use with RoundTrip.
 func (t *Transport) SetLimit(host string, l Limit) error {
 	s, err := t.init()
 	if err != nil {

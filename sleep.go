@@ -12,9 +12,10 @@ import (
 // The waits of pace, in one place: each sleeps on a timer that it stops, and
 // ends early when its context does, never holding a lock.
 
-// sleepReserved waits d for a booking already made, calling cancel to give
-// it back when the wait is abandoned: at once when d would outlast ctx's
-// deadline, or when ctx ends first. No lock is held while waiting.
+// sleepReserved waits d for a booking already made. It calls cancel to give
+// the booking back when the wait is abandoned. That happens at once when d
+// would outlast ctx's deadline, or when ctx ends first. No lock is held
+// while waiting.
 func sleepReserved(ctx context.Context, key string, d time.Duration, cancel func()) error {
 	if d <= 0 {
 		return nil
@@ -53,7 +54,7 @@ func ctxWaitErr(key string, d time.Duration, err error) error {
 }
 
 // slotTail is the last stretch of a wait for a booked slot that is spent
-// yielding (runtime.Gosched) rather than on a timer: Go's timers wake up to
+// yielding (runtime.Gosched) rather than on a timer. Go's timers wake up to
 // about a millisecond late, and each late wake widens the key's gap.
 const slotTail = time.Millisecond
 
@@ -64,10 +65,10 @@ const slotTail = time.Millisecond
 var spinning atomic.Bool
 
 // sleepSlot waits d for a booked slot of a limit that spaces requests
-// interval apart, or until ch is closed, as sleepOn does, and returns
-// early, before the tail, for its caller to look again. It yields through
-// the tail when the interval is at least ten tails, so that a tail is at
-// most a tenth of each slot, and no other waiter of the process is
+// interval apart, or until ch is closed, as sleepOn does. It returns early,
+// before the tail, for its caller to look again. It yields through the
+// tail when the interval is at least ten tails. So a tail is at most a
+// tenth of each slot. It also needs that no other waiter of the process is
 // yielding through its own.
 func sleepSlot(ctx context.Context, key string, d, interval time.Duration, ch <-chan struct{}) error {
 	if interval < 10*slotTail {
@@ -117,12 +118,12 @@ func yieldUntil(ctx context.Context, end time.Time, ch <-chan struct{}) (time.Ti
 	}
 }
 
-// waitProbe waits until done is closed (the probe ended), for at most left
-// (< 0: no bound) and not beyond ctx's deadline; it returns how long it
-// waited. When left runs out it fails with a *WaitError wrapping
-// ErrWaitTooLong, when the deadline comes with errDeadline, and when ctx
-// ends otherwise with ctx.Err(); as the probe's end is unknown, the
-// error's Delay is 0.
+// waitProbe waits until done is closed (the probe ended). It waits at most
+// left (< 0: no bound), and not beyond ctx's deadline. It returns how long
+// it waited. When left runs out it fails with a *WaitError wrapping
+// ErrWaitTooLong. When the deadline comes it fails with errDeadline. When
+// ctx ends otherwise it fails with ctx.Err(). As the probe's end is
+// unknown, the error's Delay is 0.
 func waitProbe(ctx context.Context, key string, done <-chan struct{}, left time.Duration) (time.Duration, error) {
 	bounded, bound, why := left >= 0, left, error(ErrWaitTooLong)
 	if dl, ok := ctx.Deadline(); ok {
@@ -154,10 +155,10 @@ func waitProbe(ctx context.Context, key string, done <-chan struct{}, left time.
 	}
 }
 
-// sleepCtx waits d unless ctx ends first or its deadline comes before d is
-// over, in which case it returns at once a *WaitError (wrapping errDeadline,
-// which matches ErrWaitExceedsDeadline and context.DeadlineExceeded, or
-// ctx.Err()) that records d.
+// sleepCtx waits d, unless ctx ends first or its deadline comes before d is
+// over. Then it returns at once a *WaitError that records d. It wraps
+// errDeadline, which matches ErrWaitExceedsDeadline and
+// context.DeadlineExceeded, or ctx.Err().
 func sleepCtx(ctx context.Context, key string, d time.Duration) error {
 	if d <= 0 {
 		return nil

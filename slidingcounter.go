@@ -6,19 +6,19 @@ import (
 )
 
 // SlidingCounter returns an approximate sliding-window Limit that keeps two
-// counters per key: the units booked in the current aligned window of length
-// r.Per and in the previous one. At an instant e into the current window it
-// estimates the trailing window's count as
+// counters per key. They hold the units booked in the current aligned
+// window of length r.Per, and in the previous one. At an instant e into
+// the current window it estimates the trailing window's count as
 //
 //	prev·(1 − e/r.Per) + cur
 //
 // and admits n units when the estimate plus n is at most r.N. This is the
-// estimate Cloudflare describes in "How we built rate limiting capable of
-// scaling to millions of domains" (2017,
-// https://blog.cloudflare.com/counting-things-a-lot-of-different-things/)
-// and HAProxy's sc_http_req_rate uses. Unlike HAProxy, refused requests are
-// not counted. The comparison is exact integer arithmetic at nanosecond
-// resolution, so rounding never admits a unit above r.N.
+// estimate HAProxy's sc_http_req_rate uses. Cloudflare describes it in "How
+// we built rate limiting capable of scaling to millions of domains" (2017,
+// https://blog.cloudflare.com/counting-things-a-lot-of-different-things/).
+// Unlike HAProxy, refused requests are not counted. The comparison is
+// exact integer arithmetic at nanosecond resolution, so rounding never
+// admits a unit above r.N.
 //
 // # Error against the exact log
 //
@@ -27,27 +27,26 @@ import (
 // 0 only at the boundary. So no trailing window of length r.Per ever holds
 // more than 2·r.N−1 units, where [SlidingLog] holds at most r.N.
 //
-// On evenly spread traffic, one request every r.Per/k (measured by
-// TestSlidingCounterErrorVsLog for r.N from 1 to 60, k from 1 to 3·r.N+2 and
-// ten starting phases):
+// On evenly spread traffic, one request every r.Per/k:
 //   - below the limit (k <= r.N−1) it admits every request, as the log does;
 //   - above it (k >= r.N+1) it settles at r.N−1 units per aligned window
 //     (one every other window when r.N = 1), a throughput of (r.N−1)/r.N of
 //     the log's;
 //   - from the third window after the traffic starts, no trailing window
 //     holds more than r.N;
-//   - in the first two windows after an idle period it can overshoot: the
-//     first window takes r.N at once and the next weighs them as if spread
-//     over the whole window, so a trailing window can hold up to
-//     r.N + ⌊φ·r.N⌋ + 1 units, φ being the fraction of its window that had
-//     passed at the first request (1.63·r.N at worst in the measurement).
+//   - in the first two windows after an idle period it can overshoot. The
+//     first window takes r.N at once. The next weighs them as if spread
+//     over the whole window. So a trailing window can hold up to r.N +
+//     ⌊φ·r.N⌋ + 1 units. φ is the fraction of its window that had passed
+//     at the first request.
 //
-// Windows are aligned as for [FixedWindow]. Bookings never go back to an earlier
-// window than the latest one booked. Cancelling gives the units back to the
-// window they were booked in; as for [FixedWindow], after cancelling a reservation
-// that waited into a later window, a call for fewer units than it may wait
-// for that window although the current one would admit it, while calls for
-// as many units or more see exactly the state before the reservation.
+// Windows are aligned as for [FixedWindow]. Bookings never go back to an
+// earlier window than the latest one booked. Cancelling gives the units
+// back to the window they were booked in. It then behaves as [FixedWindow]
+// after cancelling a reservation that waited into a later window. A call
+// for fewer units than the cancelled one may wait for that window,
+// although the current one would admit it. Calls for as many units or more see exactly the
+// state before the reservation.
 //
 // The Limit carries a [*ConfigError] naming "Rate.N" (not positive, or
 // above 4294967295) or "Rate.Per" (not positive, or over about 146 years:
@@ -89,10 +88,10 @@ func (s *slidingCounter) counts(c *cell, w int64) (prev, cur int64) {
 }
 
 // firstFit returns the smallest offset e into a window whose counts are
-// prev and cur at which n more units fit, prev·(per−e)/per + cur + n <= N,
-// or per when they fit nowhere in the window. Solving for e gives
-// e >= per − ⌊room·per/prev⌋ with room = N − cur − n; the product is taken in
-// 128 bits, so the answer is exact.
+// prev and cur at which n more units fit: prev·(per−e)/per + cur + n <= N.
+// It returns per when they fit nowhere in the window. Solving for e gives
+// e >= per − ⌊room·per/prev⌋ with room = N − cur − n. The product is taken
+// in 128 bits, so the answer is exact.
 func (s *slidingCounter) firstFit(prev, cur int64, n int) int64 {
 	room := s.n - cur - int64(n)
 	switch {

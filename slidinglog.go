@@ -7,28 +7,28 @@ import (
 )
 
 // SlidingLog returns a sliding-window-log Limit: never more than r.N units
-// booked in any half-open window [t, t+r.Per), wherever t falls, counted
-// exactly (one entry per unit, no estimate). What it counts is the instants
-// it books: the instant a call is admitted (AllowAt, ReserveAt's slot), and
-// in the [Transport] the instant the request was written to the wire, since
-// a request that leaves late has its entry moved to its departure; a
-// refused or cancelled call is not counted. So "exact" is about pace's own
-// departures: a server that counts arrivals sees them later by the network
-// time, which varies, and a server that also counts refused requests
-// (HAProxy's sc_http_req_rate) counts more. It mirrors servers that count
-// requests over a trailing window ("100 in any rolling minute") and is the
-// strictest reading of "N per period".
+// booked in any half-open window [t, t+r.Per), wherever t falls. It counts
+// exactly: one entry per unit, no estimate. What it counts is the instants
+// it books. That is the instant a call is admitted (AllowAt, ReserveAt's
+// slot). In the [Transport] it is the instant the request was written to
+// the wire: a request that leaves late has its entry moved to its
+// departure. A refused or cancelled call is not counted. So "exact" is
+// about pace's own departures. A server that counts arrivals sees them
+// later by the network time, which varies. A server that also counts
+// refused requests (HAProxy's sc_http_req_rate) counts more. It mirrors
+// servers that count requests over a trailing window ("100 in any rolling
+// minute"). It is the strictest reading of "N per period".
 //
 // It remembers the instant of every unit booked in the last r.Per, plus
-// every unit reserved for later: 8 bytes per unit, up to 8·r.N bytes per key
-// under a steady load (more while reservations wait further ahead). The
-// memory is allocated on the first booking and grows as needed; a key whose
-// window has emptied is idle and can be forgotten. So r.N is capped at
-// 1<<20 (1,048,576), 8 MiB per key at most under a steady load, and one call
-// books at most r.N units; for larger counts, or little memory,
-// [SlidingCounter] keeps two counters per key instead.
+// every unit reserved for later. That is 8 bytes per unit, up to 8·r.N
+// bytes per key under a steady load (more while reservations wait further
+// ahead). The memory is allocated on the first booking and grows as
+// needed. A key whose window has emptied is idle and can be forgotten. So
+// r.N is capped at 1<<20 (1,048,576), 8 MiB per key at most under a steady
+// load. One call books at most r.N units. For larger counts, or little
+// memory, [SlidingCounter] keeps two counters per key instead.
 //
-// Bookings are kept in time order: a call never books before the latest
+// Bookings are kept in time order. A call never books before the latest
 // booking, so a reservation that waits makes later calls wait behind it. A
 // request refused or cancelled costs nothing.
 //
@@ -46,8 +46,8 @@ func SlidingLog(r Rate) Limit {
 	return newLimit(&slidingLog{newWindow("sliding log", r)}, nil)
 }
 
-// maxSlidingLogN is the largest r.N of a sliding log: its log holds one
-// 8-byte entry per unit, so a key's log stays within 8 MiB under a steady
+// maxSlidingLogN is the largest r.N of a sliding log. Its log holds one
+// 8-byte entry per unit. So a key's log stays within 8 MiB under a steady
 // load, and one call (n <= r.N) allocates no more than that.
 const maxSlidingLogN = 1 << 20
 

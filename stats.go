@@ -8,9 +8,9 @@ import (
 	"github.com/pacehttp/pace/throttle"
 )
 
-// maxStatsKeys is how many keys a Transport keeps [Stats] for; the
-// requests of every later key are counted together, under the empty key,
-// so that attacker-chosen keys cannot grow memory without bound (about 150
+// maxStatsKeys is how many keys a Transport keeps [Stats] for. The
+// requests of every later key are counted together, under the empty key.
+// So attacker-chosen keys cannot grow memory without bound (about 150
 // bytes a key: at most about 600 KB).
 const maxStatsKeys = 4096
 
@@ -18,14 +18,14 @@ const maxStatsKeys = 4096
 // its first request: the figures of [Transport.Stats]. Counts are of
 // RoundTrip calls (Requests, GiveUps) and of attempts (the rest).
 type Stats struct {
-	// Key is the key (see [Transport].Key), or "" for the keys past the
-	// first 4,096, counted together. A key from Transport.Key is held
-	// whole and may be a secret, such as an API key: do not log or export
-	// it as it is (label with Host, or a fingerprint).
+	// Key is the key (see [Transport].Key), or "" for the keys past the first
+	// 4,096, counted together. A key from Transport.Key is held whole and may
+	// be a secret, such as an API key. Do not log or export it as it is (label
+	// with Host, or a fingerprint).
 	Key string
 	// Host is the host of the key's first request, in the form [Hosts]
-	// matches it (see Transport.Key): what to label it with where the key
-	// itself is a secret, such as an API key.
+	// matches it (see Transport.Key). Label with it where the key itself is a
+	// secret, such as an API key.
 	Host string
 	// Requests counts RoundTrip calls; Admitted the attempts the key's
 	// limiter let go (a call's retries included).
@@ -34,23 +34,28 @@ type Stats struct {
 	// before leaving, and Waited is their total wait.
 	Waits  int64
 	Waited time.Duration
-	// Retries counts the attempts sent again, Throttles the answers that
-	// paused the key (see [Throttled]), and GiveUps the calls that
+	// Retries counts the attempts sent again. Throttles counts the answers
+	// that paused the key (see [Throttled]). GiveUps counts the calls that
 	// ended on a failure that could have been retried, as [EventGiveUp]
-	// reports them (attempts, budget, the server's delay too long, the
-	// deadline, ...; see [retry.Reason]). With MaxAttempts 1 (Retry.MaxAttempts or
-	// the host's) the Transport makes no retries, so spending that attempt
-	// is no give-up and is not counted: under retryable.Install the
-	// retryablehttp.Client makes the retries, and a call it retries to
-	// success is not a give-up of the Transport's. ErrorOnGiveUp still
-	// returns such a final response as an [*AttemptsError] (retry.ReasonAttempts).
+	// reports them. The reasons are attempts, budget, the server's delay too
+	// long, the deadline, and others (see [retry.Reason]). With MaxAttempts 1
+	// (Retry.MaxAttempts or the host's) the Transport makes no retries. So
+	// spending that attempt is no give-up and is not counted. Under
+	// retryable.Install the retryablehttp.Client makes the retries. A call it
+	// retries to success is not a give-up of the Transport's. ErrorOnGiveUp
+	// still returns such a final response as an [*AttemptsError]
+	// (retry.ReasonAttempts).
 	Retries, Throttles, GiveUps int64
 	// Pace is the spacing between the key's requests in force now, 0 when
-	// nothing spaces them, and PaceSource where it comes from: "configured"
-	// (the key's limit, Rate.Interval), "quota" (the server's quota
-	// headers, slower than the limit), "adaptive" (the rate the key slowed
-	// to after throttles without a hint, see [Transport]), or "" when there
-	// is none. A custom Limiter reports none.
+	// nothing spaces them. PaceSource says where it comes from:
+	//
+	//   - "configured": the key's limit, Rate.Interval;
+	//   - "quota": the server's quota headers, slower than the limit;
+	//   - "adaptive": the rate the key slowed to after throttles without a
+	//     hint (see [Transport]);
+	//   - "" when there is none.
+	//
+	// A custom Limiter reports none.
 	Pace       time.Duration
 	PaceSource string
 }
@@ -75,12 +80,12 @@ type statsTable struct {
 }
 
 // Stats returns a snapshot of every key's [Stats], in the order the keys
-// were first seen, and last, if any key was past the first 4,096, the
-// figures of those keys together under the empty Key. Each figure is read
+// were first seen. If any key was past the first 4,096, the figures of
+// those keys together come last, under the empty Key. Each figure is read
 // atomically, but the figures of one key are not read at one instant. It
-// returns nil when the Transport's configuration is invalid. The read costs
-// a few atomic loads per key, and a brief hold of the key's lock in its
-// [Keyed] store for the pace; it is safe for concurrent use.
+// returns nil when the Transport's configuration is invalid. The read
+// costs a few atomic loads per key. For the pace it briefly holds the
+// key's lock in its [Keyed] store. It is safe for concurrent use.
 func (t *Transport) Stats() []Stats {
 	s, err := t.init()
 	if err != nil {
@@ -117,9 +122,9 @@ func (ks *keyStats) snapshot(now time.Time) Stats {
 }
 
 // paceAt returns the spacing in force for key at now, in nanoseconds, and
-// where it comes from (see Stats.PaceSource): the slowest of the key's
-// limit (algorithm.interval), its quota pace and its adaptive rate
-// (throttle.paceAt); 0, "" when nothing spaces the key.
+// where it comes from (see Stats.PaceSource). It is the slowest of the
+// key's limit (algorithm.interval), its quota pace and its adaptive rate
+// (throttle.paceAt). It returns 0, "" when nothing spaces the key.
 func (k *Keyed) paceAt(now time.Time, key string) (pace int64, source string) {
 	e := k.open(sinceEpoch(k.epoch, now), key, false)
 	defer e.close(false)

@@ -6,36 +6,36 @@ import (
 )
 
 // keyThrottle is the throttle engine of one key: the state machine that the
-// Transport, [Keyed] and package batch all use, on explicit time
-// (nanoseconds since the owner's epoch). It knows nothing of HTTP: its owner
-// tells it of throttles and answers, and asks it whether a request may
-// leave.
+// Transport, [Keyed] and package batch all use. It works on explicit time
+// (nanoseconds since the owner's epoch). It knows nothing of HTTP. Its
+// owner tells it of throttles and answers, and asks it whether a request
+// may leave.
 //
 // A throttle pauses the key until an instant. While it is paused nothing of
 // the key leaves. When the pause ends the key is half-open, as a circuit
-// breaker after its open state: the first request to ask is the probe, and
+// breaker after its open state. The first request to ask is the probe, and
 // every other request holds until the probe has an answer. An answer that
-// is not a throttle closes the key; a throttle pauses it again. A probe that
-// ends without an answer (not sent, its context ended) hands the role to the
-// next request that asks.
+// is not a throttle closes the key; a throttle pauses it again. A probe
+// that ends without an answer (not sent, its context ended) hands the role
+// to the next request that asks.
 //
 // The probe holds its role until it ends: with an answer, or without one
 // (released). However slow the server, no second probe leaves while the
-// first is in flight, and the first answer that is not a throttle closes
-// the key. A request waiting behind the probe is bounded by its own
-// maxWait and context, not by the probe. Probe roles are numbered (lease),
-// so that a request that held an earlier role cannot end the current one.
-// Package redislimit bounds its probes with Options.ProbeLease instead: a
-// process that dies while probing cannot end its role.
+// first is in flight. The first answer that is not a throttle closes the
+// key. A request waiting behind the probe is bounded by its own maxWait
+// and context, not by the probe. Probe roles are numbered (lease), so that
+// a request that held an earlier role cannot end the current one. Package
+// redislimit bounds its probes with Options.ProbeLease instead: a process
+// that dies while probing cannot end its role.
 //
-// Strikes count consecutive throttles: throttles of requests that left
-// after the key's latest pause was set (their generation is the current
-// one), with no answer other than a throttle in between. A throttle of a
-// request that left before the latest pause was set is the same news again:
-// it may lengthen the pause but is no new strike, and once the key has
-// closed again it is ignored. Probes counts the probe
-// answers that were throttles, so that requests waiting behind a probe can
-// count its attempt as theirs (see [Transport]).
+// Strikes count consecutive throttles. These are throttles of requests that
+// left after the key's latest pause was set (their generation is the
+// current one), with no answer other than a throttle in between. A
+// throttle of a request that left before the latest pause was set is the
+// same news again. It may lengthen the pause but is no new strike. Once the
+// key has closed again it is ignored. Probes counts the probe answers that
+// were throttles. So requests waiting behind a probe can count its attempt
+// as theirs (see [Transport]).
 //
 // The zero keyThrottle is a key that was never throttled. Methods never block
 // and must be called with the owner's lock held.
@@ -55,13 +55,13 @@ type keyThrottle struct {
 }
 
 // Constants of the adaptive rate, CUBIC (Ha, Rhee, Xu: "CUBIC: a new
-// TCP-friendly high-speed TCP variant", 2008) as the AWS SDKs' adaptive
-// retry mode applies it to a client's request rate (AWS SDKs and Tools
-// Reference Guide, "Retry behavior", adaptive mode; aws-sdk-go-v2
-// aws/retry's adaptive rate limit): on a throttle the rate drops to β times
-// the rate it had, and then grows again as C·(t−K)³ + Wmax, t seconds after
-// the throttle, with Wmax the rate before it and K = ∛(Wmax·(1−β)/C), so
-// that it is back at Wmax after K seconds, slowly near it, faster beyond.
+// TCP-friendly high-speed TCP variant", 2008). The AWS SDKs' adaptive retry
+// mode applies it to a client's request rate (AWS SDKs and Tools Reference
+// Guide, "Retry behavior", adaptive mode; aws-sdk-go-v2 aws/retry's
+// adaptive rate limit). On a throttle the rate drops to β times the rate it
+// had. It then grows again as C·(t−K)³ + Wmax, t seconds after the
+// throttle. Wmax is the rate before it, and K = ∛(Wmax·(1−β)/C). So it is
+// back at Wmax after K seconds, slowly near it, faster beyond.
 const (
 	cubicBeta = 0.7
 	cubicC    = 0.4
@@ -96,9 +96,10 @@ func (a *adaptiveRate) rate(now int64) (float64, bool) {
 	return max(r, min(adaptiveFloor, a.ceil)), true
 }
 
-// cut lowers the rate at now, after a throttle without a hint of a key
-// whose configured limit spaces requests interval nanoseconds apart: to β
-// times its rate now (the configured one if it was not adapting).
+// cut lowers the rate at now, after a throttle without a hint. The key's
+// configured limit spaces requests interval nanoseconds apart. The rate
+// drops to β times its rate now (the configured one if it was not
+// adapting).
 func (a *adaptiveRate) cut(now, interval int64) {
 	ceil := 1e9 / float64(max(interval, 1))
 	cur, ok := a.rate(now)
@@ -120,11 +121,12 @@ func (a *adaptiveRate) interval(now int64) int64 {
 }
 
 // quotaPace is the pace a key keeps after the server's quota headers said
-// how many requests remain before the quota resets (see keyThrottle.learn): the
-// remainder spread over the time to the reset, so that the key never runs
-// dry before it. It is the throttle engine's, so that the Transport, [Keyed]
-// and every other owner apply it the same way; a key's configured limit
-// applies as well, so a pace never lets requests go faster than the limit.
+// how many requests remain before the quota resets (see keyThrottle.learn).
+// It spreads the remainder over the time to the reset, so that the key
+// never runs dry before it. It is the throttle engine's, so that the
+// Transport, [Keyed] and every other owner apply it the same way. A key's
+// configured limit applies as well, so a pace never lets requests go
+// faster than the limit.
 type quotaPace struct {
 	interval int64  // spacing between requests; 0: no pace
 	until    int64  // end of the quota's window: past it the pace is over
@@ -139,9 +141,9 @@ type quotaPace struct {
 const quotaTolerance = int64(time.Second)
 
 // paceFrom returns the earliest instant at or after now at which the pace
-// lets a request of the key leave: now when the key has no pace or its
-// window has ended (the quota is whole again then, and the next answer
-// tells the new pace).
+// lets a request of the key leave. It is now when the key has no pace, or
+// its window has ended. The quota is whole again then, and the next answer
+// tells the new pace.
 func (t *keyThrottle) paceFrom(now int64) int64 {
 	i, _ := t.paceAt(now)
 	if i == 0 {
@@ -150,9 +152,10 @@ func (t *keyThrottle) paceFrom(now int64) int64 {
 	return max(now, satAdd(t.pace.last, i))
 }
 
-// paceAt returns the spacing the key keeps at now beyond its limit: the
-// slower of its quota pace (while its window lasts) and its adaptive rate,
-// and whether it is the adaptive rate; 0 when neither applies.
+// paceAt returns the spacing the key keeps at now beyond its limit. It is
+// the slower of its quota pace (while its window lasts) and its adaptive
+// rate. It also reports whether that is the adaptive rate. It is 0 when
+// neither applies.
 func (t *keyThrottle) paceAt(now int64) (interval int64, adaptive bool) {
 	if p := &t.pace; p.interval > 0 && p.until > now {
 		interval = p.interval
@@ -168,17 +171,18 @@ func (t *keyThrottle) paced(at int64) { t.pace.last = max(t.pace.last, at) }
 
 // learn records, at now, the server's word that remaining requests may go
 // in the next reset nanoseconds (reset > 0) of the quota named bucket. It
-// returns pause: the quota is spent (remaining 0) and the key must pause
-// for reset, after which the quota is whole again and the pace is over.
-// Otherwise the key's requests are spaced reset/(remaining+1) apart, so
-// that the last of them leaves before the reset, never at it.
+// returns pause when the quota is spent (remaining 0). The key must then
+// pause for reset, after which the quota is whole again and the pace is
+// over. Otherwise the key's requests are spaced reset/(remaining+1) apart.
+// So the last of them leaves before the reset, never at it.
 //
 // An answer is old news, and ignored, when it contradicts the pace learnt
-// for the same quota (same bucket) in a window that has not ended: a reset
-// that jumps backwards (more than quotaTolerance before the known one), or
-// a remaining count that grows within the same window (an answer to an
-// earlier request, overtaken). An answer for another bucket replaces the
-// pace only when it is slower, since both quotas hold.
+// for the same quota (same bucket) in a window that has not ended. One
+// kind is a reset that jumps backwards (more than quotaTolerance before the
+// known one). Another is a remaining count that grows within the same
+// window (an answer to an earlier request, overtaken). An answer for
+// another bucket replaces the pace only when it is slower, since both
+// quotas hold.
 func (t *keyThrottle) learn(now, remaining, reset int64, bucket string) (pause bool) {
 	p := &t.pace
 	until := satAdd(now, reset)
@@ -241,10 +245,10 @@ func (t *keyThrottle) admit(now int64) admission {
 func (t *keyThrottle) holds(n uint32) bool { return n != 0 && t.probing && n == t.lease }
 
 // throttled records, at now, a throttle of a request that left under
-// generation gen (probe: the probe role it held, 0 for none), pausing the key for d
-// (> 0; the caller applies the floor and the cap). The pause is only ever
-// extended. It reports whether the pause was set or extended, in which case
-// bookings held behind the old state must be given back.
+// generation gen (probe: the probe role it held, 0 for none). It pauses
+// the key for d (> 0; the caller applies the floor and the cap). The pause
+// is only ever extended. It reports whether the pause was set or extended.
+// If so, bookings held behind the old state must be given back.
 func (t *keyThrottle) throttled(now, d int64, gen, probe uint32) (paused bool) {
 	if gen == t.gen {
 		t.strikes++
@@ -291,7 +295,7 @@ func (t *keyThrottle) answered(now int64, probe uint32) {
 }
 
 // released gives back the probe role probe of a request that ended
-// without an answer, so that the next request to ask probes; it does
+// without an answer, so that the next request to ask probes. It does
 // nothing when the role has passed on since.
 func (t *keyThrottle) released(probe uint32) {
 	if t.holds(probe) {
@@ -299,11 +303,11 @@ func (t *keyThrottle) released(probe uint32) {
 	}
 }
 
-// forgettable reports whether t may be dropped at now, even though it may
-// be half-open (a waiter would have taken the probe), once no probe is in
-// flight, it is not adapting, its pace's window has ended and its margin
-// may be forgotten: a plain pause
-// once it has ended, a throttle once its pause ended staleAfter ago, so that an
+// forgettable reports whether t may be dropped at now. It may be dropped
+// even when half-open (a waiter would have taken the probe). It needs no
+// probe in flight, no adapting, its pace's window ended and a margin that
+// may be forgotten. A plain pause may be dropped once it has ended. A
+// throttle may be dropped once its pause ended staleAfter ago. So an
 // answer to a request sent before the pause, arriving late, is still known
 // as old news.
 func (t *keyThrottle) forgettable(now int64) bool {

@@ -35,123 +35,31 @@ const DefaultMaxWait = 5 * time.Minute
 // default per host), honours the server's throttling answers and retries
 // what is safe to retry.
 //
-// For each request it computes the key, waits out the key's cooldown (set by
-// an earlier throttle of that key, a 429, or a 503 or 403 with a delay: see
-// [Throttled]), waits for the key's limiter, sends the
-// request through Base and classifies the outcome. A retryable outcome is
-// retried after the delay the server asked for (Retry-After and the reset
-// headers), or else after a capped exponential backoff with jitter; the
-// retry passes through the cooldown and the limiter again. A throttling
-// answer (see [Throttled]) pauses the whole key: new and waiting
-// requests of the key wait out the pause too, and consecutive throttles
-// without a delay lengthen it. When the pause ends, one request of the key
-// leaves first, as a probe (the half-open state of a circuit breaker): the
-// others, waiting or new, hold until it has an answer. If the answer is not
-// a throttle, they all leave, paced only by the key's limiter (set a limit
-// in Limits, or a Limiter, to pace them); if it is, the key pauses again and
-// they wait for the next probe. A probe's throttled answer counts as an
-// attempt of every request waiting behind it (it would have met the same
-// answer), so a caller's latency against a host that keeps throttling is
-// bounded by its own Retry.MaxAttempts: a request whose attempts are spent that
-// way ends with an [*AttemptsError] matching [ErrThrottled], having sent
-// nothing more. A probe that ends without an answer (its context ended, a
-// transport error) passes the role to another waiting request at once. A
-// probe holds its role until it ends, however slow the server.
-// Waiting for a probe counts toward MaxWait and the context's deadline: a
-// request still waiting when either is reached fails then with the errors
-// below, nothing sent. The pause, the probe and the key's limit are the
-// Limiter's (see [throttle.Limiter]; by default a [Keyed] per entry of
-// Limits, and one without a limit for the keys no limit paces).
+// For each request it computes the key and waits out the key's pause. Then
+// it waits for the key's limiter, sends the request through Base and
+// classifies the answer. A throttle (see [Throttled]) pauses the whole key.
+// When the pause ends, one request leaves first as a probe. The others wait
+// for its answer. A retry waits for the server's delay, or else a capped
+// backoff with jitter. Each retry passes the pause and the limiter again.
+// The pause, the probe and the limit are the Limiter's ([throttle.Limiter]).
 //
-// Package batch's HTTP waits out a key's pause in its own line, so its
-// requests are not held in RoundTrip. For them a throttled answer comes
-// back unretried, and a request of a paused key fails at once, nothing
-// sent, with a [*WaitError] matching ErrThrottled that holds the rest of
-// the pause. Waits up to retry.MinThrottlePause are slept as before. The refusal
-// needs a [Keyed] as the key's Limiter (Limits, or none, gives one).
+// Quota headers pace a key too, but only ever slow it down. A 429 without
+// a delay lowers a paced key's rate instead of pausing it long. A slot
+// counts from when its request was written to the wire, plus a margin
+// learnt per key. docs/pacing.md describes each mechanism.
 //
-// # Quota headers
+// RoundTrip keeps the [http.RoundTripper] contract. It never modifies the
+// caller's request. It closes the request body on every path. It returns
+// a response or an error, never both. When retries run out on a status,
+// the last response comes back as it came, body unread, with a nil error.
+// A wait that would outlast the context's deadline fails at once with
+// [ErrWaitExceedsDeadline]. The package documentation lists the errors.
 //
-// Every response's quota headers are read (the IETF RateLimit and
-// RateLimit-Policy fields, RateLimit-* and X-RateLimit-* with GitHub's epoch
-// or a delta reset, Discord's X-RateLimit-Reset-After and bucket, OpenAI's
-// x-ratelimit-*-requests and -tokens, Anthropic's anthropic-ratelimit-*,
-// Shopify's X-Shopify-Shop-Api-Call-Limit; the tightest wins), and the
-// key's requests are paced by them, also for keys no limit paces: what
-// remains is spread over the time to the reset (capped at MaxRetryAfter),
-// so that the key never runs dry, and a spent quota pauses the key until
-// the reset (GitHub answers that with a 403). The configured limit still
-// holds: a quota only ever slows a key down. This pacing lives in the
-// Transport's own [Keyed] stores (Limits, or none); a Limiter of your own
-// is not told of quotas.
-//
-// # Adaptive rate
-//
-// A 429 that names no delay and no quota, of a key paced by a configured
-// limit (Limits, or a [Keyed] as Limiter), lowers that key's rate instead
-// of pausing it for long: the key pauses for retry.MinThrottlePause, its probe
-// goes, and its requests then leave at 0.7 times the rate they had, which
-// grows back along CUBIC's curve C·(t−K)³ + Wmax (C 0.4, K the seconds
-// until it is back at the old rate) until it reaches the configured limit
-// again; a throttle while adapting cuts it again, down to a floor of 0.5
-// a second. These are the constants and the curve of the AWS SDKs'
-// adaptive retry mode (AWS SDKs and Tools Reference Guide, "Retry
-// behavior"; aws-sdk-go-v2 aws/retry), applied per key, between the floor
-// and the configured limit; throttles of requests already in flight when
-// the rate was cut count once. A probe throttled again pauses the key as a
-// second consecutive throttle of a key without a limit does (the brief
-// pause was the first): retry.DefaultThrottlePause doubled, 10 s, and doubling
-// again with each further one. With a retry.Policy.NewBackOff schedule,
-// even the first such 429 pauses the key, for that schedule's next wait
-// (at least retry.DefaultThrottleBackoffInitial), and lowers its rate as well.
-// Against a server whose token bucket allows 20 a second (burst 5), a client
-// configured at 40 a second met a 429 in 2.2% of its calls after the first
-// 10 s and did 20.0 calls a second (bench/, scenario adaptive-2x).
-//
-// # Spacing
-//
-// When a key's limit binds (a token bucket has no unit left, or the limit
-// is a window, where every request counts against a later one), the
-// Transport tells the Limiter when each request was actually written to the
-// connection (net/http/httptrace's WroteRequest), and a request that left
-// later than its slot pushes the key's later slots back by as much, plus
-// a margin for the server's own clock and scheduling, so that no two
-// requests reach the server closer than the limit allows even when one of
-// them waited for a new connection. The margin starts at 1.5 ms (a 64th of
-// the limit's interval, if that is shorter) and learns each key's server:
-// a 429 or 503 of a request that left at its slot doubles it, up to a 20th
-// of the interval, instead of lowering the rate; 128 answers in a row
-// without one halve it again. A request answered later than the key's
-// quickest recent answers counts as leaving that much later, up to the
-// same 20th: a server that got to it late may have counted it late. The
-// last stretch of a paced wait yields instead of sleeping on a timer,
-// since Go's timers wake up to a millisecond late.
-//
-// # Contract
-//
-// RoundTrip follows the [http.RoundTripper] contract: it never modifies the
-// caller's request (attempts send copies, with the body rewound), it
-// closes the request body on every path, and it returns either a response
-// or an error, never both. When retries run out on a status, the last
-// response is returned as it came, body unread, with a nil error (or, with
-// ErrorOnGiveUp, inside an [*AttemptsError]); when they
-// run out on a transport error, the error is an [*AttemptsError] that
-// unwraps to the last error. When the first attempt cannot go (its wait is
-// refused or cut short), nothing is sent and the error is the limiter's,
-// a [*WaitError] from pace's own limiters. A request net/http's Transport
-// would refuse before dialling (a nil URL or Header, an http or https URL
-// without a host) is refused at once, unpaced and unsent, with an error
-// that is no [*AttemptsError]. Waits are cut short by the
-// request's context: a wait that would outlast the context's deadline fails
-// at once with an error matching [ErrWaitExceedsDeadline] and
-// context.DeadlineExceeded. The package documentation lists the errors.
-//
-// The zero Transport is ready to use: no pacing, retry.DefaultMaxAttempts attempts,
-// the default retry policy. Its fields must not be changed after first use,
-// and a Transport must not be copied after first use. A Transport is safe
-// for concurrent use by multiple goroutines. Invalid settings are reported
-// by [Transport.Validate] and, as an error matching [ErrInvalidConfig], by
-// every RoundTrip.
+// The zero Transport is ready to use: no pacing, the default retry policy.
+// Do not change its fields, or copy it, after first use. It is safe for
+// concurrent use by multiple goroutines. [Transport.Validate] and every
+// RoundTrip report invalid settings with an error matching
+// [ErrInvalidConfig].
 type Transport struct {
 	// Base sends each attempt. If nil, a clone of http.DefaultTransport is
 	// used, made once and shared by all Transports. It pings an HTTP/2
@@ -169,29 +77,28 @@ type Transport struct {
 	Limits Hosts
 
 	// Key returns the key a request's pacing state, cooldown and retry
-	// budget are kept under, for example the value of an API-key header,
-	// so that each credential has its own bucket. If nil, or if it returns
-	// "", the key is the request's host as [Hosts] matches it (URL.Host in
-	// lower case, without a trailing dot or a port 80 or 443, an IPv6
-	// literal in canonical text, a Unicode name in punycode). The
-	// Limit applied is still chosen by host from Limits.
+	// budget are kept under. An example is the value of an API-key header, so
+	// that each credential has its own bucket. If nil, or if it returns "",
+	// the key is the request's host as [Hosts] matches it. That is URL.Host in
+	// lower case, without a trailing dot or a port 80 or 443, an IPv6 literal
+	// in canonical text, a Unicode name in punycode. The Limit applied is
+	// still chosen by host from Limits.
 	//
-	// A key Key returns may be a secret, so the Transport never shows it:
-	// in Logger records and in the text of its errors ([*WaitError], and
-	// the [*AttemptsError] that holds one) it is "key~" and the first 12
-	// hexadecimal digits of the key's SHA-256 (compute it to find your
-	// key's lines); a host key is shown as it is (a host longer than 259
-	// bytes is fingerprinted too). The fields that hand the key to your
-	// code hold it whole: [WaitError].Key, [Event].Key, [Stats].Key.
+	// A key Key returns may be a secret, so the Transport never shows it. In
+	// Logger records and in the text of its errors ([*WaitError], and the
+	// [*AttemptsError] that holds one) it is "key~" and the first 12
+	// hexadecimal digits of the key's SHA-256. Compute it to find your key's
+	// lines. A host key is shown as it is; a host longer than 259 bytes is
+	// fingerprinted too. The fields that hand the key to your code hold it
+	// whole: [WaitError].Key, [Event].Key, [Stats].Key.
 	Key func(*http.Request) string
 
 	// Limiter, if non-nil, paces every request instead of Limits, under the
-	// request's key; for example a [Keyed] shared by several Transports, or
-	// a limiter whose state is shared across processes (package redislimit).
-	// It must be safe for concurrent use; package throttle says what it
-	// must do. Every Limiter hears what the Transport learns through
-	// throttle.Outcome: the server's quota and the adaptive cut (see
-	// "Quota headers" and "Adaptive rate" above).
+	// request's key. It may be a [Keyed] shared by several Transports, or a
+	// limiter whose state is shared across processes (package redislimit). It
+	// must be safe for concurrent use; package throttle says what it must do.
+	// Every Limiter hears what the Transport learns through throttle.Outcome:
+	// the server's quota and the adaptive cut (docs/pacing.md).
 	Limiter throttle.Limiter
 
 	// MaxWait is the longest a request may wait for its key's cooldown and
@@ -204,65 +111,67 @@ type Transport struct {
 	// pauses are capped at it.
 	MaxWait time.Duration
 
-	// MaxRetryAfter bounds every wait between attempts and every pause of
-	// a key. A server delay (Retry-After or a reset header) above it is not
-	// slept: the response is returned to the caller at once, unretried, and
-	// OnEvent is told why ([retry.ReasonDelayTooLong]); its key is paused for
-	// MaxRetryAfter, not for the delay asked, so that no answer, however
-	// large or malformed its delay, can make the key's requests wait, or
-	// fail with [ErrWaitTooLong], for longer. The waits the Transport
-	// chooses itself are capped at it too: backoff waits, and the pause after
-	// a 429 without a delay (then shorter than retry.DefaultThrottlePause, or than
-	// a second, when MaxRetryAfter is). Zero means DefaultMaxRetryAfter
-	// (five minutes); a negative MaxRetryAfter is refused (Validate,
-	// RoundTrip) with a [*ConfigError].
+	// MaxRetryAfter bounds every wait between attempts and every pause of a
+	// key. A server delay (Retry-After or a reset header) above it is not
+	// slept. The response is returned to the caller at once, unretried, and
+	// OnEvent is told why ([retry.ReasonDelayTooLong]). Its key is paused for
+	// MaxRetryAfter, not for the delay asked. So no answer, however large or
+	// malformed its delay, can make the key's requests wait longer, or fail
+	// with [ErrWaitTooLong]. The waits the Transport chooses itself are capped
+	// at it too: backoff waits, and the pause after a 429 without a delay. That
+	// pause is then shorter than retry.DefaultThrottlePause, or than a second, when
+	// MaxRetryAfter is. Zero means DefaultMaxRetryAfter (five minutes). A
+	// negative MaxRetryAfter is refused (Validate, RoundTrip) with a
+	// [*ConfigError].
 	MaxRetryAfter time.Duration
 
-	// Retry is the retry configuration: how many attempts a request gets
-	// (MaxAttempts), which statuses and transport errors are retried, which
-	// requests are safe to send again (methods, Idempotency-Key), the
-	// backoff schedule and its jitter, the per-key retry budget, and the
-	// Decide hook; see [retry.Policy]. Its zero value is the default. A
-	// [Host] may replace its MaxAttempts and Statuses for one host. An
-	// invalid setting is reported as a [*ConfigError] whose Field starts
+	// Retry is the retry configuration; see [retry.Policy]. It holds how many
+	// attempts a request gets (MaxAttempts), and which statuses and transport
+	// errors are retried. It holds which requests are safe to send again
+	// (methods, Idempotency-Key), the backoff schedule and its jitter, the
+	// per-key retry budget, and the Decide hook. Its zero value is the
+	// default. A [Host] may replace its MaxAttempts and Statuses for one host.
+	// An invalid setting is reported as a [*ConfigError] whose Field starts
 	// with "Retry.", such as "Retry.Statuses".
 	Retry retry.Policy
 
-	// MaxBufferedBody is the largest request body, in bytes, that is read
-	// into memory so that it can be sent again, when the request has no
-	// GetBody (which net/http then also uses to replay it, for example after
-	// an HTTP/2 GOAWAY). A longer body is sent once, complete, and never
-	// retried. Zero means DefaultMaxBufferedBody (1 MiB); a negative value
-	// means never buffer: such bodies are always sent once.
+	// MaxBufferedBody is the largest request body, in bytes, that is read into
+	// memory so that it can be sent again. It applies when the request has no
+	// GetBody, which net/http also uses to replay it (after an HTTP/2 GOAWAY,
+	// say). A longer body is sent once, complete, and never retried. Zero means
+	// DefaultMaxBufferedBody (1 MiB). A negative value means never buffer: such
+	// bodies are always sent once.
 	MaxBufferedBody int64
 
 	// PrepareAttempt, if non-nil, is called before each attempt, the first
-	// included, once the attempt's waits are over, with pace's own copy of
-	// the request for that attempt (a fresh one each time, from the
-	// caller's request, the body rewound) and the attempt's number, from 1
-	// (a number counted for a key probe's throttle, see above, is skipped).
-	// It may change that copy's header and URL: re-sign the request over
-	// a timestamp (AWS SigV4 and many payment APIs reject an old one), set
-	// a bearer token refreshed after a 401 (Decide can refresh it and
-	// return true), or count attempts in a header. To sign the body, read
-	// it from req.GetBody (set whenever the request can be retried); do
-	// not read or replace req.Body. The caller's request is never
-	// modified, and changes do not carry over from one attempt to the
-	// next. If it returns an error, that attempt is not sent and RoundTrip
-	// returns the error: as it is on the first attempt, in an
-	// [*AttemptsError] on a later one. It is go-retryablehttp's
-	// PrepareRetry, called on the first attempt too. It is called from the
-	// goroutine of the request, so it must be safe for concurrent use.
+	// included, once the attempt's waits are over. It gets pace's own copy of
+	// the request for that attempt: a fresh one each time, from the caller's
+	// request, the body rewound. It gets the attempt's number, from 1. A
+	// number counted for a probe's throttled answer is skipped.
+	//
+	// It may change that copy's header and URL. It may re-sign the request
+	// over a timestamp (AWS SigV4 and many payment APIs reject an old one). It
+	// may set a bearer token refreshed after a 401 (Decide can refresh it and
+	// return true), or count attempts in a header. To sign the body, read it
+	// from req.GetBody (set whenever the request can be retried). Do not read
+	// or replace req.Body. The caller's request is never modified, and changes
+	// do not carry over from one attempt to the next.
+	//
+	// If it returns an error, that attempt is not sent and RoundTrip returns
+	// the error. It is returned as it is on the first attempt, in an
+	// [*AttemptsError] on a later one. It is go-retryablehttp's PrepareRetry,
+	// called on the first attempt too. It is called from the goroutine of the
+	// request, so it must be safe for concurrent use.
 	PrepareAttempt func(req *http.Request, attempt int) error
 
-	// ErrorOnGiveUp, if true, makes a response that could have been
-	// retried but was not (its status is retryable, or Decide said to
-	// retry it, and the attempts, the budget, MaxRetryAfter or the
-	// deadline stopped the retries) come back as an error instead: an
-	// [*AttemptsError] whose Response holds that response, for callers
+	// ErrorOnGiveUp, if true, makes a response that could have been retried
+	// but was not come back as an error instead. That is a response whose
+	// status is retryable, or that Decide said to retry, whose retries the
+	// attempts, the budget, MaxRetryAfter or the deadline stopped. The error is
+	// an [*AttemptsError] whose Response holds that response. It is for callers
 	// that treat a final 429 or 5xx as a failure (go-retryablehttp's
-	// ErrorHandler). By default (false) that response is returned with a
-	// nil error, body unread, as net/http's contract has it.
+	// ErrorHandler). By default (false) that response is returned with a nil
+	// error, body unread, as net/http's contract has it.
 	ErrorOnGiveUp bool
 
 	// OnEvent, if non-nil, is called for each wait, throttle, retry,
@@ -273,20 +182,23 @@ type Transport struct {
 
 	// Logger, if non-nil, receives the same events as debug-level records
 	// (an EventPortMismatch at warn level).
-	// Records hold no credential: a key chosen by Key is shown as a
-	// fingerprint (see Key), the URL as scheme://host/path, without its
-	// user information and query, as are URLs in error text, and request
-	// headers by name, their values "[redacted]", except for an
-	// allow-list of headers that carry no credential: Accept,
-	// Accept-Encoding, Accept-Language, Cache-Control, Content-Encoding,
-	// Content-Language, Content-Length, Content-Type, Idempotency-Key,
-	// If-Match, If-Modified-Since, If-None-Match, If-Range,
-	// If-Unmodified-Since, Pragma, Range, Traceparent, Tracestate,
-	// User-Agent, X-Correlation-Id and X-Request-Id. An allow-list, not a
-	// list of secret names: credentials travel under too many names
-	// (Authorization, Cookie, X-Api-Key, Ocp-Apim-Subscription-Key,
-	// X-Access-Key, Private-Token, …) for such a list to hold them all.
-	// A URL's path is shown unless HidePath is set.
+	//
+	// Records hold no credential. A key chosen by Key is shown as a
+	// fingerprint (see Key). The URL is shown as scheme://host/path, without
+	// its user information and query, as are URLs in error text. Request
+	// headers are shown by name, their values "[redacted]". An allow-list of
+	// headers that carry no credential keeps its values:
+	//
+	//	Accept, Accept-Encoding, Accept-Language, Cache-Control,
+	//	Content-Encoding, Content-Language, Content-Length, Content-Type,
+	//	Idempotency-Key, If-Match, If-Modified-Since, If-None-Match,
+	//	If-Range, If-Unmodified-Since, Pragma, Range, Traceparent,
+	//	Tracestate, User-Agent, X-Correlation-Id, X-Request-Id
+	//
+	// It is an allow-list, not a list of secret names. Credentials travel
+	// under too many names for such a list to hold them all (Authorization,
+	// Cookie, X-Api-Key, Ocp-Apim-Subscription-Key, X-Access-Key,
+	// Private-Token, …). A URL's path is shown unless HidePath is set.
 	Logger *slog.Logger
 
 	// SecretHeaders names request headers of the allow-list above whose
@@ -302,13 +214,13 @@ type Transport struct {
 	// A *url.Error from Base (a Base that wraps an http.Client) is
 	// returned, and passed in [Event].Err, cut the same way. The
 	// Transport's own error text holds no URL. By default the path is
-	// shown. Set it for APIs that put a secret in the path: the Telegram
-	// Bot API (/bot<token>/method), webhooks (Slack's
-	// hooks.slack.com/services/T…/B…/<secret>), capability URLs, signed
-	// URLs of private objects (an S3 presigned URL's key; the signature is
-	// in the query, which is never logged). Event.Request is the caller's
-	// request, unchanged. Caveat: http.Client wraps RoundTrip's error in a
-	// *url.Error holding the whole URL; the Transport cannot change that
+	// shown. Set it for APIs that put a secret in the path. Examples are the
+	// Telegram Bot API (/bot<token>/method) and webhooks (Slack's
+	// hooks.slack.com/services/T…/B…/<secret>). Others are capability URLs,
+	// and signed URLs of private objects (an S3 presigned URL's key). The
+	// signature is in the query, which is never logged. Event.Request is the
+	// caller's request, unchanged. Caveat: http.Client wraps RoundTrip's error
+	// in a *url.Error holding the whole URL. The Transport cannot change that
 	// text. batch.HTTP cuts it (see batch.Options.HidePath).
 	HidePath bool
 
@@ -457,12 +369,13 @@ func closeIdle(rt http.RoundTripper) {
 	}
 }
 
-// defaultBase is the Base of a Transport whose Base is nil: a clone of
-// http.DefaultTransport with HTTP/2 health checks, or http.DefaultTransport
-// itself when it is no *http.Transport (a program replaced it). One is
-// shared, so that Transports share its connections as they shared
-// http.DefaultTransport's. The ping settings are those Kubernetes' client-go
-// chose for silently dropped connections (kubernetes/kubernetes#95981).
+// defaultBase is the Base of a Transport whose Base is nil. It is a clone
+// of http.DefaultTransport with HTTP/2 health checks. It is
+// http.DefaultTransport itself when that is no *http.Transport (a program
+// replaced it). One is shared, so that Transports share its connections as
+// they shared http.DefaultTransport's. The ping settings are those
+// Kubernetes' client-go chose for silently dropped connections
+// (kubernetes/kubernetes#95981).
 var defaultBase = sync.OnceValue(func() http.RoundTripper {
 	t, ok := http.DefaultTransport.(*http.Transport)
 	if !ok {
@@ -472,8 +385,8 @@ var defaultBase = sync.OnceValue(func() http.RoundTripper {
 })
 
 // withPings returns a clone of t that sends an HTTP/2 PING after idle
-// without a frame from the server, and closes the connection when the
-// ping has no answer within timeout. A connection that fails so fails its
+// without a frame from the server. It closes the connection when the ping
+// has no answer within timeout. A connection that fails so fails its
 // requests with a transient error, and is never reused.
 func withPings(t *http.Transport, idle, timeout time.Duration) *http.Transport {
 	c := t.Clone()
@@ -524,9 +437,9 @@ type call struct {
 }
 
 // checkRequest returns the error for a request net/http's Transport
-// refuses before sending anything (a nil URL or Header, an http or https
-// URL without a host), so that RoundTrip refuses it up front, unpaced and
-// without claiming an attempt; nil for any other.
+// refuses before sending anything: a nil URL or Header, an http or https
+// URL without a host. So RoundTrip refuses it up front, unpaced and
+// without claiming an attempt. It returns nil for any other.
 func checkRequest(req *http.Request) error {
 	switch {
 	case req.URL == nil:
@@ -717,10 +630,10 @@ func (c *call) reportNear(host string) {
 }
 
 // quota returns the server's quota as resp's headers state it (see
-// serverQuota), its Reset capped at MaxRetryAfter so that no answer can
-// pause or slow a key for longer, reading the clock into *at if it has not
-// been read (the quota counts from *at). It returns the zero Quota when
-// resp states none; a response without quota headers costs a few map
+// serverQuota). Its Reset is capped at MaxRetryAfter, so that no answer
+// can pause or slow a key for longer. It reads the clock into *at if it
+// has not been read; the quota counts from *at. It returns the zero Quota
+// when resp states none. A response without quota headers costs a few map
 // lookups.
 func (c *call) quota(resp *http.Response, at *time.Time) throttle.Quota {
 	if !quotaPresent(resp.Header) {
@@ -766,10 +679,11 @@ func giveUpReason(r retry.Reason) retry.Reason {
 }
 
 // gaveUp reports whether a call that ended for reason r, a verdict's why,
-// is a give-up, counted in Stats.GiveUps and emitted as EventGiveUp: a
-// retryable failure the Transport could have retried but did not. A call
-// allowed one attempt (Retry.MaxAttempts or Host.MaxAttempts 1) makes no retries, so running out of attempts is no
-// give-up there: under retryable.Install, for one, the retryablehttp.Client
+// is a give-up. A give-up is a retryable failure the Transport could have
+// retried but did not. It is counted in Stats.GiveUps and emitted as
+// EventGiveUp. A call allowed one attempt (Retry.MaxAttempts or
+// Host.MaxAttempts 1) makes no retries. So running out of attempts is no
+// give-up there. Under retryable.Install, for one, the retryablehttp.Client
 // makes the retries, and most of its 429s are retried and succeed.
 func (c *call) gaveUp(r retry.Reason) bool {
 	return giveUpReason(r) != "" && (r != retry.ReasonAttempts || c.maxAttempts > 1)
@@ -794,8 +708,8 @@ func (c *call) keyWith(host string) (key string, isHost bool) {
 
 // handedBack reports whether err, a Wait's ErrThrottled, hands a paused
 // key's pause back to a caller that waits it out in its own line
-// (internal/queued, Keyed.Wait): it names the pause's rest, where a probe's
-// throttled answer names none.
+// (internal/queued, Keyed.Wait). Such an error names the pause's rest; a
+// probe's throttled answer names none.
 func handedBack(err error) bool {
 	var we *WaitError
 	return errors.As(err, &we) && we.Delay > 0
@@ -803,8 +717,8 @@ func handedBack(err error) bool {
 
 // admit waits for the key's limiter before *attempt, for at most maxWait
 // in all. A throttled answer to the key's probe, while the request waited
-// behind it, counts as the request's own attempt (it would have met the
-// same throttle): *attempt moves on, and when the attempts are spent the
+// behind it, counts as the request's own attempt. It would have met the
+// same throttle. So *attempt moves on. When the attempts are spent, the
 // request ends with an *AttemptsError wrapping the limiter's error
 // (ErrThrottled), having sent nothing more. lastStatus is the status of the
 // request's own last attempt. The Permit is stored in *p, also with an
@@ -850,12 +764,12 @@ func (c *call) admit(attempt *int, lastStatus int, p *throttle.Permit) error {
 	}
 }
 
-// request returns the request to send for attempt, admitted by p: a fresh
-// copy with the body rewound for a retry (and for the first attempt too
-// when PrepareAttempt is set, which then changes it), and, when p asks for
-// it, a net/http/httptrace hook that tells the limiter the instant the
-// request is written. When PrepareAttempt fails, the attempt's body is
-// closed and its error returned.
+// request returns the request to send for attempt, admitted by p. For a
+// retry it is a fresh copy with the body rewound. So is the first attempt
+// when PrepareAttempt is set, which then changes it. When p asks for it, a
+// net/http/httptrace hook tells the limiter the instant the request is
+// written. When PrepareAttempt fails, the attempt's body is closed and its
+// error returned.
 func (c *call) request(attempt int, pp *throttle.Permit) (*http.Request, error) {
 	out := c.send
 	if attempt > 1 {
@@ -884,10 +798,10 @@ func (c *call) request(attempt int, pp *throttle.Permit) (*http.Request, error) 
 }
 
 // decide settles the attempt that ended with resp or err, admitted by a
-// Permit with the given Strikes: it charges or refunds the key's retry
-// budget, stores the retry decision (retrydecide.Executor.Decide) in *v, and
-// returns the instant it was made. On the success path it leaves *v alone
-// (the zero verdict) and returns the zero Time, reading no clock.
+// Permit with the given Strikes. It charges or refunds the key's retry
+// budget. It stores the retry decision (retrydecide.Executor.Decide) in *v,
+// and returns the instant it was made. On the success path it leaves *v
+// alone (the zero verdict) and returns the zero Time, reading no clock.
 func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *http.Response, err error, v *retrydecide.Verdict) time.Time {
 	again, why, hook := c.policy.Check(out, resp, err, attempt)
 	status := statusOf(resp)
@@ -926,9 +840,9 @@ func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *
 }
 
 // giveUpResponse returns resp, or nil, for an [*AttemptsError] when
-// ErrorOnGiveUp is set: its body replaced by a copy of its first 4 KiB
-// (bodyprefix.Max) and the original drained and closed, so that the error
-// holds no connection; ContentLength is the copy's length. Without
+// ErrorOnGiveUp is set. Its body is replaced by a copy of its first 4 KiB
+// (bodyprefix.Max), and the original is drained and closed. So the error
+// holds no connection. ContentLength is the copy's length. Without
 // ErrorOnGiveUp it drains and closes resp's body and returns nil.
 func (c *call) giveUpResponse(resp *http.Response) *http.Response {
 	if resp == nil || !c.s.errorOnGiveUp {

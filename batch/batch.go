@@ -13,44 +13,54 @@ import (
 )
 
 // Run calls fn for each item, once per attempt, with at most
-// opts.Concurrency calls in flight, and returns a [Report] that accounts for
+// opts.Concurrency calls in flight. It returns a [Report] that accounts for
 // every item in input order.
 //
-// fn's error decides the item's fate: nil is success; an error matching
-// [ErrThrottled] pauses the attempt's key and makes the item try again, and
-// one matching [pace.ErrRateLimited] (a client-side refusal) makes it try
-// again after the wait the refusal names, pausing nothing (see the package
-// documentation and [ErrThrottled]); any other
-// error fails the item, unless the context had ended, which makes it
-// Interrupted. An error matching [pace.ErrInvalidConfig] (a
-// misconfigured pace.Transport, say) says the setup is wrong, not the item: Run stops dispatch as StopOnError would,
-// and the item is Interrupted, so that nothing is journaled as failed and a
-// run with the setup fixed does it. A retryable failure of an item safe to
-// send again goes back in line, to be tried later in the run within a
-// bound (see [Options.MaxRequeues]); any other failure is final: retry
-// transient errors inside fn, or in the client's Transport. fn is called
-// with a context derived from ctx, and should give up when it ends.
+// fn's error decides the item's fate:
 //
-// When ctx ends, Run starts nothing more, waits for the calls in flight to
-// return (they see the cancelled context), and returns what was done. It
-// never leaves a goroutine behind. A panic in fn is not recovered: it runs
-// on a goroutine of Run's own, so it ends the program. Separate Runs share
-// no state, so several may proceed at once, each with its own journal if
-// any.
+//   - nil is success.
+//   - An error matching [ErrThrottled] pauses the attempt's key, and the
+//     item tries again.
+//   - An error matching [pace.ErrRateLimited] (a client-side refusal) makes
+//     the item try again after the wait the refusal names. It pauses
+//     nothing (see [ErrThrottled]).
+//   - An error matching [pace.ErrInvalidConfig] (a misconfigured
+//     pace.Transport, say) says the setup is wrong, not the item. Run stops
+//     dispatch as StopOnError would, and the item is Interrupted. So nothing
+//     is journaled as failed, and a run with the setup fixed does it.
+//   - Any other error fails the item, unless the context had ended, which
+//     makes it Interrupted.
+//
+// A retryable failure of an item safe to send again goes back in line. It
+// is tried later in the run, within a bound (see [Options.MaxRequeues]).
+// Any other failure is final: retry transient errors inside fn, or in the
+// client's Transport. fn is called with a context derived from ctx, and
+// should give up when it ends.
+//
+// When ctx ends, Run starts nothing more. It waits for the calls in flight
+// to return (they see the cancelled context), and returns what was done.
+// It never leaves a goroutine behind. A panic in fn is not recovered: it
+// runs on a goroutine of Run's own, so it ends the program. Separate Runs
+// share no state, so several may proceed at once, each with its own
+// journal if any.
 //
 // With a journal, an item started by an earlier run that ended before the
-// item finished is in doubt: Run does it again only when that is safe, and
-// otherwise reports it [InDoubt] without calling fn (see [Options.Journal]).
+// item finished is in doubt. Run does it again only when that is safe.
+// Otherwise it reports it [InDoubt] without calling fn (see
+// [Options.Journal]).
 //
-// The error is nil when every item succeeded (restored ones included), even
-// if ctx ended after the last item started, unless the journal could not
-// be written. When some did not, or the journal failed, it is an [*Error],
-// returned with the full Report. A nil fn, invalid options, two items with
-// the same ID, or a journal that cannot be opened, locked or read, or is
-// refused (another job's, see [Options.Job]), give a nil
-// Report and a [*pace.ConfigError] (matching [pace.ErrInvalidConfig]; its
-// Field names the option, such as "Rate.N", "fn" for a nil fn, or "ID" for
-// a duplicate ID) or a [*JournalError], before anything runs.
+// The error is nil when every item succeeded (restored ones included),
+// even if ctx ended after the last item started. A journal that could not
+// be written still gives an error. When some item did not succeed, or the
+// journal failed, the error is an [*Error], returned with the full Report.
+// Some setups give a nil Report and an error before anything runs:
+//
+//   - a nil fn, invalid options or two items with the same ID give a
+//     [*pace.ConfigError] (matching [pace.ErrInvalidConfig]). Its Field
+//     names the option, such as "Rate.N", "fn" for a nil fn, or "ID" for a
+//     duplicate ID.
+//   - a journal that cannot be opened, locked or read, or is refused
+//     (another job's, see [Options.Job]), gives a [*JournalError].
 func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, item T) error, opts Options) (*Report, error) {
 	if fn == nil {
 		return nil, &pace.ConfigError{Field: "fn", Reason: "the item function must not be nil (HTTP returns nil for a nil build)"}
@@ -208,11 +218,11 @@ func (r *runner[T]) restore(st *journalState) {
 	}
 }
 
-// resumeInDoubt decides the fate of item i, in doubt after an earlier run:
-// done again when it is declared idempotent or ResendInDoubt is set, or
-// when the earlier run's request was idempotent or carried an idempotency
-// key (HTTP then sends the new one only if it is the same method or key);
-// otherwise left InDoubt, not called.
+// resumeInDoubt decides the fate of item i, in doubt after an earlier run.
+// It is done again when it is declared idempotent or ResendInDoubt is set.
+// It is also done again when the earlier run's request was idempotent or
+// carried an idempotency key. HTTP then sends the new one only if it is
+// the same method or key. Otherwise it is left InDoubt, not called.
 func (r *runner[T]) resumeInDoubt(i int, s *itemState) {
 	m := &r.marks[i]
 	m.started = true // its start record is there
@@ -423,9 +433,9 @@ func (r *runner[T]) ended(a *attempt) *Result {
 	return res
 }
 
-// failed handles an attempt that failed with an answer or an error that
-// is no throttle: the item goes back in line if it may (requeue), else it
-// fails, and with StopOnError the run stops.
+// failed handles an attempt that failed with an answer or an error that is
+// no throttle. The item goes back in line if it may (requeue), else it
+// fails. With StopOnError the run stops.
 func (r *runner[T]) failed(a *attempt, res *Result, now time.Time) {
 	opened := r.gate.settle(a.state.permit, a.start, now, true, 0)
 	if r.requeue(a, now) {
@@ -482,8 +492,8 @@ func (r *runner[T]) stopJournal() bool {
 }
 
 // journalText refuses a Job or an item ID that a journal cannot hold as it
-// is: JSON turns text that is no UTF-8 into U+FFFD, another ID or job, and
-// a resumed run would do an item again. Job is bounded too.
+// is. JSON turns text that is no UTF-8 into U+FFFD, another ID or job. A
+// resumed run would then do an item again. Job is bounded too.
 func (r *runner[T]) journalText() error {
 	if !utf8.ValidString(r.opts.Job) || len(r.opts.Job) > maxJobName {
 		return &pace.ConfigError{Field: "Job", Value: r.opts.Job,
@@ -501,8 +511,8 @@ func (r *runner[T]) journalErr(err error) error {
 	return &JournalError{Path: r.opts.Journal, Err: err}
 }
 
-// throttled handles an attempt that came back throttled: its key pauses
-// (see pauseFor), and the item goes back in line; its next attempt waits
+// throttled handles an attempt that came back throttled. Its key pauses
+// (see pauseFor), and the item goes back in line. Its next attempt waits
 // at the gate until the key's probe has been answered.
 func (r *runner[T]) throttled(a *attempt, delay time.Duration, now time.Time) {
 	p := a.state.permit
@@ -519,10 +529,10 @@ func (r *runner[T]) throttled(a *attempt, delay time.Duration, now time.Time) {
 }
 
 // inLine puts the item of attempt a back in line, due when its key's pause
-// ends, d after now (see waitInLine): the gate held it back before it was
+// ends, d after now (see waitInLine). The gate held it back before it was
 // sent, so that it waits here and holds no slot. Nothing was sent, and the
 // attempt counts as none: not in Result.Attempts, Summary.Retries or
-// Throttled; an item held back before its first attempt stays Running
+// Throttled. An item held back before its first attempt stays Running
 // (started). Once dispatch has stopped it ends Interrupted.
 func (r *runner[T]) inLine(a *attempt, d time.Duration, now time.Time) {
 	r.gate.settle(a.state.permit, a.start, now, false, 0) // it admits nothing: harmless
@@ -543,10 +553,10 @@ func (r *runner[T]) inLine(a *attempt, d time.Duration, now time.Time) {
 }
 
 // refused handles an attempt that a client-side limit refused, nothing
-// sent (see throttleOf): the item goes back in line, due when the wait the
-// limit named has passed (Options.Backoff when it named none; at most
-// Options.MaxBackoff); the key's other attempts wait as long at the gate.
-// The key is not paused and its learned limit is left as it is: the
+// sent (see throttleOf). The item goes back in line, due when the wait the
+// limit named has passed. That is Options.Backoff when it named none, at
+// most Options.MaxBackoff. The key's other attempts wait as long at the
+// gate. The key is not paused and its learned limit is left as it is. The
 // refusal says nothing of the server, and the limit that refused goes on
 // pacing the item's next attempt.
 func (r *runner[T]) refused(a *attempt, delay time.Duration, now time.Time) {
@@ -559,10 +569,10 @@ func (r *runner[T]) refused(a *attempt, delay time.Duration, now time.Time) {
 }
 
 // again puts the item of attempt a, throttled or refused at now, back in
-// line to go again after wait: a throttled one at once, to wait for its
-// key's pause at the gate, a refused one when wait has passed. An item
-// whose wait would outlast the context's deadline ends instead (see
-// outlasted), and so does every item once dispatch has stopped.
+// line to go again after wait. A throttled one goes at once, to wait for
+// its key's pause at the gate. A refused one goes when wait has passed. An
+// item whose wait would outlast the context's deadline ends instead (see
+// outlasted). So does every item once dispatch has stopped.
 func (r *runner[T]) again(a *attempt, wait time.Duration, refused bool, now time.Time) {
 	switch {
 	case r.stopped:
@@ -578,10 +588,10 @@ func (r *runner[T]) again(a *attempt, wait time.Duration, refused bool, now time
 
 // outlasted ends the item of attempt a, throttled or refused, whose next
 // attempt could not start before the context's deadline (it would wait d
-// from now): the item is Interrupted, not journaled, so that a resumed run
+// from now). The item is Interrupted, not journaled, so that a resumed run
 // does it. Under a key of its own (the key of an [HTTP] request) only the
-// item ends, and the other keys go on (the key's other attempts meet the
-// same wait at the gate, and end likewise); under the run's key, which
+// item ends, and the other keys go on. The key's other attempts meet the
+// same wait at the gate, and end likewise. Under the run's key, which
 // every attempt of another item function shares, the run ends.
 func (r *runner[T]) outlasted(a *attempt, d time.Duration, now time.Time) {
 	r.settle(&r.results[a.idx], Interrupted, now)
@@ -624,9 +634,9 @@ func (r *runner[T]) record(a *attempt, kind eventKind, now time.Time) {
 	r.tl.record(a.state.permit.Key, a.state.host, a.state.tr, kind, now)
 }
 
-// recordSent adds attempt a's departure to the timeline when no request
-// of HTTP reported it: an attempt of another item function left when the
-// gate let it through; one of HTTP whose Transport reports no departures
+// recordSent adds attempt a's departure to the timeline when no request of
+// HTTP reported it. An attempt of another item function left when the gate
+// let it through. An attempt of HTTP whose Transport reports no departures
 // (no net/http underneath) left when it entered its key, if answered.
 func (r *runner[T]) recordSent(a *attempt) {
 	switch st := &a.state; {

@@ -12,18 +12,18 @@ import (
 	"github.com/pacehttp/pace/throttle"
 )
 
-// maxLearnedKeys bounds the keys whose learned limit a run remembers; past
-// it the learned limits are forgotten and learned again, so that a run over
-// many hosts cannot grow memory without bound.
+// maxLearnedKeys bounds the keys whose learned limit a run remembers. Past
+// it the learned limits are forgotten and learned again. So a run over many
+// hosts cannot grow memory without bound.
 const maxLearnedKeys = 4096
 
-// gate holds a run's throttles per key: pace's throttle engine (a
+// gate holds a run's throttles per key. It holds pace's throttle engine: a
 // [pace.Keyed] with no limit, which pauses a key, sends one probe when the
-// pause ends and holds the key's other attempts until the probe's answer),
-// and the limit learned per key from its throttles (see learner). Every
-// attempt passes it before it is sent: an attempt of the function Run was
-// given under the run's own key "", and an attempt of [HTTP] also under its
-// request's key (gateKey). Safe for concurrent use.
+// pause ends, and holds the key's other attempts until the probe's answer.
+// It holds the limit learned per key from its throttles (see learner).
+// Every attempt passes it before it is sent. An attempt of the function Run
+// was given passes under the run's own key "". An attempt of [HTTP] also
+// passes under its request's key (gateKey). Safe for concurrent use.
 type gate struct {
 	engine *pace.Keyed
 
@@ -69,21 +69,29 @@ func (g *gate) info(key string) *keyInfo {
 
 // pass waits until an attempt of key may be sent, and returns its Permit,
 // to be settled once. With inLine (an attempt of [HTTP]), an attempt of a
-// paused key does not wait for the pause: it is refused at once (see
-// waitInLine), booking nothing. The waits, in order: the key's learned
-// limit and the end of its latest client-side refusal (see refused), then the
-// run's ceiling on starts (ceiling, Options.Rate; nil: none), which both
-// book the start, the ceiling last of the two because its promise is exact;
-// then the key's throttle, last, so that nothing of a paused key leaves: its pause, and if another attempt is its probe, that
-// probe's answer (a throttled answer sends it back to wait for the next
-// pause). An attempt that had to wait for the throttle and is not the probe
-// takes the ceiling and the learned limit again before it goes, so that the
-// attempts a probe's answer releases together still leave at the allowed
-// rate (a start may then be counted twice, never zero times). With took,
-// the attempt has already taken the ceiling for this start. It returns a
-// *pace.WaitError wrapping ctx.Err() when ctx ends first, or matching
-// pace.ErrWaitExceedsDeadline when a wait would outlast ctx's deadline,
-// with a Permit of key that admits nothing (settling it is harmless).
+// paused key does not wait for the pause. It is refused at once (see
+// waitInLine), booking nothing.
+//
+// The waits, in order:
+//
+//   - the key's learned limit, and the end of its latest client-side
+//     refusal (see refused);
+//   - the run's ceiling on starts (ceiling, Options.Rate; nil: none). Both
+//     book the start, the ceiling last because its promise is exact.
+//   - the key's throttle, last, so that nothing of a paused key leaves: its
+//     pause, and if another attempt is its probe, that probe's answer. A
+//     throttled answer sends it back to wait for the next pause.
+//
+// An attempt that had to wait for the throttle and is not the probe takes
+// the ceiling and the learned limit again before it goes. So the attempts
+// a probe's answer releases together still leave at the allowed rate. A
+// start may then be counted twice, never zero times. With took, the
+// attempt has already taken the ceiling for this start.
+//
+// It returns a *pace.WaitError wrapping ctx.Err() when ctx ends first. It
+// returns one matching pace.ErrWaitExceedsDeadline when a wait would
+// outlast ctx's deadline. Either comes with a Permit of key that admits
+// nothing (settling it is harmless).
 func (g *gate) pass(ctx context.Context, key string, ceiling *pace.Shaper, took, inLine bool) (throttle.Permit, error) {
 	for ; ; took = false {
 		if inLine {
@@ -113,11 +121,12 @@ func (g *gate) pass(ctx context.Context, key string, ceiling *pace.Shaper, took,
 	}
 }
 
-// learned waits until key's learned limit allows a start, and the wait a
-// client-side limit named when it last refused an attempt of the key has
-// passed, and records the start. A wait that would outlast ctx's deadline
-// fails at once, as pace's limiters fail it, with a *pace.WaitError
-// matching pace.ErrWaitExceedsDeadline and context.DeadlineExceeded.
+// learned waits until key's learned limit allows a start, and records the
+// start. It also waits until the wait a client-side limit named, when it
+// last refused an attempt of the key, has passed. A wait that would
+// outlast ctx's deadline fails at once, as pace's limiters fail it. Its
+// error is a *pace.WaitError matching pace.ErrWaitExceedsDeadline and
+// context.DeadlineExceeded.
 func (g *gate) learned(ctx context.Context, key string) error {
 	for {
 		now := time.Now()
@@ -144,15 +153,14 @@ func (g *gate) learned(ctx context.Context, key string) error {
 }
 
 // settle records at now how the attempt admitted by p, which started at
-// start, ended: a throttle pauses its key for pause (> 0), an answer
-// (answered) closes the key if p was its probe and extends the key's
-// streak of accepted starts, and an attempt that got no answer hands a
-// probe's role on. It reports whether the key changed state: a throttle
-// paused a key that was open (neither paused nor waiting for its probe's
-// answer), or a probe's answer opened it again.
-// A throttle of an attempt that left before the key's latest pause is old
-// news once the key is open again (see pace's throttle engine), and changes
-// nothing.
+// start, ended. A throttle pauses its key for pause (> 0). An answer
+// (answered) closes the key if p was its probe, and extends the key's
+// streak of accepted starts. An attempt that got no answer hands a probe's
+// role on. It reports whether the key changed state. That is a throttle
+// that paused an open key (neither paused nor waiting for its probe's
+// answer), or a probe's answer that opened it again. A throttle of an
+// attempt that left before the key's latest pause is old news once the key
+// is open again (see pace's throttle engine). It changes nothing.
 func (g *gate) settle(p throttle.Permit, start, now time.Time, answered bool, pause time.Duration) bool {
 	g.engine.Settle(p, throttle.Outcome{At: now, Sent: answered || pause > 0, Response: answered || pause > 0, Pause: pause})
 	g.mu.Lock()
@@ -191,11 +199,11 @@ func (g *gate) settle(p throttle.Permit, start, now time.Time, answered bool, pa
 }
 
 // refused records at now that a client-side limit refused the attempt
-// admitted by p, nothing sent, and named a wait of delay: the key's other
-// attempts wait at the gate until it has passed (they would be refused
-// too), so that the attempts refused together do not all come back at
-// once, but the key is not paused and learns nothing (the refusal is no
-// news of the server's).
+// admitted by p, nothing sent, and named a wait of delay. The key's other
+// attempts wait at the gate until it has passed; they would be refused
+// too. So the attempts refused together do not all come back at once. The
+// key is not paused and learns nothing: the refusal is no news of the
+// server's.
 func (g *gate) refused(p throttle.Permit, now time.Time, delay time.Duration) {
 	g.engine.Settle(p, throttle.Outcome{At: now})
 	g.mu.Lock()
@@ -206,9 +214,9 @@ func (g *gate) refused(p throttle.Permit, now time.Time, delay time.Duration) {
 }
 
 // waitInLine returns the gate's refusal of an attempt of key, paused for d
-// more, so that its item waits in Run's line, not in a slot: a
+// more, so that its item waits in Run's line, not in a slot. It is a
 // *pace.WaitError wrapping errInLine, which counts as no attempt (see
-// runner.inLine); or, when the pause would outlast ctx's deadline, one
+// runner.inLine). When the pause would outlast ctx's deadline, it is one
 // matching pace.ErrWaitExceedsDeadline, a client-side refusal.
 func waitInLine(ctx context.Context, key string, d time.Duration) error {
 	if dl, ok := ctx.Deadline(); ok && time.Now().Add(d).After(dl) {

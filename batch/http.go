@@ -18,54 +18,58 @@ import (
 // HTTP returns an item function for [Run] that sends one request per item
 // through client (nil means http.DefaultClient) and checks the response.
 //
-// build makes the item's request; it should attach ctx
-// (http.NewRequestWithContext) so that cancelling the run cancels the
+// build makes the item's request. It should attach ctx
+// (http.NewRequestWithContext), so that cancelling the run cancels the
 // request. If build is nil, HTTP returns nil, which [Run] refuses with a
 // [*pace.ConfigError] for "fn" before anything runs. check judges the
 // response; nil means [CheckResponse]. The response's status is recorded
-// for [Result.Status], and its body is closed after check returns, with up
-// to 64 KiB drained first so the connection can be reused; check may read
-// the body.
+// for [Result.Status]. Its body is closed after check returns, with up to
+// 64 KiB drained first so the connection can be reused. check may read the
+// body.
 //
-// Idempotency keys: a POST or PATCH that build leaves without an
-// Idempotency-Key (or X-Idempotency-Key) header gets the item's
-// [IdempotencyKey], derived from the run's journal and the item's ID, so
-// that a server that deduplicates by key (draft-ietf-httpapi-idempotency-key-header;
-// Stripe, Adyen, PayPal) applies the item once however often it is sent,
-// within this run and the runs resumed from its journal, and so that
-// pace.Transport may retry it. To send one without a key, set the header
-// to the empty string in build: HTTP then removes it and adds none.
+// Idempotency keys: build may leave a POST or PATCH without an
+// Idempotency-Key (or X-Idempotency-Key) header. It then gets the item's
+// [IdempotencyKey], derived from the run's journal and the item's ID. A
+// server that deduplicates by key applies the item once, however often it
+// is sent (draft-ietf-httpapi-idempotency-key-header; Stripe, Adyen,
+// PayPal). That holds within this run and the runs resumed from its
+// journal. It also lets pace.Transport retry it. To send one without a key,
+// set the header to the empty string in build. HTTP then removes it and
+// adds none.
 //
 // Write-ahead: with [Options.Journal], HTTP records the request's method
-// and key in the journal just before sending it, and when the item is in
-// doubt after an earlier run it sends the request only if it is as safe to
-// send again as the recorded one (the same idempotent method, or the same
-// key); otherwise it sends nothing and the item ends [InDoubt].
+// and key in the journal just before sending it. An item may be in doubt
+// after an earlier run. HTTP then sends the request only if it is as safe
+// to send again as the recorded one: the same idempotent method, or the
+// same key. Otherwise it sends nothing and the item ends [InDoubt].
 //
 // Pacing, per-host limits and transport-level retries belong to the
-// client's Transport (pace.Transport, for one); the batch sees only the
-// final response of each attempt. A final 429 is a throttle: Run pauses the
-// request's key and probes it, as the package documentation describes. The
-// key is what client's pace.Transport keys the request by (Transport.Key,
-// or else the host as pace.Hosts matches it). Each attempt waits for its
-// key before it is sent; while the key is paused its item waits in Run's
-// line, holding no slot, and the pace.Transport hands its throttles back
-// instead of sleeping on them. With any other client Transport, a
-// pace.Transport wrapped in another too, the key is the host, and a
-// pace.Transport within sleeps as usual. An error from client.Do comes as a *url.Error, which
-// Run sees through; its URL is cut to scheme://host/path (no user
-// information, no query: they often carry credentials; no path with
-// [Options].HidePath), so that neither
-// the journal nor the Report holds them, and Op and the wrapped error are
-// kept. With pace.Transport's ErrorOnGiveUp the final answer
-// comes inside a *pace.AttemptsError: Run reads it from its Response as if
-// it had been returned (a 429 is the same throttle, a 503 the same
-// retryable failure). One matching pace.ErrRateLimited with nothing sent
-// (the Transport's limiter refused the wait, as a short MaxWait does) is a
-// client-side refusal: the item is tried again after the wait it names,
-// and the key is not paused. Any other error fails the item, or sends it
-// back in line as [Options.MaxRequeues] says. An error from build, a nil
-// request or a request with a nil URL fails the item, with nothing sent.
+// client's Transport (pace.Transport, for one). The batch sees only the
+// final response of each attempt. A final 429 is a throttle: Run pauses
+// the request's key and probes it (docs/batch.md). The key is what
+// client's pace.Transport keys the request by: Transport.Key, or else the
+// host as pace.Hosts matches it. Each attempt waits for its key before it
+// is sent. While the key is paused, its item waits in Run's line, holding
+// no slot. The pace.Transport hands its throttles back instead of sleeping
+// on them. With any other client Transport, a pace.Transport wrapped in
+// another too, the key is the host. A pace.Transport within then sleeps as
+// usual.
+//
+// An error from client.Do comes as a *url.Error, which Run sees through.
+// Its URL is cut to scheme://host/path, with no path with
+// [Options].HidePath. The user information and the query are cut, as they
+// often carry credentials. So neither the journal nor the Report holds
+// them; Op and the wrapped error are kept. With pace.Transport's
+// ErrorOnGiveUp the final answer comes inside a *pace.AttemptsError. Run
+// reads it from its Response as if it had been returned. A 429 is the same
+// throttle, a 503 the same retryable failure.
+//
+// An error matching pace.ErrRateLimited with nothing sent is a client-side
+// refusal: the Transport's limiter refused the wait, as a short MaxWait
+// does. The item is tried again after the wait it names, and the key is
+// not paused. Any other error fails the item, or sends it back in line as
+// [Options.MaxRequeues] says. An error from build, a nil request or a
+// request with a nil URL fails the item, with nothing sent.
 //
 // The returned function is safe for concurrent use if build and check are.
 func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*http.Request, error), check func(*http.Response) error) func(context.Context, T) error {
@@ -133,13 +137,12 @@ var (
 
 // CheckResponse is the default response check of [HTTP]. It accepts a 2xx
 // status. It returns a [*ThrottledError] for a throttle as [pace.Throttled]
-// defines it (a 429, or a 503 or 403 that names a delay), the same test
-// as pace.Transport's; RetryAfter holds the delay (Retry-After,
-// retry-after-ms, x-ms-retry-after-ms and the rate-limit reset headers, by
-// the same rules as pace.Transport), measured from the moment CheckResponse
-// is called. Any
-// other status gives a [*StatusError]. resp must not be nil; its body is
-// not read.
+// defines it: a 429, or a 503 or 403 that names a delay. That is the same
+// test as pace.Transport's. RetryAfter holds the delay, read by the same
+// rules as pace.Transport: Retry-After, retry-after-ms, x-ms-retry-after-ms
+// and the rate-limit reset headers. It is measured from the moment
+// CheckResponse is called. Any other status gives a [*StatusError]. resp
+// must not be nil; its body is not read.
 func CheckResponse(resp *http.Response) error {
 	code := resp.StatusCode
 	if code >= 200 && code < 300 {
@@ -157,11 +160,12 @@ func (a *attemptState) hidePath() bool {
 	return a != nil && a.item != nil && a.item.run.hidePath
 }
 
-// gateKey returns the key a request's throttles pause in a run, whether
-// it is the key of client's pace.Transport (client.Transport is one), and
-// whether it is the request's host: its Transport.Key for the request, or
-// else its host as pace.Transport keys hosts (see pace.Hosts). With any
-// other Transport it is the host, and own is false.
+// gateKey returns the key a request's throttles pause in a run. It also
+// returns whether that is the key of client's pace.Transport
+// (client.Transport is one), and whether it is the request's host. The key
+// is its Transport.Key for the request, or else its host as pace.Transport
+// keys hosts (see pace.Hosts). With any other Transport it is the host,
+// and own is false.
 func gateKey(client *http.Client, req *http.Request) (key string, own, host bool) {
 	t, ok := clientTransport(client).(*pace.Transport)
 	if ok && t.Key != nil {

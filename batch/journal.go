@@ -141,15 +141,19 @@ type itemState struct {
 
 // JournalError reports a journal ([Options].Journal) that cannot be opened,
 // locked, read or written, or is refused. [Run] returns it before anything
-// runs when the journal cannot be opened, locked or read (Err is
-// [ErrJournalLocked] when another run holds it), or is refused: another
-// job's (Err is a [*JobError]), no regular file, or over 1 GiB. It reports
-// it in [Error].Stop when a write fails during the run (which then stops
-// dispatch; the attempt whose start could not be recorded is not made). A
-// whole line that is not a valid record is corrupt, wherever it is; only
-// an unterminated last line is a torn write, dropped so that its item runs
-// again (or, if it was an item's start, so that the item is not in doubt:
-// nothing was done before its start was written).
+// runs in these cases:
+//
+//   - the journal cannot be opened, locked or read. Err is
+//     [ErrJournalLocked] when another run holds it.
+//   - it is refused: another job's (Err is a [*JobError]), no regular file,
+//     or over 1 GiB.
+//
+// Run reports it in [Error].Stop when a write fails during the run. The run
+// then stops dispatch. The attempt whose start could not be recorded is not
+// made. A whole line that is not a valid record is corrupt, wherever it is.
+// Only an unterminated last line is a torn write. It is dropped, so that
+// its item runs again. If it was an item's start, the item is then not in
+// doubt: nothing was done before its start was written.
 type JournalError struct {
 	Path string // the journal's path, Options.Journal
 	Line int    // the 1-based line that is not a valid record, or 0
@@ -174,8 +178,8 @@ func (e *JournalError) Unwrap() error { return e.Err }
 var ErrJournalLocked = errors.New("in use by another run")
 
 // errCorrupt is the Err of a JournalError for a line that is not a valid
-// record. Each record is written with its newline in one write, so a line
-// that has its newline was written whole: if it is not a record, the file
+// record. Each record is written with its newline in one write. So a line
+// that has its newline was written whole. If it is not a record, the file
 // is not a journal Run can trust.
 var errCorrupt = errors.New("not a valid journal record")
 
@@ -183,12 +187,12 @@ var errCorrupt = errors.New("not a valid journal record")
 // item, for a journal that is not this job's: see [JobError].
 var ErrOtherJob = errors.New("batch: another job's journal")
 
-// JobError reports a journal ([Options.Journal]) that is not this job's:
-// it names another job ([Options.Job]), it holds under one of this run's
-// item IDs another item (one of another fingerprint, see Options.Job), or
+// JobError reports a journal ([Options.Journal]) that is not this job's.
+// It names another job ([Options.Job]). Or it holds another item under one
+// of this run's item IDs: one of another fingerprint, see Options.Job. Or
 // its format version records no job. [Run] returns it inside a
-// [*JournalError] before doing any item, and leaves the file as it is.
-// It matches [ErrOtherJob].
+// [*JournalError] before doing any item, and leaves the file as it is. It
+// matches [ErrOtherJob].
 type JobError struct {
 	Journal string // the job the journal names
 	Job     string // this run's Options.Job
@@ -227,14 +231,13 @@ var errTooLarge = fmt.Errorf("larger than %d bytes", maxJournalSize)
 var errNewerJournal = fmt.Errorf("journal format newer than version %d", journalVersion)
 
 // openJournal opens or creates the journal of job at path, locks it (see
-// lockJournal), and returns it with what it holds. It refuses a path that
-// is not a regular file and a file of more than maxJournalSize bytes
-// before reading it, and another job's journal (a *JobError: by its
-// header, or by items, which returns the *JobError of an item that is not
-// this job's) before changing it. A
-// torn tail (a last line without its newline) is cut off, so that new
-// records start on a line of their own. A new journal gets a header, with
-// a new run ID.
+// lockJournal), and returns it with what it holds. Before reading it, it
+// refuses a path that is not a regular file, and a file of more than
+// maxJournalSize bytes. Before changing it, it refuses another job's
+// journal. That error is a *JobError, found by the header, or by items,
+// which returns the *JobError of an item that is not this job's. A torn
+// tail (a last line without its newline) is cut off. So new records start
+// on a line of their own. A new journal gets a header, with a new run ID.
 // readLocked locks the opened journal f and reads it whole: a regular
 // file, whatever its path names now, of at most maxJournalSize bytes.
 func readLocked(f *os.File) ([]byte, error) {
@@ -341,12 +344,12 @@ func newRunID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// parseJournal returns what data holds and the length of its good prefix:
-// all of data but a last line without its newline, which is a torn write.
-// Any other line that is neither a valid record nor a header of a known
-// version is a *JournalError (without Path) naming it. The first header
-// gives the run ID; a record of an ID updates its state: a start or
-// sending record makes it in doubt, a "not sent" record undoes that, a
+// parseJournal returns what data holds and the length of its good prefix.
+// That is all of data but a last line without its newline, which is a torn
+// write. Any other line that is neither a valid record nor a header of a
+// known version is a *JournalError (without Path) naming it. The first
+// header gives the run ID. A record of an ID updates its state. A start or
+// sending record makes it in doubt. A "not sent" record undoes that. A
 // finish record finishes it.
 func parseJournal(data []byte) (st *journalState, end int, err error) {
 	st = &journalState{version: 1, items: make(map[string]*itemState)}

@@ -7,16 +7,16 @@ import (
 	"github.com/pacehttp/pace"
 )
 
-// Run's two limits on starts, the ceiling of Options.Rate and the limit
-// learned from throttles, are exact sliding logs (pace.SlidingLog): a start
+// Run's two limits on starts are exact sliding logs (pace.SlidingLog): the
+// ceiling of Options.Rate, and the limit learned from throttles. A start
 // may happen at t only if fewer than N starts happened in (t-Per, t]. Run's
 // goroutine drives them with explicit time: delayAt asks, bookAt records.
 
 // delayAt returns how long after now l lets one more start happen (0: at
-// once), booking nothing: it reserves the start and gives it straight back,
-// which leaves the log as it was because no booking comes after it (see
-// pace.SlidingLog.CancelAt). A delay too long to represent is the largest
-// Duration.
+// once), booking nothing. It reserves the start and gives it straight
+// back. That leaves the log as it was, because no booking comes after it
+// (see pace.SlidingLog.CancelAt). A delay too long to represent is the
+// largest Duration.
 func delayAt(l *pace.Shaper, now time.Time) time.Duration {
 	r, err := l.ReserveAt(now, 1, 0)
 	if err != nil {
@@ -26,9 +26,9 @@ func delayAt(l *pace.Shaper, now time.Time) time.Duration {
 	return r.Delay
 }
 
-// bookAt records a start at t in l: at t itself when delayAt(l, t) is 0, as
-// it is for every attempt Run starts, or else at the first instant after t
-// that l allows.
+// bookAt records a start at t in l. It books at t itself when delayAt(l,
+// t) is 0, as it is for every attempt Run starts. Else it books at the
+// first instant after t that l allows.
 func bookAt(l *pace.Shaper, t time.Time) { _, _ = l.ReserveAt(t, 1, 0) }
 
 // maxStreak bounds the starts remembered for learning a limit: enough for a
@@ -63,13 +63,13 @@ func (l *learner) accepted(start time.Time) {
 	l.streak = append(l.streak, start)
 }
 
-// resume learns the limit the server showed, at now, the instant the probe
-// that started at probe came back unthrottled: as many starts as it accepted
-// in the streak before the pause, in any window as long as the time from the
-// first of them to now. The streak's starts and the probe's seed the new
-// limit's log, so the limit holds from this instant (the probe, which the
-// limit would not have let start before now, counts as a start at now); the
-// probe opens the next streak.
+// resume learns the limit the server showed, at now: the instant the probe
+// that started at probe came back unthrottled. The limit is as many starts
+// as the server accepted in the streak before the pause. It holds in any
+// window as long as the time from the first of them to now. The streak's
+// starts and the probe's seed the new limit's log. So the limit holds from
+// this instant. The probe counts as a start at now: the limit would not
+// have let it start before now. The probe opens the next streak.
 func (l *learner) resume(now, probe time.Time) {
 	if len(l.streak) > 0 {
 		slices.SortFunc(l.streak, func(a, b time.Time) int { return a.Compare(b) })
@@ -113,7 +113,7 @@ func newLog(r pace.Rate) *pace.Shaper {
 }
 
 // wait returns how long after now the learned limit lets the next attempt
-// start, first growing the limit by an eighth for each whole window that
+// start. It first grows the limit by an eighth for each whole window that
 // passed since it was set or last grew (the server stayed quiet). The grown
 // limit is exact at once: its log keeps every start of the window that
 // passed.

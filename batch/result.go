@@ -20,20 +20,20 @@ const (
 	// a throttle, while the run's context was still live.
 	Failed
 	// Interrupted means the item was started but the run ended before it
-	// finished: its attempt returned an error after the context ended, or
-	// it was throttled and waiting for another attempt (a throttle that
-	// ran out of time included), or its attempt met a configuration error
-	// (matching pace.ErrInvalidConfig), which ends the run. It is not
-	// written to the journal, so a resumed run does it again (if it was
-	// started, it is then in doubt, unless HTTP had not sent it yet).
+	// finished. Its attempt returned an error after the context ended. Or it
+	// was throttled and waiting for another attempt, a throttle that ran out
+	// of time included. Or its attempt met a configuration error (matching
+	// pace.ErrInvalidConfig), which ends the run. It is not written to the
+	// journal, so a resumed run does it again. If it was started, it is then
+	// in doubt, unless HTTP had not sent it yet.
 	Interrupted
-	// InDoubt means an earlier run with the same journal started the item
-	// and ended before recording its end, so the upstream may or may not
-	// have applied it, and this run did not send it again: it was not
-	// declared idempotent and carried no idempotency key (see
-	// [Options.Journal]). Its Err matches [ErrInDoubt]. Check it with the
-	// upstream, or run again with [Options.ResendInDoubt]. It is not
-	// written to the journal, so it stays in doubt.
+	// InDoubt means an earlier run with the same journal started the item and
+	// ended before recording its end. So the upstream may or may not have
+	// applied it. This run did not send it again: it was not declared
+	// idempotent and carried no idempotency key (see [Options.Journal]). Its
+	// Err matches [ErrInDoubt]. Check it with the upstream, or run again with
+	// [Options.ResendInDoubt]. It is not written to the journal, so it stays
+	// in doubt.
 	InDoubt
 )
 
@@ -74,10 +74,10 @@ type Result struct {
 	Resumed bool
 }
 
-// Summary counts the items of a run. In the summary of a finished run
-// Items == Succeeded + Failed + Interrupted + InDoubt + NotStarted; in a [Progress]
-// report, the items started and not yet finished are counted in Running,
-// and NotStarted counts those not yet reached.
+// Summary counts the items of a run. In the summary of a finished run,
+// Items == Succeeded + Failed + Interrupted + InDoubt + NotStarted. In a
+// [Progress] report, the items started and not yet finished are counted in
+// Running. NotStarted counts those not yet reached.
 type Summary struct {
 	Items       int // items given to Run
 	Succeeded   int // including those restored from the journal
@@ -207,13 +207,18 @@ type Error struct {
 	InDoubt     int // items in doubt, not sent again
 	NotStarted  int // items never started
 
-	// Stop is why the run ended before every item was done: the context's
-	// cause, the first failure when StopOnError is set (an *ItemError), the
-	// first item error matching pace.ErrInvalidConfig (an *ItemError), a
-	// journal error, or the first wait (a throttle's pause, or a
-	// client-side limit's) that would outlast the context's deadline, which
-	// ends the items of its key, not always the run (see the package
-	// documentation); it matches ErrThrottled and context.DeadlineExceeded.
+	// Stop is why the run ended before every item was done. It is one of
+	// these:
+	//
+	//   - the context's cause;
+	//   - the first failure when StopOnError is set (an *ItemError);
+	//   - the first item error matching pace.ErrInvalidConfig (an *ItemError);
+	//   - a journal error;
+	//   - the first wait that would outlast the context's deadline: a
+	//     throttle's pause, or a client-side limit's. It ends the items of its
+	//     key, not always the run (docs/batch.md). It matches ErrThrottled and
+	//     context.DeadlineExceeded.
+	//
 	// It is nil when nothing cut an item short.
 	Stop error
 
@@ -222,10 +227,9 @@ type Error struct {
 }
 
 // Error returns "batch: <Failed> failed, <Interrupted> interrupted,
-// <NotStarted> not started", with ", <InDoubt> in doubt" before "not
-// started" when there are some, followed by ": stopped: <Stop>" and
-// "; first failure: <First>" when they are set (First only when it is not
-// Stop).
+// <NotStarted> not started". When there are some, ", <InDoubt> in doubt"
+// comes before "not started". ": stopped: <Stop>" and "; first failure:
+// <First>" follow when they are set (First only when it is not Stop).
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "batch: %d failed, %d interrupted", e.Failed, e.Interrupted)

@@ -10,27 +10,26 @@ import (
 )
 
 // ErrThrottled marks an attempt the server throttled. It is
-// [pace.ErrThrottled], so one test matches a throttle wherever it was
-// met. An item function
-// returns an error matching it (errors.Is) to make Run pause dispatch and
-// try the item again instead of failing it; [*ThrottledError] matches it and
-// can carry the server's delay.
+// [pace.ErrThrottled], so one test matches a throttle wherever it was met.
+// An item function returns an error matching it (errors.Is) to make Run
+// pause dispatch. Run then tries the item again instead of failing it.
+// [*ThrottledError] matches it and can carry the server's delay.
 //
-// An error matching [pace.ErrRateLimited] (a client-side limit, a
-// pace.Transport's limiter say, refused the call and nothing was sent) does
-// not fail the item either, but pauses no key: the item is tried again
-// after the wait a [*pace.WaitError] names (see the package documentation,
-// Client-side refusals). A wait that would outlast the run's deadline ends
-// the item Interrupted.
+// An error matching [pace.ErrRateLimited] does not fail the item either.
+// It means a client-side limit refused the call (a pace.Transport's
+// limiter, say), and nothing was sent. It pauses no key. The item is tried
+// again after the wait a [*pace.WaitError] names (docs/batch.md,
+// "Client-side refusals"). A wait that would outlast the run's deadline
+// ends the item Interrupted.
 var ErrThrottled = pace.ErrThrottled
 
 // ThrottledError reports that the server throttled an attempt, and how long
 // it asked the client to wait. It matches [ErrThrottled]. [HTTP] returns one
 // for a throttle as [pace.Throttled] defines it (see [CheckResponse]).
 type ThrottledError struct {
-	// RetryAfter is the delay the server asked for (Retry-After, RFC 9110
-	// section 10.2.3, or another header [pace.RetryAfter] reads), or 0 if
-	// it gave none; then Run backs off on its own.
+	// RetryAfter is the delay the server asked for, or 0 if it gave none; then
+	// Run backs off on its own. The delay comes from Retry-After (RFC 9110
+	// section 10.2.3) or another header [pace.RetryAfter] reads.
 	RetryAfter time.Duration
 	// Status is the HTTP status code, or 0 when the throttle was not an
 	// HTTP response.
@@ -85,28 +84,31 @@ const (
 // throttleOf reports whether err, met at now, marks a throttle, which kind,
 // and the delay asked for if one is known (0 otherwise).
 //
-// The server throttled (serverThrottle) when err matches ErrThrottled (a
-// [*ThrottledError] carries its delay) or pace.ErrThrottled (the call
-// waited behind its key's probe, whose answer was another throttle), or is
-// a *pace.AttemptsError whose Response ([pace.Transport].ErrorOnGiveUp)
-// [pace.Throttled] calls a throttle, the one test CheckResponse applies, or
-// whose last status was a 429 or a 403 (a 403 is retried only as a
-// throttle) and whose wait for the next attempt was refused (by the call's
-// deadline, say: retry.ReasonDeadline).
+// The server throttled (serverThrottle) in these cases:
+//
+//   - err matches ErrThrottled; a [*ThrottledError] carries its delay.
+//   - err matches pace.ErrThrottled: the call waited behind its key's
+//     probe, whose answer was another throttle.
+//   - err is a *pace.AttemptsError whose Response
+//     ([pace.Transport].ErrorOnGiveUp) [pace.Throttled] calls a throttle.
+//     That is the one test CheckResponse applies.
+//   - err is a *pace.AttemptsError whose last status was a 429 or a 403 (a
+//     403 is retried only as a throttle). Its wait for the next attempt
+//     was refused (by the call's deadline, say: retry.ReasonDeadline).
 //
 // A client-side limit refused the call (clientRefusal) when err matches
-// pace.ErrRateLimited otherwise, outside an AttemptsError: pace.ErrQueueFull,
-// pace.ErrWaitTooLong or pace.ErrWaitExceedsDeadline from a local limiter,
-// or a wait at Run's own gate; nothing was sent, and the [*pace.WaitError]
-// carries the wait that would have been needed. That is no news of the
-// server's: Run does not pause the key for it.
+// pace.ErrRateLimited otherwise, outside an AttemptsError. That is
+// pace.ErrQueueFull, pace.ErrWaitTooLong or pace.ErrWaitExceedsDeadline
+// from a local limiter, or a wait at Run's own gate. Nothing was sent, and
+// the [*pace.WaitError] carries the wait that would have been needed. That
+// is no news of the server's: Run does not pause the key for it.
 //
 // A *pace.AttemptsError of any other kind is no throttle, although it may
-// match pace.ErrRateLimited: an attempt was answered with a failure (a 503,
-// say) and the Transport's wait for the next one was refused (its backoff
-// would outlast the call's deadline, retry.ReasonDeadline, or its limiter
-// refused it); pausing the whole host for it would stall the run. It is a
-// failure, retryable by the rules of Options.MaxRequeues.
+// match pace.ErrRateLimited. An attempt was answered with a failure (a
+// 503, say), and the Transport's wait for the next one was refused. Its
+// backoff would outlast the call's deadline (retry.ReasonDeadline), or its
+// limiter refused it. Pausing the whole host for it would stall the run. It
+// is a failure, retryable by the rules of Options.MaxRequeues.
 func throttleOf(err error, now time.Time) (time.Duration, throttleKind) {
 	if errors.Is(err, ErrThrottled) {
 		var te *ThrottledError

@@ -11,11 +11,11 @@ import (
 	"github.com/pacehttp/pace/internal/idempotent"
 )
 
-// ErrInDoubt is the Err of an item that is [InDoubt]: an earlier run with
-// the same journal started it and ended (killed, cancelled, or its machine
-// lost) before recording its end, so the upstream may or may not have
-// applied it, and it is not safe to send again. See [Options.Journal] for
-// what is sent again and what is not.
+// ErrInDoubt is the Err of an item that is [InDoubt]. An earlier run with
+// the same journal started it, and ended before recording its end. It was
+// killed, cancelled, or its machine was lost. So the upstream may or may
+// not have applied it, and it is not safe to send again. See
+// [Options.Journal] for what is sent again and what is not.
 var ErrInDoubt = errors.New("batch: in doubt: an earlier run started the item and ended before it finished; not sent again")
 
 // run is what the attempts of one Run share about its journal.
@@ -60,8 +60,8 @@ func (it *item) begin(now time.Time) error {
 // entered records that HTTP's function was called for the item, before it
 // builds the request. From then on Run records no start of its own (HTTP
 // records each request). A start Run recorded for this attempt is undone
-// with a "not sent" record: HTTP sends nothing before its sending record,
-// so a run that ends before it leaves the item to be done again. An item
+// with a "not sent" record. HTTP sends nothing before its sending record.
+// So a run that ends before it leaves the item to be done again. An item
 // in doubt since an earlier run, or with a request recorded, stays as it
 // is.
 func (it *item) entered() error {
@@ -76,13 +76,14 @@ func (it *item) entered() error {
 	return nil
 }
 
-// sending prepares req, the item's request, to be sent, and records it: it
-// gives a POST or PATCH without an idempotency key the item's key (see
-// [IdempotencyKey]) unless the header is there with an empty value (the
-// opt-out: the header is then removed), refuses with an error matching
-// ErrInDoubt a request of an item in doubt that is not as safe to send
-// again as the earlier run's, and writes a sending record before the
-// request leaves.
+// sending prepares req, the item's request, to be sent, and records it:
+//
+//   - It gives a POST or PATCH without an idempotency key the item's key
+//     (see [IdempotencyKey]). The opt-out is the header there with an empty
+//     value; the header is then removed.
+//   - It refuses a request of an item in doubt that is not as safe to send
+//     again as the earlier run's. The error matches ErrInDoubt.
+//   - It writes a sending record before the request leaves.
 func (it *item) sending(req *http.Request) error {
 	key := idempotent.Ensure(req, func() string { return derivedKey(it.run.id, it.id) })
 	method := req.Method
@@ -109,11 +110,11 @@ func (it *item) sending(req *http.Request) error {
 	return nil
 }
 
-// unsent records that the item's last attempt was not applied (it was
-// throttled, or met a configuration error), so that the item is not in
-// doubt if the run ends before it is done. An item in doubt since an
-// earlier run stays so: that run's attempt may have been applied. Only
-// Run's goroutine calls it, between attempts.
+// unsent records that the item's last attempt was not applied: it was
+// throttled, or met a configuration error. So the item is not in doubt if
+// the run ends before it is done. An item in doubt since an earlier run
+// stays so: that run's attempt may have been applied. Only Run's goroutine
+// calls it, between attempts.
 func (it *item) unsent(now time.Time) error {
 	if !it.started || it.run.journal == nil || it.doubt != nil || it.resend {
 		return nil
@@ -133,14 +134,14 @@ func derivedKey(run, id string) string { return idempotent.Derived(run, id) }
 //
 //	"pace-" + run ID + "-" + the first 24 hex digits of SHA-256(run ID + "\x00" + item ID)
 //
-// where the run ID is 16 hex digits of crypto/rand, stored in the journal's
-// header (so every run resumed from that journal has it) or, without a
-// journal, drawn for each Run. It is the same on every attempt of the item
-// and in every run resumed from the journal, and differs between items and
-// between journals. [HTTP] sends it as the Idempotency-Key header of a POST
-// or PATCH that has none; an item function that calls an API in another
-// way may pass it as that API's idempotency key. It is safe for concurrent
-// use.
+// The run ID is 16 hex digits of crypto/rand. It is stored in the
+// journal's header, so every run resumed from that journal has it. Without
+// a journal, it is drawn for each Run. The key is the same on every attempt
+// of the item and in every run resumed from the journal. It differs
+// between items and between journals. [HTTP] sends it as the
+// Idempotency-Key header of a POST or PATCH that has none. An item function
+// that calls an API in another way may pass it as that API's idempotency
+// key. It is safe for concurrent use.
 func IdempotencyKey(ctx context.Context) string {
 	a := attemptOf(ctx)
 	if a == nil || a.item == nil {

@@ -11,6 +11,7 @@ require (
 	github.com/pacehttp/pace v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/sethvargo/go-limiter v0.7.1
+	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	go.uber.org/ratelimit v0.3.1
 	golang.org/x/time v0.15.0

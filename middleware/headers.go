@@ -19,9 +19,9 @@ type policy struct {
 	q, w int64  // quota and window in whole seconds, as sent
 }
 
-// policiesOf returns the policies of a limit whose Quota in a fresh state is
-// fresh: one, or one per part for a limit built by pace.All of two parts or
-// more, named name-1, name-2, ….
+// policiesOf returns the policies of a limit whose Quota in a fresh state
+// is fresh. That is one, or one per part for a limit built by pace.All of
+// two parts or more, named name-1, name-2, ….
 func policiesOf(name string, fresh pace.Quota) []policy {
 	if len(fresh.Parts) < 2 {
 		q, w := policyWindow(fresh.Limit, fresh.Window)
@@ -36,10 +36,10 @@ func policiesOf(name string, fresh pace.Quota) []policy {
 }
 
 // policyWindow returns the q and w parameters for limit units per window.
-// The draft's windows are whole seconds (§3.1.3), so a window that is not
-// is rounded up to the next second and the quota scaled with it, rounded
-// down: q/w stays at or below the limit's rate. A token bucket of 10/s with
-// a burst of 5 (limit 5 per 500ms) is q=10;w=1.
+// The draft's windows are whole seconds (§3.1.3). So a window that is not
+// is rounded up to the next second, and the quota scaled with it, rounded
+// down. q/w stays at or below the limit's rate. A token bucket of 10/s
+// with a burst of 5 (limit 5 per 500ms) is q=10;w=1.
 func policyWindow(limit int, window time.Duration) (q, w int64) {
 	w = max(seconds(window), 1)
 	if window <= 0 || time.Duration(w)*time.Second == window {
@@ -74,12 +74,12 @@ func policyField(ps []policy) string {
 
 // rateLimitField serializes the RateLimit field for q (draft §4.1), one
 // item per policy, e.g. `"default";r=42;t=17`. r is the units remaining.
-// t is the whole seconds, rounded up, until the quota is whole again; when
-// nothing remains, it is the time until the next unit instead. Either way a
-// client that sends at most r requests in the next t seconds is not refused
-// by this limit. No t exceeds maxT: a refusal passes its Retry-After, which
-// must not name an earlier moment than the end of any effective window
-// (draft §6); a shorter t keeps the promise above.
+// t is the whole seconds, rounded up, until the quota is whole again. When
+// nothing remains, it is the time until the next unit instead. Either way,
+// a client that sends at most r requests in the next t seconds is not
+// refused by this limit. No t exceeds maxT. A refusal passes its
+// Retry-After, which must not name an earlier moment than the end of any
+// effective window (draft §6). A shorter t keeps the promise above.
 func rateLimitField(ps []policy, q pace.Quota, maxT int64) string {
 	var arr [96]byte
 	b := arr[:0]
@@ -105,8 +105,8 @@ func rateLimitField(ps []policy, q pace.Quota, maxT int64) string {
 }
 
 // retryAfter returns the delay to announce for a refusal that must wait d:
-// d rounded up to whole seconds, and at least one second, since a refusal
-// always needs some wait and "Retry-After: 0" invites an immediate retry.
+// d rounded up to whole seconds, and at least one second. A refusal always
+// needs some wait, and "Retry-After: 0" invites an immediate retry.
 func retryAfter(d time.Duration) int64 { return max(seconds(d), 1) }
 
 // seconds returns d in whole seconds, rounded up, within [0, maxSFInteger].

@@ -76,21 +76,21 @@ func New(o Options) (*Middleware, error) {
 // Requests. A nil next means http.DefaultServeMux, as for http.Server.
 //
 // Every request takes one unit of its key's limit if one is free now;
-// requests never wait. An admitted request goes to next as it came (the
-// same *http.Request: method, URL, headers and body unread) with the
-// response fields RateLimit-Policy and RateLimit already set, showing the
-// quota left after it; next may still change or delete them. A refused
-// request costs nothing, does not reach next, and gets status 429 with
+// requests never wait. An admitted request goes to next as it came: the
+// same *http.Request, its method, URL, headers and body unread. The
+// response fields RateLimit-Policy and RateLimit are already set, showing
+// the quota left after it; next may still change or delete them. A refused
+// request costs nothing, and does not reach next. It gets status 429 with
 // Retry-After (whole seconds, rounded up, at least 1), RateLimit-Policy and
-// RateLimit (r=0 for the policy that refused it), through
-// [Options].OnLimited if set. A request whose key cannot be found goes to
+// RateLimit (r=0 for the policy that refused it). [Options].OnLimited
+// writes it, if set. A request whose key cannot be found goes to
 // [Options].OnKeyError (by default 400 Bad Request).
 //
 // On a Middleware not built by New (the zero value, or nil) Handler never
-// panics: the handler it returns answers every request with 500 Internal
+// panics. The handler it returns answers every request with 500 Internal
 // Server Error and the one-line body "middleware: Middleware not created
-// by middleware.New", and never calls next, so that the mistake shows at
-// the first request rather than as an unlimited server.
+// by middleware.New". It never calls next. So the mistake shows at the
+// first request rather than as an unlimited server.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	if m == nil || m.keyed == nil {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -15,9 +15,9 @@ import (
 const DefaultPolicyName = "default"
 
 // DefaultIPv6Prefix is the length of the IPv6 prefix clients are keyed by
-// when [Options].IPv6Prefix is 0: one /64, the smallest block a network
-// usually hands to one customer (RFC 6177), within which a client can pick
-// a new address for every request.
+// when [Options].IPv6Prefix is 0. It is one /64, the smallest block a
+// network usually hands to one customer (RFC 6177). Within it a client can
+// pick a new address for every request.
 const DefaultIPv6Prefix = 64
 
 // Options configures a [Middleware]. Only Limit is required; every other
@@ -25,34 +25,34 @@ const DefaultIPv6Prefix = 64
 // reports what is wrong; nothing is checked, and nothing can fail, later at
 // request time.
 type Options struct {
-	// Limit is applied to each key separately, for example
-	// pace.SlidingLog(pace.PerSecond(10)) for at most 10 requests in any second
-	// per client. Each request takes one unit. The middleware never holds a
-	// request back: one that cannot pass at once is refused, so a
-	// leaky-bucket pacer's Queue and MaxDelay have no effect here; its Slack
-	// is nginx's burst=B nodelay. The zero Limit (no limit) is a
-	// [*pace.ConfigError] naming "Limit"; a Limit carrying an error is
+	// Limit is applied to each key separately. For example,
+	// pace.SlidingLog(pace.PerSecond(10)) allows at most 10 requests in any
+	// second per client. Each request takes one unit. The middleware never
+	// holds a request back: one that cannot pass at once is refused. So a
+	// leaky-bucket pacer's Queue and MaxDelay have no effect here. Its Slack is
+	// nginx's burst=B nodelay. The zero Limit (no limit) is a
+	// [*pace.ConfigError] naming "Limit". A Limit carrying an error is
 	// reported as is.
 	Limit pace.Limit
 
-	// Key, if set, returns the key a request is limited under, such as a
-	// user ID from a verified token or a route, and replaces the built-in
-	// keys (KeyHeader and the client address); it must be set alone. A
-	// non-nil error refuses the request through OnKeyError. Key must be
-	// safe for concurrent use, must not modify the request, and may read
-	// the request's context for values set by earlier middleware.
+	// Key, if set, returns the key a request is limited under, such as a user
+	// ID from a verified token or a route. It replaces the built-in keys
+	// (KeyHeader and the client address), and must be set alone. A non-nil
+	// error refuses the request through OnKeyError. Key must be safe for
+	// concurrent use, and must not modify the request. It may read the
+	// request's context for values set by earlier middleware.
 	Key func(*http.Request) (string, error)
 
 	// KeyHeader, if set, keys requests by the value of this request header,
 	// for example "X-API-Key", so that each API key has its own limit. The
 	// value is hashed, with a seed chosen at random for each Middleware, and
-	// then forgotten: it is never stored, logged, or written to a response. A
+	// then forgotten. It is never stored, logged, or written to a response. A
 	// request without the header, or with an empty value, is keyed by its
-	// client address as if KeyHeader were unset, unless RequireKey is set.
+	// client address, as if KeyHeader were unset, unless RequireKey is set.
 	// The header name must be a valid HTTP field name.
 	//
-	// Anyone can send any value, so keying by an unverified header lets a
-	// client spread its requests over made-up keys; use it behind
+	// Anyone can send any value. So keying by an unverified header lets a
+	// client spread its requests over made-up keys. Use it behind
 	// authentication, or key by a verified identity with Key.
 	KeyHeader string
 
@@ -62,21 +62,20 @@ type Options struct {
 	RequireKey bool
 
 	// TrustedProxies lists the addresses of the reverse proxies and load
-	// balancers in front of the server, whose X-Forwarded-For entries can
-	// be believed. Empty (the default) trusts nobody: the client address is
-	// the connection's peer (Request.RemoteAddr) and X-Forwarded-For is
-	// ignored, which is right for a server that clients reach directly.
+	// balancers in front of the server, whose X-Forwarded-For entries can be
+	// believed. Empty (the default) trusts nobody. The client address is then
+	// the connection's peer (Request.RemoteAddr), and X-Forwarded-For is
+	// ignored. That is right for a server that clients reach directly.
 	//
 	// When the peer is in TrustedProxies, the client is the right-most
-	// X-Forwarded-For address that is not: each proxy appends the address
-	// it received the request from, so only entries appended by trusted
-	// proxies can be believed. The left-most entry is whatever the client
-	// sent, and a client that could choose its key could send every
-	// request under a new one and never be limited. An entry that is not
-	// an IP address keys the request by the trusted proxy that wrote it.
-	// Every prefix must be valid (netip.Prefix.IsValid); use /32 or /128 for
-	// a single address. The Forwarded header (RFC 7239) is not read; a Key
-	// function can read it.
+	// X-Forwarded-For address that is not. Each proxy appends the address it
+	// received the request from. So only entries appended by trusted proxies
+	// can be believed. The left-most entry is whatever the client sent. A
+	// client that could choose its key could send every request under a new
+	// one, and never be limited. An entry that is not an IP address keys the
+	// request by the trusted proxy that wrote it. Every prefix must be valid
+	// (netip.Prefix.IsValid); use /32 or /128 for a single address. The
+	// Forwarded header (RFC 7239) is not read; a Key function can read it.
 	TrustedProxies []netip.Prefix
 
 	// IPv6Prefix is how many leading bits of an IPv6 client address form
@@ -98,22 +97,21 @@ type Options struct {
 	OmitHeaders bool
 
 	// MaxKeys caps the number of keys tracked at once, as
-	// pace.KeyedOptions.MaxKeys: 0 means pace.DefaultMaxKeys (about a
-	// million), and negative values are a [*pace.ConfigError]. Past the
-	// cap, a new key makes the store forget the key whose limit would be
-	// whole again the soonest, so made-up keys cannot grow memory without
-	// bound, nor lock a legitimate key out; each made-up key gets a limit of
-	// its own, though, so limit what a client cannot make up (its address)
-	// too. See pace.KeyedOptions.MaxKeys for what eviction lets an attacker
-	// do.
+	// pace.KeyedOptions.MaxKeys. 0 means pace.DefaultMaxKeys (about a
+	// million). Negative values are a [*pace.ConfigError]. Past the cap, a new
+	// key makes the store forget the key whose limit would be whole again the
+	// soonest. So made-up keys cannot grow memory without bound, nor lock a
+	// legitimate key out. Each made-up key gets a limit of its own, though. So
+	// limit what a client cannot make up (its address) too. See
+	// pace.KeyedOptions.MaxKeys for what eviction lets an attacker do.
 	MaxKeys int
 
-	// OnLimited, if set, writes the response to a refused request. When it
-	// is called, the 429 fields (Retry-After and, unless OmitHeaders,
-	// RateLimit and RateLimit-Policy) are already set on w.Header(); it
-	// should write status 429 (http.StatusTooManyRequests) and may add a
-	// body, for example an RFC 9457 problem with the draft's
-	// "quota-exceeded" type. nil writes 429 with a short plain-text body.
+	// OnLimited, if set, writes the response to a refused request. When it is
+	// called, the 429 fields are already set on w.Header(): Retry-After and,
+	// unless OmitHeaders, RateLimit and RateLimit-Policy. It should write
+	// status 429 (http.StatusTooManyRequests). It may add a body, for example
+	// an RFC 9457 problem with the draft's "quota-exceeded" type. nil writes
+	// 429 with a short plain-text body.
 	OnLimited func(w http.ResponseWriter, r *http.Request, info Refusal)
 
 	// OnKeyError, if set, writes the response when the key cannot be found:

@@ -28,8 +28,8 @@ type quick struct {
 }
 
 // late records an answer to key that came rtt (ns) after its request was
-// written, and returns how much later than the key's quickest recent
-// answer it came: a request the server got to late, which it may also
+// written. It returns how much later than the key's quickest recent answer
+// it came. That is a request the server got to late, which it may also
 // have counted late.
 func (a *answers) late(key string, rtt int64) int64 {
 	if rtt < 0 {

@@ -10,43 +10,42 @@ import (
 )
 
 var (
-	// ErrUnavailable means Redis could not decide within [Options].Timeout
-	// (it is down, slow, or answered with an error), and the Limiter, set
-	// to fail closed (no [Options].Fallback), refused the request: nothing
-	// was sent. It comes inside a *pace.WaitError with the cause in its
-	// text, and wraps pace.ErrRateLimited, so that a pace.Transport returns
-	// it at once and package batch treats it as a client-side refusal: the
-	// item is not failed but goes back in line, due again after
-	// batch.Options.Backoff (1 s by default; the refusal names no delay),
-	// the same wait after every refusal, never doubled, at most
-	// batch.Options.MaxBackoff; the key's other attempts in the run wait as
-	// long, and no key is paused. It is tried again so until it is done or
-	// the run ends. Test it with errors.Is.
+	// ErrUnavailable means Redis could not decide within [Options].Timeout: it
+	// is down, slow, or answered with an error. The Limiter, set to fail
+	// closed (no [Options].Fallback), refused the request: nothing was sent.
+	// It comes inside a *pace.WaitError with the cause in its text. It wraps
+	// pace.ErrRateLimited, so that a pace.Transport returns it at once. Package
+	// batch treats it as a client-side refusal. The item is not failed, but
+	// goes back in line. It is due again after batch.Options.Backoff (1 s by
+	// default; the refusal names no delay). That is the same wait after every
+	// refusal, never doubled, at most batch.Options.MaxBackoff. The key's other
+	// attempts in the run wait as long, and no key is paused. It is tried
+	// again so until it is done or the run ends. Test it with errors.Is.
 	ErrUnavailable = fmt.Errorf("%w: redislimit: Redis unavailable", pace.ErrRateLimited)
 
-	// ErrUnexpectedReply means a script's reply had a shape the scripts
-	// never return: something that speaks Redis's protocol and accepted the
-	// script (a proxy, an emulation of Redis) answered it otherwise, or
-	// rewrote the reply. An address that is no Redis server at all usually
-	// fails earlier, in go-redis's connection handshake (HELLO), with plain
-	// ErrUnavailable. It wraps ErrUnavailable, so the failure policy
-	// applies to it.
+	// ErrUnexpectedReply means a script's reply had a shape the scripts never
+	// return. Something that speaks Redis's protocol and accepted the script (a
+	// proxy, an emulation of Redis) answered it otherwise, or rewrote the
+	// reply. An address that is no Redis server at all usually fails earlier,
+	// with plain ErrUnavailable, in go-redis's connection handshake (HELLO).
+	// It wraps ErrUnavailable, so the failure policy applies to it.
 	ErrUnexpectedReply = fmt.Errorf("%w: unexpected reply", ErrUnavailable)
 
 	// ErrBadState means a key the Limiter keeps in Redis holds a value of
-	// another type (a hash, a list, a set, where the Limiter keeps a
-	// string or a sorted set): someone else's data under the Limiter's
-	// Prefix. The Limiter leaves it alone and books nothing; the error,
-	// inside a *pace.WaitError, names the Redis key, with "{key}" in place
-	// of the Wait's key or its hash (the key may be a secret). It is reported by a key's
-	// first decision, or its first after it idled; a busy key's decision
-	// checks no type (see the package documentation, "State in Redis"). It
-	// is not Redis failing: it does not match ErrUnavailable or pace.ErrRateLimited, the Fallback limiter is not
-	// asked, and package batch fails the item. Choose a Prefix of its own
-	// for the Limiter, or delete the key. Values of the Limiter's own types
-	// that no decision could have written (a number out of range, a string
-	// that is no number) are not errors: the scripts repair them (see the
-	// package documentation). Test it with errors.Is.
+	// another type: someone else's data under the Limiter's Prefix. That is a
+	// hash, a list or a set, where the Limiter keeps a string or a sorted set.
+	// The Limiter leaves it alone and books nothing. The error, inside a
+	// *pace.WaitError, names the Redis key, with "{key}" in place of the Wait's
+	// key or its hash (the key may be a secret). It is reported by a key's
+	// first decision, or its first after it idled. A busy key's decision
+	// checks no type (docs/fleet.md, "State in Redis").
+	//
+	// It is not Redis failing: it does not match ErrUnavailable or
+	// pace.ErrRateLimited. The Fallback limiter is not asked, and package batch
+	// fails the item. Choose a Prefix of its own for the Limiter, or delete the
+	// key. Some values of the Limiter's own types no decision could have
+	// written: a number out of range, a string that is no number. They are not
+	// errors: the scripts repair them (docs/fleet.md). Test it with errors.Is.
 	ErrBadState = errors.New("redislimit: a key holds another type")
 )
 

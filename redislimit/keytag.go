@@ -16,14 +16,15 @@ const hashedMark = '#'
 // characters, 192 bits of SHA-256.
 const hashedTagLen = 1 + 32
 
-// keyTag returns the hash tag that names key's state in Redis: the Redis
+// keyTag returns the hash tag that names key's state in Redis. The Redis
 // keys of key are prefix + "{" + tag + "}:" + suffix, so they share one
-// Cluster slot. A plain key is its own tag: 1 to maxPlainKey bytes of
-// visible ASCII ('!' to '~'), with no '{' or '}' (which would move the
-// hash tag) and not starting with hashedMark. Any other key (empty, long,
-// with braces, spaces, control bytes or non-ASCII) is tagged "#" and 32
-// base64url characters of its SHA-256 (192 bits), whatever its length.
-// Distinct keys get distinct tags, up to a SHA-256 collision.
+// Cluster slot. A plain key is its own tag. It is 1 to maxPlainKey bytes of
+// visible ASCII ('!' to '~'). It has no '{' or '}', which would move the
+// hash tag, and does not start with hashedMark. Any other key is tagged
+// "#" and 32 base64url characters of its SHA-256 (192 bits), whatever its
+// length. That covers keys empty, long, with braces, spaces, control bytes
+// or non-ASCII. Distinct keys get distinct tags, up to a SHA-256
+// collision.
 func keyTag(key string) string {
 	if plainKey(key) {
 		return key

@@ -13,13 +13,13 @@ import (
 )
 
 // watches wakes the requests of this process that wait on a key when
-// another process (or this one) changes the key's throttle: settleScript
-// publishes "p <gen> <tag>" when it pauses the key and "a <probes> <tag>"
-// when its probe role ends, on the Limiter's channel. The tag is keyTag's,
-// of bounded length whatever the key, and waiters are registered by it.
-// Pub/sub delivers at most once: a message lost while the subscription
-// reconnects leaves a waiter on its timer, so waits behind a probe poll
-// Redis as well (probePoll).
+// another process (or this one) changes the key's throttle. settleScript
+// publishes on the Limiter's channel. It publishes "p <gen> <tag>" when it
+// pauses the key, and "a <probes> <tag>" when its probe role ends. The tag
+// is keyTag's, of bounded length whatever the key. Waiters are registered
+// by it. Pub/sub delivers at most once. A message lost while the
+// subscription reconnects leaves a waiter on its timer. So waits behind a
+// probe poll Redis as well (probePoll).
 type watches struct {
 	mu sync.Mutex
 	m  map[string]*watch
@@ -40,8 +40,8 @@ type watch struct {
 var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // add registers a waiter on the key of tag, before the decision it waits
-// after, and returns the count of the key's messages so far, so that no
-// message that comes later is missed (see wakeAfter).
+// after. It returns the count of the key's messages so far. So no message
+// that comes later is missed (see wakeAfter).
 func (ws *watches) add(tag string) (*watch, uint64) {
 	ws.mu.Lock()
 	w := ws.m[tag]
@@ -67,9 +67,9 @@ func (ws *watches) done(tag string, w *watch) {
 	ws.mu.Unlock()
 }
 
-// wakeAfter returns a channel that the first message for the key after
-// the seq-th closes (already closed if one came since), the count of
-// messages now, and the latest pause generation announced.
+// wakeAfter returns a channel that the first message for the key after the
+// seq-th closes (already closed if one came since). It also returns the
+// count of messages now, and the latest pause generation announced.
 func (ws *watches) wakeAfter(w *watch, seq uint64) (wake <-chan struct{}, now, gen uint64) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -114,18 +114,18 @@ func (ws *watches) deliver(payload string) {
 }
 
 // pingEvery is how long the subscription may stay silent before listen
-// sends a PING, as go-redis's own PubSub.Channel does (every 3 s), so that
-// a connection that broke is noticed when writing to it fails.
+// sends a PING, as go-redis's own PubSub.Channel does (every 3 s). So a
+// connection that broke is noticed when writing to it fails.
 const pingEvery = 3 * time.Second
 
 // listen delivers the messages of ps until it is closed, or stop is
-// closed. go-redis holds ps's lock while it (re)connects, and
-// PubSub.Close waits for it; a Limiter's client has ContextTimeoutEnabled,
-// so the context's deadline is the connection's only bound: every call
-// into ps is bounded by bound (the Limiter's Timeout; a read waits bound,
-// its reconnection warmTimes × bound, as the link's warm-up), so that Close returns however Redis
-// behaves. Errors other than an idle read's timeout wait probePoll before
-// the next try.
+// closed. go-redis holds ps's lock while it (re)connects, and PubSub.Close
+// waits for it. A Limiter's client has ContextTimeoutEnabled, so the
+// context's deadline is the connection's only bound. Every call into ps is
+// bounded by bound, the Limiter's Timeout. A read waits bound, its
+// reconnection warmTimes × bound, as the link's warm-up. So Close returns
+// however Redis behaves. Errors
+// other than an idle read's timeout wait probePoll before the next try.
 func (ws *watches) listen(ps *redis.PubSub, bound time.Duration, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	quiet := time.Duration(0) // since the last message of any kind

@@ -7,43 +7,45 @@ import "time"
 const DefaultBudgetMaxKeys = 10_000
 
 // Budget limits retries per key to a reserve plus a share of recent
-// requests, so that a dead or overloaded upstream receives a bounded number
-// of retries, while a client that sends little can still retry each of its
-// few requests. The rule is Finagle's RetryBudget
+// requests. So a dead or overloaded upstream receives a bounded number of
+// retries. A client that sends little can still retry each of its few
+// requests. The rule is Finagle's RetryBudget
 // (com.twitter.finagle.service.RetryBudget, "Retry Budgets" in Finagle's
-// user guide): a retry is allowed when
+// user guide). A retry is allowed when
 //
 //	MinRetriesPerSec × TTL (in seconds)  +  PercentCanRetry × (requests)  −  (retries)  ≥  1
 //
-// where requests and retries are the key's counts of the last TTL: a
-// request is counted once, however many attempts it makes, and a retry
-// when it is allowed. The counts are kept in ten slices of TTL/10, as
-// Finagle's WindowedAdder keeps them, so a count lasts between 9/10 of the
-// TTL and the TTL: in any stretch of 9/10 of the TTL, a key makes at most
-// the reserve plus PercentCanRetry × (its requests of the TTL before the
-// stretch's last retry) retries. With the defaults (TTL 10 s,
-// MinRetriesPerSec 10, PercentCanRetry 0.2, Finagle's) that is 100 retries
-// plus one for every five requests: 50 sequential calls that each need two
-// retries all get them (100 retries, within the reserve), and 1,000
-// concurrent calls to a host that fails every time cost at most 1,000 +
-// 200 + 100 = 1,300 attempts, not MaxAttempts × 1,000. A host that stays
-// dead gets the reserve again as the window turns over: at most 100
-// retries per 9 s, plus one per five requests.
+// where requests and retries are the key's counts of the last TTL. A
+// request is counted once, however many attempts it makes. A retry is
+// counted when it is allowed. The counts are kept in ten slices of TTL/10,
+// as Finagle's WindowedAdder keeps them. So a count lasts between 9/10 of
+// the TTL and the TTL. In any stretch of 9/10 of the TTL, a key makes at
+// most this many retries: the reserve, plus PercentCanRetry × its requests
+// of the TTL before the stretch's last retry.
 //
-// A retry takes from the budget only when it would otherwise be made (the
-// method is safe to repeat, attempts remain, the deadline allows the
-// wait). Retries the server scheduled itself with a positive delay
-// (Retry-After and the other headers the Transport reads) are not held
-// back by the budget, as the key's cooldown already paces them; they are
+// The defaults are Finagle's: TTL 10 s, MinRetriesPerSec 10,
+// PercentCanRetry 0.2. That is 100 retries plus one for every five
+// requests. 50 sequential calls that each need two retries all get them
+// (100 retries, within the reserve). 1,000 concurrent calls to a host that
+// fails every time cost at most 1,000 + 200 + 100 = 1,300 attempts, not
+// MaxAttempts × 1,000. A host that stays dead gets the reserve again as
+// the window turns over. That is at most 100 retries per 9 s, plus one per
+// five requests.
+//
+// A retry takes from the budget only when it would otherwise be made: the
+// method is safe to repeat, attempts remain, the deadline allows the wait.
+// Some retries the server scheduled itself with a positive delay
+// (Retry-After and the other headers the Transport reads). The budget does
+// not hold them back, as the key's cooldown already paces them. They are
 // still counted.
 //
 // Memory: a key is tracked from its first retryable failure until a
-// request of it ends with no retry counted in its window; a key not
-// tracked holds the whole reserve and costs nothing (its successful
-// requests are not counted, which can only make the budget stricter, as
-// the reserve stands for them). At most MaxKeys keys are tracked; when a
-// new one comes, the one with the fewest recent retries of a few sampled
-// entries is forgotten (it gets its whole reserve back).
+// request of it ends with no retry counted in its window. A key not
+// tracked holds the whole reserve and costs nothing. Its successful
+// requests are not counted. That can only make the budget stricter, as the
+// reserve stands for them. At most MaxKeys keys are tracked. When a new one
+// comes, one of a few sampled entries is forgotten: the one with the
+// fewest recent retries. It gets its whole reserve back.
 //
 // The zero Budget means the defaults. An invalid one makes the Transport
 // invalid (a *pace.ConfigError naming "Retry.Budget.TTL" and so on). A
@@ -58,8 +60,8 @@ type Budget struct {
 	MinRetriesPerSec int
 	// PercentCanRetry is the share of a key's recent requests that may be
 	// retried on top of the reserve, as a fraction (0.2 is 20%, as in
-	// Finagle), at most 1000, three decimal places used. Zero means 0.2; a
-	// negative value means none; NaN is refused.
+	// Finagle). It is at most 1000, with three decimal places used. Zero means
+	// 0.2; a negative value means none; NaN is refused.
 	PercentCanRetry float64
 	// MaxKeys bounds how many keys with a tracked budget are remembered.
 	// Zero means DefaultBudgetMaxKeys; it must not be negative.

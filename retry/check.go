@@ -27,26 +27,25 @@ type Check struct {
 	// replace it.
 	Reason Reason
 
-	// Wait, if Decide sets it above zero on an attempt that has a Response,
-	// is the delay before the next attempt, for a server that names it in
-	// the body rather than in a header. It is taken as the server's delay,
-	// in place of the headers' (Retry-After and the others
-	// pace.RetryAfter reads): never jittered or shortened; on a 429 or 503
-	// it pauses the request's whole key; a Wait above the Transport's
-	// MaxRetryAfter is not slept (the response goes back unretried,
-	// ReasonDelayTooLong); one that would outlast the context's
-	// deadline fails at once (ReasonDeadline). It has no effect when
-	// Decide returns false, nor after a transport error.
+	// Wait, if Decide sets it above zero on an attempt that has a Response, is
+	// the delay before the next attempt. It is for a server that names it in
+	// the body rather than in a header. It is taken as the server's delay, in
+	// place of the headers' (Retry-After and the others pace.RetryAfter
+	// reads). It is never jittered or shortened. On a 429 or 503 it pauses the
+	// request's whole key. A Wait above the Transport's MaxRetryAfter is not
+	// slept: the response goes back unretried (ReasonDelayTooLong). One that
+	// would outlast the context's deadline fails at once (ReasonDeadline). It
+	// has no effect when Decide returns false, nor after a transport error.
 	Wait time.Duration
 
-	// Fail, if Decide sets it, ends the call with that error, whatever
-	// Decide returns: nothing more is sent, the response's body is closed,
-	// and RoundTrip returns a *pace.AttemptsError with Reason
-	// ReasonDecided whose Err is Fail, so errors.Is and errors.As
-	// find it. With the Transport's ErrorOnGiveUp its Response keeps the
-	// response that Fail ended the call on, as for any give-up: status,
-	// headers and the first 4 KiB of the body (what Body read included). A
-	// throttle still pauses the key.
+	// Fail, if Decide sets it, ends the call with that error, whatever Decide
+	// returns. Nothing more is sent, and the response's body is closed.
+	// RoundTrip returns a *pace.AttemptsError with Reason ReasonDecided whose
+	// Err is Fail, so errors.Is and errors.As find it. With the Transport's
+	// ErrorOnGiveUp, its Response keeps the response that Fail ended the call
+	// on, as for any give-up. It keeps the status, the headers and the first 4
+	// KiB of the body (what Body read included). A throttle still pauses the
+	// key.
 	Fail error
 
 	body     []byte // what Body read
@@ -54,15 +53,15 @@ type Check struct {
 	bodyRead bool
 }
 
-// Body returns the first bytes of the response body, at most 4 KiB, read
-// the first time it is called (later calls return the same bytes), for a
-// decision that depends on an error code in the body. The response keeps
-// its whole body: the bytes read are put back in front of the rest, so the
-// caller, when the response is returned, reads it from the start. err is
-// the read error, if any other than io.EOF; the bytes read before it are
-// returned and put back too. Body returns nil, nil when there is no
-// Response or its body is nil or http.NoBody. Reading waits for the server
-// to send up to 4 KiB or end the body, so do not call it on a streamed
+// Body returns the first bytes of the response body, at most 4 KiB, for a
+// decision that depends on an error code in the body. It reads them the
+// first time it is called; later calls return the same bytes. The response
+// keeps its whole body. The bytes read are put back in front of the rest.
+// So the caller, when the response is returned, reads it from the start.
+// err is the read error, if any other than io.EOF. The bytes read before it
+// are returned and put back too. Body returns nil, nil when there is no
+// Response, or its body is nil or http.NoBody. Reading waits for the server
+// to send up to 4 KiB or end the body. So do not call it on a streamed
 // response. It is not safe for concurrent use.
 func (c *Check) Body() ([]byte, error) {
 	if c.bodyRead {

@@ -5,14 +5,14 @@ import (
 	"time"
 )
 
-// Backoff defaults, used when the server gives no delay. They follow the AWS
-// SDKs' standard retry mode (AWS SDKs and Tools Reference Guide, "Retry
-// behavior"; the 2026 revision in aws/aws-sdk-go-v2#3400): exponential
-// backoff doubling up to MAX_BACKOFF = 20 s, applied before jitter, with a
-// longer 1 s base after a throttling error, which for pace is a 429 or 503
-// without a delay (DefaultThrottleBackoffInitial).
-// AWS now starts transient errors at 50 ms; pace starts them at 100 ms, a
-// little gentler on the server.
+// Backoff defaults, used when the server gives no delay. They follow the
+// AWS SDKs' standard retry mode (AWS SDKs and Tools Reference Guide, "Retry
+// behavior"; the 2026 revision in aws/aws-sdk-go-v2#3400). The backoff is
+// exponential, doubling up to MAX_BACKOFF = 20 s, applied before jitter.
+// It has a longer 1 s base after a throttling error. For pace that is a
+// 429 or 503 without a delay (DefaultThrottleBackoffInitial). AWS now
+// starts transient errors at 50 ms. pace starts them at 100 ms, a little
+// gentler on the server.
 const (
 	// DefaultBackoffInitial is the first backoff delay after a failed
 	// attempt: a transport error, or a retryable status without a delay
@@ -23,34 +23,39 @@ const (
 	// DefaultBackoffMax caps every backoff delay, before and after jitter.
 	DefaultBackoffMax = 20 * time.Second
 
-	// DefaultThrottleBackoffInitial is the first backoff delay after a 429
-	// or a 503 without a delay, and the shortest wait jitter gives on that
-	// schedule: such a request waits at least a second between attempts,
-	// unless the Transport's MaxRetryAfter is shorter. A 429 without a
-	// delay pauses its whole key: see [Policy].NewBackOff.
+	// DefaultThrottleBackoffInitial is the first backoff delay after a 429 or
+	// a 503 without a delay. It is also the shortest wait jitter gives on that
+	// schedule. So such a request waits at least a second between attempts,
+	// unless the Transport's MaxRetryAfter is shorter. A 429 without a delay
+	// pauses its whole key: see [Policy].NewBackOff.
 	DefaultThrottleBackoffInitial = time.Second
 )
 
 // Jitter chooses how a backoff delay is randomized, so that clients that
 // failed together do not retry together. The strategies are those of Marc
 // Brooker, "Exponential Backoff And Jitter", AWS Architecture Blog, 2015.
-// Whatever the strategy, pace keeps every wait above zero and at or below
-// the backoff cap: jitter is applied under the cap, never above it (unlike
-// cenkalti/backoff's RandomizationFactor, cenkalti/backoff#117), and never
-// shortens a wait below a floor. With the default schedule the floor is
-// half of DefaultBackoffInitial (50ms) after a transport error or a
-// retryable status other than 429 and 503, so that no retry fires at once,
-// and DefaultThrottleBackoffInitial (1s) after a 429 or a 503 without
-// a delay (a 503 without a delay is no throttle, see pace.Throttled, yet
-// gets this floor too); the request's first failure without a delay
-// chooses the schedule, and so the floor, for its later retries. With a
-// schedule from [Policy].NewBackOff it is 1ns, except after a 429 without
-// a delay, which pauses the key for the schedule's next wait and never less
-// than DefaultThrottleBackoffInitial (1s). The
-// cap is the Transport's MaxRetryAfter, and with the default schedule also
-// DefaultBackoffMax (20s); a floor above the cap is lowered to it.
 //
-// The zero value is FullJitter. Values are plain integers, safe to copy; a
+// Whatever the strategy, pace keeps every wait above zero and at or below
+// the backoff cap. Jitter is applied under the cap, never above it (unlike
+// cenkalti/backoff's RandomizationFactor, cenkalti/backoff#117). It never
+// shortens a wait below a floor. The floors are these:
+//
+//   - With the default schedule, half of DefaultBackoffInitial (50ms) after
+//     a transport error or a retryable status other than 429 and 503. So no
+//     retry fires at once.
+//   - With the default schedule, DefaultThrottleBackoffInitial (1s) after a
+//     429 or a 503 without a delay. A 503 without a delay is no throttle
+//     (see pace.Throttled), yet gets this floor too.
+//   - With a schedule from [Policy].NewBackOff, 1ns. The exception is a 429
+//     without a delay. It pauses the key for the schedule's next wait, and
+//     never less than DefaultThrottleBackoffInitial (1s).
+//
+// The request's first failure without a delay chooses the schedule, and so
+// the floor, for its later retries. The cap is the Transport's
+// MaxRetryAfter, and with the default schedule also DefaultBackoffMax
+// (20s). A floor above the cap is lowered to it.
+//
+// The zero value is FullJitter. Values are plain integers, safe to copy. A
 // value that is none of the constants below is refused by the Transport.
 type Jitter int
 

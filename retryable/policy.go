@@ -16,18 +16,18 @@ import (
 )
 
 // Policy is pace's reading of the server's answer for a
-// [retryablehttp.Client]: its CheckRetry and Backoff methods fit the
+// [retryablehttp.Client]. Its CheckRetry and Backoff methods fit the
 // client's fields of those names ([retryablehttp.CheckRetry],
-// [retryablehttp.Backoff]), and [Policy.Install] sets them together with a
-// pacing [pace.Transport]. The zero Policy is ready to use. A Policy is safe
-// for concurrent use; do not change its fields once it is in use.
+// [retryablehttp.Backoff]). [Policy.Install] sets them together with a
+// pacing [pace.Transport]. The zero Policy is ready to use. A Policy is
+// safe for concurrent use; do not change its fields once it is in use.
 type Policy struct {
-	// MaxRetryAfter caps every wait Backoff returns, and a server delay
-	// above it is not waited for at all: CheckRetry stops the retries, so
-	// the client returns that response at once (a retry before the
-	// server's instant is certain to fail, hashicorp/go-retryablehttp#247).
-	// Zero means [pace.DefaultMaxRetryAfter] (five minutes); negative is
-	// invalid. Give the Transport the same MaxRetryAfter.
+	// MaxRetryAfter caps every wait Backoff returns. A server delay above it is
+	// not waited for at all. CheckRetry stops the retries, so the client
+	// returns that response at once. A retry before the server's instant is
+	// certain to fail (hashicorp/go-retryablehttp#247). Zero means
+	// [pace.DefaultMaxRetryAfter] (five minutes); negative is invalid. Give the
+	// Transport the same MaxRetryAfter.
 	MaxRetryAfter time.Duration
 
 	// Check is the retry decision CheckRetry refines. Nil means
@@ -37,9 +37,8 @@ type Policy struct {
 
 	// Fallback is the wait when the server names none. Nil means
 	// [retryablehttp.DefaultBackoff]'s exponential schedule, RetryWaitMin
-	// doubling up to RetryWaitMax, without its own Retry-After parsing
-	// (which reads one of the three date forms and no -ms header, and is
-	// not capped).
+	// doubling up to RetryWaitMax. Its own Retry-After parsing is left out: it
+	// reads one of the three date forms and no -ms header, and is not capped.
 	Fallback retryablehttp.Backoff
 }
 
@@ -92,15 +91,16 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 }
 
 // Backoff is a [retryablehttp.Backoff]: the wait before retry attemptNum
-// (from 0) after resp. When resp is an error response (4xx, 5xx) that
-// names a delay, as [pace.RetryAfter] reads it, the wait is that delay: a
+// (from 0) after resp. resp may be an error response (4xx, 5xx) that names
+// a delay, as [pace.RetryAfter] reads it. The wait is then that delay. A
 // date is waited for until its instant, never less, whichever of the three
-// HTTP-date forms it uses, and a millisecond header is honoured to the
-// millisecond. Otherwise the wait is Fallback's (by default
-// retryablehttp.DefaultBackoff's exponential schedule from lo, RetryWaitMin,
-// up to hi, RetryWaitMax). Every wait is capped at MaxRetryAfter and never
-// negative, so no server answer can make the client sleep without bound.
-// It does not read the body and is safe for concurrent use.
+// HTTP-date forms it uses. A millisecond header is honoured to the
+// millisecond. Otherwise the wait is Fallback's. By default that is
+// retryablehttp.DefaultBackoff's exponential schedule from lo
+// (RetryWaitMin) up to hi (RetryWaitMax). Every wait is capped at
+// MaxRetryAfter and never negative. So no server answer can make the
+// client sleep without bound. It does not read the body and is safe for
+// concurrent use.
 func (p *Policy) Backoff(lo, hi time.Duration, attemptNum int, resp *http.Response) time.Duration {
 	limit := p.maxRetryAfter()
 	if resp != nil && resp.StatusCode >= 400 {
@@ -130,32 +130,33 @@ func oneAttemptPerHost(h pace.Hosts) error {
 	return nil
 }
 
-// Install makes c wait and retry by p and send every attempt through t: it
-// sets c.CheckRetry and c.Backoff to p's methods, and c.HTTPClient to a
-// copy of it (Timeout, Jar and CheckRedirect kept) whose Transport is t
-// (or wraps t, when c has a PrepareRetry: see below).
-// t paces each attempt by its Limits or Limiter, makes each wait out its
-// host's cooldown, and pauses the host on a 429 (or a 503 with a delay) for
-// every goroutine and every client that shares t. t must make one attempt
-// per call (Retry.MaxAttempts 1, and no [pace.Host] of its Limits with a
-// MaxAttempts above 1: c makes the retries) and return responses, not
-// errors (ErrorOnGiveUp false: c's CheckRetry and Backoff read them); t.Base
-// nil means pace's default Base, as always (set Base to
-// c.HTTPClient.Transport to keep the client's own).
+// Install makes c wait and retry by p, and send every attempt through t.
+// It sets c.CheckRetry and c.Backoff to p's methods. It sets c.HTTPClient
+// to a copy of it (Timeout, Jar and CheckRedirect kept) whose Transport is
+// t. (With a PrepareRetry on c, that Transport wraps t: see below.)
 //
-// If c has a PrepareRetry, t calls it instead of c, after t's waits, so
-// that a signature or a token it sets is fresh when the attempt leaves.
-// It is then called before every attempt, the first included. It gets
-// t's copy of the request: its changes do not carry over to the next
-// attempt. If it fails, that attempt is not sent, and c returns its error
-// without a retry. For this, Install sets t.PrepareAttempt, which must be
-// nil (or set by an earlier Install), and c.PrepareRetry to nil; t reads
+// t paces each attempt by its Limits or Limiter, and makes each wait out
+// its host's cooldown. It pauses the host on a 429 (or a 503 with a delay)
+// for every goroutine and every client that shares t. t must make one
+// attempt per call, as c makes the retries. So Retry.MaxAttempts must be
+// 1, and no [pace.Host] of its Limits may have a MaxAttempts above 1. t
+// must return responses, not errors: ErrorOnGiveUp false, as c's
+// CheckRetry and Backoff read them. t.Base nil means pace's default Base,
+// as always. Set Base to c.HTTPClient.Transport to keep the client's own.
+//
+// If c has a PrepareRetry, t calls it instead of c, after t's waits. So a
+// signature or a token it sets is fresh when the attempt leaves. It is then
+// called before every attempt, the first included. It gets t's copy of the
+// request: its changes do not carry over to the next attempt. If it fails,
+// that attempt is not sent, and c returns its error without a retry. For
+// this, Install sets t.PrepareAttempt, and c.PrepareRetry to nil.
+// t.PrepareAttempt must be nil, or set by an earlier Install. t reads
 // PrepareAttempt once, at its first use, so call Install before that.
 //
-// Install returns, and changes nothing then, a [*pace.ConfigError]
-// (matching [pace.ErrInvalidConfig]) for a nil argument, a t that breaks
+// Install returns a [*pace.ConfigError] (matching [pace.ErrInvalidConfig]),
+// and changes nothing, in these cases: a nil argument, a t that breaks
 // those rules, an invalid t (see [pace.Transport.Validate]), or a negative
-// p.MaxRetryAfter. Call it before c's first use; it is not safe for
+// p.MaxRetryAfter. Call it before c's first use. It is not safe for
 // concurrent use with c.
 func (p *Policy) Install(c *retryablehttp.Client, t *pace.Transport) error {
 	switch {

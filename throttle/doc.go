@@ -1,29 +1,30 @@
 // Package throttle is the interface between a pace.Transport and the
-// limiter it waits on, for those who implement a limiter: a store whose
-// limits are shared across processes (package
-// github.com/pacehttp/pace/redislimit holds them in Redis), a wrapper that
-// counts or logs a pace.Keyed's decisions, or a job runner that drives a
-// Keyed's pauses itself (package github.com/pacehttp/pace/batch). Users of
-// pace.Transport set its Limiter field and never handle a [Permit] or an
-// [Outcome]; the split follows database/sql and database/sql/driver.
+// limiter it waits on, for those who implement a limiter. Such a limiter
+// may be a store whose limits are shared across processes (package
+// github.com/pacehttp/pace/redislimit holds them in Redis). It may be a
+// wrapper that counts or logs a pace.Keyed's decisions. It may be a job
+// runner that drives a Keyed's pauses itself (package
+// github.com/pacehttp/pace/batch). Users of pace.Transport set its Limiter
+// field and never handle a [Permit] or an [Outcome]. The split follows
+// database/sql and database/sql/driver.
 //
-// A [Limiter] admits each request under its key (Wait, which returns
-// the request's Permit), hears when the request was written to the
-// wire (Depart, when the Permit asks for it) and how it ended (Settle, with
-// an Outcome). The key's throttle lives in the Limiter too: a server's 429
-// or 503 with a delay, reported to Settle, pauses the key, and when the
-// pause ends one request goes first as the key's probe.
+// A [Limiter] admits each request under its key (Wait, which returns the
+// request's Permit). It hears when the request was written to the wire
+// (Depart, when the Permit asks for it). It hears how it ended (Settle,
+// with an Outcome). The key's throttle lives in the Limiter too. A
+// server's 429 or 503 with a delay, reported to Settle, pauses the key.
+// When the pause ends, one request goes first as the key's probe.
 //
-// pace's in-memory *pace.Keyed implements Limiter, so it can be shared by
-// several Transports (its limits and pauses then hold for all of them) or
-// wrapped. A wrapper is a Limiter of its own to the Transport: the Keyed
-// inside still pauses and probes, but the server's quota headers and the
-// adaptive rate, which the Transport hands only to the Keyed stores it
-// knows (those of its Limits, or a *pace.Keyed set as its Limiter) beside
-// the Outcome, do not reach it (see [Limiter]'s example).
+// pace's in-memory *pace.Keyed implements Limiter. So it can be shared by
+// several Transports (its limits and pauses then hold for all of them), or
+// wrapped. A wrapper is a Limiter of its own to the Transport. The Keyed
+// inside still pauses and probes. But the server's quota headers and the
+// adaptive rate do not reach it. The Transport hands them, beside the
+// Outcome, only to the Keyed stores it knows: those of its Limits, or a
+// *pace.Keyed set as its Limiter (see [Limiter]'s example).
 //
-// The errors a Limiter returns are pace's (pace.WaitError,
-// pace.ErrRateLimited and the errors it wraps, pace.ErrThrottled): the
+// The errors a Limiter returns are pace's: pace.WaitError,
+// pace.ErrRateLimited and the errors it wraps, pace.ErrThrottled. The
 // Transport tells them apart with errors.Is and errors.As. This package
 // imports nothing of pace's, so that pace can import it.
 package throttle

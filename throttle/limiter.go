@@ -5,45 +5,51 @@ import (
 	"time"
 )
 
-// A Limiter decides when a request for a key may leave, and holds the key's
-// throttle: the pause after a server's 429, or 503 with a delay (see
-// pace.Throttled), and the probe that
-// goes first when it ends. It is the interface pace.Transport waits on
-// (its Limiter field); the in-memory pace.Keyed store implements it, and a
-// limiter whose state is shared across processes (in Redis, say) can
-// implement it too. Implementations must be safe for concurrent use by
-// multiple goroutines.
+// A Limiter decides when a request for a key may leave, and holds the
+// key's throttle. That is the pause after a server's 429, or 503 with a
+// delay (see pace.Throttled), and the probe that goes first when it ends.
+// It is the interface pace.Transport waits on (its Limiter field). The
+// in-memory pace.Keyed store implements it. A limiter whose state is
+// shared across processes (in Redis, say) can implement it too.
+// Implementations must be safe for concurrent use by multiple goroutines.
 //
-// A request's life through a Limiter: Wait admits it and returns its
-// Permit; if the Permit's Track is set, Depart is told the instant the
-// request was written to the wire (the Transport learns it from
-// net/http/httptrace); Settle is told how it ended, exactly once per Permit
-// that Wait returned with a nil error.
+// A request's life through a Limiter:
+//
+//   - Wait admits it and returns its Permit.
+//   - If the Permit's Track is set, Depart is told the instant the request
+//     was written to the wire. The Transport learns it from
+//     net/http/httptrace.
+//   - Settle is told how it ended, exactly once per Permit that Wait
+//     returned with a nil error.
 type Limiter interface {
 	// Wait blocks until one request for key may leave, books it, and
 	// returns its Permit.
 	//
-	// It fails at once, booking nothing, with a *pace.WaitError when the
-	// wait would exceed maxWait (zero sets no bound of the caller's; a
-	// limiter may refuse a wait beyond a documented bound of its own, as
-	// redislimit's horizon: pace.ErrWaitTooLong too), when
-	// the limit's queue is full (pace.ErrQueueFull), or when the wait would
-	// outlast ctx's deadline (pace.ErrWaitExceedsDeadline, which also
-	// matches context.DeadlineExceeded). All of these match
-	// pace.ErrRateLimited. If the key's probe is answered with a throttle
-	// while the request waits behind it, Wait returns a *pace.WaitError
-	// wrapping pace.ErrThrottled (the Transport counts the probe's attempt
-	// as the request's own, and may call Wait again). If ctx ends while
-	// waiting, Wait gives the booking back and returns a *pace.WaitError
-	// wrapping ctx.Err(). A Permit returned with an error is not settled;
-	// its Held says how long the request waited before the error (the
-	// Transport counts it against its MaxWait when it calls Wait again
-	// after pace.ErrThrottled). A negative maxWait is refused, booking
-	// nothing, with a *pace.WaitError wrapping a *pace.ConfigError (it
-	// matches pace.ErrInvalidConfig, not pace.ErrRateLimited), as
-	// pace.Transport refuses a negative MaxWait. maxWait means the same
-	// in pace.Keyed's and pace.Shaper's Wait and ReserveAt. The Transport
-	// passes what is left of its MaxWait, never zero.
+	// It fails at once, booking nothing, with a *pace.WaitError in these cases:
+	//
+	//   - the wait would exceed maxWait (zero sets no bound of the caller's).
+	//     A limiter may also refuse a wait beyond a documented bound of its
+	//     own, as redislimit's horizon, with pace.ErrWaitTooLong too.
+	//   - the limit's queue is full (pace.ErrQueueFull).
+	//   - the wait would outlast ctx's deadline (pace.ErrWaitExceedsDeadline,
+	//     which also matches context.DeadlineExceeded).
+	//
+	// All of these match pace.ErrRateLimited. The key's probe may be answered
+	// with a throttle while the request waits behind it. Wait then returns a
+	// *pace.WaitError wrapping pace.ErrThrottled. The Transport counts the
+	// probe's attempt as the request's own, and may call Wait again. If ctx
+	// ends while waiting, Wait gives the booking back and returns a
+	// *pace.WaitError wrapping ctx.Err().
+	//
+	// A Permit returned with an error is not settled. Its Held says how long
+	// the request waited before the error. The Transport counts it against its
+	// MaxWait when it calls Wait again after pace.ErrThrottled. A negative
+	// maxWait is refused, booking nothing, as pace.Transport refuses a
+	// negative MaxWait. The error is a *pace.WaitError wrapping a
+	// *pace.ConfigError. It matches pace.ErrInvalidConfig, not
+	// pace.ErrRateLimited. maxWait means the same in pace.Keyed's and
+	// pace.Shaper's Wait and ReserveAt. The Transport passes what is left
+	// of its MaxWait, never zero.
 	Wait(ctx context.Context, key string, maxWait time.Duration) (Permit, error)
 
 	// Depart tells the limiter that the request of p was written at at.
@@ -74,9 +80,9 @@ type Permit struct {
 	// that names no delay then lowers the key's rate (Outcome.Cut) and
 	// pauses it only briefly.
 	Limited bool
-	// Strikes is how many consecutive throttles the key had when the
-	// request was admitted (throttles of requests that left after the
-	// key's latest pause was set, with no other answer in between).
+	// Strikes is how many consecutive throttles the key had when the request
+	// was admitted. Those are throttles of requests that left after the key's
+	// latest pause was set, with no other answer in between.
 	Strikes int
 	// Gen is the limiter's count of the key's pauses when the request was
 	// admitted; a throttle reported for an older generation is no new
@@ -87,11 +93,11 @@ type Permit struct {
 	// Held is how long the request waited for the key's pause and probe,
 	// and Delay how long for its slot of the key's limit.
 	Held, Delay time.Duration
-	// State is the limiter's own record of the request, or nil: for
-	// pace.Keyed, the request's place in its key's queue and the probe
-	// lease it holds; for redislimit's Limiter, its decision's booking. Callers pass it back unchanged and never read it; a
-	// limiter keeps a pointer here (which costs no allocation of its own)
-	// or nothing.
+	// State is the limiter's own record of the request, or nil. For pace.Keyed
+	// it is the request's place in its key's queue and the probe lease it
+	// holds. For redislimit's Limiter it is its decision's booking. Callers
+	// pass it back unchanged and never read it. A limiter keeps a pointer here
+	// (which costs no allocation of its own) or nothing.
 	State any
 }
 
@@ -110,11 +116,11 @@ type Outcome struct {
 	// At (the caller has applied its floor and cap). Zero means the answer
 	// was not a throttle (or there was none, when Sent is false).
 	Pause time.Duration
-	// Cut reports a throttle that named no delay and no quota, of a key
-	// whose Permit was Limited: the limiter lowers the key's rate (pace's
-	// adaptive rate, CUBIC), once per strike. pace.Keyed first widens the
-	// key's departure margin instead, when the Permit was Tracked and had
-	// no Strikes: the request left at its limit's slot.
+	// Cut reports a throttle that named no delay and no quota, of a key whose
+	// Permit was Limited. The limiter lowers the key's rate (pace's adaptive
+	// rate, CUBIC), once per strike. pace.Keyed first widens the key's
+	// departure margin instead, when the Permit was Tracked and had no
+	// Strikes: the request left at its limit's slot.
 	Cut bool
 	// Quota is the server's quota as the answer stated it. The zero Quota
 	// states none.

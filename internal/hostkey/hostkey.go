@@ -1,6 +1,6 @@
-// Package hostkey normalizes hosts, so that the hosts a user lists
-// ([pace.Hosts] keys) and the hosts requests go to meet in one form, the
-// one place where that form is decided:
+// Package hostkey normalizes hosts. The hosts a user lists ([pace.Hosts]
+// keys) and the hosts requests go to meet in one form. This is the one
+// place where that form is decided:
 //
 //   - lower case (RFC 3986 §3.2.2: the host is case-insensitive);
 //   - without the trailing dot of a fully qualified name (RFC 1034 §3.1:
@@ -10,11 +10,11 @@
 //   - an internationalized name in its ASCII (punycode) form, as net/http
 //     sends it (the IDNA2008 lookup profile of golang.org/x/net/idna, UTS
 //     #46): "äpi.example" is "xn--pi-uia.example";
-//   - without port 80 or 443, whatever the scheme: a key cannot know the
-//     scheme of the requests it will meet, so the default ports of http and
-//     https both name the host itself, on either side ("api.example",
+//   - without port 80 or 443, whatever the scheme. A key cannot know the
+//     scheme of the requests it will meet. So the default ports of http and
+//     https both name the host itself, on either side. "api.example",
 //     "api.example:80" and "api.example:443" are one host; any other port
-//     counts). An empty port ("api.example:") is no port (RFC 3986 §3.2.3).
+//     counts. An empty port ("api.example:") is no port (RFC 3986 §3.2.3).
 //
 // [Of] is the request side and allocates nothing for a host already in that
 // form; [Key] is the listing side: it also rejects what no URL.Host can be.
@@ -34,9 +34,10 @@ import (
 
 // Of returns the normal form of hostport, a URL.Host (host, or host:port;
 // an IPv6 literal in brackets). It allocates only when hostport is not in
-// normal form but for a dropped port: upper-case or non-ASCII letters, a
-// trailing dot before a kept port, an IPv6 literal not in canonical text
-// (or with a zone). A host it cannot make sense of is only lower-cased.
+// normal form, but not for a dropped port. That is upper-case or non-ASCII
+// letters, a trailing dot before a kept port, or an IPv6 literal not in
+// canonical text (or with a zone). A host it cannot make sense of is only
+// lower-cased.
 func Of(hostport string) string {
 	name, port := splitPort(hostport)
 	n := normName(name)
@@ -73,15 +74,21 @@ func Request(req *http.Request) string {
 	return Of(h)
 }
 
-// Key returns the normal form of key, a host a user lists, or an error
-// saying why no URL.Host can ever be key: an IPv6 literal without its
-// closing bracket or not an IPv6 address, an IPv6 address without brackets,
-// an IPv6 zone written URL-escaped ("%25": URL.Host holds it unescaped,
-// "[fe80::1%eth0]"), a port that is not decimal or above 65535, no host
-// before the port, a character or percent-escape that net/url does not
-// leave in a URL.Host, or a name that is not a valid internationalized
-// domain name. The caller checks what is particular to its own keys (an
-// empty key, wildcards).
+// Key returns the normal form of key, a host a user lists. Or it returns
+// an error saying why no URL.Host can ever be key:
+//
+//   - an IPv6 literal without its closing bracket, or not an IPv6 address;
+//   - an IPv6 address without brackets;
+//   - an IPv6 zone written URL-escaped ("%25"). URL.Host holds it
+//     unescaped, "[fe80::1%eth0]".
+//   - a port that is not decimal or above 65535, or no host before the
+//     port;
+//   - a character or percent-escape that net/url does not leave in a
+//     URL.Host;
+//   - a name that is not a valid internationalized domain name.
+//
+// The caller checks what is particular to its own keys (an empty key,
+// wildcards).
 func Key(key string) (string, error) {
 	name, port := splitPort(key)
 	switch {
@@ -124,8 +131,8 @@ func Key(key string) (string, error) {
 }
 
 // checkName reports why name (a host without port or brackets) is no
-// URL.Host: net/url refuses it, or holds it otherwise (a percent-escape is
-// decoded), or it is no valid internationalized domain name.
+// URL.Host. net/url refuses it, or holds it otherwise (a percent-escape is
+// decoded). Or it is no valid internationalized domain name.
 func checkName(name string) error {
 	u, err := url.Parse("http://" + name + "/")
 	if err != nil {

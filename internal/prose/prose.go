@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -33,10 +34,27 @@ func skipDir(rel string) bool {
 	return false
 }
 
+// A Doc is one doc comment, or the prose of a Markdown file: its text and
+// where it starts ("path:line", the path relative to root).
+type Doc struct {
+	Pos  string
+	Text string
+}
+
 // DocText returns the text of every doc comment (package, declarations,
 // fields) of the non-test Go files below root, one comment a string.
 func DocText(root string) ([]string, error) {
-	var out []string
+	ds, err := DocComments(root)
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Text
+	}
+	return out, err
+}
+
+// DocComments is [DocText] with each comment's position.
+func DocComments(root string) ([]Doc, error) {
+	var out []Doc
 	fs := token.NewFileSet()
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -73,7 +91,8 @@ func DocText(root string) ([]string, error) {
 				g = n.Doc
 			}
 			if g != nil {
-				out = append(out, g.Text())
+				pos := fs.Position(g.Pos())
+				out = append(out, Doc{Pos: filepath.ToSlash(rel) + ":" + strconv.Itoa(pos.Line), Text: g.Text()})
 			}
 			return true
 		})
@@ -119,6 +138,27 @@ func Sentences(text string) []string {
 			out = append(out, s)
 		}
 	}
+	return out
+}
+
+// A Long is a sentence over 30 words, where it is and its length.
+type Long struct {
+	Pos   string
+	Words int
+	Text  string
+}
+
+// Longest returns the sentences of docs over 30 words, longest first.
+func Longest(docs []Doc) []Long {
+	var out []Long
+	for _, d := range docs {
+		for _, s := range Sentences(d.Text) {
+			if w := len(strings.Fields(s)); w > 30 {
+				out = append(out, Long{Pos: d.Pos, Words: w, Text: s})
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Long) int { return b.Words - a.Words })
 	return out
 }
 

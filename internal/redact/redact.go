@@ -1,9 +1,9 @@
 // Package redact keeps credentials that ride in URLs out of logs and
-// files: the user information (RFC 3986 §3.2.1, "user:password@") and the
-// query (RFC 3986 §3.4), where APIs put keys and tokens (?api_key=,
-// ?access_token=, a pre-signed URL's signature), and on demand the path
-// (RFC 3986 §3.3), where some APIs put them (the Telegram Bot API's
-// /bot<token>/, webhook and capability URLs). It is the one rule that
+// files. It cuts the user information (RFC 3986 §3.2.1, "user:password@").
+// It cuts the query (RFC 3986 §3.4), where APIs put keys and tokens
+// (?api_key=, ?access_token=, a pre-signed URL's signature). On demand it
+// cuts the path (RFC 3986 §3.3), where some APIs put them: the Telegram Bot
+// API's /bot<token>/, webhook and capability URLs. It is the one rule that
 // package pace's Logger and package batch's journal share.
 package redact
 
@@ -60,12 +60,12 @@ func ErrorText(err error, hidePath bool) string {
 	return text
 }
 
-// Error returns err with its URL redacted as URL does when err is a
-// [*url.Error] (a copy: Op and Err are kept, so errors.Is and errors.As
-// see what they saw), and err itself otherwise. When err's tree holds
-// another *url.Error (a Base that wraps an http.Client, inside a
-// pace.AttemptsError), the text of the result is ErrorText's, with every
-// such URL redacted; unwrapping it gives the copy.
+// Error returns err with its URL redacted as URL does, when err is a
+// [*url.Error]. The result is a copy: Op and Err are kept, so errors.Is and
+// errors.As see what they saw. Otherwise it returns err itself. err's tree
+// may hold another *url.Error (a Base that wraps an http.Client, inside a
+// pace.AttemptsError). The text of the result is then ErrorText's, with
+// every such URL redacted. Unwrapping it gives the copy.
 func Error(err error, hidePath bool) error {
 	u, ok := err.(*url.Error)
 	if !ok {
@@ -89,9 +89,9 @@ type textError struct {
 func (e *textError) Error() string { return e.text }
 func (e *textError) Unwrap() error { return e.err }
 
-// urlErrors appends the *url.Error values in err's tree to found, at most
-// a few dozen: an error tree is small, and the bound keeps a cyclic or
-// huge one from costing much.
+// urlErrors appends the *url.Error values in err's tree to found, at most a
+// few dozen. An error tree is small, and the bound keeps a cyclic or huge
+// one from costing much.
 func urlErrors(err error, found []*url.Error) []*url.Error {
 	const maxVisit = 64
 	stack := []error{err}

@@ -40,13 +40,14 @@ func backoffBounds(initial, maxDelay time.Duration) (time.Duration, time.Duratio
 }
 
 // BackoffDelay returns the n-th delay (n >= 1; smaller n means 1) of the
-// schedule NewBackOff(initial, maxDelay) returns, without running it: initial
-// doubled n-1 times, capped at maxDelay, the cap taking over once a delay
-// reaches half of it, as ExponentialBackOff does. It never computes 2^n: it
-// doubles at most 63 times, since a delay of at least 1 ns reaches any cap by
-// then, so the cost is bounded for every n and nothing overflows (carlescere/goback#5).
-// It lets a caller derive a delay from a count (such as a key's consecutive
-// throttles) without keeping a policy. Pure and safe for concurrent use.
+// schedule NewBackOff(initial, maxDelay) returns, without running it. That
+// is initial doubled n-1 times, capped at maxDelay. The cap takes over once
+// a delay reaches half of it, as ExponentialBackOff does. It never
+// computes 2^n. It doubles at most 63 times, since a delay of at least 1
+// ns reaches any cap by then. So the cost is bounded for every n and
+// nothing overflows (carlescere/goback#5). It lets a caller derive a delay
+// from a count (such as a key's consecutive throttles) without keeping a
+// policy. Pure and safe for concurrent use.
 func BackoffDelay(n int, initial, maxDelay time.Duration) time.Duration {
 	initial, maxDelay = backoffBounds(initial, maxDelay)
 	d := initial
@@ -61,12 +62,12 @@ func BackoffDelay(n int, initial, maxDelay time.Duration) time.Duration {
 
 // BackoffFloor returns the shortest wait jitter may produce, for a schedule
 // that starts at initial. After a transport error or a 5xx it is half of
-// initial, so that full jitter still spreads the first retry over
-// [initial/2, initial] yet never fires a retry at once (a near-zero wait
-// is a hot loop, weaviate/weaviate#10179). After a 429 or 503 it is initial
-// itself: the server said slow down, so a wait never drops below the
-// throttle base (aws/aws-sdk-net#4341 shows full jitter collapsing throttle
-// waits to a few milliseconds). The result is at least 1 ns.
+// initial. So full jitter still spreads the first retry over [initial/2,
+// initial], yet never fires a retry at once. A near-zero wait is a hot
+// loop (weaviate/weaviate#10179). After a 429 or 503 it is initial itself.
+// The server said slow down, so a wait never drops below the throttle
+// base. aws/aws-sdk-net#4341 shows full jitter collapsing throttle waits to
+// a few milliseconds. The result is at least 1 ns.
 func BackoffFloor(initial time.Duration, throttled bool) time.Duration {
 	if !throttled {
 		initial /= 2

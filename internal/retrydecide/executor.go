@@ -37,10 +37,10 @@ func (p *Executor) serverDelay(resp *http.Response, now time.Time) (time.Duratio
 	return p.ServerDelay(resp, now)
 }
 
-// Failed reports whether an attempt that ended with resp or err (its
-// request's context ctx), retried or not (again, Check's verdict), is a
-// retryable failure, whether or not its request may repeat it: what costs
-// retry budget.
+// Failed reports whether an attempt is a retryable failure, whether or not
+// its request may repeat it: what costs retry budget. The attempt ended
+// with resp or err (its request's context ctx). It was retried or not
+// (again, Check's verdict).
 func (p *Executor) Failed(ctx context.Context, resp *http.Response, err error, again bool) bool {
 	return again || (resp != nil && p.RetryResponse(resp)) || (err != nil && classOf(ctx, err) != errFinal)
 }
@@ -91,9 +91,9 @@ func (p *Executor) hasIdempotencyKey(req *http.Request) bool {
 	return ok
 }
 
-// replaySafe reports whether req may be sent again when the server may have
-// processed it: its method is idempotent (RFC 9110 §9.2.2), it carries an
-// idempotency key, or the policy retries every method.
+// replaySafe reports whether req may be sent again when the server may
+// have processed it. Its method must be idempotent (RFC 9110 §9.2.2), or it
+// must carry an idempotency key, or the policy retries every method.
 func (p *Executor) replaySafe(req *http.Request) bool {
 	return idempotent.Method(req.Method) || p.Policy.RetryNonIdempotent || p.hasIdempotencyKey(req)
 }
@@ -169,11 +169,12 @@ func (p *Executor) checkError(req *http.Request, err error) (bool, retry.Reason)
 	return false, reason
 }
 
-// WithIdempotencyKey returns req unchanged, or, when AddIdempotencyKey is
-// set and req is a POST or PATCH that lacks the idempotency header, a clone
-// of req (same context, same Body) whose header carries a fresh random key.
-// The Transport calls it once per request, before the first attempt, so
-// every attempt sends the same key. The caller's request is never modified.
+// WithIdempotencyKey returns req unchanged, or a clone of req whose header
+// carries a fresh random key. It clones when AddIdempotencyKey is set and
+// req is a POST or PATCH that lacks the idempotency header. The clone has
+// the same context and the same Body. The Transport calls it once per
+// request, before the first attempt, so every attempt sends the same key.
+// The caller's request is never modified.
 func (p *Executor) WithIdempotencyKey(req *http.Request) *http.Request {
 	if !p.Policy.AddIdempotencyKey || !idempotent.WantsKey(req.Method) || p.hasIdempotencyKey(req) {
 		return req
@@ -231,11 +232,13 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return "invalid " + e.Field + ": " + e.Reason }
 
-// Validate reports the first invalid setting of p, or nil: a negative
-// MaxAttempts, a status that is not an error status (4xx or 5xx: a success
-// or a redirect is never retried, so listing one is a mistake), an
-// idempotency header name that is not an HTTP token, an unknown Jitter, or
-// an invalid Budget.
+// Validate reports the first invalid setting of p, or nil:
+//
+//   - a negative MaxAttempts;
+//   - a status that is not an error status (4xx or 5xx). A success or a
+//     redirect is never retried, so listing one is a mistake.
+//   - an idempotency header name that is not an HTTP token;
+//   - an unknown Jitter, or an invalid Budget.
 func Validate(p *retry.Policy) *FieldError {
 	if p.MaxAttempts < 0 {
 		return &FieldError{"MaxAttempts", p.MaxAttempts, "must not be negative"}
@@ -336,46 +339,52 @@ type Verdict struct {
 	HandBack bool          // a throttle returned unretried to a caller that waits out the pause (End.HandBack)
 }
 
-// Decide is the retry decision: from what an attempt ended with, whether to
-// send the request again, after how long, whether to pause its key, and if a
-// retryable failure is not retried, why. It reads the response's headers,
-// never its body, and takes explicit time; apart from the backoff schedule
-// and the jitter it is a pure function. The rules:
+// Decide is the retry decision. From what an attempt ended with, it says
+// whether to send the request again, and after how long. It says whether
+// to pause its key, and why a retryable failure is not retried. It reads
+// the response's headers, never its body, and takes explicit time. Apart
+// from the backoff schedule and the jitter it is a pure function. The
+// rules:
 //
-//   - The wait is the server's delay when it gave one (retry.Check.Wait, a
-//     delay Decide read from the body, or else Retry-After and the other
-//     headers ServerDelay reads), else the backoff schedule's next wait,
-//     jittered.
-//   - A throttle (retrystatus.Throttle) pauses the key: for the server's delay, never
-//     less than retry.MinThrottlePause. A server delay below retry.MinThrottlePause
-//     (Retry-After: 0, a past date, a reset already reached) is legal (RFC
-//     9110 §10.2.3) and its first throttle pauses for retry.MinThrottlePause, but
-//     on a key with strikes it is the server's overload, not a schedule:
-//     the pause is retry.MinThrottlePause doubled by the key's strikes (100 ms
-//     on the second consecutive throttle, 200 ms on the third), jittered,
-//     never under retry.MinThrottlePause, capped at retry.DefaultBackoffMax. Without a
-//     delay (a 429 that names none)
-//     for retry.DefaultThrottlePause doubled by the key's strikes, jittered, never
-//     under retry.DefaultThrottleBackoffInitial, or with a NewBackOff schedule its
-//     next wait, never under a second (env0/terraform-provider-env0#1127).
-//     Every pause is capped at MaxRetryAfter; the request's own wait is the
-//     pause. A key whose configured limit adapts (Adaptive) slows its rate
-//     instead (Verdict.Cut: the Limiter lowers its rate): its first throttle without a
-//     delay pauses it only for retry.MinThrottlePause; a probe throttled again
-//     gets the long pause, and the rate drops again.
+//   - The wait is the server's delay when it gave one, else the backoff
+//     schedule's next wait, jittered. The server's delay is retry.Check.Wait
+//     (a delay Decide read from the body), or else Retry-After and the other
+//     headers ServerDelay reads.
+//   - A throttle (retrystatus.Throttle) pauses the key for the server's
+//     delay, never less than retry.MinThrottlePause. A server delay below retry.MinThrottlePause is
+//     legal (RFC 9110 §10.2.3): Retry-After: 0, a past date, a reset
+//     already reached. Its first throttle pauses for retry.MinThrottlePause. But on a key
+//     with strikes it is the server's overload, not a schedule. The pause
+//     is then retry.MinThrottlePause doubled by the key's strikes: 100 ms on the second
+//     consecutive throttle, 200 ms on the third. It is jittered, never
+//     under retry.MinThrottlePause, capped at retry.DefaultBackoffMax.
+//   - A throttle without a delay (a 429 that names none) pauses for
+//     retry.DefaultThrottlePause doubled by the key's strikes. It is jittered, never
+//     under retry.DefaultThrottleBackoffInitial. With a NewBackOff schedule
+//     it pauses for that schedule's next wait, never under a second
+//     (env0/terraform-provider-env0#1127).
+//   - Every pause is capped at MaxRetryAfter. The request's own wait is the
+//     pause.
+//   - A key whose configured limit adapts (Adaptive) slows its rate
+//     instead (Verdict.Cut: the Limiter lowers its rate). Its first
+//     throttle without a delay pauses it only for retry.MinThrottlePause. A probe
+//     throttled again gets the long pause, and the rate drops again.
 //   - Decide's Fail ends the call (retry.ReasonDecided), after a throttle's
 //     pause is set.
-//   - A retryable failure is not retried, in this order, when: the policy
-//     said no (its reason); the server's delay exceeds MaxRetryAfter
-//     (retry.ReasonDelayTooLong: a retry before it is certain to fail,
-//     hashicorp/go-retryablehttp#247); the body cannot be sent again; the
-//     attempts are spent; the schedule says stop; the wait would outlast
-//     the deadline (retry.ReasonDeadline, decided at once, not slept); or, last,
-//     so that only a retry otherwise made takes from it, the budget is
-//     spent (unless the server named a delay: the server itself set the
-//     pace, and the retry is counted anyway). Just before the budget, a
-//     throttle whose wait is longer than retry.MinThrottlePause is handed back
-//     unretried when the caller waits out pauses itself (HandBack).
+//   - A retryable failure is not retried when, in this order: the policy
+//     said no (its reason); the server's delay exceeds MaxRetryAfter; the
+//     body cannot be sent again; the attempts are spent; the schedule says
+//     stop; the wait would outlast the deadline; the budget is spent.
+//   - A delay above MaxRetryAfter gives retry.ReasonDelayTooLong: a retry
+//     before it is certain to fail (hashicorp/go-retryablehttp#247).
+//   - A wait beyond the deadline gives retry.ReasonDeadline, decided at
+//     once, not slept.
+//   - The budget comes last, so that only a retry otherwise made takes
+//     from it. A server that named a delay is not held back by it: the
+//     server itself set the pace, and the retry is counted anyway.
+//   - Just before the budget, a throttle whose wait is longer than retry.MinThrottlePause
+//     is handed back unretried when the caller waits out pauses itself
+//     (HandBack).
 func (p *Executor) Decide(in End) Verdict {
 	status := 0
 	if in.Resp != nil {
@@ -510,8 +519,8 @@ func (p *Executor) NewSchedule(budget *Budget, key string, maxRetryAfter time.Du
 	return &Schedule{p: p, budget: budget, key: key, maxRetryAfter: maxRetryAfter}
 }
 
-// Withdraw takes a retry from the key's budget at now, with force even
-// when the budget is spent; it reports whether the budget allowed it, which
+// Withdraw takes a retry from the key's budget at now; with force, even
+// when the budget is spent. It reports whether the budget allowed it. That
 // is always true without a budget.
 func (s *Schedule) Withdraw(now time.Time, force bool) bool {
 	if s.budget == nil {
@@ -522,11 +531,12 @@ func (s *Schedule) Withdraw(now time.Time, force bool) bool {
 
 // Next returns the wait before the next attempt, jittered; ok is false
 // when the schedule says stop. throttled selects the default schedule for
-// a 429 or 503 without a delay (retry.DefaultThrottleBackoffInitial first)
-// over the one for other failures (retry.DefaultBackoffInitial first); its
-// waits are capped at the lower of retry.DefaultBackoffMax and
-// MaxRetryAfter. A schedule from retry.Policy.NewBackOff is used as given,
-// with waits from 1ns up to MaxRetryAfter.
+// a 429 or 503 without a delay (retry.DefaultThrottleBackoffInitial
+// first). Otherwise it selects the one for other failures
+// (retry.DefaultBackoffInitial first). Its waits are capped at the lower of
+// retry.DefaultBackoffMax and MaxRetryAfter. A schedule from
+// retry.Policy.NewBackOff is used as given, with waits from 1ns up to
+// MaxRetryAfter.
 func (s *Schedule) Next(throttled bool) (time.Duration, bool) {
 	if s.bo == nil {
 		if nb := s.p.Policy.NewBackOff; nb != nil {
