@@ -35,8 +35,11 @@ var errNoLink = fmt.Errorf("%w: no connection to Redis answers yet", ErrUnavaila
 // connections: it loads the scripts (SCRIPT LOAD) on as many connections
 // at once as round trips were ever in flight, with a bound of warmTimes
 // × Timeout. It runs at New, and whenever a round trip failed for want
-// of Redis (not for a reply of Redis's). Until it succeeds the link is
-// down: decisions wait for it, at most Timeout, then fail
+// of Redis (not for a reply of Redis's). One such failure alone (a reply
+// late once, when Redis is a few milliseconds inside Timeout) only
+// readies a new connection: the link stays up. Two in a row, or a
+// warm-up that fails, take the link down until a warm-up succeeds:
+// decisions wait for it, at most Timeout, then fail
 // (errNoLink), and make no connection of their own. So go-redis's pool
 // counts no failed dials of theirs, and never falls back to its own
 // probe once a second; the prober tries again every probeGap. Only a
@@ -51,6 +54,7 @@ type link struct {
 
 	st         atomic.Pointer[linkState]
 	busy, peak atomic.Int32 // round trips in flight, now and at most
+	fails      atomic.Int32 // round trips failed for want of Redis in a row
 	mu         sync.Mutex   // guards probing
 	probing    bool
 	closed     bool           // by close: no prober starts
@@ -69,7 +73,7 @@ func (k *link) init(rdb redis.UniversalClient, timeout time.Duration, stop <-cha
 	k.rdb, k.timeout, k.stop, k.scripts = rdb, timeout, stop, scripts
 	_, k.gate = rdb.(*redis.Client)
 	k.st.Store(&linkState{up: !k.gate, ch: make(chan struct{})})
-	k.down()
+	k.down(true)
 }
 
 // ready waits until the link is up, at most Timeout (warmTimes × Timeout
@@ -105,12 +109,17 @@ func (k *link) enter() {
 }
 
 // exit counts a round trip ended with err, on behalf of a caller whose
-// context is ctx: a failure that is not Redis's reply, nor the caller's
-// own end, takes the link down.
+// context is ctx. A failure that is not Redis's reply, nor the caller's
+// own end, starts a warm-up; the second in a row takes the link down.
 func (k *link) exit(ctx context.Context, err error) {
 	k.busy.Add(-1)
-	if err != nil && ctx.Err() == nil && lost(err) {
-		k.down()
+	switch {
+	case err == nil || !lost(err):
+		if k.fails.Load() != 0 {
+			k.fails.Store(0)
+		}
+	case ctx.Err() == nil:
+		k.down(k.fails.Add(1) >= 2)
 	}
 }
 
@@ -121,15 +130,16 @@ func lost(err error) bool {
 	return !errors.As(err, &re) && !errors.Is(err, redis.ErrClosed)
 }
 
-// down takes the link down, and starts the prober unless it runs.
-func (k *link) down() {
+// down starts the prober unless it runs; with gate it takes the link
+// down too.
+func (k *link) down(gate bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
 		return
 	}
-	if k.st.Load().up && k.gate {
-		k.st.Store(&linkState{ch: make(chan struct{})})
+	if gate {
+		k.gateLocked()
 	}
 	if k.probing {
 		return
@@ -137,6 +147,13 @@ func (k *link) down() {
 	k.probing = true
 	k.wg.Add(1)
 	go k.probe()
+}
+
+// gateLocked takes a *redis.Client's link down; k.mu must be held.
+func (k *link) gateLocked() {
+	if k.st.Load().up && k.gate {
+		k.st.Store(&linkState{ch: make(chan struct{})})
+	}
 }
 
 // close waits for the prober to end, and starts no other: the link
@@ -174,6 +191,9 @@ func (k *link) probe() {
 			k.probing = false
 			k.mu.Unlock()
 			return
+		}
+		if !k.closed {
+			k.gateLocked() // Redis does not answer: decisions wait for the link
 		}
 		k.mu.Unlock()
 		select {
