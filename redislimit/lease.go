@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
-	"github.com/pacehttp/pace/internal/wake"
-	"github.com/pacehttp/pace/throttle"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -198,161 +196,6 @@ func (ls *leaser) pause(tag string, gen uint64) {
 	}
 }
 
-// wait is Limiter.Wait of a Limiter with Options.Lease.
-func (ls *leaser) wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
-	p := throttle.Permit{Key: key, Limited: true}
-	if err := ctx.Err(); err != nil {
-		return p, &pace.WaitError{Key: key, Err: err}
-	}
-	if maxWait < 0 {
-		return p, &pace.WaitError{Key: key, Err: &pace.ConfigError{Field: "maxWait", Value: maxWait, Reason: "must not be negative (0 sets no bound)"}}
-	}
-	k, err := ls.entry(key)
-	if err != nil {
-		return p, &pace.WaitError{Key: key, Err: err}
-	}
-	if !k.used.Load() {
-		k.used.Store(true)
-	}
-	now := time.Now()
-	if !k.paused.Load() {
-		if g := k.cur.Load(); g != nil && g.shaper != nil && now.Before(g.until) && g.shaper.AllowAt(now, 1) {
-			k.admitted.Add(1)
-			p.Gen, p.State, p.Track = k.gen.Load(), &leaseTicket{k, now}, true
-			return p, nil
-		}
-	}
-	return ls.waitSlow(ctx, k, p, maxWait, now)
-}
-
-// waitSlow is wait when the share has no unit free now: the key is
-// paused, the share is spent, or there is no share yet.
-func (ls *leaser) waitSlow(ctx context.Context, k *leaseKey, p throttle.Permit, maxWait time.Duration, start time.Time) (throttle.Permit, error) {
-	shared := false // the pause and the probe were decided in Redis
-	giveBack := func() {
-		if p.Probe || p.State != nil {
-			ls.l.Settle(p, throttle.Outcome{}) // hands the probe's role on
-		}
-	}
-	p.Gen = k.gen.Load()
-	wanted := false
-	defer func() {
-		if wanted {
-			k.waiting.Add(-1)
-		}
-	}()
-	for {
-		if !shared && k.paused.Load() { // Redis decides the pause and the probe, one round trip
-			gen := k.gen.Load()
-			rest := maxWait
-			if maxWait > 0 {
-				if rest = maxWait - time.Since(start); rest <= 0 {
-					return p, &pace.WaitError{Key: k.key, Err: pace.ErrWaitTooLong}
-				}
-			}
-			pp, err := ls.l.waitShared(ctx, k.key, rest)
-			pp.Limited, pp.Delay = true, pp.Delay+p.Delay
-			if err != nil {
-				return pp, err
-			}
-			if !pp.Probe && pp.Held == 0 && pp.Gen >= gen {
-				k.paused.Store(false)
-			}
-			p, shared = pp, true
-			p.Gen = max(p.Gen, gen)
-		}
-		now := time.Now()
-		g := k.cur.Load()
-		if g != nil && g.shaper != nil && now.Before(g.until) {
-			k.book.Lock() // a unit booked and given back goes back whole: nothing was booked after it
-			r, err := g.shaper.ReserveAt(now, 1, 0)
-			beyond := err == nil && (!now.Add(r.Delay).Before(g.until) ||
-				r.Delay > 0 && g.free && ls.growable(k, now)) // or ask for the unclaimed part first
-			if beyond {
-				g.shaper.CancelAt(now, r)
-			}
-			k.book.Unlock()
-			if err != nil {
-				giveBack()
-				return p, &pace.WaitError{Key: k.key, Delay: r.Delay, Err: err}
-			}
-			if !beyond {
-				if err := refuseWait(ctx, k.key, r.Delay, maxWait-now.Sub(start), maxWait > 0); err != nil {
-					g.shaper.CancelAt(now, r)
-					giveBack()
-					return p, err
-				}
-				if r.Delay > 0 {
-					if !wanted {
-						k.want1()
-						wanted = true
-					}
-					if err := wake.Sleep(ctx, r.Delay, nil); err != nil {
-						g.shaper.CancelAt(time.Now(), r)
-						giveBack()
-						return p, &pace.WaitError{Key: k.key, Delay: r.Delay, Err: ctxErr(ctx)}
-					}
-					p.Delay += r.Delay
-				}
-				k.admitted.Add(1)
-				if p.State == nil { // not the pause's decision, whose record Settle needs
-					p.State, p.Track = &leaseTicket{k, now.Add(r.Delay)}, true
-				}
-				return p, nil
-			}
-			// beyond the lease: wait for the renewal
-		}
-		if g != nil && g.err != nil && !now.Before(g.until) { // Redis failed and the lease is over
-			giveBack()
-			return ls.l.failed(ctx, p, maxWait, start, g.err)
-		}
-		if !wanted {
-			k.want1()
-			wanted = true
-		}
-		ch, dead, closed := ls.await(k, g, now)
-		if closed {
-			giveBack()
-			return p, &pace.WaitError{Key: k.key, Err: fmt.Errorf("%w: the Limiter is closed", ErrUnavailable)}
-		}
-		if dead { // dropped while idle: start again on a new entry
-			nk, err := ls.entry(k.key)
-			if err != nil {
-				giveBack()
-				return p, &pace.WaitError{Key: k.key, Err: err}
-			}
-			k.waiting.Add(-1) // wanted is set
-			k, wanted = nk, false
-			continue
-		}
-		d := time.Hour
-		if maxWait > 0 {
-			if d = maxWait - now.Sub(start); d <= 0 {
-				giveBack()
-				return p, &pace.WaitError{Key: k.key, Err: pace.ErrWaitTooLong}
-			}
-		}
-		if dl, ok := ctx.Deadline(); ok {
-			if rest := dl.Sub(now); rest <= 0 {
-				giveBack()
-				return p, &pace.WaitError{Key: k.key, Err: errDeadline}
-			} else {
-				d = min(d, rest)
-			}
-		}
-		if g != nil && now.Before(g.until) {
-			d = min(d, g.until.Sub(now)+time.Millisecond)
-		}
-		t0 := time.Now()
-		err := wake.Sleep(ctx, d, ch)
-		p.Delay += time.Since(t0)
-		if err != nil {
-			giveBack()
-			return p, &pace.WaitError{Key: k.key, Err: ctxErr(ctx)}
-		}
-	}
-}
-
 // leaseTicket is a decision on a share, in Permit.State: when it was
 // admitted, for Depart.
 type leaseTicket struct {
@@ -375,18 +218,6 @@ func (ls *leaser) depart(t *leaseTicket, at time.Time) {
 	t.k.book.Lock()
 	_, _ = g.shaper.ReserveAt(at, 1, 0)
 	t.k.book.Unlock()
-}
-
-// refuseWait returns the error for a wait of d when it exceeds the rest
-// of maxWait (bounded) or outlasts ctx's deadline, or nil.
-func refuseWait(ctx context.Context, key string, d, rest time.Duration, bounded bool) error {
-	if bounded && d > rest {
-		return &pace.WaitError{Key: key, Delay: d, Err: pace.ErrWaitTooLong}
-	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Add(d).Before(dl) {
-		return &pace.WaitError{Key: key, Delay: d, Err: errDeadline}
-	}
-	return nil
 }
 
 // await returns the channel closed at the key's next renewal, starting
@@ -472,70 +303,104 @@ func (ls *leaser) renewKey(k *leaseKey) {
 	}
 	now := time.Now()
 	g := k.cur.Load()
-	el := now.Sub(k.since)
-	idle := g != nil && !k.used.Load() && k.wanting.Load() == 0 && k.waiting.Load() == 0
-	if idle && (g.err == nil || !now.Before(g.until)) { // a key failing to renew and unused is dropped at its lease's end
-		switch rest := g.until.Sub(now); { // look again, to renew it if a Wait comes before the end
-		case rest > ls.lead/4:
-			ls.scheduleLocked(k, rest/2)
-		case rest > 0:
-			ls.scheduleLocked(k, rest)
-		default:
-			ls.dropLocked(k)
-		}
+	if ls.idleLocked(k, g, now) {
 		k.mu.Unlock()
 		return
 	}
-	k.renewing, k.sent = true, now
-	k.used.Store(false)
-	q := leaseReq{want: k.want}
-	var admitted, wanting int64
-	swapped := g == nil || el >= ls.lease/2 || !g.received
-	if swapped {
-		admitted, wanting = k.admitted.Swap(0), k.wanting.Swap(0)
-		if g == nil || !g.received {
-			q.want = -1
-		} else {
-			recent, rel := admitted, el
-			if k.halfAt.After(k.since) {
-				recent, rel = max(admitted-k.halfAdm, 0), now.Sub(k.halfAt)
-			}
-			q.want = ls.demand(k, recent, wanting, rel, now, g.share)
-		}
-	}
-	if g != nil {
-		if now.Before(g.until) {
-			q.grant, q.rest = g.share, g.until.Sub(now)
-		}
-		if now.Before(g.holdUntil) {
-			q.hold, q.holdRest = g.hold, g.holdUntil.Sub(now)
-		}
-	}
+	rn := ls.requestLocked(k, g, now)
 	k.mu.Unlock()
 
 	ctx, cancel := ls.l.dl.bound(context.Background())
-	rep, err := ls.renew(ctx, k.tag, q)
+	rep, err := ls.renew(ctx, k.tag, rn.q)
 	cancel()
 
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.renewing = false
 	if err != nil {
-		k.admitted.Add(admitted) // counted again at the next try
-		k.wanting.Add(wanting)
-		ng := &leaseGrant{err: err}
-		if g != nil {
-			c := *g
-			c.err = err
-			ng = &c
-		}
-		k.cur.Store(ng)
-		ls.scheduleLocked(k, probePoll)
-		k.broadcastLocked()
+		ls.failedLocked(k, g, rn, err)
 		return
 	}
-	if swapped {
-		k.since, k.want = now, q.want
+	ls.grantLocked(k, rn, rep, now)
+}
+
+// renewal is one renewal's request, and the counts it took from the key.
+type renewal struct {
+	q                 leaseReq
+	admitted, wanting int64
+	swapped           bool // the counts were taken: the demand is measured anew
+}
+
+// idleLocked reports whether the key is idle (no Wait used it since its
+// last renewal), and then looks again later, to renew it if a Wait comes
+// before its lease ends, or drops it; k.mu is held.
+func (ls *leaser) idleLocked(k *leaseKey, g *leaseGrant, now time.Time) bool {
+	idle := g != nil && !k.used.Load() && k.wanting.Load() == 0 && k.waiting.Load() == 0
+	if !idle || g.err != nil && now.Before(g.until) { // a key failing to renew and unused is dropped at its lease's end
+		return false
+	}
+	switch rest := g.until.Sub(now); {
+	case rest > ls.lead/4:
+		ls.scheduleLocked(k, rest/2)
+	case rest > 0:
+		ls.scheduleLocked(k, rest)
+	default:
+		ls.dropLocked(k)
+	}
+	return true
+}
+
+// requestLocked starts a renewal of the key at now, g its grant: the
+// demand and the claim to send; k.mu is held.
+func (ls *leaser) requestLocked(k *leaseKey, g *leaseGrant, now time.Time) renewal {
+	k.renewing, k.sent = true, now
+	k.used.Store(false)
+	el := now.Sub(k.since)
+	rn := renewal{q: leaseReq{want: k.want}, swapped: g == nil || el >= ls.lease/2 || !g.received}
+	if rn.swapped {
+		rn.admitted, rn.wanting = k.admitted.Swap(0), k.wanting.Swap(0)
+		if g == nil || !g.received {
+			rn.q.want = -1
+		} else {
+			recent, rel := rn.admitted, el
+			if k.halfAt.After(k.since) {
+				recent, rel = max(rn.admitted-k.halfAdm, 0), now.Sub(k.halfAt)
+			}
+			rn.q.want = ls.demand(k, recent, rn.wanting, rel, now, g.share)
+		}
+	}
+	if g != nil {
+		if now.Before(g.until) {
+			rn.q.grant, rn.q.rest = g.share, g.until.Sub(now)
+		}
+		if now.Before(g.holdUntil) {
+			rn.q.hold, rn.q.holdRest = g.hold, g.holdUntil.Sub(now)
+		}
+	}
+	return rn
+}
+
+// failedLocked keeps the grant g after the renewal rn failed with err,
+// and tries again after probePoll; k.mu is held.
+func (ls *leaser) failedLocked(k *leaseKey, g *leaseGrant, rn renewal, err error) {
+	k.admitted.Add(rn.admitted) // counted again at the next try
+	k.wanting.Add(rn.wanting)
+	ng := &leaseGrant{err: err}
+	if g != nil {
+		c := *g
+		c.err = err
+		ng = &c
+	}
+	k.cur.Store(ng)
+	ls.scheduleLocked(k, probePoll)
+	k.broadcastLocked()
+}
+
+// grantLocked installs the share of rep, the reply to rn sent at now,
+// and arms the next renewal; k.mu is held.
+func (ls *leaser) grantLocked(k *leaseKey, rn renewal, rep leaseReply, now time.Time) {
+	if rn.swapped {
+		k.since, k.want = now, rn.q.want
 		time.AfterFunc(ls.lease/2, func() { // the demand is measured over the lease's second half
 			k.mu.Lock()
 			if k.since == now {

@@ -553,53 +553,6 @@ func parseDecision(v any, parts int, sliding bool) (decision, error) {
 	return d, nil
 }
 
-// Wait blocks until one request for key may leave, books it in Redis, and
-// returns its Permit; see [throttle.Limiter]. Each decision is one round trip:
-// the script reads the key's throttle and limit on Redis's clock and books
-// the earliest common slot of all the limit's parts, or refuses, booking
-// nothing. While the key is paused the request sleeps until the pause ends
-// (or a message says it was extended); when it ends one request of all the
-// processes becomes the probe (Permit.Probe) and the others hold, asking
-// again when its answer is published or every 100 ms, until Settle reports
-// it. A request whose slot lies ahead sleeps until it; if the key is paused
-// meanwhile it gives its slot back and waits behind the probe. Any key
-// works, of any bytes and length: see the package documentation, "Keys in
-// Redis".
-//
-// It fails at once, booking nothing, with a *pace.WaitError wrapping
-// pace.ErrWaitTooLong (maxWait > 0 exceeded; 0 sets no bound),
-// pace.ErrQueueFull (a leaky
-// bucket's queue), the deadline error (matching pace.ErrWaitExceedsDeadline
-// and context.DeadlineExceeded) when the wait would outlast ctx's
-// deadline, pace.ErrThrottled when the probe it waited behind was
-// throttled again. A negative maxWait is refused, as
-// pace.Transport refuses a negative MaxWait: the WaitError wraps a
-// *pace.ConfigError (matching pace.ErrInvalidConfig, not
-// pace.ErrRateLimited, so package batch fails the item). It refuses with
-// pace.ErrWaitTooLong too, whatever maxWait, a slot further ahead than
-// the limit's horizon: pace.DefaultMaxWait (5 min), or the longest span
-// of one of the limit's parts (capacity × interval, or a window) when that
-// is longer, or a leaky bucket's queue bound when that is shorter; this
-// bounds the state a key can hold in Redis (see the package
-// documentation). A key of another type under the Prefix fails it with
-// [ErrBadState], booking nothing and not asking the Fallback. If ctx ends
-// while waiting, the booking is given back (exactly, when nothing was booked after it) and the error
-// wraps ctx.Err(). When Redis fails to answer within Options.Timeout, the
-// failure policy decides: the Fallback limiter's answer, or a *WaitError
-// wrapping [ErrUnavailable]. The WaitError's Key holds key whole, and
-// may be a secret (an API key); its text shows key only as a fingerprint
-// ("key~" and 12 hexadecimal digits of its SHA-256; see pace.WaitError),
-// of bounded length, unless a pace.Transport keyed the request by host.
-// Safe for concurrent use. With Options.Lease, Wait decides on this
-// process's share, in memory (see the package documentation, "Leased
-// shares").
-func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
-	if l.ls != nil {
-		return l.ls.wait(ctx, key, maxWait)
-	}
-	return l.waitShared(ctx, key, maxWait)
-}
-
 // waitShared is Wait deciding in Redis.
 func (l *Limiter) waitShared(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
 	p := throttle.Permit{Key: key, Limited: l.limited}

@@ -1,0 +1,288 @@
+package redislimit
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/wake"
+	"github.com/pacehttp/pace/throttle"
+)
+
+// Wait blocks until one request for key may leave, books it in Redis, and
+// returns its Permit; see [throttle.Limiter]. Each decision is one round trip:
+// the script reads the key's throttle and limit on Redis's clock and books
+// the earliest common slot of all the limit's parts, or refuses, booking
+// nothing. While the key is paused the request sleeps until the pause ends
+// (or a message says it was extended); when it ends one request of all the
+// processes becomes the probe (Permit.Probe) and the others hold, asking
+// again when its answer is published or every 100 ms, until Settle reports
+// it. A request whose slot lies ahead sleeps until it; if the key is paused
+// meanwhile it gives its slot back and waits behind the probe. Any key
+// works, of any bytes and length: see the package documentation, "Keys in
+// Redis".
+//
+// It fails at once, booking nothing, with a *pace.WaitError wrapping
+// pace.ErrWaitTooLong (maxWait > 0 exceeded; 0 sets no bound),
+// pace.ErrQueueFull (a leaky
+// bucket's queue), the deadline error (matching pace.ErrWaitExceedsDeadline
+// and context.DeadlineExceeded) when the wait would outlast ctx's
+// deadline, pace.ErrThrottled when the probe it waited behind was
+// throttled again. A negative maxWait is refused, as
+// pace.Transport refuses a negative MaxWait: the WaitError wraps a
+// *pace.ConfigError (matching pace.ErrInvalidConfig, not
+// pace.ErrRateLimited, so package batch fails the item). It refuses with
+// pace.ErrWaitTooLong too, whatever maxWait, a slot further ahead than
+// the limit's horizon: pace.DefaultMaxWait (5 min), or the longest span
+// of one of the limit's parts (capacity × interval, or a window) when that
+// is longer, or a leaky bucket's queue bound when that is shorter; this
+// bounds the state a key can hold in Redis (see the package
+// documentation). A key of another type under the Prefix fails it with
+// [ErrBadState], booking nothing and not asking the Fallback. If ctx ends
+// while waiting, the booking is given back (exactly, when nothing was booked after it) and the error
+// wraps ctx.Err(). When Redis fails to answer within Options.Timeout, the
+// failure policy decides: the Fallback limiter's answer, or a *WaitError
+// wrapping [ErrUnavailable]. The WaitError's Key holds key whole, and
+// may be a secret (an API key); its text shows key only as a fingerprint
+// ("key~" and 12 hexadecimal digits of its SHA-256; see pace.WaitError),
+// of bounded length, unless a pace.Transport keyed the request by host.
+// Safe for concurrent use. With Options.Lease, Wait decides on this
+// process's share, in memory (see the package documentation, "Leased
+// shares").
+func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
+	if l.ls != nil {
+		return l.ls.wait(ctx, key, maxWait)
+	}
+	return l.waitShared(ctx, key, maxWait)
+}
+
+// wait is Limiter.Wait of a Limiter with Options.Lease.
+func (ls *leaser) wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
+	p := throttle.Permit{Key: key, Limited: true}
+	if err := ctx.Err(); err != nil {
+		return p, &pace.WaitError{Key: key, Err: err}
+	}
+	if maxWait < 0 {
+		return p, &pace.WaitError{Key: key, Err: &pace.ConfigError{Field: "maxWait", Value: maxWait, Reason: "must not be negative (0 sets no bound)"}}
+	}
+	k, err := ls.entry(key)
+	if err != nil {
+		return p, &pace.WaitError{Key: key, Err: err}
+	}
+	if !k.used.Load() {
+		k.used.Store(true)
+	}
+	now := time.Now()
+	if !k.paused.Load() {
+		if g := k.cur.Load(); g != nil && g.shaper != nil && now.Before(g.until) && g.shaper.AllowAt(now, 1) {
+			k.admitted.Add(1)
+			p.Gen, p.State, p.Track = k.gen.Load(), &leaseTicket{k, now}, true
+			return p, nil
+		}
+	}
+	return ls.waitSlow(ctx, k, p, maxWait, now)
+}
+
+// leaseWait is the state of one Wait past wait's fast path.
+type leaseWait struct {
+	k       *leaseKey
+	p       throttle.Permit
+	maxWait time.Duration
+	start   time.Time
+	shared  bool // the pause and the probe were decided in Redis
+	wanted  bool // counted in k.waiting
+}
+
+// waitSlow is wait when the share has no unit free now: the key is
+// paused, the share is spent, or there is no share yet.
+func (ls *leaser) waitSlow(ctx context.Context, k *leaseKey, p throttle.Permit, maxWait time.Duration, start time.Time) (throttle.Permit, error) {
+	p.Gen = k.gen.Load()
+	w := &leaseWait{k: k, p: p, maxWait: maxWait, start: start}
+	defer func() {
+		if w.wanted {
+			w.k.waiting.Add(-1)
+		}
+	}()
+	for {
+		if !w.shared && w.k.paused.Load() {
+			if err := ls.waitPaused(ctx, w); err != nil {
+				return w.p, err
+			}
+		}
+		now := time.Now()
+		g := w.k.cur.Load()
+		if g != nil && g.shaper != nil && now.Before(g.until) {
+			if done, err := ls.take(ctx, w, g, now); done {
+				return w.p, err
+			}
+			// beyond the lease: wait for the renewal
+		}
+		if done, err := ls.awaitRenewal(ctx, w, g, now); done {
+			return w.p, err
+		}
+	}
+}
+
+// waitPaused decides the key's pause and probe in Redis, one round trip.
+func (ls *leaser) waitPaused(ctx context.Context, w *leaseWait) error {
+	gen := w.k.gen.Load()
+	rest := w.maxWait
+	if w.maxWait > 0 {
+		if rest = w.maxWait - time.Since(w.start); rest <= 0 {
+			return &pace.WaitError{Key: w.k.key, Err: pace.ErrWaitTooLong}
+		}
+	}
+	pp, err := ls.l.waitShared(ctx, w.k.key, rest)
+	pp.Limited, pp.Delay = true, pp.Delay+w.p.Delay
+	w.p = pp
+	if err != nil {
+		return err
+	}
+	if !pp.Probe && pp.Held == 0 && pp.Gen >= gen {
+		w.k.paused.Store(false)
+	}
+	w.shared = true
+	w.p.Gen = max(w.p.Gen, gen)
+	return nil
+}
+
+// reserve books a unit of the share g at now. beyond reports, the unit
+// given back, that it lies beyond the lease, or that the unclaimed part
+// of the limit is to be asked for first.
+func (ls *leaser) reserve(k *leaseKey, g *leaseGrant, now time.Time) (r pace.Reservation, beyond bool, err error) {
+	k.book.Lock() // a unit booked and given back goes back whole: nothing was booked after it
+	defer k.book.Unlock()
+	r, err = g.shaper.ReserveAt(now, 1, 0)
+	beyond = err == nil && (!now.Add(r.Delay).Before(g.until) ||
+		r.Delay > 0 && g.free && ls.growable(k, now))
+	if beyond {
+		g.shaper.CancelAt(now, r)
+	}
+	return r, beyond, err
+}
+
+// take reserves a unit of the share g for w at now and waits for it.
+// It is not done when reserve finds the unit beyond.
+func (ls *leaser) take(ctx context.Context, w *leaseWait, g *leaseGrant, now time.Time) (done bool, err error) {
+	k := w.k
+	r, beyond, err := ls.reserve(k, g, now)
+	if err != nil {
+		ls.giveBack(w)
+		return true, &pace.WaitError{Key: k.key, Delay: r.Delay, Err: err}
+	}
+	if beyond {
+		return false, nil
+	}
+	if err := refuseWait(ctx, k.key, r.Delay, w.maxWait-now.Sub(w.start), w.maxWait > 0); err != nil {
+		g.shaper.CancelAt(now, r)
+		ls.giveBack(w)
+		return true, err
+	}
+	if r.Delay > 0 {
+		w.want()
+		if err := wake.Sleep(ctx, r.Delay, nil); err != nil {
+			g.shaper.CancelAt(time.Now(), r)
+			ls.giveBack(w)
+			return true, &pace.WaitError{Key: k.key, Delay: r.Delay, Err: ctxErr(ctx)}
+		}
+		w.p.Delay += r.Delay
+	}
+	k.admitted.Add(1)
+	if w.p.State == nil { // not the pause's decision, whose record Settle needs
+		w.p.State, w.p.Track = &leaseTicket{k, now.Add(r.Delay)}, true
+	}
+	return true, nil
+}
+
+// awaitRenewal sleeps until the key's next renewal, within the bounds.
+// When Redis failed and the lease is over, the failure policy answers.
+// It is not done when the Wait is to look at the share again.
+func (ls *leaser) awaitRenewal(ctx context.Context, w *leaseWait, g *leaseGrant, now time.Time) (done bool, err error) {
+	k := w.k
+	if g != nil && g.err != nil && !now.Before(g.until) { // Redis failed and the lease is over
+		ls.giveBack(w)
+		w.p, err = ls.l.failed(ctx, w.p, w.maxWait, w.start, g.err)
+		return true, err
+	}
+	w.want()
+	ch, dead, closed := ls.await(k, g, now)
+	if closed {
+		ls.giveBack(w)
+		return true, &pace.WaitError{Key: k.key, Err: fmt.Errorf("%w: the Limiter is closed", ErrUnavailable)}
+	}
+	if dead { // dropped while idle: start again on a new entry
+		nk, err := ls.entry(k.key)
+		if err != nil {
+			ls.giveBack(w)
+			return true, &pace.WaitError{Key: k.key, Err: err}
+		}
+		k.waiting.Add(-1) // wanted is set
+		w.k, w.wanted = nk, false
+		return false, nil
+	}
+	d, err := w.sleepFor(ctx, g, now)
+	if err != nil {
+		ls.giveBack(w)
+		return true, err
+	}
+	t0 := time.Now()
+	err = wake.Sleep(ctx, d, ch)
+	w.p.Delay += time.Since(t0)
+	if err != nil {
+		ls.giveBack(w)
+		return true, &pace.WaitError{Key: k.key, Err: ctxErr(ctx)}
+	}
+	return false, nil
+}
+
+// sleepFor returns how long w may sleep at now waiting for a renewal:
+// until the rest of maxWait, ctx's deadline or the end of the grant g
+// (an hour at most), or the refusal when a bound has run out.
+func (w *leaseWait) sleepFor(ctx context.Context, g *leaseGrant, now time.Time) (time.Duration, error) {
+	d := time.Hour
+	if w.maxWait > 0 {
+		if d = w.maxWait - now.Sub(w.start); d <= 0 {
+			return 0, &pace.WaitError{Key: w.k.key, Err: pace.ErrWaitTooLong}
+		}
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		rest := dl.Sub(now)
+		if rest <= 0 {
+			return 0, &pace.WaitError{Key: w.k.key, Err: errDeadline}
+		}
+		d = min(d, rest)
+	}
+	if g != nil && now.Before(g.until) {
+		d = min(d, g.until.Sub(now)+time.Millisecond)
+	}
+	return d, nil
+}
+
+// want counts w among the Waits that found the share spent, once.
+func (w *leaseWait) want() {
+	if !w.wanted {
+		w.k.want1()
+		w.wanted = true
+	}
+}
+
+// giveBack settles w's Permit with no answer when Redis decided it (the
+// pause's decision, or a probe): a probe hands its role on.
+func (ls *leaser) giveBack(w *leaseWait) {
+	if w.p.Probe || w.p.State != nil {
+		ls.l.Settle(w.p, throttle.Outcome{})
+	}
+}
+
+// refuseWait returns the error for a wait of d when it exceeds the rest
+// of maxWait (bounded) or outlasts ctx's deadline, or nil.
+func refuseWait(ctx context.Context, key string, d, rest time.Duration, bounded bool) error {
+	if bounded && d > rest {
+		return &pace.WaitError{Key: key, Delay: d, Err: pace.ErrWaitTooLong}
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Add(d).Before(dl) {
+		return &pace.WaitError{Key: key, Delay: d, Err: errDeadline}
+	}
+	return nil
+}
