@@ -30,6 +30,7 @@ type config struct {
 	concurrency int           // -concurrency, per worker
 	redis       string        // -redis: host:port; empty starts one
 	margin      time.Duration // -margin: redislimit.Options.Margin
+	lease       time.Duration // -lease: redislimit.Options.Lease; 0: a decision per request
 
 	// Worker mode (-worker), set by the parent.
 	worker   bool
@@ -48,6 +49,7 @@ func flagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.concurrency, "concurrency", defaultConcurrency, fmt.Sprintf("calls in flight per worker (1 to %d)", maxConcurrency))
 	fs.StringVar(&c.redis, "redis", "", "Redis address host:port; empty starts a redis-server of its own")
 	fs.DurationVar(&c.margin, "margin", defaultMargin, "how much longer the limit in Redis counts its window (redislimit.Options.Margin; at least 0, under 50ms)")
+	fs.DurationVar(&c.lease, "lease", 0, "each worker decides on a leased share of the limit, renewed once a lease (redislimit.Options.Lease; 0: one Redis round trip per request, else 200ms to 1m)")
 	fs.BoolVar(&c.worker, "worker", false, "run as a worker (the parent passes this and the flags below)")
 	fs.StringVar(&c.api, "api", "", "worker: the API's base URL")
 	fs.StringVar(&c.prefix, "prefix", "", "worker: the Redis key prefix of the run")
@@ -77,6 +79,8 @@ func parseArgs(args []string) (config, error) {
 		return c, fmt.Errorf("-concurrency %d: want 1 to %d", c.concurrency, maxConcurrency)
 	case c.margin < 0 || c.margin >= 50*time.Millisecond:
 		return c, fmt.Errorf("-margin %v: want at least 0, under 50ms", c.margin)
+	case c.lease != 0 && (c.lease < 200*time.Millisecond || c.lease > time.Minute):
+		return c, fmt.Errorf("-lease %v: want 0, or 200ms to 1m", c.lease)
 	case c.worker && (c.api == "" || c.redis == "" || c.prefix == "" || c.from < 0 || c.to < c.from):
 		return c, errors.New("-worker needs -api, -redis, -prefix and 0 <= -from <= -to")
 	}

@@ -25,7 +25,14 @@ func TestMain(m *testing.M) {
 
 // TestFleet runs the example with 100 items at 50/s: four worker processes
 // share the limit in Redis, and the API serves every item exactly once.
-func TestFleet(t *testing.T) {
+func TestFleet(t *testing.T) { testFleet(t) }
+
+// TestFleetLeased runs it with -lease 1s: each worker decides on its
+// share of the limit, and the API still serves every item exactly once,
+// no faster than its limit.
+func TestFleetLeased(t *testing.T) { testFleet(t, "-lease", "1s") }
+
+func testFleet(t *testing.T, args ...string) {
 	if !haveRedis() {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("CI=true: redis-server not installed")
@@ -34,7 +41,7 @@ func TestFleet(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cfg, err := parseArgs([]string{"-n", "100"})
+	cfg, err := parseArgs(append([]string{"-n", "100"}, args...))
 	require.NoError(t, err)
 	var stderr bytes.Buffer
 	s, err := execute(ctx, cfg, &stderr)
@@ -56,7 +63,7 @@ func TestFleet(t *testing.T) {
 
 // TestFlags: bad flags are refused with one line.
 func TestFlags(t *testing.T) {
-	for _, args := range [][]string{{"-n", "0"}, {"-rate", "0"}, {"-workers", "0"}, {"-margin", "-1ms"}, {"-worker"}, {"x"}} {
+	for _, args := range [][]string{{"-n", "0"}, {"-rate", "0"}, {"-workers", "0"}, {"-margin", "-1ms"}, {"-lease", "1ms"}, {"-lease", "2m"}, {"-worker"}, {"x"}} {
 		var stdout, stderr bytes.Buffer
 		assert.Equal(t, 2, run(context.Background(), args, &stdout, &stderr), "%v", args)
 		assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "%v: %q", args, stderr.String())

@@ -110,7 +110,7 @@ func execute(ctx context.Context, cfg config, stderr io.Writer) (s summary, err 
 		from, to := min(w*per, cfg.items), min((w+1)*per, cfg.items)
 		cmd := exec.CommandContext(ctx, exe, "-worker", "-api", api.URL, "-redis", s.redis, "-prefix", prefix,
 			"-rate", strconv.Itoa(cfg.rate), "-concurrency", strconv.Itoa(cfg.concurrency),
-			"-margin", cfg.margin.String(), "-from", strconv.Itoa(from), "-to", strconv.Itoa(to))
+			"-margin", cfg.margin.String(), "-lease", cfg.lease.String(), "-from", strconv.Itoa(from), "-to", strconv.Itoa(to))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, stderr
 		wg.Go(func() {

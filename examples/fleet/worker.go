@@ -38,7 +38,7 @@ func work(ctx context.Context, c config, stdout io.Writer) error {
 	if margin == 0 {
 		margin = -1 // redislimit: negative means none
 	}
-	lim, err := redislimit.New(rdb, pace.SlidingLog(pace.PerSecond(c.rate)), redislimit.Options{Prefix: c.prefix, Margin: margin})
+	lim, err := redislimit.New(rdb, pace.SlidingLog(pace.PerSecond(c.rate)), redislimit.Options{Prefix: c.prefix, Margin: margin, Lease: c.lease})
 	if err != nil {
 		return err
 	}
