@@ -12,14 +12,14 @@ const maxDeadlineSlack = time.Millisecond
 
 // deadlines bounds each round trip to Redis by the Limiter's timeout.
 // A context.WithTimeout per round trip costs a runtime timer, armed and
-// stopped around every decision: in BenchmarkRedisDecision (bench/) that
-// was about 4 µs of the client's CPU per decision, a sixth of it. When the
-// caller's context cannot be cancelled (its Done is nil, as for
-// context.Background), round trips share the deadline of an epoch instead:
-// one deadline and one timer, reused while it is at least the timeout
-// less slack (min(timeout/20, 1 ms)) away, so that each round trip gets
-// between timeout − slack and timeout, and at most one timer is armed per
-// slack. A cancellable context gets context.WithTimeout, as before.
+// stopped around every decision (bench/README.md has its cost). The
+// caller's context may be one that cannot be cancelled (its Done is nil,
+// as for context.Background). Round trips then share the deadline of an
+// epoch instead: one deadline and one timer. It is reused while it is at
+// least the timeout less slack (min(timeout/20, 1 ms)) away. So each round
+// trip gets between timeout − slack and timeout, and at most one timer is
+// armed per slack. A cancellable context gets context.WithTimeout, as
+// before.
 type deadlines struct {
 	timeout, slack time.Duration
 	cur            atomic.Pointer[epoch]

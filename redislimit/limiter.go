@@ -51,7 +51,7 @@ type Options struct {
 	// DefaultPrefix. Limiters that share a limit use the same Prefix and
 	// the same Limit; different limits need different prefixes. It must not
 	// contain '{' or '}', which would move Redis Cluster's hash tag (see
-	// the package documentation, "Keys in Redis").
+	// docs/fleet.md, "Keys in Redis").
 	Prefix string
 
 	// Timeout bounds each script's round trip to Redis (one per
@@ -102,7 +102,7 @@ type Options struct {
 	// longer, up to Per/20 (a leaky bucket's interval, which a pacing
 	// server counts one by one, up to interval/20), and a fixed window
 	// books nothing in its last margin. The margin learns, per key, for
-	// every process (see the package documentation, "What answers
+	// every process (see docs/fleet.md, "What answers
 	// teach"); it never narrows below Margin. A request that leaves later
 	// than its slot by more than Margin has its booking moved to where it
 	// left, at the cost of a second round trip (see Depart). Zero means
@@ -200,7 +200,7 @@ var _ throttle.Limiter = (*Limiter)(nil)
 // more than 2^20 requests per window, or more than 32 parts (pace.All). Durations are rounded up to whole
 // microseconds, the resolution of Redis's TIME. The zero Limit sets no
 // limit: the Limiter holds each key's pause and learned pace alone (see
-// the package documentation, "What answers teach").
+// docs/fleet.md, "What answers teach").
 func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	if rdb == nil {
 		return nil, &pace.ConfigError{Field: "rdb", Reason: "a Redis client is required"}
@@ -955,7 +955,7 @@ func (l *Limiter) answered(p throttle.Permit, e *inflight, end time.Time) {
 // role on. What the answer teaches is shared the same way, as package
 // pace's Keyed learns it. o.Cut lowers the key's rate (pace's adaptive
 // rate) once per strike, unless the throttle widened the key's margin
-// instead (see the package documentation, "What answers teach"). o.Quota,
+// instead (see docs/fleet.md, "What answers teach"). o.Quota,
 // the server's quota, paces the key: its
 // Remaining requests are spread over its Reset; none remaining pauses the
 // key until the Reset, without a probe. An answer that contradicts the

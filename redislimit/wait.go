@@ -20,7 +20,7 @@ import (
 // again when its answer is published or every 100 ms, until Settle reports
 // it. A request whose slot lies ahead sleeps until it; if the key is paused
 // meanwhile it gives its slot back and waits behind the probe. Any key
-// works, of any bytes and length: see the package documentation, "Keys in
+// works, of any bytes and length: see docs/fleet.md, "Keys in
 // Redis".
 //
 // It fails at once, booking nothing, with a *pace.WaitError wrapping
@@ -37,8 +37,8 @@ import (
 // the limit's horizon: pace.DefaultMaxWait (5 min), or the longest span
 // of one of the limit's parts (capacity × interval, or a window) when that
 // is longer, or a leaky bucket's queue bound when that is shorter; this
-// bounds the state a key can hold in Redis (see the package
-// documentation). A key of another type under the Prefix fails it with
+// bounds the state a key can hold in Redis (see docs/fleet.md,
+// "State in Redis"). A key of another type under the Prefix fails it with
 // [ErrBadState], booking nothing and not asking the Fallback. If ctx ends
 // while waiting, the booking is given back (exactly, when nothing was booked after it) and the error
 // wraps ctx.Err(). When Redis fails to answer within Options.Timeout, the
@@ -48,7 +48,7 @@ import (
 // ("key~" and 12 hexadecimal digits of its SHA-256; see pace.WaitError),
 // of bounded length, unless a pace.Transport keyed the request by host.
 // Safe for concurrent use. With Options.Lease, Wait decides on this
-// process's share, in memory (see the package documentation, "Leased
+// process's share, in memory (see docs/fleet.md, "Leased
 // shares").
 func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
 	if l.ls != nil {

@@ -111,7 +111,7 @@ func isTLSError(err error) bool {
 
 // netHTTPErrorClass classifies, by their text, the errors net/http (Go 1.25,
 // 1.26) returns without an exported type. It is the only place pace matches
-// error text (STYLE.md §2.3). ok is false when err is none of them.
+// error text. ok is false when err is none of them.
 //
 //   - "unsupported protocol scheme", "no Host in request URL", "nil
 //     Request.URL": an invalid request, final.
