@@ -135,12 +135,14 @@ func IdempotencyKey(ctx context.Context) string {
 // Set the header to "" in build to send none.
 // An error of client.Do loses the URL's query and user information.
 // A throttle comes back as a [*RequeueError] (see [Requeue]).
-// Handler returns nil when build is nil.
+// With a nil build, every task fails with a *pace.ConfigError (matching
+// pace.ErrInvalidConfig) and asynq.SkipRetry, so asynq archives it at once.
 // A nil client means http.DefaultClient.
 // The handler is safe for concurrent use if build and check are.
 func Handler(client *http.Client, build func(ctx context.Context, t *asynq.Task) (*http.Request, error), check func(*http.Response) error) asynq.Handler {
 	if build == nil {
-		return nil
+		err := fmt.Errorf("%w: %w", &pace.ConfigError{Field: "build", Reason: "asynqpace.Handler needs a function that builds each task's request"}, asynq.SkipRetry)
+		return asynq.HandlerFunc(func(context.Context, *asynq.Task) error { return err })
 	}
 	if client == nil {
 		client = http.DefaultClient

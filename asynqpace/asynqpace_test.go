@@ -88,7 +88,11 @@ func TestHooksPassOthersOn(t *testing.T) {
 	assert.Equal(t, 42*time.Second, RetryDelay(func(int, error, *asynq.Task) time.Duration { return 42 * time.Second })(0, plain, nil))
 	assert.Equal(t, asynq.DefaultRetryDelayFunc(0, plain, nil) > 0, RetryDelay(nil)(0, plain, nil) > 0)
 	assert.Empty(t, IdempotencyKey(context.Background()))
-	assert.Nil(t, Handler(nil, nil, nil))
+	h := Handler(nil, nil, nil)
+	require.NotNil(t, h, "a nil build fails each task, not the mux")
+	err := h.ProcessTask(context.Background(), asynq.NewTask("x", nil))
+	assert.ErrorIs(t, err, pace.ErrInvalidConfig)
+	assert.ErrorIs(t, err, asynq.SkipRetry)
 }
 
 // fleet is a redis-server and the asynq servers of a test on it.

@@ -106,7 +106,7 @@ func (t tally) print(w io.Writer) {
 			t.Ideal.Round(time.Millisecond), t.Items-t.Resumed-1, t.rate, t.Items-t.Resumed, ratio)
 	}
 	if t.client429 > 0 {
-		fmt.Fprintln(w, "Each 429 paused the whole host for the API's Retry-After; the Transport then sent the call again, and the pacer resumed.")
+		fmt.Fprintln(w, "Each 429 paused the whole host for the API's Retry-After; the call was then sent again (by the batch, or by the Transport when it retried), and the pacer resumed.")
 	}
 	if t.report != "" {
 		fmt.Fprintf(w, "report  %s (open it in a browser)\n", t.report)

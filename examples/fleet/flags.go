@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/pacehttp/pace/examples/internal/redisserver"
 )
 
 // Defaults and bounds of the flags.
@@ -83,6 +85,9 @@ func parseArgs(args []string) (config, error) {
 		return c, fmt.Errorf("-lease %v: want 0, or 200ms to 1m", c.lease)
 	case c.worker && (c.api == "" || c.redis == "" || c.prefix == "" || c.from < 0 || c.to < c.from):
 		return c, errors.New("-worker needs -api, -redis, -prefix and 0 <= -from <= -to")
+	}
+	if c.redis != "" {
+		return c, redisserver.CheckAddr(c.redis)
 	}
 	return c, nil
 }

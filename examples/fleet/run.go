@@ -169,7 +169,7 @@ func (s summary) print(w io.Writer) {
 	row("items", "%d: %d served exactly once, %d more than once, %d never (the API's count; it admitted %d requests)",
 		s.cfg.items, s.once, s.more, s.never, s.admitted)
 	row("workers", "%d reported: %d succeeded, %d failed; %d exited with an error", len(s.workers), succeeded, failed, s.workerErr)
-	row("429s", "%d sent by the API; %d seen by the workers' Transports, %d reached their batches", s.refused, seen429, throttled)
+	row("429s", "%d sent by the API; %d seen by the workers' Transports; %d attempts throttled or refused by the limiter, as the batches counted them", s.refused, seen429, throttled)
 	if unavailable > 0 {
 		row("redis", "%d decisions not answered in time (retried by the batch)", unavailable)
 	}

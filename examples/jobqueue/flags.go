@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/pacehttp/pace/examples/internal/redisserver"
 )
 
 // Defaults and bounds of the flags.
@@ -87,6 +89,9 @@ func parseArgs(args []string) (config, error) {
 		return c, fmt.Errorf("-maxwait %v: want 1ms to 1m", c.maxWait)
 	case c.worker && (c.redis == "" || c.queue == "" || c.prefix == ""):
 		return c, errors.New("-worker needs -redis, -queue and -prefix")
+	}
+	if c.redis != "" {
+		return c, redisserver.CheckAddr(c.redis)
 	}
 	return c, nil
 }

@@ -103,3 +103,18 @@ func (s *Server) Stop() {
 	}
 	os.RemoveAll(s.dir)
 }
+
+// CheckAddr reports whether addr is a host:port a client can dial, with a
+// port from 1 to 65535 (an empty host is the local one). The error says
+// what is wrong.
+func CheckAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("-redis %q: want host:port", addr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("-redis %q: want a port from 1 to 65535", addr)
+	}
+	return nil
+}
