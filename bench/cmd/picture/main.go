@@ -37,6 +37,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/bench/internal/peer"
 )
 
 // arrival is one line of nginx's access log.
@@ -82,7 +83,7 @@ func main() {
 		{"go-retryablehttp", func(base http.RoundTripper, _ string) *http.Client {
 			c := retryablehttp.NewClient() // DefaultRetryPolicy, DefaultBackoff, RetryMax 4
 			c.Logger = nil
-			c.HTTPClient = &http.Client{Transport: &ratePaced{next: base, lim: rate.NewLimiter(rate.Limit(*perSecond), 1)}}
+			c.HTTPClient = &http.Client{Transport: &peer.RatePaced{Next: base, Limiter: rate.NewLimiter(rate.Limit(*perSecond), 1)}}
 			return c.StandardClient()
 		}},
 	}
@@ -109,23 +110,6 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("wrote", *out)
-}
-
-// ratePaced waits on an x/time/rate Limiter before every request it sends,
-// retries included: go-retryablehttp has no pacer of its own.
-type ratePaced struct {
-	next http.RoundTripper
-	lim  *rate.Limiter
-}
-
-func (r *ratePaced) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := r.lim.Wait(req.Context()); err != nil {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, err
-	}
-	return r.next.RoundTrip(req)
 }
 
 func counts(as []arrival) (ok, refused int) {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/pacehttp/pace"
+	benchpeer "github.com/pacehttp/pace/bench/internal/peer"
 	"github.com/pacehttp/pace/retry"
 )
 
@@ -64,7 +65,7 @@ var peers = []peer{
 			c.RetryMax = sc.attempts - 1
 		}
 		if p := sc.pacing; p != nil {
-			base = &ratePaced{next: base, lim: rate.NewLimiter(rate.Limit(p.perSecond), max(p.burst, 1))}
+			base = &benchpeer.RatePaced{Next: base, Limiter: rate.NewLimiter(rate.Limit(p.perSecond), max(p.burst, 1))}
 		}
 		c.HTTPClient = &http.Client{Transport: base}
 		return &retryablehttp.RoundTripper{Client: c}
@@ -91,24 +92,6 @@ var peers = []peer{
 		}
 		return failsafehttp.NewRoundTripper(base, policies...)
 	}},
-}
-
-// ratePaced waits on an x/time/rate Limiter before every request it sends:
-// go-retryablehttp has no pacer, so this wraps its HTTPClient's Transport,
-// and every attempt, retries included, is paced.
-type ratePaced struct {
-	next http.RoundTripper
-	lim  *rate.Limiter
-}
-
-func (r *ratePaced) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := r.lim.Wait(req.Context()); err != nil {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, err
-	}
-	return r.next.RoundTrip(req)
 }
 
 // newBase is the http.Transport every library sends through: the default
