@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/pacehttp/pace/throttle"
 )
 
 // All returns a Limit that holds all of limits at once, such as 10 a second
@@ -267,4 +269,6 @@ func flatten(a algorithm) []algorithm {
 }
 
 // params is never asked of a composite (Limit.Params checks parts).
-func (m *composite) params() (string, Rate, int, LeakyOptions) { return "", Rate{}, 0, LeakyOptions{} }
+func (m *composite) params() (throttle.Algorithm, Rate, int, LeakyOptions) {
+	return 0, Rate{}, 0, LeakyOptions{}
+}

@@ -1,5 +1,7 @@
 package pace
 
+import "github.com/pacehttp/pace/throttle"
+
 // FixedWindow returns a fixed-window Limit: at most r.N units in each
 // window of length r.Per. Windows are aligned to the clock. For every
 // r.Per that divides 24 hours, a window starts on a multiple of r.Per since
@@ -26,7 +28,7 @@ func FixedWindow(r Rate) Limit {
 	if err := r.validate("Rate"); err != nil {
 		return newLimit(nil, err)
 	}
-	return newLimit(&fixedWindow{newWindow("fixed window", r)}, nil)
+	return newLimit(&fixedWindow{newWindow(throttle.FixedWindow, r)}, nil)
 }
 
 // fixedWindow is the algorithm. cell.a is the index of the window last

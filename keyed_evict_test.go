@@ -81,3 +81,33 @@ func TestKeyedNeverEvictsPausedOrWaited(t *testing.T) {
 	}
 	assert.Equal(t, paused, k.Len())
 }
+
+// BenchmarkKeyedNewKeyAt1MKeys is the cost of a key never seen before in a
+// Keyed that holds DefaultMaxKeys keys already (its bound): a flood of made-up keys,
+// each one evicting a key to make room. The keys are built beforehand, so
+// their bytes and building are not counted.
+func BenchmarkKeyedNewKeyAt1MKeys(b *testing.B) {
+	fresh := make([]string, 1_000_000)
+	for i := range fresh {
+		fresh[i] = "new-" + strconv.Itoa(i) + ".example.com"
+	}
+	k := newTestKeyed(b, TokenBucket(PerMinute(60), 10), KeyedOptions{})
+	for i := range DefaultMaxKeys + DefaultMaxKeys/8 { // every shard full
+		k.AllowAt(t0, "old-"+strconv.Itoa(i)+".example.com", 1)
+	}
+	now, i := t0, 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if i == len(fresh) {
+			b.Fatal("ran out of new keys")
+		}
+		now = now.Add(time.Microsecond)
+		if !k.AllowAt(now, fresh[i], 1) {
+			b.Fatal("a new key's first request refused")
+		}
+		i++
+	}
+	if k.Len() > DefaultMaxKeys+63 {
+		b.Fatalf("Len() = %d, past DefaultMaxKeys", k.Len())
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/pacehttp/pace/throttle"
 )
 
 // LeakyOptions configures a leaky-bucket pacer (see [LeakyBucket]). The
@@ -180,4 +182,6 @@ func (a *leakyAlg) waitBound() int64 {
 	return a.wait
 }
 
-func (a *leakyAlg) params() (string, Rate, int, LeakyOptions) { return "leaky bucket", a.rate, 0, a.o }
+func (a *leakyAlg) params() (throttle.Algorithm, Rate, int, LeakyOptions) {
+	return throttle.LeakyBucket, a.rate, 0, a.o
+}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/pacehttp/pace/throttle"
 )
 
 // Reservation is n units booked by ReserveAt. Delay is how long after the
@@ -94,7 +96,7 @@ type algorithm interface {
 	// earlier than instants recorded in c. quotaAt turns it into a Quota.
 	standing(c *cell, now int64) quotaState
 	// params describes the limit (not a composite) for [Limit.Params].
-	params() (algorithm string, r Rate, burst int, leaky LeakyOptions)
+	params() (alg throttle.Algorithm, r Rate, burst int, leaky LeakyOptions)
 	// String describes the limit, e.g. "token bucket 10/1s burst 20".
 	String() string
 }
@@ -157,14 +159,14 @@ func coreOf(a algorithm) *gcra {
 // counts against a later one (binds). A unit that leaves late moves to the
 // window it left in (departOne).
 type window struct {
-	name string // the algorithm's name, as [Limit.Params] gives it
-	r    Rate
-	n    int64 // units per window
-	per  int64 // window length in nanoseconds
+	alg throttle.Algorithm // as [Limit.Params] gives it
+	r   Rate
+	n   int64 // units per window
+	per int64 // window length in nanoseconds
 }
 
-func newWindow(name string, r Rate) window {
-	return window{name: name, r: r, n: int64(r.N), per: int64(r.Per)}
+func newWindow(alg throttle.Algorithm, r Rate) window {
+	return window{alg: alg, r: r, n: int64(r.N), per: int64(r.Per)}
 }
 
 func (*window) resume(*cell, int64)     {}
@@ -180,10 +182,10 @@ func (w *window) interval() int64 { return ceilDiv(w.per, w.n) }
 
 func (w *window) maxN() int { return int(w.n) }
 
-func (w *window) String() string { return w.name + " " + w.r.String() }
+func (w *window) String() string { return w.alg.String() + " " + w.r.String() }
 
-func (w *window) params() (string, Rate, int, LeakyOptions) {
-	return w.name, w.r, 0, LeakyOptions{}
+func (w *window) params() (throttle.Algorithm, Rate, int, LeakyOptions) {
+	return w.alg, w.r, 0, LeakyOptions{}
 }
 
 // epochOffset places a limiter's epoch this far before its creation. Then

@@ -1,5 +1,7 @@
 package pace
 
+import "github.com/pacehttp/pace/throttle"
+
 // Parts returns the Limits of one algorithm each that l holds at once. For
 // a Limit built by [All], they are its parts: flattened, zero Limits
 // skipped, in the order given. For a Limit of one algorithm, it is l
@@ -21,20 +23,19 @@ func (l Limit) Parts() []Limit {
 
 // Params describes a Limit of one algorithm (see [Limit.Parts]):
 //
-//   - its algorithm in the words of its constructor's documentation:
-//     "token bucket" ([TokenBucket]), "leaky bucket" ([LeakyBucket]; GCRA),
-//     "fixed window" ([FixedWindow]), "sliding log" ([SlidingLog]) or
-//     "sliding counter" ([SlidingCounter]);
+//   - its algorithm: [throttle.TokenBucket] for a Limit of [TokenBucket],
+//     and so on for [LeakyBucket], [FixedWindow], [SlidingLog] and
+//     [SlidingCounter];
 //   - its rate: a token bucket's refill rate, a leaky bucket's release
 //     rate, a window's r.N per r.Per;
 //   - a token bucket's burst (0 for the others);
 //   - a leaky bucket's options (the zero value for the others).
 //
-// algorithm is "" for the zero Limit, a Limit that carries an error, and a
-// Limit built by [All] of several parts.
-func (l Limit) Params() (algorithm string, r Rate, burst int, leaky LeakyOptions) {
+// alg is the zero Algorithm for the zero Limit, a Limit that carries an
+// error, and a Limit built by [All] of several parts.
+func (l Limit) Params() (alg throttle.Algorithm, r Rate, burst int, leaky LeakyOptions) {
 	if l.err != nil || l.alg == nil || partsOf(l.alg) != nil {
-		return "", Rate{}, 0, LeakyOptions{}
+		return 0, Rate{}, 0, LeakyOptions{}
 	}
 	return l.alg.params()
 }

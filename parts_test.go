@@ -5,11 +5,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/pacehttp/pace/throttle"
 )
 
 // part is what Params returns, as one value.
 type part struct {
-	alg   string
+	alg   throttle.Algorithm
 	r     Rate
 	burst int
 	o     LeakyOptions
@@ -28,17 +30,17 @@ func TestLimitParts(t *testing.T) {
 	}{
 		{"zero", Limit{}, nil},
 		{"invalid", TokenBucket(PerSecond(0), 1), nil},
-		{"token bucket", TokenBucket(PerSecond(10), 20), []part{{"token bucket", PerSecond(10), 20, LeakyOptions{}}}},
+		{"token bucket", TokenBucket(PerSecond(10), 20), []part{{throttle.TokenBucket, PerSecond(10), 20, LeakyOptions{}}}},
 		{"leaky bucket", LeakyBucket(PerMinute(6), LeakyOptions{Queue: 3, MaxDelay: time.Second, Slack: 1}),
-			[]part{{"leaky bucket", PerMinute(6), 0, LeakyOptions{Queue: 3, MaxDelay: time.Second, Slack: 1}}}},
-		{"fixed window", FixedWindow(PerHour(100)), []part{{"fixed window", PerHour(100), 0, LeakyOptions{}}}},
-		{"sliding log", SlidingLog(PerSecond(5)), []part{{"sliding log", PerSecond(5), 0, LeakyOptions{}}}},
-		{"sliding counter", SlidingCounter(PerSecond(5)), []part{{"sliding counter", PerSecond(5), 0, LeakyOptions{}}}},
+			[]part{{throttle.LeakyBucket, PerMinute(6), 0, LeakyOptions{Queue: 3, MaxDelay: time.Second, Slack: 1}}}},
+		{"fixed window", FixedWindow(PerHour(100)), []part{{throttle.FixedWindow, PerHour(100), 0, LeakyOptions{}}}},
+		{"sliding log", SlidingLog(PerSecond(5)), []part{{throttle.SlidingLog, PerSecond(5), 0, LeakyOptions{}}}},
+		{"sliding counter", SlidingCounter(PerSecond(5)), []part{{throttle.SlidingCounter, PerSecond(5), 0, LeakyOptions{}}}},
 		{"All flattened", All(TokenBucket(PerSecond(10), 10), Limit{}, All(SlidingLog(PerHour(1000)), FixedWindow(PerMinute(60)))),
 			[]part{
-				{"token bucket", PerSecond(10), 10, LeakyOptions{}},
-				{"sliding log", PerHour(1000), 0, LeakyOptions{}},
-				{"fixed window", PerMinute(60), 0, LeakyOptions{}},
+				{throttle.TokenBucket, PerSecond(10), 10, LeakyOptions{}},
+				{throttle.SlidingLog, PerHour(1000), 0, LeakyOptions{}},
+				{throttle.FixedWindow, PerMinute(60), 0, LeakyOptions{}},
 			}},
 	}
 	for _, tt := range tests {

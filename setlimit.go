@@ -72,8 +72,8 @@ func keep(from, to algorithm, c *cell, now int64) (cell, bool) {
 	ta, tr, _, _ := to.params()
 	switch {
 	case fa != ta:
-	case fa == "sliding log", // instants mean the same under any N and Per
-		(fa == "fixed window" || fa == "sliding counter") && fr.Per == tr.Per:
+	case fa == throttle.SlidingLog, // instants mean the same under any N and Per
+		(fa == throttle.FixedWindow || fa == throttle.SlidingCounter) && fr.Per == tr.Per:
 		return *c, true
 	}
 	return cell{}, false

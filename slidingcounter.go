@@ -3,6 +3,8 @@ package pace
 import (
 	"math"
 	"math/bits"
+
+	"github.com/pacehttp/pace/throttle"
 )
 
 // SlidingCounter returns an approximate sliding-window Limit that keeps two
@@ -58,7 +60,7 @@ func SlidingCounter(r Rate) Limit {
 	if int64(r.N) > math.MaxUint32 {
 		return newLimit(nil, configErr("Rate.N", r.N, "must be at most 4294967295 for a sliding counter"))
 	}
-	return newLimit(&slidingCounter{newWindow("sliding counter", r)}, nil)
+	return newLimit(&slidingCounter{newWindow(throttle.SlidingCounter, r)}, nil)
 }
 
 // slidingCounter is the algorithm. cell.a is the index of the window last

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/pacehttp/pace/throttle"
 )
 
 // SlidingLog returns a sliding-window-log Limit: never more than r.N units
@@ -43,7 +45,7 @@ func SlidingLog(r Rate) Limit {
 		return newLimit(nil, configErr("Rate.N", r.N, fmt.Sprintf(
 			"exceeds %d, the most a sliding log counts (8 bytes per unit per key); SlidingCounter has no such cap", maxSlidingLogN)))
 	}
-	return newLimit(&slidingLog{newWindow("sliding log", r)}, nil)
+	return newLimit(&slidingLog{newWindow(throttle.SlidingLog, r)}, nil)
 }
 
 // maxSlidingLogN is the largest r.N of a sliding log. Its log holds one

@@ -2,6 +2,8 @@ package pace
 
 import (
 	"fmt"
+
+	"github.com/pacehttp/pace/throttle"
 )
 
 // TokenBucket returns a token-bucket Limit: a bucket holding up to burst tokens,
@@ -55,6 +57,6 @@ func (a *bucketAlg) String() string {
 	return fmt.Sprintf("token bucket %v burst %d", a.rate, a.burst)
 }
 
-func (a *bucketAlg) params() (string, Rate, int, LeakyOptions) {
-	return "token bucket", a.rate, a.burst, LeakyOptions{}
+func (a *bucketAlg) params() (throttle.Algorithm, Rate, int, LeakyOptions) {
+	return throttle.TokenBucket, a.rate, a.burst, LeakyOptions{}
 }

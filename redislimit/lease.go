@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/throttle"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -471,12 +472,12 @@ func (ls *leaser) share(units int64) (pace.Limit, bool) {
 		}
 		rate := pace.Rate{N: n, Per: r.Per + min(ls.margin, r.Per/20)}
 		switch alg {
-		case "token bucket":
+		case throttle.TokenBucket:
 			out = append(out, pace.TokenBucket(rate, max(scale(burst), 1)))
-		case "leaky bucket":
+		case throttle.LeakyBucket:
 			lo.Slack = scale(lo.Slack)
 			out = append(out, pace.LeakyBucket(rate, lo))
-		case "fixed window":
+		case throttle.FixedWindow:
 			out = append(out, pace.FixedWindow(rate))
 		default:
 			out = append(out, pace.SlidingLog(rate))

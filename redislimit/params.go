@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/throttle"
 )
 
 // Script kinds of a part (see decideScript).
@@ -171,7 +172,7 @@ func convertPart(l pace.Limit, margin time.Duration) (part, error) {
 	if per > maxMicros {
 		return part{}, &pace.ConfigError{Field: "Rate.Per", Value: r.Per, Reason: fmt.Sprintf("exceeds 2^50 µs (%v), the range Redis's scripts compute exactly", time.Duration(maxMicros)*time.Microsecond)}
 	}
-	window := alg == "fixed window" || alg == "sliding log"
+	window := alg == throttle.FixedWindow || alg == throttle.SlidingLog
 	switch {
 	case window && r.Per < time.Microsecond:
 		return part{}, &pace.ConfigError{Field: "Rate.Per", Value: r.Per, Reason: "a window shorter than one microsecond, the resolution of Redis's clock and of the scripts"}
@@ -179,14 +180,14 @@ func convertPart(l pace.Limit, margin time.Duration) (part, error) {
 		return part{}, &pace.ConfigError{Field: "Rate", Value: r.String(), Reason: "faster than one per microsecond, the resolution of Redis's clock"}
 	}
 	switch alg {
-	case "token bucket", "leaky bucket":
+	case throttle.TokenBucket, throttle.LeakyBucket:
 		return gcraPart(alg, r, burst, leaky, m)
-	case "fixed window":
+	case throttle.FixedWindow:
 		if int64(r.N) > maxMicros {
 			return part{}, &pace.ConfigError{Field: "Rate.N", Value: r.N, Reason: "exceeds 2^50, the range Redis's scripts count exactly"}
 		}
 		return part{kind: kindFixed, per: per, n: int64(r.N), top: int64(r.Per / 20 / time.Microsecond), x: per, xw: per}, nil
-	case "sliding log":
+	case throttle.SlidingLog:
 		if r.N > maxSlidingN {
 			return part{}, &pace.ConfigError{Field: "Rate.N", Value: r.N, Reason: fmt.Sprintf("exceeds %d, the most entries a sliding log keeps in Redis per key", maxSlidingN)}
 		}
@@ -197,30 +198,30 @@ func convertPart(l pace.Limit, margin time.Duration) (part, error) {
 		}
 		return q, nil
 	}
-	return part{}, &pace.ConfigError{Field: "Limit", Value: alg, Reason: "not held in Redis: use a token bucket, leaky bucket, fixed window or sliding log"}
+	return part{}, &pace.ConfigError{Field: "Limit", Value: alg.String(), Reason: "not held in Redis: use a token bucket, leaky bucket, fixed window or sliding log"}
 }
 
 // gcraPart converts a token bucket or leaky bucket (alg) of rate r,
 // burst and leaky's options, at the starting margin m (µs); see
 // convertPart.
-func gcraPart(alg string, r pace.Rate, burst int, leaky pace.LeakyOptions, m int64) (part, error) {
+func gcraPart(alg throttle.Algorithm, r pace.Rate, burst int, leaky pace.LeakyOptions, m int64) (part, error) {
 	// A token bucket's period stretches by the margin; a pacer's
 	// interval does (a pacer's server spaces requests one by one).
 	q := part{kind: kindGCRA, per: micros(r.Per), n: int64(r.N), k: int64(burst), top: int64(r.Per / 20 / time.Microsecond), z: -1}
-	if alg == "leaky bucket" {
+	if alg == throttle.LeakyBucket {
 		iv := r.Interval()
 		q.per, q.n, q.k, q.top = micros(iv), 1, int64(leaky.Slack)+1, int64(iv/20/time.Microsecond)
 	}
 	q.x, q.xw = q.at(m), q.at(q.top)
 	if q.xw > maxMicros || q.k > maxMicros/q.xw {
 		field := "Burst"
-		if alg == "leaky bucket" {
+		if alg == throttle.LeakyBucket {
 			field = "Slack"
 		}
 		return part{}, &pace.ConfigError{Field: field, Value: q.k, Reason: "capacity × interval exceeds 2^50 µs, the range Redis's scripts compute exactly"}
 	}
 	q.yw = q.k * q.xw
-	if alg == "leaky bucket" {
+	if alg == throttle.LeakyBucket {
 		// The queue bound as package pace sets it: Queue intervals (at
 		// the widest margin), or MaxDelay when that is shorter; with
 		// neither, none (-1): the caller's maxWait and deadline bound

@@ -17,11 +17,13 @@
 //
 // pace's in-memory *pace.Keyed implements Limiter. So it can be shared by
 // several Transports (its limits and pauses then hold for all of them), or
-// wrapped. A wrapper is a Limiter of its own to the Transport. The Keyed
-// inside still pauses and probes. But the server's quota headers and the
-// adaptive rate do not reach it. The Transport hands them, beside the
-// Outcome, only to the Keyed stores it knows: those of its Limits, or a
-// *pace.Keyed set as its Limiter (see [Limiter]'s example).
+// wrapped. A wrapper that passes each call on behaves as the Keyed inside.
+// What an answer teaches reaches it in the Outcome: the server's quota, the
+// adaptive cut, a late answer (see [Limiter]'s example).
+//
+// A limiter that holds a pace.Limit's state itself reads the limit with
+// pace.Limit's Parts and Params methods. [Algorithm] names each part's
+// algorithm.
 //
 // The errors a Limiter returns are pace's: pace.WaitError,
 // pace.ErrRateLimited and the errors it wraps, pace.ErrThrottled. The
