@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacehttp/pace/internal/intmath"
 	"github.com/pacehttp/pace/throttle"
 )
 
@@ -218,7 +219,7 @@ func NewKeyed(l Limit, o KeyedOptions) (*Keyed, error) {
 		epoch:      newEpoch(),
 		seed:       maphash.MakeSeed(),
 		shift:      uint(64 - bits.TrailingZeros(uint(n))),
-		perShard:   int(ceilDiv(int64(maxKeys), int64(n))),
+		perShard:   int(intmath.CeilDiv(int64(maxKeys), int64(n))),
 		sweepEvery: minSweepEvery,
 		shards:     make([]shard, n),
 	}

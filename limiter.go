@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pacehttp/pace/internal/intmath"
 	"github.com/pacehttp/pace/throttle"
 )
 
@@ -178,7 +179,7 @@ func (*window) binds(*cell, int64) bool { return true }
 func (w *window) span() int64 { return w.per }
 
 // interval is the window over its count.
-func (w *window) interval() int64 { return ceilDiv(w.per, w.n) }
+func (w *window) interval() int64 { return intmath.CeilDiv(w.per, w.n) }
 
 func (w *window) maxN() int { return int(w.n) }
 

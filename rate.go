@@ -3,6 +3,8 @@ package pace
 import (
 	"fmt"
 	"time"
+
+	"github.com/pacehttp/pace/internal/intmath"
 )
 
 // Rate is a number of events allowed per period, stated the way API
@@ -52,7 +54,7 @@ func (r Rate) Interval() time.Duration {
 	if r.N <= 0 || r.Per <= 0 {
 		return 0
 	}
-	return time.Duration(ceilDiv(int64(r.Per), int64(r.N)))
+	return time.Duration(intmath.CeilDiv(int64(r.Per), int64(r.N)))
 }
 
 // validate reports a *ConfigError naming field when r is not usable: the
@@ -68,13 +70,4 @@ func (r Rate) validate(field string) error {
 		return configErr(field+".Per", r.Per, "must not exceed "+maxPer.String()+" (about 146 years), the span a limiter's clock covers")
 	}
 	return nil
-}
-
-// ceilDiv returns ⌈a/b⌉ for a >= 0, b > 0.
-func ceilDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 {
-		q++
-	}
-	return q
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace/internal/hostkey"
+	"github.com/pacehttp/pace/internal/intmath"
 	"github.com/pacehttp/pace/throttle"
 )
 
@@ -106,7 +107,7 @@ func usedUnits(from algorithm, c *cell, now int64) int64 {
 		return used
 	}
 	if g := coreOf(from); g != nil {
-		return ceilDiv(max(c.a-now, 0), g.i)
+		return intmath.CeilDiv(max(c.a-now, 0), g.i)
 	}
 	q := quotaAt(from, c, now, now)
 	return int64(max(q.Limit-q.Remaining, 0))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/intmath"
 	"github.com/pacehttp/pace/throttle"
 )
 
@@ -91,7 +92,7 @@ type part struct {
 func (p part) at(m int64) int64 {
 	m = min(m, p.top)
 	if p.kind == kindGCRA {
-		return ceilDiv(p.per+m, p.n)
+		return intmath.CeilDiv(p.per+m, p.n)
 	}
 	return p.per + m
 }
@@ -250,13 +251,4 @@ func limitInterval(l pace.Limit) int64 {
 		i = max(i, micros(r.Interval()))
 	}
 	return i
-}
-
-// ceilDiv returns ⌈a/b⌉ for a >= 0, b > 0.
-func ceilDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 {
-		q++
-	}
-	return q
 }

@@ -1,6 +1,7 @@
 package onecopy
 
 import (
+	"go/ast"
 	"regexp"
 	"strings"
 	"testing"
@@ -102,4 +103,18 @@ func TestOneStructuredListWalk(t *testing.T) {
 	at := FuncCalls(library(t), "parseSFList")
 	assert.Len(t, at, 1)
 	assert.Equal(t, []string{"ratelimitfields.go"}, paths(at))
+}
+
+// TestOneCeilDiv: ⌈a/b⌉ is internal/intmath's CeilDiv; the root and
+// redislimit each had a copy.
+func TestOneCeilDiv(t *testing.T) {
+	var at []string
+	for _, f := range library(t) {
+		for _, d := range f.AST.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && strings.EqualFold(fd.Name.Name, "ceilDiv") {
+				at = append(at, f.Path+":"+fd.Name.Name)
+			}
+		}
+	}
+	assert.Equal(t, []string{"internal/intmath/intmath.go:CeilDiv"}, at)
 }
