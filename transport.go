@@ -653,21 +653,44 @@ func (c *call) quota(resp *http.Response, at *time.Time) throttle.Quota {
 }
 
 // quotaPresent reports whether h has any header serverQuota reads a reset
-// from, so that the caller reads the clock only then: a few map lookups.
+// from, so that the caller reads the clock only then. A response has fewer
+// headers than there are such names, most often: then it walks them, and
+// looks up only those whose first byte a quota header starts with.
 func quotaPresent(h http.Header) bool {
-	if len(h) == 0 {
+	if len(h) > len(quotaNames.names) {
+		for _, name := range quotaNames.names {
+			if len(h[name]) > 0 {
+				return true
+			}
+		}
 		return false
 	}
-	if len(h[hdr.RateLimit]) > 0 || len(h[hdrShopifyCallLimit]) > 0 {
-		return true
-	}
-	for i := range quotaFamilies {
-		if len(h[quotaFamilies[i].reset]) > 0 {
+	for name, v := range h {
+		if len(v) > 0 && name != "" && quotaNames.first[name[0]] && quotaNames.set[name] {
 			return true
 		}
 	}
 	return false
 }
+
+// quotaNames are the headers quotaPresent looks for: the IETF RateLimit
+// field, Shopify's call limit, and each quota family's reset.
+var quotaNames = func() (q struct {
+	names []string
+	set   map[string]bool
+	first [256]bool
+}) {
+	q.names = []string{hdr.RateLimit, hdrShopifyCallLimit}
+	for _, f := range quotaFamilies {
+		q.names = append(q.names, f.reset)
+	}
+	q.set = make(map[string]bool, len(q.names))
+	for _, n := range q.names {
+		q.set[n] = true
+		q.first[n[0]] = true
+	}
+	return q
+}()
 
 // giveUpReason is the Reason an AttemptsError records for a verdict's why:
 // empty for the reasons of a retry.
