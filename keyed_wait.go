@@ -271,11 +271,25 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (th
 	if maxWait < 0 {
 		return throttle.Permit{Key: key}, &WaitError{Key: key, Err: maxWaitErr(maxWait)}
 	}
+	if k.alg == nil && k.unpaused(key) {
+		return throttle.Permit{Key: key}, nil
+	}
 	start := clampNow(int64(time.Since(k.epoch)))
 	if k.waitFast(start, key) {
 		return throttle.Permit{Key: key, Limited: k.limited}, nil
 	}
 	return k.waitSlow(ctx, key, maxWait, start)
+}
+
+// unpaused reports whether the shard of key holds no keyState. Then a
+// Keyed without a limit has nothing to wait for, and its Wait reads no
+// clock: the Transport's path for a host no limit paces.
+func (k *Keyed) unpaused(key string) bool {
+	s, _ := k.locate(key)
+	s.mu.Lock()
+	none := len(s.keys) == 0
+	s.mu.Unlock()
+	return none
 }
 
 // waitSlow is Wait past its fast path, from its first clock reading start.

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacehttp/pace/internal/retrydecide"
 	"github.com/pacehttp/pace/throttle"
 )
 
@@ -60,10 +61,15 @@ type Stats struct {
 	PaceSource string
 }
 
-// keyStats is the live form of one key's Stats.
+// keyStats is the live form of one key's Stats. It also holds what the
+// Transport chose for the key's first call: the request's host as written
+// (raw), its limiter, retry policy and attempts. Without Transport.Key
+// they follow from the host, and call.route reuses them.
 type keyStats struct {
-	key, host                  string
+	key, host, raw             string
 	lim                        throttle.Limiter
+	policy                     *retrydecide.Executor
+	maxAttempts                int
 	requests, admitted, waits  atomic.Int64
 	waited, retries, throttles atomic.Int64
 	giveUps                    atomic.Int64

@@ -12,11 +12,13 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacehttp/pace/internal/bodyprefix"
 	"github.com/pacehttp/pace/internal/discard"
 	"github.com/pacehttp/pace/internal/hdr"
+	"github.com/pacehttp/pace/internal/hostkey"
 	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/retrydecide"
 	"github.com/pacehttp/pace/internal/retrystatus"
@@ -249,6 +251,7 @@ type state struct {
 	obs           *observer
 	pauses        *Keyed // the throttle of keys that no limit paces
 	stats         statsTable
+	last          atomic.Pointer[keyStats] // the last call's host's entry (see call.route)
 }
 
 // Validate reports the first invalid setting of t as a [*ConfigError]
@@ -458,7 +461,34 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	c := call{s: s, req: req, ctx: req.Context()}
-	host := requestHost(req)
+	c.route()
+	c.st.requests.Add(1)
+	resp, err := c.run()
+	if err != nil && c.hostKey {
+		err = withHostKey(err, c.key) // its text may show the host
+	}
+	if err != nil && s.hidePath {
+		err = withoutPath(err)
+	}
+	return resp, err
+}
+
+// route chooses the call's key, limiter, retry policy and Stats entry.
+// Without Transport.Key they follow from the request's host alone. So the
+// entry of the host of the Transport's last call (s.last) holds them, and
+// a call to the same host, written the same way, takes them from there.
+func (c *call) route() {
+	s := c.s
+	raw := c.req.Host
+	if c.req.URL.Host != "" {
+		raw = c.req.URL.Host
+	}
+	if ks := s.last.Load(); ks != nil && ks.raw == raw && s.key == nil {
+		c.key, c.hostKey, c.st = ks.key, true, ks
+		c.lim, c.policy, c.maxAttempts = ks.lim, ks.policy, ks.maxAttempts
+		return
+	}
+	host := hostkey.Of(raw)
 	c.key, c.hostKey = c.keyWith(host)
 	c.lim, c.policy, c.maxAttempts = s.limiter, s.policy, s.maxAttempts
 	if c.lim == nil {
@@ -473,16 +503,10 @@ func (s *state) roundTrip(req *http.Request) (*http.Response, error) {
 			c.reportNear(host)
 		}
 	}
-	c.st = s.stats.of(c.key, host, c.lim)
-	c.st.requests.Add(1)
-	resp, err := c.run()
-	if err != nil && c.hostKey {
-		err = withHostKey(err, c.key) // its text may show the host
+	c.st = s.stats.of(c, host, raw)
+	if s.key == nil && c.st.raw == raw && c.st != &s.stats.over {
+		s.last.Store(c.st)
 	}
-	if err != nil && s.hidePath {
-		err = withoutPath(err)
-	}
-	return resp, err
 }
 
 // run sends the call's attempts, the call's key and limiter chosen.
@@ -940,7 +964,8 @@ func statusesFor(rt http.RoundTripper, req *http.Request) ([]int, bool) {
 
 // of returns the keyStats of key, whose first request went to host under
 // limiter lim, creating it if the table has room.
-func (t *statsTable) of(key, host string, lim throttle.Limiter) *keyStats {
+func (t *statsTable) of(c *call, host, raw string) *keyStats {
+	key := c.key
 	if v, ok := t.m.Load(key); ok {
 		return v.(*keyStats)
 	}
@@ -952,7 +977,7 @@ func (t *statsTable) of(key, host string, lim throttle.Limiter) *keyStats {
 	if t.n >= maxStatsKeys {
 		return &t.over
 	}
-	ks := &keyStats{key: key, host: host, lim: lim}
+	ks := &keyStats{key: key, host: host, raw: raw, lim: c.lim, policy: c.policy, maxAttempts: c.maxAttempts}
 	t.m.Store(key, ks)
 	t.keys = append(t.keys, ks)
 	t.n++
