@@ -28,19 +28,38 @@ type RequeueError struct {
 	Err   error         // the throttle: never nil
 }
 
+// wait is e's Delay held to (0, pace.DefaultMaxRetryAfter]: DefaultDelay
+// for a nil e or a Delay of 0 or less.
+func (e *RequeueError) wait() time.Duration {
+	if e == nil || e.Delay <= 0 {
+		return DefaultDelay
+	}
+	return min(e.Delay, pace.DefaultMaxRetryAfter)
+}
+
 // Error returns "asynqpace: requeued for Delay: Err".
 func (e *RequeueError) Error() string {
+	if e == nil {
+		return "asynqpace: requeued"
+	}
 	return fmt.Sprintf("asynqpace: requeued for %v: %v", e.Delay, e.Err)
 }
 
 // Unwrap returns e.Err.
-func (e *RequeueError) Unwrap() error { return e.Err }
+func (e *RequeueError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Requeue returns err as a [*RequeueError] when it is a throttle.
 // A throttle is what [batch.Throttled] calls one.
 // The server throttled the call, or a client-side limit refused it.
 // Delay is the wait err names, or DefaultDelay when it names none.
 // It is at most pace.DefaultMaxRetryAfter, whatever the server asked.
+// An err that holds a *RequeueError already is returned as it is.
+// [RetryDelay] holds its Delay to the same bounds.
 // Any other err, nil included, is returned as it is.
 func Requeue(err error) error {
 	if err == nil {
@@ -62,7 +81,8 @@ func Requeue(err error) error {
 
 // RetryDelay returns an asynq.RetryDelayFunc for asynq.Config.
 // A [*RequeueError] waits its Delay, rounded up to a whole second of the
-// clock. asynq keeps the time a task is due in whole seconds, cut down;
+// clock. A Delay of 0 or less, or a nil *RequeueError, waits DefaultDelay;
+// one over pace.DefaultMaxRetryAfter waits that. asynq keeps the time a task is due in whole seconds, cut down;
 // unrounded, a task would come back up to a second early.
 // Any other error waits what next says; nil next means
 // asynq.DefaultRetryDelayFunc. It is safe for concurrent use if next is.
@@ -73,7 +93,7 @@ func RetryDelay(next asynq.RetryDelayFunc) asynq.RetryDelayFunc {
 	return func(n int, err error, t *asynq.Task) time.Duration {
 		var re *RequeueError
 		if errors.As(err, &re) {
-			return wholeSecond(time.Now(), re.Delay)
+			return wholeSecond(time.Now(), re.wait())
 		}
 		return next(n, err, t)
 	}
@@ -112,8 +132,12 @@ func IsFailure(next func(error) bool) func(error) bool {
 //	"pace-asynq-" + the first 24 hex digits of SHA-256("asynq\x00" + queue + "\x00" + task ID)
 //
 // It is the same on every run of the task and differs between tasks.
-// It is "" when ctx is no asynq handler's context.
+// It is "" when ctx is no asynq handler's context, or nil.
+// [Handler] then sends no Idempotency-Key.
 func IdempotencyKey(ctx context.Context) string {
+	if ctx == nil {
+		return ""
+	}
 	id, ok := asynq.GetTaskID(ctx)
 	if !ok {
 		return ""

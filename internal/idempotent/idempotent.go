@@ -73,17 +73,20 @@ func Derived(scope, id string) string {
 
 // Ensure gives req the key derive returns when its method wants one
 // ([WantsKey]) and it carries none. A header present with an empty
-// value opts out: Ensure removes it and adds none. It returns the key
-// req then carries, "" for none. req.Header may be nil.
+// value opts out: Ensure removes it and adds none. When derive returns
+// "", Ensure adds none either. It returns the key req then carries, "" for
+// none. req.Header may be nil.
 func Ensure(req *http.Request, derive func() string) string {
 	key, _ := Key(req.Header, "")
 	if vs, ok := req.Header[hdr.IdempotencyKey]; ok && key == "" && len(vs) > 0 {
 		delete(req.Header, hdr.IdempotencyKey) // opted out
 	} else if key == "" && WantsKey(req.Method) {
+		if key = derive(); key == "" {
+			return ""
+		}
 		if req.Header == nil {
 			req.Header = make(http.Header)
 		}
-		key = derive()
 		req.Header.Set(hdr.IdempotencyKey, key)
 	}
 	return key
