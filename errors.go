@@ -288,3 +288,8 @@ func headerNameErr(field, name string) error {
 func maxWaitErr(maxWait time.Duration) error {
 	return configErr("maxWait", maxWait, "must not be negative (0 sets no bound)")
 }
+
+// nilContextErr is the error of a Wait given a nil Context.
+func nilContextErr() error {
+	return configErr("ctx", nil, "must not be nil (use context.Background())")
+}

@@ -253,7 +253,7 @@ func (e *entry) replan(i int, change func()) {
 //   - [ErrWaitTooLong] when the pause or the slot lies beyond maxWait
 //     (zero sets no bound);
 //   - a [*ConfigError] for a negative maxWait, as the Transport refuses a
-//     negative MaxWait;
+//     negative MaxWait, or a nil ctx;
 //   - [ErrQueueFull] when the limit's queue is full;
 //   - [ErrWaitExceedsDeadline] (which also matches
 //     context.DeadlineExceeded) when the wait would not end before ctx's
@@ -265,6 +265,9 @@ func (e *entry) replan(i int, change func()) {
 // Safe for concurrent use.
 func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
 	k.mustInit()
+	if ctx == nil {
+		return throttle.Permit{Key: key}, &WaitError{Key: key, Err: nilContextErr()}
+	}
 	if err := ctx.Err(); err != nil {
 		return throttle.Permit{Key: key}, &WaitError{Key: key, Err: err}
 	}

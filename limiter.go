@@ -465,7 +465,8 @@ func (s *Shaper) CancelAt(now time.Time, r Reservation) {
 // [Keyed.Wait] does for a key. It
 // fails at once with a [*WaitError] wrapping ctx.Err() if ctx has already
 // ended. It fails at once with one of the errors of ReserveAt, booking
-// nothing (maxWait as there). It fails at once with
+// nothing (maxWait as there). A nil ctx fails it with a *WaitError
+// wrapping a [*ConfigError]. It fails at once with
 // [ErrWaitExceedsDeadline] (which also matches context.DeadlineExceeded)
 // when the wait would outlast ctx's deadline, giving the unit back. If ctx
 // ends while waiting, it gives the unit back and returns a *WaitError
@@ -473,6 +474,9 @@ func (s *Shaper) CancelAt(now time.Time, r Reservation) {
 // ReserveAt. Safe for concurrent use.
 func (s *Shaper) Wait(ctx context.Context, maxWait time.Duration) error {
 	s.mustInit()
+	if ctx == nil {
+		return &WaitError{Err: nilContextErr()}
+	}
 	if err := ctx.Err(); err != nil {
 		return &WaitError{Err: err}
 	}

@@ -38,7 +38,13 @@ func TestNewRejects(t *testing.T) {
 		{"client ignoring contexts", noCtx, pace.TokenBucket(pace.PerSecond(1), 1), Options{}, "rdb"},
 		{"prefix with {", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Prefix: "a{b"}, "Prefix"},
 		{"prefix with }", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Prefix: "a}"}, "Prefix"},
+		{"typed nil *redis.Client", (*redis.Client)(nil), pace.TokenBucket(pace.PerSecond(1), 1), Options{}, "rdb"},
+		{"typed nil *redis.ClusterClient", (*redis.ClusterClient)(nil), pace.TokenBucket(pace.PerSecond(1), 1), Options{}, "rdb"},
 		{"negative timeout", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Timeout: -1}, "Timeout"},
+		{"a timeout no round trip fits in", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Timeout: time.Nanosecond}, "Timeout"},
+		{"a timeout whose multiples overflow", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Timeout: 1 << 62}, "Timeout"},
+		{"a timeout of 1<<62 with a lease", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Timeout: 1 << 62, Lease: time.Second}, "Timeout"},
+		{"a timeout over an hour", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Timeout: time.Hour + time.Second}, "Timeout"},
 		{"negative probe lease", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{ProbeLease: -1}, "ProbeLease"},
 		{"invalid limit", rdb, pace.TokenBucket(pace.PerSecond(0), 1), Options{}, "Rate.N"},
 		{"sliding counter", rdb, pace.SlidingCounter(pace.PerSecond(1)), Options{}, "Limit"},
@@ -263,4 +269,25 @@ func readCommand(r *bufio.Reader) ([]string, error) {
 		args[i] = string(buf[:size])
 	}
 	return args, nil
+}
+
+// TestWaitNilContext: Wait refuses a nil Context in both modes, as it
+// refuses a negative maxWait: a *pace.ConfigError in a *pace.WaitError,
+// no panic, nothing booked.
+func TestWaitNilContext(t *testing.T) {
+	_, rdb := startRedis(t)
+	for name, o := range map[string]Options{"per decision": {Prefix: "nilctx:"}, "leased": {Prefix: "nilctxl:", Lease: time.Second}} {
+		t.Run(name, func(t *testing.T) {
+			lim := newLimiter(t, rdb, pace.TokenBucket(pace.PerSecond(10), 1), o)
+			var nilCtx context.Context
+			var err error
+			require.NotPanics(t, func() { _, err = lim.Wait(nilCtx, "k", 0) })
+			var ce *pace.ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, "ctx", ce.Field)
+			assert.NotErrorIs(t, err, pace.ErrRateLimited)
+			_, err = lim.Wait(waitCtx(t, 5*time.Second), "k", 0)
+			assert.NoError(t, err, "the one unit is still there")
+		})
+	}
 }

@@ -176,7 +176,11 @@ type Limiter struct {
 	top       int64         // the widest margin of any part (µs; see part)
 	quick     answers       // how quickly each key's server answers (the late-answer rule)
 	ws        watches
-	ps        *redis.PubSub
+	psMu      sync.Mutex    // guards ps once New returned, and psClosed
+	ps        *redis.PubSub // nil until a Ring with every shard down has one
+	psClosed  bool
+	stopCtx   context.Context // cancelled by Close (stopNow): listen's calls derive from it
+	stopNow   context.CancelFunc
 	stop      chan struct{} // closed by Close
 	listened  chan struct{} // closed when listen returns
 	closeOnce sync.Once
@@ -202,7 +206,7 @@ var _ throttle.Limiter = (*Limiter)(nil)
 // limit: the Limiter holds each key's pause and learned pace alone (see
 // docs/fleet.md, "What answers teach").
 func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
-	if rdb == nil {
+	if rdb == nil || isNilPointer(rdb) {
 		return nil, &pace.ConfigError{Field: "rdb", Reason: "a Redis client is required"}
 	}
 	if !honoursContext(rdb) {
@@ -247,11 +251,12 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		lim.ws.onPause = ls.pause
 	}
 	lim.stop, lim.listened = make(chan struct{}), make(chan struct{})
-	lim.link.init(rdb, o.Timeout, lim.stop, lim.decider, cancelScript, settleScript, departScript)
+	lim.stopCtx, lim.stopNow = context.WithCancel(context.Background())
+	lim.link.init(lim.stopCtx, rdb, o.Timeout, lim.stop, lim.decider, cancelScript, settleScript, departScript)
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout+o.Timeout/2)
-	lim.ps = rdb.Subscribe(ctx, lim.channel) // if Redis does not answer in time, listen tries again
+	lim.ps = subscribe(ctx, rdb, lim.channel) // if Redis does not answer in time, listen tries again
 	cancel()
-	go lim.ws.listen(lim.ps, o.Timeout, lim.stop, lim.listened)
+	go lim.listen(o.Timeout)
 	return lim, nil
 }
 
@@ -265,10 +270,10 @@ func (o Options) resolved() (Options, error) {
 		return o, &pace.ConfigError{Field: "Prefix", Value: o.Prefix, Reason: "must not contain '{' or '}' (Redis Cluster's hash tag)"}
 	}
 	switch {
-	case o.Timeout < 0:
-		return o, &pace.ConfigError{Field: "Timeout", Value: o.Timeout, Reason: "must not be negative"}
 	case o.Timeout == 0:
 		o.Timeout = DefaultTimeout
+	case o.Timeout < minTimeout || o.Timeout > maxTimeout:
+		return o, &pace.ConfigError{Field: "Timeout", Value: o.Timeout, Reason: "must be 0 (the default) or from 100µs to 1h"}
 	}
 	switch {
 	case o.ProbeLease < 0:
@@ -371,9 +376,17 @@ func (l *Limiter) Close() error {
 			l.ls.close()
 		}
 		close(l.stop)
-		err = l.ps.Close()
+		l.stopNow() // ends listen's call in progress, so ps's lock is free
+		l.psMu.Lock()
+		l.psClosed = true
+		if l.ps != nil {
+			err = l.ps.Close()
+		}
+		l.psMu.Unlock()
+		var wg sync.WaitGroup
+		wg.Go(l.link.close) // a warm-up in progress ends while listen's call does
 		<-l.listened
-		l.link.close()
+		wg.Wait()
 	})
 	return err
 }
@@ -558,9 +571,6 @@ func (l *Limiter) waitShared(ctx context.Context, key string, maxWait time.Durat
 	p := throttle.Permit{Key: key, Limited: l.limited}
 	if err := ctx.Err(); err != nil {
 		return p, &pace.WaitError{Key: key, Err: err}
-	}
-	if maxWait < 0 {
-		return p, &pace.WaitError{Key: key, Err: &pace.ConfigError{Field: "maxWait", Value: maxWait, Reason: "must not be negative (0 sets no bound)"}}
 	}
 	wt := waiting{key: key, tag: keyTag(key), start: time.Now(), maxWait: maxWait, probes: -1}
 	wt.w, wt.seq = l.ws.add(wt.tag)

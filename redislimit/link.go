@@ -46,6 +46,7 @@ var errNoLink = fmt.Errorf("%w: no connection to Redis answers yet", ErrUnavaila
 // *redis.Client's link goes down: a Cluster's or Ring's nodes fail one
 // by one, so their decisions never wait, and each failure warms once.
 type link struct {
+	base    context.Context // cancelled by Close: a warm-up in progress ends
 	rdb     redis.UniversalClient
 	timeout time.Duration
 	scripts []*redis.Script
@@ -69,8 +70,8 @@ type linkState struct {
 }
 
 // init sets the link up for rdb and starts its first warm-up.
-func (k *link) init(rdb redis.UniversalClient, timeout time.Duration, stop <-chan struct{}, scripts ...*redis.Script) {
-	k.rdb, k.timeout, k.stop, k.scripts = rdb, timeout, stop, scripts
+func (k *link) init(base context.Context, rdb redis.UniversalClient, timeout time.Duration, stop <-chan struct{}, scripts ...*redis.Script) {
+	k.base, k.rdb, k.timeout, k.stop, k.scripts = base, rdb, timeout, stop, scripts
 	_, k.gate = rdb.(*redis.Client)
 	k.st.Store(&linkState{up: !k.gate, ch: make(chan struct{})})
 	k.down(true)
@@ -215,7 +216,7 @@ func (k *link) probe() {
 // second), and no command retried after a connection that a proxy in
 // front of a dead Redis accepted and closed.
 func (k *link) ping(o *redis.Options) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*k.timeout)
+	ctx, cancel := context.WithTimeout(k.base, 2*k.timeout)
 	defer cancel()
 	conn, err := o.Dialer(ctx, o.Network, o.Addr)
 	if err != nil {
@@ -251,7 +252,7 @@ func (k *link) warm() error {
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), warmTimes*k.timeout)
+	ctx, cancel := context.WithTimeout(k.base, warmTimes*k.timeout)
 	defer cancel()
 	errs := make(chan error, n)
 	for i := range n {

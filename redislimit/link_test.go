@@ -19,7 +19,7 @@ func TestLinkOneLateReplyKeepsItUp(t *testing.T) {
 	_, rdb := startRedis(t)
 	stop := make(chan struct{})
 	var k link
-	k.init(rdb, 50*time.Millisecond, stop, cancelScript)
+	k.init(context.Background(), rdb, 50*time.Millisecond, stop, cancelScript)
 	t.Cleanup(func() { close(stop); k.close() })
 	_, err := k.ready(context.Background())
 	require.NoError(t, err, "the first warm-up")

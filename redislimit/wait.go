@@ -29,7 +29,7 @@ import (
 // bucket's queue), the deadline error (matching pace.ErrWaitExceedsDeadline
 // and context.DeadlineExceeded) when the wait would outlast ctx's
 // deadline, pace.ErrThrottled when the probe it waited behind was
-// throttled again. A negative maxWait is refused, as
+// throttled again. A nil ctx, and a negative maxWait, are refused, as
 // pace.Transport refuses a negative MaxWait: the WaitError wraps a
 // *pace.ConfigError (matching pace.ErrInvalidConfig, not
 // pace.ErrRateLimited, so package batch fails the item). It refuses with
@@ -51,6 +51,12 @@ import (
 // process's share, in memory (see docs/fleet.md, "Leased
 // shares").
 func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
+	switch {
+	case ctx == nil:
+		return throttle.Permit{Key: key}, &pace.WaitError{Key: key, Err: &pace.ConfigError{Field: "ctx", Reason: "must not be nil (use context.Background())"}}
+	case maxWait < 0:
+		return throttle.Permit{Key: key}, &pace.WaitError{Key: key, Err: &pace.ConfigError{Field: "maxWait", Value: maxWait, Reason: "must not be negative (0 sets no bound)"}}
+	}
 	if l.ls != nil {
 		return l.ls.wait(ctx, key, maxWait)
 	}
@@ -62,9 +68,6 @@ func (ls *leaser) wait(ctx context.Context, key string, maxWait time.Duration) (
 	p := throttle.Permit{Key: key, Limited: true}
 	if err := ctx.Err(); err != nil {
 		return p, &pace.WaitError{Key: key, Err: err}
-	}
-	if maxWait < 0 {
-		return p, &pace.WaitError{Key: key, Err: &pace.ConfigError{Field: "maxWait", Value: maxWait, Reason: "must not be negative (0 sets no bound)"}}
 	}
 	k, err := ls.entry(key)
 	if err != nil {

@@ -124,13 +124,14 @@ const pingEvery = 3 * time.Second
 // context's deadline is the connection's only bound. Every call into ps is
 // bounded by bound, the Limiter's Timeout. A read waits bound, its
 // reconnection warmTimes × bound, as the link's warm-up. So Close returns
-// however Redis behaves. Errors
+// however Redis behaves, and at once: every call's context derives from
+// base, which Close cancels. Errors
 // other than an idle read's timeout wait probePoll before the next try.
-func (ws *watches) listen(ps *redis.PubSub, bound time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+func (ws *watches) listen(base context.Context, ps *redis.PubSub, bound time.Duration, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	quiet := time.Duration(0) // since the last message of any kind
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), warmTimes*bound)
+		ctx, cancel := context.WithTimeout(base, warmTimes*bound)
 		var (
 			msg any
 			err error
