@@ -55,7 +55,8 @@ type Options struct {
 	Prefix string
 
 	// Timeout bounds each script's round trip to Redis (one per
-	// decision). Zero means DefaultTimeout; it must not be negative. It
+	// decision). Zero means DefaultTimeout; otherwise it must be from
+	// 100 µs to 1 h. It
 	// holds on the network only with a client that honours contexts
 	// (go-redis's ContextTimeoutEnabled, which [New] requires). When the
 	// caller's context cannot be cancelled (context.Background), round
