@@ -44,3 +44,32 @@ func TestKeyedQuotaPaceWithoutLimit(t *testing.T) {
 		assert.Equal(t, []time.Duration{0, 2 * time.Second, 4 * time.Second}, at)
 	})
 }
+
+// TestKeyedQuotaEarliestReset: answers whose resets lie within a second of
+// each other name one window, seen through whole seconds (a server rounds
+// IETF t up: draft-ietf-httpapi-ratelimit-headers-11 §4.1.2 leaves the
+// rounding open), and the key keeps the earliest. Its remainder is spread
+// over the time to that reset, and a spent quota pauses the key until it.
+// Before, the latest answer's reset was taken, up to a second late.
+func TestKeyedQuotaEarliestReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k, err := NewKeyed(Limit{}, KeyedOptions{})
+		require.NoError(t, err)
+		settle := func(left int, reset time.Duration) {
+			k.Settle(throttle.Permit{Key: "a"}, throttle.Outcome{Sent: true, Response: true,
+				Quota: throttle.Quota{Remaining: left, Reset: reset}})
+		}
+		settle(4, 10*time.Second)
+		settle(3, 10900*time.Millisecond) // the same reset, rounded up
+		start := time.Now()
+		p, err := k.Wait(t.Context(), "a", 0)
+		require.NoError(t, err)
+		k.Settle(p, throttle.Outcome{Sent: true, Response: true})
+		assert.Equal(t, 2500*time.Millisecond, time.Since(start), "10 s/(3+1), not 10.9 s/(3+1)")
+		settle(0, 7900*time.Millisecond) // spent at 2.5 s, the same reset rounded up
+		p, err = k.Wait(t.Context(), "a", 0)
+		require.NoError(t, err)
+		k.Settle(p, throttle.Outcome{Sent: true, Response: true})
+		assert.Equal(t, 10*time.Second, time.Since(start), "paused until the earliest reset")
+	})
+}

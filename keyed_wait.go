@@ -796,8 +796,8 @@ func (e *entry) learn(q throttle.Quota) {
 		}
 	}
 	st := e.state()
-	if st.th.learn(e.now, left, reset, q.Bucket) {
-		e.throttle(reset, st.th.gen, 0, false)
+	if d := st.th.learn(e.now, left, reset, q.Bucket); d > 0 {
+		e.throttle(d, st.th.gen, 0, false)
 	}
 }
 

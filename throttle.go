@@ -171,10 +171,16 @@ func (t *keyThrottle) paced(at int64) { t.pace.last = max(t.pace.last, at) }
 
 // learn records, at now, the server's word that remaining requests may go
 // in the next reset nanoseconds (reset > 0) of the quota named bucket. It
-// returns pause when the quota is spent (remaining 0). The key must then
-// pause for reset, after which the quota is whole again and the pace is
-// over. Otherwise the key's requests are spaced reset/(remaining+1) apart.
-// So the last of them leaves before the reset, never at it.
+// returns the pause the key must take when the quota is spent (remaining
+// 0): until the reset, after which the quota is whole again and the pace
+// is over. Otherwise the key's requests are spaced over the time to the
+// reset, remaining+1 apart, so that the last of them leaves before the
+// reset, never at it; the pause is then 0.
+//
+// Resets within quotaTolerance of the known one name the same window, and
+// the earliest is kept. A server that rounds whole seconds up names its
+// reset up to a second late. express-rate-limit (source/headers.ts) and
+// pace's middleware round up.
 //
 // An answer is old news, and ignored, when it contradicts the pace learnt
 // for the same quota (same bucket) in a window that has not ended. One
@@ -183,31 +189,33 @@ func (t *keyThrottle) paced(at int64) { t.pace.last = max(t.pace.last, at) }
 // window (an answer to an earlier request, overtaken). An answer for
 // another bucket replaces the pace only when it is slower, since both
 // quotas hold.
-func (t *keyThrottle) learn(now, remaining, reset int64, bucket string) (pause bool) {
+func (t *keyThrottle) learn(now, remaining, reset int64, bucket string) (pause int64) {
 	p := &t.pace
 	until := satAdd(now, reset)
-	interval := max(reset/(remaining+1), 1)
 	if p.interval > 0 && p.until > now {
 		switch {
 		case bucket != p.bucket:
-			if remaining > 0 && interval <= p.interval {
-				return false
+			if remaining > 0 && max(reset/(remaining+1), 1) <= p.interval {
+				return 0
 			}
 		case until < p.until-quotaTolerance:
-			return false // the reset jumped backwards
-		case until <= p.until+quotaTolerance && remaining > p.left:
-			return false // the same window, more left: an overtaken answer
+			return 0 // the reset jumped backwards
+		case until <= p.until+quotaTolerance:
+			if remaining > p.left {
+				return 0 // the same window, more left: an overtaken answer
+			}
+			until = min(until, p.until)
 		}
 	}
 	if remaining == 0 {
 		*p = quotaPace{last: p.last}
-		return true
+		return until - now
 	}
 	// The answered request left before now: counting it at now is slower
 	// by its round trip, never faster.
-	p.interval, p.until, p.left, p.bucket = interval, until, remaining, bucket
+	p.interval, p.until, p.left, p.bucket = max((until-now)/(remaining+1), 1), until, remaining, bucket
 	p.last = max(p.last, now)
-	return false
+	return 0
 }
 
 // admission is what a request of a key may do now.

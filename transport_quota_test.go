@@ -25,6 +25,7 @@ type quotaServer struct {
 	n      int
 	per    time.Duration
 	family string // "x-ratelimit", "ietf", "openai", "anthropic"
+	floor  bool   // whole seconds (t, Retry-After, a delta reset) rounded down, not up
 
 	mu          sync.Mutex
 	window      int64
@@ -45,8 +46,7 @@ func (s *quotaServer) RoundTrip(req *http.Request) (*http.Response, error) {
 	end := time.Unix(0, (w+1)*int64(s.per))
 	if s.used >= s.n {
 		s.tooMany++
-		secs := int64(math.Ceil(end.Sub(now).Seconds()))
-		return testhttp.Response(http.StatusTooManyRequests, "Retry-After", strconv.FormatInt(secs, 10)), nil
+		return testhttp.Response(http.StatusTooManyRequests, "Retry-After", strconv.FormatInt(s.secs(end.Sub(now)), 10)), nil
 	}
 	s.used++
 	s.ok++
@@ -60,9 +60,9 @@ func (s *quotaServer) RoundTrip(req *http.Request) (*http.Response, error) {
 		// on); TestServerQuota reads GitHub's epoch form.
 		h.Set("X-RateLimit-Limit", strconv.Itoa(s.n))
 		h.Set("X-RateLimit-Remaining", strconv.Itoa(left))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(end.Sub(now).Seconds())), 10))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(s.secs(end.Sub(now)), 10))
 	case "ietf":
-		t := int64(math.Ceil(end.Sub(now).Seconds()))
+		t := s.secs(end.Sub(now))
 		h.Set("RateLimit-Policy", fmt.Sprintf(`"window";q=%d;w=%d`, s.n, int64(s.per/time.Second)))
 		h.Set("RateLimit", fmt.Sprintf(`"window";r=%d;t=%d`, left, t))
 	case "openai":
@@ -75,6 +75,14 @@ func (s *quotaServer) RoundTrip(req *http.Request) (*http.Response, error) {
 		h.Set("Anthropic-Ratelimit-Requests-Reset", end.UTC().Format(time.RFC3339Nano))
 	}
 	return resp, nil
+}
+
+// secs returns d in whole seconds, rounded as s rounds them.
+func (s *quotaServer) secs(d time.Duration) int64 {
+	if s.floor {
+		return int64(math.Floor(d.Seconds()))
+	}
+	return int64(math.Ceil(d.Seconds()))
 }
 
 // TestTransportPacesFromQuotaHeaders is the scenario of proactive pacing: a

@@ -1,7 +1,6 @@
 package redislimit
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -12,40 +11,10 @@ import (
 
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/realserver"
-	"github.com/pacehttp/pace/retry"
 	"github.com/pacehttp/pace/throttle"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// fleet returns the clients of n processes sharing limit through the
-// Redis at addr under prefix: each its own redis.Client, Limiter and
-// pace.Transport (with policy), as separate processes have.
-func fleet(t *testing.T, addr string, limit pace.Limit, prefix string, n int, policy retry.Policy) []*http.Client {
-	t.Helper()
-	clients := make([]*http.Client, n)
-	for i := range clients {
-		lim := newLimiter(t, newClient(t, addr), limit, Options{Prefix: prefix})
-		base := &http.Transport{}
-		t.Cleanup(base.CloseIdleConnections)
-		clients[i] = &http.Client{Transport: &pace.Transport{Base: base, Limiter: lim, Retry: policy}}
-	}
-	return clients
-}
-
-// get sends one GET to url through c, and reports whether it completed.
-func get(ctx context.Context, c *http.Client, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
 
 // quotaServer allows quotaN requests in each window of quotaWindow,
 // aligned to Unix time as GitHub's X-RateLimit-Reset (a Unix second)
@@ -111,62 +80,37 @@ func (s *quotaServer) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 // spread over the time to the reset, and a spent quota pausing the key
 // until the reset in every process. Against a server allowing 20
 // requests per 4 s, 120 calls from the four (two goroutines each) meet no
-// 429. With X-RateLimit-Reset, a Unix second, they are done by 24.5 s:
-// six windows, the last of them nearly whole, as its 20 requests are
-// spread over it (23.8 s at most). The IETF t is a whole number of
-// seconds to the reset, rounded up, so each window looks up to a second
-// longer than it is and its last requests spill into the next: bound
-// 26.5 s.
+// 429, and are done by 24.5 s: six windows, the last of them nearly
+// whole, as its 20 requests are spread over it (23.8 s at most). Both
+// with X-RateLimit-Reset, a Unix second, and with the IETF t, a whole
+// number of seconds to the reset, rounded up: up to a second late, but
+// resets within a second name one window, and the earliest is kept.
 func TestQuotaPaceShared(t *testing.T) {
 	t.Parallel()
 	srv := realserver.StartRedis(t)
 	for _, ietf := range []bool{false, true} {
-		name, bound := "X-RateLimit", 24500*time.Millisecond
+		name := "X-RateLimit"
 		if ietf {
-			name, bound = "IETF RateLimit", 26500*time.Millisecond
+			name = "IETF RateLimit"
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			api := &quotaServer{ietf: ietf}
 			hs := httptest.NewServer(api)
 			defer hs.Close()
-			clients := fleet(t, srv.Addr(), pace.Limit{}, "quota"+strconv.FormatBool(ietf)+":", 4, retry.Policy{})
 			const calls = 6 * quotaN
-			jobs := make(chan int, calls)
-			for i := range calls {
-				jobs <- i
-			}
-			close(jobs)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			var wg sync.WaitGroup
-			var mu sync.Mutex
-			failed := 0
-			for _, c := range clients {
-				for range 2 {
-					wg.Go(func() {
-						for i := range jobs {
-							if !get(ctx, c, hs.URL+"/items/"+strconv.Itoa(i)) {
-								mu.Lock()
-								failed++
-								mu.Unlock()
-							}
-						}
-					})
-				}
-			}
-			wg.Wait()
+			q := runFleet(t, "quota", srv.Addr(), hs.URL, "quota"+strconv.FormatBool(ietf)+":", 4, calls)
 			hs.CloseClientConnections()
 
 			api.mu.Lock()
 			defer api.mu.Unlock()
 			elapsed := api.last.Sub(api.first)
 			t.Logf("%s: %d answered 200, %d × 429, %d calls failed, busiest window %d, done in %v",
-				name, api.ok, api.refused, failed, api.perWindowMax, elapsed.Round(time.Millisecond))
+				name, api.ok, api.refused, q.failed, api.perWindowMax, elapsed.Round(time.Millisecond))
 			assert.Zero(t, api.refused, "429s")
 			assert.Equal(t, calls, api.ok, "every call served")
-			assert.Zero(t, failed)
-			assert.LessOrEqual(t, elapsed, bound, "done in time")
+			assert.Zero(t, q.failed)
+			assert.LessOrEqual(t, elapsed, 24500*time.Millisecond, "done in time")
 		})
 	}
 }
@@ -209,45 +153,34 @@ func (s *bucketServer) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// The adaptive fleet's server rate, and how long its processes call.
+const (
+	adaptRate = 20
+	adaptRun  = 22 * time.Second
+)
+
 // TestAdaptiveRateShared: four processes configured at twice what a
 // token-bucket server allows (a shared TokenBucket of 40/s against its
 // 20/s, burst 5) find the server's rate together, as one process's
 // adaptive rate does (bench/cmd/scenarios, adaptive-2x): each 429 that
 // names no delay cuts the key's rate in Redis for all of them (CUBIC),
-// and the rate grows back along the curve. After the first 10 s, at most
-// 5 % of the arrivals are answered 429, and at least 90 % of 20/s is
-// served. Counted at the server.
+// and the rate grows back along the curve. Each process calls from four
+// goroutines. After the first 10 s, at most 5 % of the arrivals are
+// answered 429, and at least 90 % of 20/s is served. Counted at the
+// server.
 func TestAdaptiveRateShared(t *testing.T) {
 	t.Parallel()
 	srv := realserver.StartRedis(t)
-	const (
-		rate   = 20
-		run    = 22 * time.Second
-		warmup = 10 * time.Second
-	)
-	api := &bucketServer{rate: rate, burst: 5}
+	const warmup = 10 * time.Second
+	api := &bucketServer{rate: adaptRate, burst: 5}
 	hs := httptest.NewServer(api)
 	defer hs.Close()
-	clients := fleet(t, srv.Addr(), pace.TokenBucket(pace.PerSecond(2*rate), 5), "adapt:", 4, retry.Policy{MaxAttempts: 10})
-	start := time.Now()
-	ctx, cancel := context.WithDeadline(context.Background(), start.Add(run))
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, c := range clients {
-		for range 4 {
-			wg.Go(func() {
-				for i := 0; ctx.Err() == nil; i++ {
-					get(ctx, c, hs.URL+"/items/"+strconv.Itoa(i))
-				}
-			})
-		}
-	}
-	wg.Wait()
+	q := runFleet(t, "adaptive", srv.Addr(), hs.URL, "adapt:", 4, 0)
 	hs.CloseClientConnections()
 
 	api.mu.Lock()
 	defer api.mu.Unlock()
-	warm, end := start.Add(warmup), start.Add(run)
+	warm, end := q.start.Add(warmup), q.start.Add(adaptRun)
 	early, late, served := 0, 0, 0
 	for _, a := range api.arrivals {
 		switch {
@@ -263,11 +196,11 @@ func TestAdaptiveRateShared(t *testing.T) {
 		}
 	}
 	share := float64(late) / float64(max(late+served, 1))
-	tput := float64(served) / (run - warmup).Seconds()
+	tput := float64(served) / (adaptRun - warmup).Seconds()
 	t.Logf("%d arrivals; 429s in the first %v: %d; after it: %d × 429 of %d (%.1f%%), %.1f/s served (%.0f%% of %d/s)",
-		len(api.arrivals), warmup, early, late, late+served, 100*share, tput, 100*tput/rate, rate)
+		len(api.arrivals), warmup, early, late, late+served, 100*share, tput, 100*tput/adaptRate, adaptRate)
 	assert.LessOrEqual(t, share, 0.05, "share of arrivals answered 429 after the first 10 s")
-	assert.GreaterOrEqual(t, tput, 0.9*rate, "served after the first 10 s")
+	assert.GreaterOrEqual(t, tput, 0.9*adaptRate, "served after the first 10 s")
 }
 
 // TestLearnedPaceInRedis: what Settle learns is in Redis, for every
@@ -276,7 +209,8 @@ func TestAdaptiveRateShared(t *testing.T) {
 // requests over its reset (an answer that contradicts it, more remaining
 // in the same window, is old news); a spent quota pauses the key until
 // its reset, without a probe; a cut slows a limited key below its limit.
-// Permit.Limited tells whether a limit paces the key.
+// Resets within a second of each other name one window: the earliest is
+// kept. Permit.Limited tells whether a limit paces the key.
 func TestLearnedPaceInRedis(t *testing.T) {
 	_, rdb := startRedis(t)
 	rdb2 := newClient(t, rdb.Options().Addr)
@@ -306,6 +240,16 @@ func TestLearnedPaceInRedis(t *testing.T) {
 		assert.InDelta(t, 2*time.Second, refusedAfter(t, b, "k"), float64(100*time.Millisecond), "more remaining in the same window: old news")
 		a.Settle(throttle.Permit{Key: "k"}, answered(throttle.Quota{Remaining: 1, Reset: 10 * time.Second}))
 		assert.InDelta(t, 5*time.Second, refusedAfter(t, b, "k"), float64(100*time.Millisecond), "10 s / (1+1)")
+	})
+
+	t.Run("resets within a second are one, the earliest", func(t *testing.T) {
+		a := newLimiter(t, rdb, pace.Limit{}, Options{Prefix: "q6:"})
+		b := newLimiter(t, rdb2, pace.Limit{}, Options{Prefix: "q6:"})
+		a.Settle(throttle.Permit{Key: "k"}, answered(throttle.Quota{Remaining: 4, Reset: 10 * time.Second}))
+		a.Settle(throttle.Permit{Key: "k"}, answered(throttle.Quota{Remaining: 3, Reset: 10900 * time.Millisecond}))
+		assert.InDelta(t, 2500*time.Millisecond, refusedAfter(t, b, "k"), float64(100*time.Millisecond), "10 s / (3+1), not 10.9 s / (3+1)")
+		a.Settle(throttle.Permit{Key: "k"}, answered(throttle.Quota{Remaining: 0, Reset: 10900 * time.Millisecond}))
+		assert.InDelta(t, 10*time.Second, refusedAfter(t, b, "k"), float64(100*time.Millisecond), "paused until the earliest reset")
 	})
 
 	t.Run("spent quota pauses without a probe", func(t *testing.T) {

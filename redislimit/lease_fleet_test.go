@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,9 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The fleet tests run real processes (this test binary again, as
-// TestLeaseFleetWorker) sharing SlidingLog(PerSecond(fleetN)) by leases of
-// fleetLease through one redis-server, against an HTTP server in the test
+// The lease fleet tests run real processes (fleetproc_test.go) sharing
+// SlidingLog(PerSecond(fleetN)) by leases of fleetLease through one
+// redis-server, against an HTTP server in the test
 // that stamps each arrival with its own clock and checks every window of
 // one second: never more than fleetN. Margin 20 ms: each share's window
 // is 1.02 s, for the scheduling of six processes on two cores between a
@@ -30,7 +29,6 @@ import (
 const (
 	fleetN     = 120
 	fleetLease = time.Second
-	fleetEnv   = "PACE_LEASE_FLEET"
 	// fleetSpan is the limit's window at its widest margin (Per + Per/20):
 	// a share given back frees that long after the lease it was held in.
 	fleetSpan = 1050 * time.Millisecond
@@ -136,7 +134,7 @@ type leaseFleet struct {
 	redis string
 	api   *fleetServer
 	url   string
-	procs map[string]*exec.Cmd
+	procs *procs
 	start time.Time
 }
 
@@ -145,32 +143,17 @@ func newFleet(t *testing.T) (*leaseFleet, *realserver.Redis) {
 	api := &fleetServer{modes: map[string]string{}}
 	hs := httptest.NewServer(api)
 	t.Cleanup(hs.Close)
-	f := &leaseFleet{t: t, redis: srv.Addr(), api: api, url: hs.URL, procs: map[string]*exec.Cmd{}, start: time.Now()}
-	t.Cleanup(func() {
-		for _, c := range f.procs {
-			_ = c.Process.Kill()
-			_ = c.Wait()
-		}
-	})
+	f := &leaseFleet{t: t, redis: srv.Addr(), api: api, url: hs.URL, procs: newProcs(t), start: time.Now()}
 	return f, srv
 }
 
 // run starts worker process p.
 func (f *leaseFleet) run(p string) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLeaseFleetWorker$", "-test.count=1", "-test.timeout=120s")
-	cmd.Env = append(os.Environ(), fleetEnv+"="+f.redis+" "+f.url+" "+p)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	require.NoError(f.t, cmd.Start())
-	f.procs[p] = cmd
+	f.procs.start(fleetJob{Kind: "lease", Redis: f.redis, API: f.url, ID: p})
 }
 
 // kill kills worker process p (SIGKILL).
-func (f *leaseFleet) kill(p string) {
-	cmd := f.procs[p]
-	require.NoError(f.t, cmd.Process.Kill())
-	_ = cmd.Wait()
-	delete(f.procs, p)
-}
+func (f *leaseFleet) kill(p string) { f.procs.kill(p) }
 
 // at sleeps until d after the fleet started.
 func (f *leaseFleet) at(d time.Duration) time.Time {
@@ -194,17 +177,11 @@ func (f *leaseFleet) check() []fleetArrival {
 	return as
 }
 
-// TestLeaseFleetWorker is one process of a fleet test: it calls the test's
+// leaseWorker is one process of a lease fleet test: it calls the test's
 // API through a pace.Transport whose Limiter shares the limit by leases,
-// as /mode says. Without fleetEnv it returns at once: it is no test of its
-// own.
-func TestLeaseFleetWorker(t *testing.T) {
-	env := os.Getenv(fleetEnv)
-	if env == "" {
-		return
-	}
-	f := strings.Fields(env)
-	addr, url, id := f[0], f[1], f[2]
+// as /mode says.
+func leaseWorker(t *testing.T, j fleetJob) {
+	addr, url, id := j.Redis, j.API, j.ID
 	rdb := newClient(t, addr)
 	lim, err := New(rdb, pace.SlidingLog(pace.PerSecond(fleetN)), Options{Prefix: "fleet:", Lease: fleetLease, Margin: 20 * time.Millisecond})
 	require.NoError(t, err)

@@ -514,7 +514,9 @@ var cancelText = fill(luaText("cancel.lua", "cancel"),
 //
 // A quota is learnt as package pace's keyThrottle.learn does: remaining
 // requests are spaced reset/(remaining+1) apart until the reset; none
-// remaining pauses the key until the reset, without a probe. An answer
+// remaining pauses the key until the reset, without a probe. Resets
+// within a second of the known one name the same window: the earliest is
+// kept, as whole seconds rounded up name it late. An answer
 // that contradicts the pace of the same bucket in a window that has not
 // ended is old news and ignored: its reset a second or more earlier, or
 // more remaining within the same window. An answer of another bucket

@@ -98,23 +98,26 @@ elseif mine then
   q, msg = now, 'a '
 end
 if reset > 0 then
-  local till, iv, old = now + reset, math.max(math.floor(reset / (left + 1)), 1), false
+  local till, old = now + reset, false
   if qi > 0 and qu > now then
-    if bucket ~= qb then old = left > 0 and iv <= qi
+    if bucket ~= qb then old = left > 0 and math.max(math.floor(reset / (left + 1)), 1) <= qi
     elseif till < qu - 1000000 then old = true
-    elseif till <= qu + 1000000 and left > qn then old = true end
+    elseif till <= qu + 1000000 then
+      old = left > qn
+      till = math.min(till, qu) -- the same window: the earliest reset
+    end
   end
   if not old then
     lw = true
     if left == 0 then
       qi, qu, qn, qb = 0, 0, 0, 0
       if till > u then
-        u, l, g, msg = till, reset, g + 1, 'p '
+        u, l, g, msg = till, till - now, g + 1, 'p '
         if h == 0 then h = 2 end
         if q <= now then q = 0 end
       end
     else
-      qi, qu, qn, qb = iv, till, left, bucket
+      qi, qu, qn, qb = math.max(math.floor((till - now) / (left + 1)), 1), till, left, bucket
       if now > ql then ql = now end
     end
   end
