@@ -32,7 +32,7 @@ func (l Limit) Parts() []Limit {
 //   - a leaky bucket's options (the zero value for the others).
 //
 // alg is the zero Algorithm for the zero Limit, a Limit that carries an
-// error, and a Limit built by [All] of several parts.
+// error, and a Limit built by [All], even of one part: read its parts.
 func (l Limit) Params() (alg throttle.Algorithm, r Rate, burst int, leaky LeakyOptions) {
 	if l.err != nil || l.alg == nil || partsOf(l.alg) != nil {
 		return 0, Rate{}, 0, LeakyOptions{}

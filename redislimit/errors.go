@@ -32,8 +32,10 @@ var (
 	ErrUnexpectedReply = fmt.Errorf("%w: unexpected reply", ErrUnavailable)
 
 	// ErrBadState means a key the Limiter keeps in Redis holds a value of
-	// another type: someone else's data under the Limiter's Prefix. That is a
-	// hash, a list or a set, where the Limiter keeps a string or a sorted set.
+	// another type: someone else's data under the Limiter's Prefix, or the
+	// state of a Limiter with another Limit under the same Prefix. That is
+	// a hash, a list or a set,
+	// where the Limiter keeps a string or a sorted set.
 	// The Limiter leaves it alone and books nothing. The error, inside a
 	// *pace.WaitError, names the Redis key, with "{key}" in place of the Wait's
 	// key or its hash (the key may be a secret). It is reported by a key's

@@ -63,7 +63,7 @@ func testFleet(t *testing.T, args ...string) {
 
 // TestFlags: bad flags are refused with one line.
 func TestFlags(t *testing.T) {
-	for _, args := range [][]string{{"-n", "0"}, {"-rate", "0"}, {"-workers", "0"}, {"-margin", "-1ms"}, {"-lease", "1ms"}, {"-lease", "2m"}, {"-redis", "garbage"}, {"-redis", "localhost:99999"}, {"-worker"}, {"x"}} {
+	for _, args := range [][]string{{"-n", "0"}, {"-rate", "0"}, {"-workers", "0"}, {"-margin", "-1ms"}, {"-lease", "1ms"}, {"-lease", "2m"}, {"-redis", "garbage"}, {"-redis", "localhost:99999"}, {"-redis", "127.0.0.1:1"}, {"-worker"}, {"x"}} {
 		var stdout, stderr bytes.Buffer
 		assert.Equal(t, 2, run(context.Background(), args, &stdout, &stderr), "%v", args)
 		assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "%v: %q", args, stderr.String())

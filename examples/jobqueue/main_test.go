@@ -70,7 +70,7 @@ func TestJobQueueKill(t *testing.T) {
 
 // TestFlags: bad flags are refused with one line.
 func TestFlags(t *testing.T) {
-	for _, args := range [][]string{{"-n", "0"}, {"-rate", "0"}, {"-keys", "0"}, {"-workers", "0"}, {"-kill", "-1s"}, {"-maxwait", "0"}, {"-redis", "garbage"}, {"-redis", "localhost:99999"}, {"-redis", ":0"}, {"-worker"}, {"x"}} {
+	for _, args := range [][]string{{"-n", "0"}, {"-rate", "0"}, {"-keys", "0"}, {"-workers", "0"}, {"-kill", "-1s"}, {"-maxwait", "0"}, {"-redis", "garbage"}, {"-redis", "localhost:99999"}, {"-redis", "127.0.0.1:1"}, {"-redis", ":0"}, {"-worker"}, {"x"}} {
 		var stdout, stderr bytes.Buffer
 		assert.Equal(t, 2, run(context.Background(), args, &stdout, &stderr), "%v", args)
 		assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "%v: %q", args, stderr.String())

@@ -318,8 +318,12 @@ func (s summary) print(w io.Writer) {
 	}
 	row("tasks", "%d: %d charged exactly once, %d more than once, %d never (the APIs' count); %d sent again and charged once (Idempotency-Key)",
 		s.cfg.tasks, s.once, s.more, s.never, s.resent)
-	row("failed", "%d archived by asynq; %d failed attempts counted by asynq, by %d tasks (the killed worker's count one each)",
-		s.archived, s.failedTotal, s.recovered)
+	if s.killedAt > 0 {
+		row("failed", "%d archived by asynq; %d failed attempts counted by asynq, by %d tasks (the killed worker's count one each)",
+			s.archived, s.failedTotal, s.recovered)
+	} else {
+		row("failed", "%d archived by asynq; %d failed attempts counted by asynq", s.archived, s.failedTotal)
+	}
 	row("workers", "%d reported: %d done, %d requeued by a throttle (no retry spent), %d failed; %d exited with an error",
 		len(s.workers), done, requeued, failed, s.workerErr)
 	row("429s", "%d sent by the APIs; %d seen by the workers' Transports", s.refused, seen429)

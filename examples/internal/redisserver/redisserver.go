@@ -118,3 +118,23 @@ func CheckAddr(addr string) error {
 	}
 	return nil
 }
+
+// CheckAnswers reports whether a Redis at addr answers PING within 2 s
+// (any reply counts, an error such as NOAUTH too). It dials bare, so that
+// go-redis logs nothing. The error says what went wrong, in one line.
+func CheckAnswers(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return fmt.Errorf("-redis %q: no Redis answers there: %v", addr, err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	var b [1]byte
+	if _, err = conn.Write([]byte("*1\r\n$4\r\nPING\r\n")); err == nil {
+		_, err = conn.Read(b[:])
+	}
+	if err != nil || (b[0] != '+' && b[0] != '-') {
+		return fmt.Errorf("-redis %q: no Redis answers there (PING: %v)", addr, err)
+	}
+	return nil
+}
