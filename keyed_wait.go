@@ -654,15 +654,16 @@ func (k *Keyed) releaseProbe(key string, over bool, n uint32) {
 }
 
 // Depart records that the request of p was written at at, for a Permit
-// whose Track is set (others are ignored). See [throttle.Limiter]. Safe for
-// concurrent use.
+// whose Track is set (others are ignored). See [throttle.Limiter]. An at
+// in the future counts as now: no request is written later than Depart is
+// told of it. Safe for concurrent use.
 func (k *Keyed) Depart(p throttle.Permit, at time.Time) {
 	k.mustInit()
 	b := bookingOf(&p)
 	if b == nil {
 		return
 	}
-	t := sinceEpoch(k.epoch, at)
+	t := min(sinceEpoch(k.epoch, at), clampNow(int64(time.Since(k.epoch))))
 	e := k.open(t, p.Key, b.over)
 	if e.st != nil {
 		e.depart(b, t)

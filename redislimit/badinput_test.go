@@ -291,3 +291,27 @@ func TestWaitNilContext(t *testing.T) {
 		})
 	}
 }
+
+// TestDepartInTheFuture: a Depart told of an instant still to come (a
+// caller's bug) counts as now in both modes, so it cannot hold a key
+// closed for the fleet, or for the process, until that instant.
+func TestDepartInTheFuture(t *testing.T) {
+	_, rdb := startRedis(t)
+	for name, o := range map[string]Options{"per decision": {Prefix: "future:"}, "leased": {Prefix: "futurel:", Lease: time.Second}} {
+		t.Run(name, func(t *testing.T) {
+			l := pace.TokenBucket(pace.PerSecond(10), 1)
+			lim, other := newLimiter(t, rdb, l, o), newLimiter(t, rdb, l, o)
+			ctx := waitCtx(t, 10*time.Second)
+			p, err := lim.Wait(ctx, "k", 0)
+			require.NoError(t, err)
+			lim.Depart(p, time.Now().Add(time.Hour))
+			lim.Settle(p, throttle.Outcome{Sent: true, Response: true})
+			for _, l := range []*Limiter{lim, other} {
+				short, cancel := context.WithTimeout(ctx, 3*time.Second)
+				_, err := l.Wait(short, "k", 0)
+				cancel()
+				assert.NoError(t, err, "the key opens again within its interval, not an hour later")
+			}
+		})
+	}
+}

@@ -896,9 +896,13 @@ func (l *Limiter) holdOff(ctx context.Context, key string, maxWait time.Duration
 // only an interval later). A departure within the margin costs nothing.
 // Settle applies the same to an answer that comes late (see Settle).
 // Lateness is measured on this machine's clock from the slot as seen when
-// the decision was sent, so it is never underestimated. Permits of the
+// the decision was sent, so it is never underestimated. An at in the
+// future counts as now. Permits of the
 // Fallback limiter are passed on to it. Safe for concurrent use.
 func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
+	if now := time.Now(); at.After(now) {
+		at = now // no request is written later than Depart is told of it
+	}
 	if t, ok := p.State.(*leaseTicket); ok {
 		l.ls.depart(t, at)
 		return
