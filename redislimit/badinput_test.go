@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/batch"
 	"github.com/pacehttp/pace/throttle"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -312,6 +315,34 @@ func TestDepartInTheFuture(t *testing.T) {
 				cancel()
 				assert.NoError(t, err, "the key opens again within its interval, not an hour later")
 			}
+		})
+	}
+}
+
+// TestWaitAfterClose: in both modes a Wait after Close fails at once with
+// ErrClosed, which is no throttle, so package batch fails the items
+// instead of putting them back in line until the run's deadline.
+func TestWaitAfterClose(t *testing.T) {
+	_, rdb := startRedis(t)
+	for name, o := range map[string]Options{"per decision": {Prefix: "closed:"}, "leased": {Prefix: "closedl:", Lease: time.Second}} {
+		t.Run(name, func(t *testing.T) {
+			lim, err := New(rdb, pace.TokenBucket(pace.PerSecond(100), 10), o)
+			require.NoError(t, err)
+			require.NoError(t, lim.Close())
+			_, err = lim.Wait(waitCtx(t, 5*time.Second), "k", 0)
+			require.ErrorIs(t, err, ErrClosed)
+			assert.NotErrorIs(t, err, pace.ErrRateLimited)
+
+			api := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			defer api.Close()
+			c := &http.Client{Transport: &pace.Transport{Limiter: lim}}
+			start := time.Now()
+			rep, err := batch.Run(waitCtx(t, 20*time.Second), []string{api.URL, api.URL, api.URL}, batch.HTTP(c, func(ctx context.Context, u string) (*http.Request, error) {
+				return http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+			}, nil), batch.Options{})
+			require.ErrorIs(t, err, ErrClosed, "the run says why")
+			assert.Equal(t, 3, rep.Summary.Failed, "each item failed, none put back in line")
+			assert.Less(t, time.Since(start), 10*time.Second, "the run ended on its own, not at its deadline")
 		})
 	}
 }

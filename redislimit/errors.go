@@ -49,6 +49,12 @@ var (
 	// written: a number out of range, a string that is no number. They are not
 	// errors: the scripts repair them (docs/fleet.md). Test it with errors.Is.
 	ErrBadState = errors.New("redislimit: a key holds another type")
+
+	// ErrClosed fails a Wait on a Limiter after its Close, inside a
+	// *pace.WaitError. It is no throttle (it does not match
+	// pace.ErrRateLimited): package batch fails the item, as for a bug,
+	// instead of putting it back in line for ever. Test it with errors.Is.
+	ErrClosed = errors.New("redislimit: the Limiter is closed")
 )
 
 // badState returns the error of a decision that found KEYS[index] (keys

@@ -511,7 +511,7 @@ func (ls *leaser) close() {
 	ctx, cancel := ls.l.dl.bound(context.Background())
 	defer cancel()
 	now := time.Now()
-	closed := &leaseGrant{err: fmt.Errorf("%w: the Limiter is closed", ErrUnavailable)}
+	closed := &leaseGrant{err: ErrClosed}
 	for _, k := range ks {
 		g := k.cur.Swap(closed) // from now on its Waits find no share
 		if g == nil || g.share == 0 || !now.Before(g.until) {

@@ -81,5 +81,6 @@ func TestLeaseLimiter(t *testing.T) {
 	assert.IsType(t, &leaseTicket{}, p.State, "decided locally again")
 	require.NoError(t, a.Close())
 	_, err = a.Wait(ctx, "api", 0)
-	require.ErrorIs(t, err, ErrUnavailable, "a closed Limiter admits nothing on its shares")
+	require.ErrorIs(t, err, ErrClosed, "a closed Limiter admits nothing on its shares")
+	assert.NotErrorIs(t, err, pace.ErrRateLimited, "and says so: no throttle, or batch would requeue for ever")
 }

@@ -180,6 +180,7 @@ type Limiter struct {
 	psMu      sync.Mutex    // guards ps once New returned, and psClosed
 	ps        *redis.PubSub // nil until a Ring with every shard down has one
 	psClosed  bool
+	closed    atomic.Bool // by Close: Waits fail with ErrClosed
 	stopCtx   context.Context // cancelled by Close (stopNow): listen's calls derive from it
 	stopNow   context.CancelFunc
 	stop      chan struct{} // closed by Close
@@ -369,10 +370,12 @@ func honoursContext(rdb redis.UniversalClient) bool {
 // go-redis's reconnection or a warm-up in progress, each bounded at 8 ×
 // Timeout, and for the listening goroutine's last call), leaving no
 // goroutine behind; with Options.Lease, one Timeout more, to give this
-// process's shares back. Later calls return nil at once.
+// process's shares back. Later calls return nil at once. Waits after
+// Close fail with [ErrClosed].
 func (l *Limiter) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
+		l.closed.Store(true)
 		if l.ls != nil {
 			l.ls.close()
 		}

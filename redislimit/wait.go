@@ -2,7 +2,6 @@ package redislimit
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/pacehttp/pace"
@@ -56,6 +55,8 @@ func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (
 		return throttle.Permit{Key: key}, &pace.WaitError{Key: key, Err: &pace.ConfigError{Field: "ctx", Reason: "must not be nil (use context.Background())"}}
 	case maxWait < 0:
 		return throttle.Permit{Key: key}, &pace.WaitError{Key: key, Err: &pace.ConfigError{Field: "maxWait", Value: maxWait, Reason: "must not be negative (0 sets no bound)"}}
+	case l.closed.Load():
+		return throttle.Permit{Key: key}, &pace.WaitError{Key: key, Err: ErrClosed}
 	}
 	if l.ls != nil {
 		return l.ls.wait(ctx, key, maxWait)
@@ -212,7 +213,7 @@ func (ls *leaser) awaitRenewal(ctx context.Context, w *leaseWait, g *leaseGrant,
 	ch, dead, closed := ls.await(k, g, now)
 	if closed {
 		ls.giveBack(w)
-		return true, &pace.WaitError{Key: k.key, Err: fmt.Errorf("%w: the Limiter is closed", ErrUnavailable)}
+		return true, &pace.WaitError{Key: k.key, Err: ErrClosed}
 	}
 	if dead { // dropped while idle: start again on a new entry
 		nk, err := ls.entry(k.key)
