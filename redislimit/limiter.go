@@ -180,7 +180,7 @@ type Limiter struct {
 	psMu      sync.Mutex    // guards ps once New returned, and psClosed
 	ps        *redis.PubSub // nil until a Ring with every shard down has one
 	psClosed  bool
-	closed    atomic.Bool // by Close: Waits fail with ErrClosed
+	closed    atomic.Bool     // by Close: Waits fail with ErrClosed
 	stopCtx   context.Context // cancelled by Close (stopNow): listen's calls derive from it
 	stopNow   context.CancelFunc
 	stop      chan struct{} // closed by Close
