@@ -48,8 +48,11 @@ const fallbackBit = 1 << 63
 // a 50 ms timeout, failing closed.
 type Options struct {
 	// Prefix starts the name of every key the Limiter writes; "" means
-	// DefaultPrefix. Limiters that share a limit use the same Prefix and
-	// the same Limit; different limits need different prefixes. It must not
+	// DefaultPrefix. Limiters that share a limit use the same Prefix, the
+	// same Limit and the same Lease (0 or not, and the same length):
+	// Limiters with and without Lease keep their shares under different
+	// keys, and do not see each other's. Different limits need different
+	// prefixes. It must not
 	// contain '{' or '}', which would move Redis Cluster's hash tag (see
 	// docs/fleet.md, "Keys in Redis").
 	Prefix string
