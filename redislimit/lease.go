@@ -332,8 +332,11 @@ func (ls *leaser) shareLocked(k *leaseKey, units int64, now time.Time) (shaper, 
 	case !paced:
 		k.pacer = nil
 	case k.pacer == nil:
+		// Its first unit at a random phase of its interval, so that the
+		// shares' pacers spread out as the fleet's one pace would.
 		k.pacer, _ = pace.NewShaper(pl)
-		_, _ = k.pacer.ReserveAt(now, 1, 0) // the pace's latest booking is now, as when Settle learns it
+		_, r, _, _ := pl.Params()
+		_, _ = k.pacer.ReserveAt(now.Add(-rand.N(r.Per)), 1, 0)
 	default:
 		_ = k.pacer.SetLimitAt(now, pl)
 	}

@@ -152,9 +152,10 @@ func (ls *leaser) waitPaused(ctx context.Context, w *leaseWait) error {
 	return nil
 }
 
-// reserve books a unit of the share g at now, and of its pacer unless
-// the pause's decision in Redis (shared) kept to the key's pace already:
-// both at the earliest instant they admit. beyond reports, the unit
+// reserve books a unit of the share g at now, and of its pacer, both at
+// the earliest instant they admit; after the pause's decision in Redis
+// (shared), which kept to the key's pace already, the pacer counts the
+// unit without holding it back. beyond reports, the unit
 // given back, that it lies beyond the lease, or that the unclaimed part
 // of the limit is to be asked for first (the share, not the pace, holds
 // it back).
@@ -163,6 +164,9 @@ func (ls *leaser) reserve(k *leaseKey, g *leaseGrant, now time.Time, shared bool
 	defer k.book.Unlock()
 	b = &booking{shaper: g.shaper}
 	at := now
+	if g.pacer != nil && shared {
+		_, _ = g.pacer.ReserveAt(now, 1, 0) // counted, not waited for: later local Waits go after it
+	}
 	if g.pacer != nil && !shared {
 		b.pacer = g.pacer
 		if b.pr, err = b.pacer.ReserveAt(now, 1, 0); err != nil {
