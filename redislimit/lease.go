@@ -67,6 +67,7 @@ type leaser struct {
 	lease  time.Duration // how often a share is renewed
 	lead   time.Duration // how much longer than lease a grant lasts
 	renew  renewFunc
+	epoch  time.Time // see now
 
 	keys   sync.Map // key → *leaseKey
 	tags   sync.Map // tag → *leaseKey
@@ -78,15 +79,22 @@ type leaser struct {
 
 // leaseKey is one key's share in this process.
 type leaseKey struct {
+	// Read by every decision.
 	key, tag string
 	cur      atomic.Pointer[leaseGrant] // nil until the first renewal
-	admitted atomic.Int64               // Waits admitted since the last renewal
-	wanting  atomic.Int64               // Waits that found the share spent
-	wanted   atomic.Int64               // when one last did (Unix ns)
-	waiting  atomic.Int64               // Waits waiting for a unit of the share now
 	used     atomic.Bool                // a Wait came since the last renewal
 	paused   atomic.Bool                // pauses decide in Redis (see wait)
 	gen      atomic.Uint64              // the key's pause generation, as last heard
+
+	// Written by every decision: on a cache line of its own, so that
+	// decisions on another core keep theirs of the fields above.
+	_        [64]byte
+	admitted atomic.Int64 // Waits admitted since the last renewal
+	_        [56]byte
+
+	wanting atomic.Int64 // Waits that found the share spent
+	wanted  atomic.Int64 // when one last did (Unix ns)
+	waiting atomic.Int64 // Waits waiting for a unit of the share now
 
 	book   sync.Mutex // held to book a unit ahead, and give it back if it lies beyond the lease, as one step
 	booked []*booking // the units Waits sleep for, in the order booked (see unbook); book guards it
@@ -135,7 +143,7 @@ func newLeaser(l pace.Limit, parts []part, o Options, timeout, margin time.Durat
 	case o.Lease > time.Hour:
 		return nil, &pace.ConfigError{Field: "Lease", Value: o.Lease, Reason: "exceeds 1h"}
 	}
-	ls := &leaser{limit: l.Parts(), margin: margin, lease: o.Lease, lead: max(o.Lease/8, 3*timeout)}
+	ls := &leaser{limit: l.Parts(), margin: margin, lease: o.Lease, lead: max(o.Lease/8, 3*timeout), epoch: time.Now()}
 	_, r, _, _ := ls.limit[0].Params()
 	ls.units, ls.per = int64(r.N), r.Per
 	var span int64
@@ -343,11 +351,22 @@ func (ls *leaser) shareLocked(k *leaseKey, units int64, now time.Time) (shaper, 
 	return k.shaper, k.pacer
 }
 
+// now returns the time, from the monotonic clock alone (time.Since:
+// about half the cost of time.Now), its wall reading moved with it.
+func (ls *leaser) now() time.Time {
+	return ls.epoch.Add(time.Since(ls.epoch))
+}
+
 // leaseTicket is a decision on a share, in Permit.State: when it was
-// admitted, for Depart.
+// admitted (since the leaser's epoch), for Depart.
 type leaseTicket struct {
 	k  *leaseKey
-	at time.Time
+	at time.Duration
+}
+
+// ticket returns the ticket of a decision on k admitted at at.
+func (ls *leaser) ticket(k *leaseKey, at time.Time) *leaseTicket {
+	return &leaseTicket{k, at.Sub(ls.epoch)}
 }
 
 // depart counts a request that left later than its admission by more
@@ -355,7 +374,7 @@ type leaseTicket struct {
 // the share's window counts it there, as the server does (stricter,
 // never looser; per-decision mode moves the booking instead).
 func (ls *leaser) depart(t *leaseTicket, at time.Time) {
-	if at.Sub(t.at) <= ls.margin {
+	if at.Sub(ls.epoch)-t.at <= ls.margin {
 		return
 	}
 	g := t.k.cur.Load()

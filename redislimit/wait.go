@@ -74,11 +74,11 @@ func (ls *leaser) wait(ctx context.Context, key string, maxWait time.Duration) (
 	if !k.used.Load() {
 		k.used.Store(true)
 	}
-	now := time.Now()
+	now := ls.now()
 	if !k.paused.Load() {
 		if g := k.cur.Load(); g != nil && g.shaper != nil && g.pacer == nil && now.Before(g.until) && g.shaper.AllowAt(now, 1) {
 			k.admitted.Add(1)
-			p.Gen, p.State, p.Track = k.gen.Load(), &leaseTicket{k, now}, true
+			p.Gen, p.State, p.Track = k.gen.Load(), ls.ticket(k, now), true
 			return p, nil
 		}
 	}
@@ -238,7 +238,7 @@ func (ls *leaser) take(ctx context.Context, w *leaseWait, g *leaseGrant, now tim
 	}
 	k.admitted.Add(1)
 	if w.p.State == nil { // not the pause's decision, whose record Settle needs
-		w.p.State, w.p.Track = &leaseTicket{k, now.Add(b.delay)}, true
+		w.p.State, w.p.Track = ls.ticket(k, now.Add(b.delay)), true
 	}
 	return true, false, nil
 }
