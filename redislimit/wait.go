@@ -139,12 +139,13 @@ func (ls *leaser) waitPaused(ctx context.Context, w *leaseWait) error {
 		}
 	}
 	pp, err := ls.l.waitShared(ctx, w.k.key, rest)
+	ahead := pp.Delay // how far ahead Redis booked it, under the key's pace
 	pp.Limited, pp.Delay = true, pp.Delay+w.p.Delay
 	w.p = pp
 	if err != nil {
 		return err
 	}
-	if !pp.Probe && pp.Held == 0 && pp.Delay == 0 && pp.Gen >= gen { // no pause, and no booking ahead of it under the key's pace
+	if !pp.Probe && pp.Held == 0 && ahead == 0 && pp.Gen >= gen { // no pause, and no booking ahead of it
 		ls.unpause(w.k)
 	}
 	w.shared = true
