@@ -29,6 +29,7 @@
 // of another type under the Prefix fails with [ErrBadState]. With
 // Options.Lease each process decides in memory on a leased share of each
 // key's limit. The shares follow demand, never above the limit in sum.
+// Together they keep to the key's learned pace too.
 //
 // A decision Redis does not answer within Options.Timeout goes to the
 // failure policy. It fails closed with [ErrUnavailable] by default, or

@@ -14,8 +14,8 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden scripts in testdata/scripts")
 
 // TestScriptsGolden: the Lua sent to Redis, for a token bucket, the zero
-// Limit and a Limit of several parts, and the Settle, cancel and depart
-// scripts, is what testdata/scripts holds, so that a change of the
+// Limit and a Limit of several parts, and the Settle, cancel, depart and
+// lease scripts, is what testdata/scripts holds, so that a change of the
 // scripts shows in review as a change of these files (go test -run
 // TestScriptsGolden -update rewrites them). The scripts are built from
 // the sections of lua/*.lua.
@@ -29,7 +29,7 @@ func TestScriptsGolden(t *testing.T) {
 		{"decide-all.lua", pace.All(pace.LeakyBucket(pace.PerSecond(10), pace.LeakyOptions{Queue: 4}),
 			pace.FixedWindow(pace.PerMinute(100)), pace.SlidingLog(pace.PerHour(1000)))},
 	}
-	scripts := map[string]string{"settle.lua": settleText, "cancel.lua": cancelText, "depart.lua": departText}
+	scripts := map[string]string{"settle.lua": settleText, "cancel.lua": cancelText, "depart.lua": departText, "lease.lua": leaseText}
 	for _, sh := range shapes {
 		ps, err := convert(sh.l, DefaultMargin)
 		require.NoError(t, err)

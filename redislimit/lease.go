@@ -2,7 +2,6 @@ package redislimit
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
@@ -17,10 +16,13 @@ import (
 )
 
 // leaseText is the script that renews one process's share of one key
-// (see lease.lua for its keys, arguments and reply).
-//
-//go:embed lua/lease.lua
-var leaseText string
+// (see lease.lua for its keys, arguments and reply). It reads the key's
+// learned pace as a decision does (luaLearned, luaInterval). The record's
+// latest booking and margin play no part in a share: they are read
+// within the longest pause.
+var leaseText = fill(luaText("lease.lua", "lease"),
+	"$$learned\n", fill(luaLearned, "$v", "lv", "$H", strconv.FormatInt(maxPause, 10), "$T", strconv.FormatInt(maxPause, 10)),
+	"$$interval\n", luaInterval)
 
 var leaseScript = redis.NewScript(leaseText)
 
@@ -41,12 +43,13 @@ type leaseReq struct {
 	stop              bool // the process admits nothing more (Close)
 }
 
-// leaseReply is lease.lua's reply.
+// leaseReply is lease.lua's reply. pace is the key's learned pace, an
+// interval for the whole fleet (0: none).
 type leaseReply struct {
-	grant, hold, free              int64
-	lease, holdRest, retry, paused time.Duration
-	gen                            uint64
-	halfOpen, fresh                bool
+	grant, hold, free                    int64
+	lease, holdRest, retry, paused, pace time.Duration
+	gen                                  uint64
+	halfOpen, fresh                      bool
 }
 
 // renewFunc runs one renewal of the share of the key of tag: one round
@@ -65,6 +68,7 @@ type leaser struct {
 	lease  time.Duration // how often a share is renewed
 	lead   time.Duration // how much longer than lease a grant lasts
 	renew  renewFunc
+	epoch  time.Time // see now
 
 	keys   sync.Map // key → *leaseKey
 	tags   sync.Map // tag → *leaseKey
@@ -76,17 +80,25 @@ type leaser struct {
 
 // leaseKey is one key's share in this process.
 type leaseKey struct {
+	// Read by every decision.
 	key, tag string
 	cur      atomic.Pointer[leaseGrant] // nil until the first renewal
-	admitted atomic.Int64               // Waits admitted since the last renewal
-	wanting  atomic.Int64               // Waits that found the share spent
-	wanted   atomic.Int64               // when one last did (Unix ns)
-	waiting  atomic.Int64               // Waits waiting for a unit of the share now
 	used     atomic.Bool                // a Wait came since the last renewal
 	paused   atomic.Bool                // pauses decide in Redis (see wait)
 	gen      atomic.Uint64              // the key's pause generation, as last heard
 
-	book sync.Mutex // held to book a unit ahead, and give it back if it lies beyond the lease, as one step
+	// Written by every decision: on a cache line of its own, so that
+	// decisions on another core keep theirs of the fields above.
+	_        [64]byte
+	admitted atomic.Int64 // Waits admitted since the last renewal
+	_        [56]byte
+
+	wanting atomic.Int64 // Waits that found the share spent
+	wanted  atomic.Int64 // when one last did (Unix ns)
+	waiting atomic.Int64 // Waits waiting for a unit of the share now
+
+	book   sync.Mutex // held to book a unit ahead, and give it back if it lies beyond the lease, as one step
+	booked []*booking // the units Waits sleep for, in the order booked (see unbook); book guards it
 
 	mu       sync.Mutex // guards what follows
 	changed  chan struct{}
@@ -99,6 +111,12 @@ type leaseKey struct {
 	halfAdm  int64     // what it read
 	want     int64     // the demand last reported
 	shaper   *pace.Shaper
+	pacer    *pace.Shaper  // the share's part of the key's learned pace; nil: none applies
+	pace     time.Duration // the key's learned pace, for the fleet (0: none)
+	paceAt   time.Time     // when the reply that told it was sent
+	relearn  time.Time     // when a pause was heard that no reply sent since has answered (zero: none; see unpause)
+	early    bool          // a renewal is armed for relearn
+	pausing  chan struct{} // closed when the key is paused, to wake the Waits sleeping for a unit; nil: none made
 }
 
 // leaseGrant is a share as one renewal left it. until is on this
@@ -107,6 +125,7 @@ type leaseGrant struct {
 	share           int64
 	until           time.Time
 	shaper          *pace.Shaper // nil when the share admits nothing
+	pacer           *pace.Shaper // the share's part of the key's learned pace; nil: none applies
 	hold            int64
 	holdUntil       time.Time
 	free            bool  // the share could have grown into what no process claimed: a spent share asks again at once
@@ -125,7 +144,7 @@ func newLeaser(l pace.Limit, parts []part, o Options, timeout, margin time.Durat
 	case o.Lease > time.Hour:
 		return nil, &pace.ConfigError{Field: "Lease", Value: o.Lease, Reason: "exceeds 1h"}
 	}
-	ls := &leaser{limit: l.Parts(), margin: margin, lease: o.Lease, lead: max(o.Lease/8, 3*timeout)}
+	ls := &leaser{limit: l.Parts(), margin: margin, lease: o.Lease, lead: max(o.Lease/8, 3*timeout), epoch: time.Now()}
 	_, r, _, _ := ls.limit[0].Params()
 	ls.units, ls.per = int64(r.N), r.Per
 	var span int64
@@ -135,7 +154,7 @@ func newLeaser(l pace.Limit, parts []part, o Options, timeout, margin time.Durat
 	id := strconv.FormatUint(rand.Uint64(), 36)
 	ls.renew = func(ctx context.Context, tag string, q leaseReq) (leaseReply, error) {
 		base := ls.l.prefix + "{" + tag + "}:"
-		return runLease(ctx, ls.l.rdb, []string{base + "s", base + "p"}, id, q, ls.units,
+		return runLease(ctx, ls.l.rdb, []string{base + "s", base + "p", base + "l"}, id, q, ls.units,
 			micros(ls.lease), micros(ls.lead), span, 0, -1)
 	}
 	return ls, nil
@@ -154,10 +173,10 @@ func runLease(ctx context.Context, rdb redis.Scripter, keys []string, id string,
 		return leaseReply{}, err
 	}
 	xs, ok := v.([]any)
-	if !ok || len(xs) != 10 {
+	if !ok || len(xs) != 11 {
 		return leaseReply{}, fmt.Errorf("%w: %T %v", ErrUnexpectedReply, v, v)
 	}
-	var n [10]int64
+	var n [11]int64
 	for i, x := range xs {
 		if n[i], ok = x.(int64); !ok || n[i] < 0 {
 			return leaseReply{}, fmt.Errorf("%w: %v", ErrUnexpectedReply, xs)
@@ -165,7 +184,8 @@ func runLease(ctx context.Context, rdb redis.Scripter, keys []string, id string,
 	}
 	us := func(x int64) time.Duration { return time.Duration(min(x, maxMicros)) * time.Microsecond }
 	return leaseReply{grant: min(n[0], units), lease: us(n[1]), hold: min(n[2], units), holdRest: us(n[3]),
-		retry: us(n[4]), paused: us(n[5]), gen: uint64(n[6]), halfOpen: n[7] == 1, fresh: n[8] == 1, free: min(n[9], units)}, nil
+		retry: us(n[4]), paused: us(n[5]), gen: uint64(n[6]), halfOpen: n[7] == 1, fresh: n[8] == 1, free: min(n[9], units),
+		pace: us(n[10])}, nil
 }
 
 // entry returns the key's share, made on its first use.
@@ -187,21 +207,167 @@ func (ls *leaser) entry(key string) (*leaseKey, error) {
 }
 
 // pause marks the key of tag paused (a message of another process, or
-// this one's Settle): its Waits decide the pause in Redis until it ends.
+// this one's Settle, gen 0): its Waits decide the pause in Redis until
+// it ends. A throttle may have cut the key's rate as it paused it, so the
+// share learns the key's pace again (see unpause): from Settle's reply,
+// or else a renewal asked for now. A pause of a generation known already
+// taught nothing new.
 func (ls *leaser) pause(tag string, gen uint64) {
 	if v, ok := ls.tags.Load(tag); ok {
 		k := v.(*leaseKey)
-		for old := k.gen.Load(); gen > old && !k.gen.CompareAndSwap(old, gen); old = k.gen.Load() {
+		k.mu.Lock()
+		switch {
+		case gen == 0:
+			k.relearn = time.Now()
+		case gen > k.gen.Load():
+			k.relearn = time.Now()
+			ls.askLocked(k)
 		}
-		k.paused.Store(true)
+		k.pausedLocked(gen)
+		k.mu.Unlock()
 	}
 }
 
+// askLocked arms a renewal of the key as soon as minLeaseRetry allows,
+// unless one is under way or armed for it; k.mu is held.
+func (ls *leaser) askLocked(k *leaseKey) {
+	if !k.renewing && !k.early {
+		k.early = true
+		ls.scheduleLocked(k, max(minLeaseRetry-time.Since(k.sent), 0))
+	}
+}
+
+// pausedLocked marks the key paused, in generation gen at least; k.mu is
+// held.
+func (k *leaseKey) pausedLocked(gen uint64) {
+	for old := k.gen.Load(); gen > old && !k.gen.CompareAndSwap(old, gen); old = k.gen.Load() {
+	}
+	k.paused.Store(true)
+	if k.pausing != nil {
+		close(k.pausing)
+		k.pausing = nil
+	}
+}
+
+// pauseWake returns the channel closed when the key is next paused.
+func (k *leaseKey) pauseWake() <-chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.pausing == nil {
+		k.pausing = make(chan struct{})
+	}
+	return k.pausing
+}
+
+// unpause lets the key's Waits decide locally again after a Wait found
+// no pause in Redis, once the share has learnt the key's pace from a
+// reply sent after the latest pause heard (a renewal's, or Settle's).
+// Until then Waits decide in Redis, and a renewal is asked for.
+func (ls *leaser) unpause(k *leaseKey) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.relearn.IsZero() {
+		k.paused.Store(false)
+		return
+	}
+	ls.askLocked(k)
+}
+
+// settled applies v, the reply of Settle's script sent at sent, to the
+// key of tag: its learned pace to this process's share at once (unless a
+// reply sent later told it already), and its pause, as a renewal's reply
+// does. See settleScript.
+func (ls *leaser) settled(tag string, v any, sent time.Time) {
+	xs, ok := v.([]any)
+	if !ok || len(xs) != 3 {
+		return
+	}
+	var n [3]int64
+	for i, x := range xs {
+		if n[i], ok = x.(int64); !ok {
+			return
+		}
+	}
+	kv, ok := ls.tags.Load(tag)
+	if !ok || n[0] < 0 {
+		return // not read
+	}
+	k := kv.(*leaseKey)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if n[1] > 0 {
+		k.pausedLocked(uint64(max(n[2], 0)))
+	}
+	if k.toldLocked(time.Duration(min(n[0], maxMicros))*time.Microsecond, sent) {
+		if g := k.cur.Load(); g != nil && g.received {
+			ng := *g
+			ng.shaper, ng.pacer = ls.shareLocked(k, g.share, time.Now())
+			k.cur.Store(&ng)
+		}
+	}
+}
+
+// toldLocked records the key's learned pace from a reply sent at sent,
+// unless a reply sent later told it already, and reports whether it
+// changed; k.mu is held.
+func (k *leaseKey) toldLocked(learned time.Duration, sent time.Time) bool {
+	if sent.Before(k.paceAt) {
+		return false
+	}
+	if !k.relearn.IsZero() && !sent.Before(k.relearn) {
+		k.relearn = time.Time{}
+	}
+	k.paceAt = sent
+	changed := learned != k.pace
+	k.pace = learned
+	return changed
+}
+
+// shareLocked returns the key's Shaper, changed at now to a share of
+// units, and its pacer of the key's learned pace (see pacer; nil: none
+// applies); nil and nil when the share admits nothing. k.mu is held.
+func (ls *leaser) shareLocked(k *leaseKey, units int64, now time.Time) (shaper, pacer *pace.Shaper) {
+	lim, ok := ls.share(units)
+	pl, paced, ok2 := ls.pacer(units, k.pace)
+	if !ok || !ok2 {
+		return nil, nil
+	}
+	if k.shaper == nil {
+		k.shaper, _ = pace.NewShaper(lim) // fresh: what a new share grows into, no claim holds
+	} else {
+		_ = k.shaper.SetLimitAt(now, lim) // keeps what was used
+	}
+	switch {
+	case !paced:
+		k.pacer = nil
+	case k.pacer == nil:
+		// Its first unit at a random phase of its interval, so that the
+		// shares' pacers spread out as the fleet's one pace would.
+		k.pacer, _ = pace.NewShaper(pl)
+		_, r, _, _ := pl.Params()
+		_, _ = k.pacer.ReserveAt(now.Add(-rand.N(r.Per)), 1, 0)
+	default:
+		_ = k.pacer.SetLimitAt(now, pl)
+	}
+	return k.shaper, k.pacer
+}
+
+// now returns the time, from the monotonic clock alone (time.Since:
+// about half the cost of time.Now), its wall reading moved with it.
+func (ls *leaser) now() time.Time {
+	return ls.epoch.Add(time.Since(ls.epoch))
+}
+
 // leaseTicket is a decision on a share, in Permit.State: when it was
-// admitted, for Depart.
+// admitted (since the leaser's epoch), for Depart.
 type leaseTicket struct {
 	k  *leaseKey
-	at time.Time
+	at time.Duration
+}
+
+// ticket returns the ticket of a decision on k admitted at at.
+func (ls *leaser) ticket(k *leaseKey, at time.Time) *leaseTicket {
+	return &leaseTicket{k, at.Sub(ls.epoch)}
 }
 
 // depart counts a request that left later than its admission by more
@@ -209,7 +375,7 @@ type leaseTicket struct {
 // the share's window counts it there, as the server does (stricter,
 // never looser; per-decision mode moves the booking instead).
 func (ls *leaser) depart(t *leaseTicket, at time.Time) {
-	if at.Sub(t.at) <= ls.margin {
+	if at.Sub(ls.epoch)-t.at <= ls.margin {
 		return
 	}
 	g := t.k.cur.Load()
@@ -218,6 +384,9 @@ func (ls *leaser) depart(t *leaseTicket, at time.Time) {
 	}
 	t.k.book.Lock()
 	_, _ = g.shaper.ReserveAt(at, 1, 0)
+	if g.pacer != nil {
+		_, _ = g.pacer.ReserveAt(at, 1, 0)
+	}
 	t.k.book.Unlock()
 }
 
@@ -298,6 +467,7 @@ func (ls *leaser) demand(k *leaseKey, admitted, wanting int64, el time.Duration,
 // its lease, and it is dropped.
 func (ls *leaser) renewKey(k *leaseKey) {
 	k.mu.Lock()
+	k.early = false
 	if k.renewing || k.dead {
 		k.mu.Unlock()
 		return
@@ -410,25 +580,22 @@ func (ls *leaser) grantLocked(k *leaseKey, rn renewal, rep leaseReply, now time.
 			k.mu.Unlock()
 		})
 	}
+	k.toldLocked(rep.pace, now)
 	ng := &leaseGrant{share: rep.grant, until: now.Add(rep.lease), hold: rep.hold,
 		holdUntil: now.Add(rep.holdRest), fresh: rep.fresh, received: true, free: rep.free > 0}
-	if lim, ok := ls.share(rep.grant); ok {
-		if k.shaper == nil {
-			k.shaper, _ = pace.NewShaper(lim) // fresh: what a new share grows into, no claim holds
-		} else {
-			_ = k.shaper.SetLimitAt(now, lim) // keeps what was used
-		}
-		ng.shaper = k.shaper
-	}
+	ng.shaper, ng.pacer = ls.shareLocked(k, rep.grant, now)
 	k.cur.Store(ng)
 	for old := k.gen.Load(); rep.gen > old && !k.gen.CompareAndSwap(old, rep.gen); old = k.gen.Load() {
 	}
 	if rep.paused > 0 || rep.halfOpen {
-		k.paused.Store(true)
+		k.pausedLocked(rep.gen)
 	}
 	next := ls.lease
 	if rep.retry > 0 {
 		next = min(next, max(rep.retry, minLeaseRetry))
+	}
+	if !k.relearn.IsZero() { // a pause heard after this renewal was sent
+		next = minLeaseRetry
 	}
 	ls.scheduleLocked(k, next)
 	k.broadcastLocked()
@@ -487,6 +654,29 @@ func (ls *leaser) share(units int64) (pace.Limit, bool) {
 		return out[0], true
 	}
 	return pace.All(out...), true
+}
+
+// pacer returns the Limit of a share of units' part of the key's learned
+// pace (an interval for the whole fleet; 0: none): a pacer of one request
+// per U/units intervals, its period the starting margin longer (at most
+// a 20th), so that the shares, adding up to U at most, keep to the pace
+// together. paced is false when the share's first part is no faster than
+// that part of the pace: the share keeps to it alone. ok is false when
+// the pacer is slower than the longest pause: the share admits nothing.
+func (ls *leaser) pacer(units int64, learned time.Duration) (l pace.Limit, paced, ok bool) {
+	if learned <= 0 || units <= 0 {
+		return pace.Limit{}, false, true
+	}
+	iv := float64(learned) * float64(ls.units) / float64(units)
+	if iv > float64(maxPause)*float64(time.Microsecond) {
+		return pace.Limit{}, false, false
+	}
+	_, r, _, _ := ls.limit[0].Params()
+	per := time.Duration(iv)
+	if float64(per)*float64(r.N)*float64(units)/float64(ls.units) <= float64(r.Per) {
+		return pace.Limit{}, false, true
+	}
+	return pace.TokenBucket(pace.Rate{N: 1, Per: per + min(ls.margin, per/20)}, 1), true, true
 }
 
 // close stops the renewals and gives back this process's shares, bounded

@@ -56,7 +56,7 @@ func renewAt(t *testing.T, rdb redis.Scripter, c *shareClient, want, now, up int
 
 func renewQ(t *testing.T, rdb redis.Scripter, c *shareClient, q leaseReq, now, up int64) leaseReply {
 	t.Helper()
-	r, err := runLease(context.Background(), rdb, []string{shKeysS, "lease:{k}:p"}, c.id, q, shU, shL, shLead, shSpan, now, up)
+	r, err := runLease(context.Background(), rdb, []string{shKeysS, "lease:{k}:p", "lease:{k}:l"}, c.id, q, shU, shL, shLead, shSpan, now, up)
 	require.NoError(t, err)
 	c.last, c.at = r, now
 	return r

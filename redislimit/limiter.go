@@ -157,6 +157,7 @@ type Limiter struct {
 	suffixes []string      // of the decision's keys: "p", then the parts' "0", "1", …, then "l"
 	limited  bool          // the Limit is not zero: Permit.Limited
 	interval int64         // the Limit's slowest spacing (µs; see limitInterval)
+	spacing  int64         // what Settle learns against: interval, or the shares' Limit's with Options.Lease
 	horizon  int64         // µs; see horizon
 	prefix   string
 	channel  string
@@ -226,6 +227,7 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		return nil, err
 	}
 	var ls *leaser
+	spacing := limitInterval(l)
 	if o.Lease != 0 {
 		if ls, err = newLeaser(l, parts, o, o.Timeout, o.Margin); err != nil {
 			return nil, err
@@ -235,7 +237,7 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	lim := &Limiter{
 		rdb: rdb, parts: parts, prefix: o.Prefix, channel: o.Prefix + "throttle",
 		lease: micros(o.ProbeLease), margin: o.Margin, decider: decideScript(parts),
-		limited: len(parts) > 0, interval: limitInterval(l), horizon: horizon(parts),
+		limited: len(parts) > 0, interval: limitInterval(l), spacing: spacing, horizon: horizon(parts),
 	}
 	lim.onFall = o.OnFallback
 	lim.quick.seed = maphash.MakeSeed()
@@ -818,21 +820,22 @@ func (l *Limiter) cancel(ctx context.Context, tag string, keys []string, d decis
 		args = append(args, l.cancelKX[3*i:3*i+3]...)
 		args = append(args, member(d.members, i))
 	}
-	_ = l.run(ctx, cancelScript, keys, args...)
+	_, _ = l.run(ctx, cancelScript, keys, args...)
 }
 
 // run runs script s within Options.Timeout once the link is up, as a
-// decision does: it waits for the link at most Timeout.
-func (l *Limiter) run(ctx context.Context, s *redis.Script, keys []string, args ...any) error {
+// decision does: it waits for the link at most Timeout. It returns the
+// script's reply.
+func (l *Limiter) run(ctx context.Context, s *redis.Script, keys []string, args ...any) (any, error) {
 	if _, err := l.link.ready(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	bctx, stop := l.dl.bound(ctx)
 	defer stop()
 	l.link.enter()
-	err := s.Run(bctx, l.rdb, keys, args...).Err()
+	v, err := s.Run(bctx, l.rdb, keys, args...).Result()
 	l.link.exit(ctx, err)
-	return err
+	return v, err
 }
 
 // failed answers a Wait whose decision failed with err, under the failure
@@ -942,7 +945,7 @@ func (l *Limiter) move(p throttle.Permit, e *inflight, late time.Duration) {
 		args = append(args, l.cancelKX[3*i:3*i+3]...)
 		args = append(args, member(e.members, i))
 	}
-	_ = l.run(context.Background(), departScript, l.keys(keyTag(p.Key)), args...) // if Redis fails, the slot stays where it was booked
+	_, _ = l.run(context.Background(), departScript, l.keys(keyTag(p.Key)), args...) // if Redis fails, the slot stays where it was booked
 }
 
 // answered applies the late-answer rule to the answer at end to a request
@@ -983,6 +986,9 @@ func (l *Limiter) answered(p throttle.Permit, e *inflight, end time.Time) {
 // quota already known for the same window is ignored. A quota no faster
 // than the Limit's own spacing teaches nothing, and costs no round trip.
 // Each decision applies the slower of the two paces on top of the Limit.
+// With Options.Lease, this process's share applies it at once, from the
+// script's reply; other processes' shares at their next answer or
+// renewal.
 //
 // An answer to a Tracked request that comes later than the key's
 // quickest recent answers in this process, by more than Options.Margin,
@@ -1028,7 +1034,7 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	if o.Response {
 		resp = 1
 	}
-	if o.Cut && l.limited {
+	if o.Cut && l.spacing > 0 {
 		cut = 1
 	}
 	pause := int64(0)
@@ -1045,10 +1051,14 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 	if o.Quota.Reset > 0 {
 		quoted = 1
 	}
-	err := l.run(context.Background(), settleScript, keys, int64(p.Gen), lease, probe, pause, resp, l.channel, tag,
-		cut, l.interval, left, reset, bucket, l.horizon, track, p.Strikes, quoted, micros(l.margin), l.marginRun(), l.top)
+	sent := time.Now()
+	v, err := l.run(context.Background(), settleScript, keys, int64(p.Gen), lease, probe, pause, resp, l.channel, tag,
+		cut, l.spacing, left, reset, bucket, l.horizon, track, p.Strikes, quoted, micros(l.margin), l.marginRun(), l.top)
 	if err != nil && (o.Pause > 0 || reset > 0) && l.fallback != nil {
 		l.fallback.Settle(throttle.Permit{Key: p.Key}, o)
+	}
+	if l.ls != nil && err == nil {
+		l.ls.settled(tag, v, sent)
 	}
 }
 
@@ -1066,8 +1076,8 @@ func (l *Limiter) learnt(q throttle.Quota) (left, reset, bucket int64) {
 		return 0, 0, 0
 	}
 	left, reset = min(int64(max(q.Remaining, 0)), maxMicros), min(micros(q.Reset), maxPause)
-	if left > 0 && l.limited && (reset/(left+1) <= l.interval ||
-		q.Limit > 0 && q.Window > 0 && micros(q.Window)/int64(q.Limit) <= l.interval) {
+	if left > 0 && l.spacing > 0 && (reset/(left+1) <= l.spacing ||
+		q.Limit > 0 && q.Window > 0 && micros(q.Window)/int64(q.Limit) <= l.spacing) {
 		return 0, 0, 0
 	}
 	return left, reset, bucketHash(q.Bucket)

@@ -170,6 +170,12 @@ var luaLearned = fill(luaText("state.lua", "learned"),
 // the ceiling.
 var luaRate = fill(luaText("state.lua", "rate"), cubicPairs...)
 
+// luaInterval sets pi to the learned pace's interval at now (µs; 0:
+// none), from the learned record's variables (see luaLearned): the
+// slower of the quota's interval, while its window lasts, and the
+// adaptive rate's (luaRate).
+var luaInterval = fill(luaText("state.lua", "interval"), "$$rate\n", luaRate)
+
 // cubicPairs fill the adaptive rate's constants into Lua: $K (1−β)/C, $C
 // and $F the floor.
 var cubicPairs = []string{"$K", strconv.FormatFloat((1-cubicBeta)/cubicC, 'g', -1, 64),
@@ -218,7 +224,7 @@ var luaDecidePace = fill(luaText("decide.lua", "pace"),
 	"$$learned-end\n", fill(luaLearnedEnd, "$m0", "ARGV[3] + 0", "$run", "ARGV[4] + 0"),
 	"$$margin\n", fill(luaMargin, "$m0", "ARGV[3] + 0", "$run", "ARGV[4] + 0"),
 	"$$set-learned\n", fill(luaSet, "$key", "KEYS[$lk]", "$us", "le - now", "$val", luaLearnedFields),
-	"$$rate\n", luaRate)
+	"$$interval\n", luaInterval)
 
 // luaDecidePaced records the booking at t as the pace's latest (see
 // luaDecidePace).
@@ -510,7 +516,10 @@ var cancelText = fill(luaText("cancel.lua", "cancel"),
 // writes nothing for
 // a key that has no throttle and met none, and learnt nothing. It
 // publishes "p <gen> <tag>" when it set or extended the pause, "a
-// <probes> <tag>" when it ended the probe's role.
+// <probes> <tag>" when it ended the probe's role. It replies {the
+// learned pace's interval at now (µs, 0: none; see luaInterval), the
+// pause's rest (µs, 0: none), its generation}, or {-1, 0, 0} when it
+// read no learned record: what a leased share applies at once.
 //
 // A quota is learnt as package pace's keyThrottle.learn does: remaining
 // requests are spaced reset/(remaining+1) apart until the reset; none
@@ -539,6 +548,7 @@ var settleText = fill(luaText("settle.lua", "settle"),
 	"$$margin\n", fill(luaMargin, "$m0", "tonumber(ARGV[17])", "$run", "tonumber(ARGV[18])"),
 	"$minWiden", strconv.FormatInt(minWiden, 10),
 	"$$rate\n", luaRate,
+	"$$interval\n", luaInterval,
 	"$tolerance", strconv.FormatInt(quotaTolerance, 10),
 	"$$keep-throttle\n", luaKeepThrottle,
 	"$$keep-learned\n", keepLearned("KEYS[2]", "tonumber(ARGV[17])", "tonumber(ARGV[18])"))

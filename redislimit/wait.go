@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/pacehttp/pace"
@@ -77,11 +78,11 @@ func (ls *leaser) wait(ctx context.Context, key string, maxWait time.Duration) (
 	if !k.used.Load() {
 		k.used.Store(true)
 	}
-	now := time.Now()
+	now := ls.now()
 	if !k.paused.Load() {
-		if g := k.cur.Load(); g != nil && g.shaper != nil && now.Before(g.until) && g.shaper.AllowAt(now, 1) {
+		if g := k.cur.Load(); g != nil && g.shaper != nil && g.pacer == nil && now.Before(g.until) && g.shaper.AllowAt(now, 1) {
 			k.admitted.Add(1)
-			p.Gen, p.State, p.Track = k.gen.Load(), &leaseTicket{k, now}, true
+			p.Gen, p.State, p.Track = k.gen.Load(), ls.ticket(k, now), true
 			return p, nil
 		}
 	}
@@ -117,8 +118,12 @@ func (ls *leaser) waitSlow(ctx context.Context, k *leaseKey, p throttle.Permit, 
 		now := time.Now()
 		g := w.k.cur.Load()
 		if g != nil && g.shaper != nil && now.Before(g.until) {
-			if done, err := ls.take(ctx, w, g, now); done {
+			done, again, err := ls.take(ctx, w, g, now)
+			if done {
 				return w.p, err
+			}
+			if again {
+				continue // paused while it waited: the pause decides first
 			}
 			// beyond the lease: wait for the renewal
 		}
@@ -138,65 +143,160 @@ func (ls *leaser) waitPaused(ctx context.Context, w *leaseWait) error {
 		}
 	}
 	pp, err := ls.l.waitShared(ctx, w.k.key, rest)
+	ahead := pp.Delay // how far ahead Redis booked it, under the key's pace
 	pp.Limited, pp.Delay = true, pp.Delay+w.p.Delay
 	w.p = pp
 	if err != nil {
 		return err
 	}
-	if !pp.Probe && pp.Held == 0 && pp.Gen >= gen {
-		w.k.paused.Store(false)
+	if !pp.Probe && pp.Held == 0 && ahead == 0 && pp.Gen >= gen { // no pause, and no booking ahead of it
+		ls.unpause(w.k)
 	}
 	w.shared = true
 	w.p.Gen = max(w.p.Gen, gen)
 	return nil
 }
 
-// reserve books a unit of the share g at now. beyond reports, the unit
+// reserve books a unit of the share g at now, and of its pacer, both at
+// the earliest instant they admit; after the pause's decision in Redis
+// (shared), which kept to the key's pace already, the pacer counts the
+// unit without holding it back. beyond reports, the unit
 // given back, that it lies beyond the lease, or that the unclaimed part
-// of the limit is to be asked for first.
-func (ls *leaser) reserve(k *leaseKey, g *leaseGrant, now time.Time) (r pace.Reservation, beyond bool, err error) {
+// of the limit is to be asked for first (the share, not the pace, holds
+// it back).
+func (ls *leaser) reserve(k *leaseKey, g *leaseGrant, now time.Time, shared bool) (b *booking, beyond bool, err error) {
 	k.book.Lock() // a unit booked and given back goes back whole: nothing was booked after it
 	defer k.book.Unlock()
-	r, err = g.shaper.ReserveAt(now, 1, 0)
-	beyond = err == nil && (!now.Add(r.Delay).Before(g.until) ||
-		r.Delay > 0 && g.free && ls.growable(k, now))
-	if beyond {
-		g.shaper.CancelAt(now, r)
+	b = &booking{shaper: g.shaper}
+	at := now
+	if g.pacer != nil && shared {
+		_, _ = g.pacer.ReserveAt(now, 1, 0) // counted, not waited for: later local Waits go after it
 	}
-	return r, beyond, err
+	if g.pacer != nil && !shared {
+		b.pacer = g.pacer
+		if b.pr, err = b.pacer.ReserveAt(now, 1, 0); err != nil {
+			return b, false, err
+		}
+		at = now.Add(b.pr.Delay)
+	}
+	if b.r, err = b.shaper.ReserveAt(at, 1, 0); err != nil {
+		b.cancel(now)
+		return b, false, err
+	}
+	if b.pacer != nil && b.r.Delay > 0 { // the pace's unit goes where the request leaves
+		b.pacer.CancelAt(now, b.pr)
+		b.pr, _ = b.pacer.ReserveAt(at.Add(b.r.Delay), 1, 0)
+	}
+	b.delay = at.Add(b.r.Delay).Sub(now)
+	beyond = !now.Add(b.delay).Before(g.until) || b.r.Delay > 0 && g.free && ls.growable(k, now)
+	if beyond {
+		b.cancel(now)
+	} else if b.delay > 0 {
+		k.booked = append(k.booked, b)
+	}
+	return b, beyond, nil
 }
 
 // take reserves a unit of the share g for w at now and waits for it.
-// It is not done when reserve finds the unit beyond.
-func (ls *leaser) take(ctx context.Context, w *leaseWait, g *leaseGrant, now time.Time) (done bool, err error) {
+// It is not done when reserve finds the unit beyond, and again when the
+// key is paused while it waits: then the unit goes back, with the
+// pause's decision in Redis if it had one, as a decision in Redis gives
+// its slot back, and the pause decides first.
+func (ls *leaser) take(ctx context.Context, w *leaseWait, g *leaseGrant, now time.Time) (done, again bool, err error) {
 	k := w.k
-	r, beyond, err := ls.reserve(k, g, now)
+	b, beyond, err := ls.reserve(k, g, now, w.shared)
 	if err != nil {
 		ls.giveBack(w)
-		return true, &pace.WaitError{Key: k.key, Delay: r.Delay, Err: err}
+		return true, false, &pace.WaitError{Key: k.key, Delay: b.delay, Err: err}
 	}
 	if beyond {
-		return false, nil
+		return false, false, nil
 	}
-	if err := refuseWait(ctx, k.key, r.Delay, w.maxWait-now.Sub(w.start), w.maxWait > 0); err != nil {
-		g.shaper.CancelAt(now, r)
-		ls.giveBack(w)
-		return true, err
-	}
-	if r.Delay > 0 {
-		w.want()
-		if err := wake.Sleep(ctx, r.Delay, nil); err != nil {
-			g.shaper.CancelAt(time.Now(), r)
-			ls.giveBack(w)
-			return true, &pace.WaitError{Key: k.key, Delay: r.Delay, Err: ctxErr(ctx)}
+	if err := refuseWait(ctx, k.key, b.delay, w.maxWait-now.Sub(w.start), w.maxWait > 0); err != nil {
+		if !k.unbook(b, now, false) {
+			b.cancel(now)
 		}
-		w.p.Delay += r.Delay
+		ls.giveBack(w)
+		return true, false, err
+	}
+	if b.delay > 0 {
+		w.want()
+		paused := k.pauseWake()
+		err := wake.Sleep(ctx, b.delay, paused)
+		t := time.Now()
+		if err != nil {
+			if !k.unbook(b, t, false) {
+				b.cancel(t)
+			}
+			ls.giveBack(w)
+			return true, false, &pace.WaitError{Key: k.key, Delay: b.delay, Err: ctxErr(ctx)}
+		}
+		if k.unbook(b, t, isClosed(paused) || !w.shared && k.paused.Load()) {
+			w.p.Delay += t.Sub(now)
+			if w.shared { // its decision in Redis goes back too: the new pause decides
+				ls.giveBack(w)
+				w.p.Probe, w.p.State, w.p.Track, w.p.Strikes, w.shared = false, nil, false, 0, false
+			}
+			return false, true, nil
+		}
+		w.p.Delay += b.delay
 	}
 	k.admitted.Add(1)
 	if w.p.State == nil { // not the pause's decision, whose record Settle needs
-		w.p.State, w.p.Track = &leaseTicket{k, now.Add(r.Delay)}, true
+		w.p.State, w.p.Track = ls.ticket(k, now.Add(b.delay)), true
 	}
-	return true, nil
+	return true, false, nil
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// booking is a unit that a Wait sleeps for: r on the share, pr on its
+// pacer (when pacer is set), delay from when it was booked.
+type booking struct {
+	r, pr         pace.Reservation
+	shaper, pacer *pace.Shaper
+	delay         time.Duration
+	gone          bool // given back by a pause (see unbook); k.book guards it
+}
+
+// cancel gives b's units back at now.
+func (b *booking) cancel(now time.Time) {
+	b.shaper.CancelAt(now, b.r)
+	if b.pacer != nil {
+		b.pacer.CancelAt(now, b.pr)
+	}
+}
+
+// unbook ends the wait of b at now and reports whether its unit is gone:
+// with paused (the key was paused while b waited), every unit a Wait
+// sleeps for goes back, the latest first, so that each comes back whole
+// (a token bucket gives back only what no later booking overlaps).
+func (k *leaseKey) unbook(b *booking, now time.Time, paused bool) (gone bool) {
+	k.book.Lock()
+	defer k.book.Unlock()
+	if paused {
+		for i := len(k.booked) - 1; i >= 0; i-- {
+			k.booked[i].cancel(now)
+			k.booked[i].gone = true
+		}
+		clear(k.booked)
+		k.booked = k.booked[:0]
+	}
+	if b.gone {
+		return true
+	}
+	if i := slices.Index(k.booked, b); i >= 0 {
+		k.booked = slices.Delete(k.booked, i, i+1)
+	}
+	return false
 }
 
 // awaitRenewal sleeps until the key's next renewal, within the bounds.

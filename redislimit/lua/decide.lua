@@ -45,10 +45,7 @@ if mg <= ARGV[3] + 0 then mg = nil end
 if lbad then
 $$set-learned
 end
-$$rate
-local pi = 0
-if qi > 0 and qu > now then pi = qi end
-if ar > 0 and math.ceil(1e6 / ar) > pi then pi = math.ceil(1e6 / ar) end
+$$interval
 if pi > 0 then
   if ql + pi > now then t = ql + pi end
   lr = {qi, qu, ql, qn, qb, as, aw, ac, md, mt, le}

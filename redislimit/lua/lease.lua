@@ -2,7 +2,8 @@
 -- KEYS[1]: the key's shares, a hash: process id -> "g e h hu w" (its grant
 -- in units, its lease's end, the claim it still holds and until when, its
 -- demand in units); field "!ok" marks a hash written after this Redis had
--- been up longer than a claim lives. KEYS[2]: the key's throttle (read only).
+-- been up longer than a claim lives. KEYS[2]: the key's throttle, KEYS[3]
+-- its learned record (both read only).
 -- ARGV: id, demand (units; -1: all it can get), units (U), lease (µs), lead
 -- (µs), span (µs), the grant it holds, its lease's rest (µs), the claim it
 -- holds, its rest (µs), now (µs; 0: Redis's TIME), uptime (µs; -1: INFO's),
@@ -13,7 +14,9 @@
 -- holds, and a share that shrinks keeps its claim until its old end.
 -- Reply: {grant, lease (µs), claim, claim's rest (µs), retry in (µs; 0:
 -- none), pause's rest (µs), the throttle's generation, half-open (1/0),
--- fresh (1/0), how many more units it would get now wanting all}.
+-- fresh (1/0), how many more units it would get now wanting all, the
+-- learned pace's interval at now (µs; 0: none)}.
+--- @lease
 local id, want, U = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local L, lead, span = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local rg, rr, rh, rhr = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
@@ -142,6 +145,16 @@ if th then
   pu, pg = tonumber(x[1]) or 0, tonumber(x[3]) or 0
   if not x[8] or tonumber(x[6]) == 1 then ph = 1 end -- 1: a probe goes first; unreadable: let a decision repair it
 end
+-- The key's learned pace (see luaLearned): its interval at now. A key of
+-- another type reads as none.
+local lp = 0
+do
+  local lv = redis.pcall('GET', KEYS[3])
+  if type(lv) ~= 'string' then lv = false end
+$$learned
+$$interval
+  lp = pi
+end
 local rest = 0
 if pu > now then rest = math.min(pu - now, 86400000000) end
 local hr = 0
@@ -162,4 +175,4 @@ if sum - want + U > U then
 end
 if fresh then tall = g end
 local free = math.max(math.min(tall, U - held) - g, 0)
-return {g, L + lead, hold, hr, retry, rest, pg, ph, fr, free}
+return {g, L + lead, hold, hr, retry, rest, pg, ph, fr, free, lp}

@@ -10,7 +10,7 @@ local cut, ci, left, reset, bucket, hz =
 local track, pst, quoted, top = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[19])
 local th = redis.call('GET', KEYS[1])
 local lv = redis.call('GET', KEYS[2])
-if pause <= 0 and reset <= 0 and not th then return 0 end
+if pause <= 0 and reset <= 0 and not th then return {-1, 0, 0} end
 $$throttle
 $$learned
 local lw = lbad
@@ -75,4 +75,7 @@ $$keep-learned
 end
 if msg == 'p ' then redis.call('PUBLISH', ch, msg .. string.format('%d', g) .. ' ' .. key)
 elseif msg then redis.call('PUBLISH', ch, msg .. string.format('%d', pr) .. ' ' .. key) end
-return 0
+$$interval
+local rest = 0
+if u > now then rest = u - now end
+return {pi, rest, g}

@@ -107,6 +107,13 @@ if as > 0 then
   local r = $C * tt * tt * tt + w
   if r < cl then ar = math.max(r, math.min($F, cl)) end
 end
+-- Sets pi to the learned pace's interval at now (µs; 0: none): the
+-- slower of the quota's (while its window lasts) and the adaptive rate's.
+--- @interval
+$$rate
+local pi = 0
+if qi > 0 and qu > now then pi = qi end
+if ar > 0 and math.ceil(1e6 / ar) > pi then pi = math.ceil(1e6 / ar) end
 -- Sets le to when the learned record no longer matters.
 --- @learned-end
 local le = 0

@@ -9,7 +9,7 @@ local cut, ci, left, reset, bucket, hz =
 local track, pst, quoted, top = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[19])
 local th = redis.call('GET', KEYS[1])
 local lv = redis.call('GET', KEYS[2])
-if pause <= 0 and reset <= 0 and not th then return 0 end
+if pause <= 0 and reset <= 0 and not th then return {-1, 0, 0} end
 local u, l, g, s, pr, h, q, pid, bad = 0, 0, 0, 0, 0, 0, 0, 0, false
 if th then
   local f = {string.match(th, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')}
@@ -154,4 +154,16 @@ end
 end
 if msg == 'p ' then redis.call('PUBLISH', ch, msg .. string.format('%d', g) .. ' ' .. key)
 elseif msg then redis.call('PUBLISH', ch, msg .. string.format('%d', pr) .. ' ' .. key) end
-return 0
+local ar = 0
+if as > 0 then
+  local w, cl = aw / 1e6, 1e6 / ac
+  local tt = (now - as) / 1e6 - (w * 0.75) ^ (1 / 3)
+  local r = 0.4 * tt * tt * tt + w
+  if r < cl then ar = math.max(r, math.min(0.5, cl)) end
+end
+local pi = 0
+if qi > 0 and qu > now then pi = qi end
+if ar > 0 and math.ceil(1e6 / ar) > pi then pi = math.ceil(1e6 / ar) end
+local rest = 0
+if u > now then rest = u - now end
+return {pi, rest, g}
