@@ -123,8 +123,12 @@ func TestRedisKilled(t *testing.T) {
 	for _, name := range []string{"closed", "open"} {
 		n, err := rdb.ZCard(cctx, name+":{k}:0").Result()
 		require.NoError(t, err)
-		t.Logf("%s: %d decisions answered by Redis since the restart, %d bookings in it", name, onRedis[name], n)
-		assert.Equal(t, int64(onRedis[name]), n, "%s: a decision counted twice, or lost", name)
+		// A decision whose reply came after its Timeout failed here, yet
+		// Redis may have booked it: it holds a slot, stricter, never looser.
+		late := answered[back][name+" unavailable"] + answered[back][name+" fallback"]
+		t.Logf("%s: %d decisions answered by Redis since the restart, %d failed, %d bookings in it", name, onRedis[name], late, n)
+		assert.GreaterOrEqual(t, n, int64(onRedis[name]), "%s: a decision lost", name)
+		assert.LessOrEqual(t, n, int64(onRedis[name]+late), "%s: a decision counted twice", name)
 	}
 }
 
