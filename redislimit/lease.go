@@ -62,7 +62,7 @@ type renewFunc func(ctx context.Context, tag string, r leaseReq) (leaseReply, er
 type leaser struct {
 	l      *Limiter     // holds the pauses; its Limit is the zero Limit
 	limit  []pace.Limit // the Limit's parts
-	units  int64        // U: a share counts units of the first part's Rate.N
+	units  int64        // U: a share counts units of the smallest Rate.N of the parts
 	per    time.Duration
 	margin time.Duration
 	lease  time.Duration // how often a share is renewed
@@ -145,8 +145,11 @@ func newLeaser(l pace.Limit, parts []part, o Options, timeout, margin time.Durat
 		return nil, &pace.ConfigError{Field: "Lease", Value: o.Lease, Reason: "exceeds 1h"}
 	}
 	ls := &leaser{limit: l.Parts(), margin: margin, lease: o.Lease, lead: max(o.Lease/8, 3*timeout), epoch: time.Now()}
-	_, r, _, _ := ls.limit[0].Params()
-	ls.units, ls.per = int64(r.N), r.Per
+	for _, p := range ls.limit { // a unit of the smallest N scales every part to one at least
+		if _, r, _, _ := p.Params(); ls.units == 0 || int64(r.N) < ls.units {
+			ls.units, ls.per = int64(r.N), r.Per
+		}
+	}
 	var span int64
 	for _, p := range parts {
 		span = max(span, p.span())
