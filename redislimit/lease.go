@@ -20,11 +20,18 @@ import (
 // learned pace as a decision does (luaLearned, luaInterval). The record's
 // latest booking and margin play no part in a share: they are read
 // within the longest pause.
-var leaseText = fill(luaText("lease.lua", "lease"),
+var leaseText = fill(luaText("lease.lua", "lease"), "$R", strconv.FormatInt(micros(maxLeaseRun), 10),
 	"$$learned\n", fill(luaLearned, "$v", "lv", "$H", strconv.FormatInt(maxPause, 10), "$T", strconv.FormatInt(maxPause, 10)),
 	"$$interval\n", luaInterval)
 
 var leaseScript = redis.NewScript(leaseText)
+
+// maxLease is the longest Options.Lease.
+const maxLease = time.Hour
+
+// maxLeaseRun is the longest a grant of any Limiter lasts: maxLease and
+// its lead, 3 × Timeout at most, Timeout a quarter of the Lease at most.
+const maxLeaseRun = maxLease + 3*maxLease/4
 
 // maxLeaseKeys bounds the keys one Limiter holds shares of at once, so
 // that keys an attacker chooses cannot grow memory without bound.
@@ -141,7 +148,7 @@ func newLeaser(l pace.Limit, parts []part, o Options, timeout, margin time.Durat
 		return nil, &pace.ConfigError{Field: "Lease", Value: o.Lease, Reason: "needs a Limit to share"}
 	case o.Lease < 4*timeout:
 		return nil, &pace.ConfigError{Field: "Lease", Value: o.Lease, Reason: fmt.Sprintf("must be at least 4 × Timeout (%v), or zero", 4*timeout)}
-	case o.Lease > time.Hour:
+	case o.Lease > maxLease:
 		return nil, &pace.ConfigError{Field: "Lease", Value: o.Lease, Reason: "exceeds 1h"}
 	}
 	ls := &leaser{limit: l.Parts(), margin: margin, lease: o.Lease, lead: max(o.Lease/8, 3*timeout), epoch: time.Now()}

@@ -35,8 +35,10 @@ end
 rg, rh = clamp(rg, 0, U), clamp(rh, 0, U)
 rr, rhr = clamp(rr, 0, L + lead), clamp(rhr, 0, life)
 
--- The claims. An entry that is not five numbers in range counts as the
--- whole limit held for a whole claim's life: stricter, never looser.
+-- The claims. Another process's lease may be longer than this one's, up
+-- to $R µs with its lead. An entry that is not five numbers in range
+-- counts as the whole limit held for a whole claim's life: stricter,
+-- never looser.
 local all = redis.call('HGETALL', KEYS[1])
 local ok = false
 local ents = {}
@@ -47,7 +49,7 @@ for i = 1, #all, 2 do
     local x = {string.match(v, '^(%S+) (%S+) (%S+) (%S+) (%S+)$')}
     local g, e, h, hu, w = tonumber(x[1]), tonumber(x[2]), tonumber(x[3]), tonumber(x[4]), tonumber(x[5])
     if not (g and e and h and hu and w and g >= 0 and g <= U and h >= 0 and h <= U and w >= 0 and w <= U and
-        e <= now + L + lead and hu <= now + life) then
+        e <= now + $R and hu <= now + $R + span) then
       g, e, h, hu, w = U, now + L + lead, U, now + life, U
     end
     if now < e + span or now < hu then ents[f] = {g, e, h, hu, w}

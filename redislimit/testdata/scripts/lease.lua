@@ -26,7 +26,7 @@ for i = 1, #all, 2 do
     local x = {string.match(v, '^(%S+) (%S+) (%S+) (%S+) (%S+)$')}
     local g, e, h, hu, w = tonumber(x[1]), tonumber(x[2]), tonumber(x[3]), tonumber(x[4]), tonumber(x[5])
     if not (g and e and h and hu and w and g >= 0 and g <= U and h >= 0 and h <= U and w >= 0 and w <= U and
-        e <= now + L + lead and hu <= now + life) then
+        e <= now + 6300000000 and hu <= now + 6300000000 + span) then
       g, e, h, hu, w = U, now + L + lead, U, now + life, U
     end
     if now < e + span or now < hu then ents[f] = {g, e, h, hu, w}
