@@ -112,6 +112,7 @@ type leaseKey struct {
 	renewing bool
 	dead     bool
 	timer    *time.Timer
+	next     time.Time // when timer fires
 	since    time.Time // start of the demand counted
 	sent     time.Time // when the latest renewal was sent
 	halfAt   time.Time // when admitted was read half a lease after since
@@ -432,6 +433,17 @@ func (ls *leaser) growable(k *leaseKey, now time.Time) bool {
 	return !k.renewing && now.Sub(k.sent) >= minLeaseRetry
 }
 
+// untilRenewal returns how long from now until the key's next renewal
+// is sent: 0 when one is under way.
+func (ls *leaser) untilRenewal(k *leaseKey, now time.Time) time.Duration {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.renewing {
+		return 0
+	}
+	return max(k.next.Sub(now), 0)
+}
+
 // scheduleLocked arms the key's renewal d from now; k.mu is held.
 func (ls *leaser) scheduleLocked(k *leaseKey, d time.Duration) {
 	ls.mu.Lock()
@@ -443,6 +455,7 @@ func (ls *leaser) scheduleLocked(k *leaseKey, d time.Duration) {
 		ls.wg.Done()
 	}
 	ls.wg.Add(1)
+	k.next = time.Now().Add(d)
 	k.timer = time.AfterFunc(d, func() {
 		defer ls.wg.Done()
 		ls.renewKey(k)
