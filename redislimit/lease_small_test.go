@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -78,6 +80,7 @@ func TestLeaseFleetSmallLimit(t *testing.T) {
 			prefix := "small-" + tc.name + ":"
 			notFresh(t, rdb, prefix, "k")
 			const run = 4 * time.Second
+			scripts0 := evalCalls(t, rdb)
 			ctx := waitCtx(t, run)
 			var mu sync.Mutex
 			var at []time.Time
@@ -100,13 +103,15 @@ func TestLeaseFleetSmallLimit(t *testing.T) {
 				}()
 			}
 			wg.Wait()
+			scripts := evalCalls(t, rdb) - scripts0
 			sort.Slice(at, func(i, j int) bool { return at[i].Before(at[j]) })
 			worst := 0
 			for i := range at {
 				j := sort.Search(len(at), func(j int) bool { return !at[j].Before(at[i].Add(time.Second)) })
 				worst = max(worst, j-i)
 			}
-			t.Logf("%d Limiters on %v: %d admitted in %v (the limit allows 5/s), at most %d in a second", tc.n, tc.l, len(at), run, worst)
+			t.Logf("%d Limiters on %v: %d admitted in %v (the limit allows 5/s), at most %d in a second; %d scripts", tc.n, tc.l, len(at), run, worst, scripts)
+			assert.LessOrEqual(t, scripts, tc.n*(int(run/time.Second)+2), "a renewal a lease, and Close")
 			assert.LessOrEqual(t, worst, 5, "never over the limit")
 			assert.GreaterOrEqual(t, len(at), 12, "the limit is used")
 		})
@@ -119,4 +124,18 @@ func TestLeaseFleetSmallLimit(t *testing.T) {
 func notFresh(t *testing.T, rdb *redis.Client, prefix, key string) {
 	t.Helper()
 	require.NoError(t, rdb.HSet(context.Background(), prefix+"{"+keyTag(key)+"}:s", "!ok", "1").Err())
+}
+
+// evalCalls returns how many scripts (EVALSHA) Redis ran.
+func evalCalls(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	stats, err := rdb.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(stats, "cmdstat_evalsha:calls=")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+	require.NoError(t, err)
+	return n
 }
