@@ -53,9 +53,9 @@ type Options struct {
 	// keep their shares under different keys, and do not see each other's.
 	// Their Leases may differ in length. If Redis restarts without
 	// persistence, keep one length: a restarted Redis waits out only the
-	// caller's own claims. Different limits need different prefixes. It must not
-	// contain '{' or '}', which would move Redis Cluster's hash tag (see
-	// docs/fleet.md, "Keys in Redis").
+	// caller's own claims. Different limits need different prefixes. It
+	// must not contain '{' or '}', which would move Redis Cluster's hash
+	// tag (see docs/fleet.md, "Keys in Redis").
 	Prefix string
 
 	// Timeout bounds each script's round trip to Redis (one per

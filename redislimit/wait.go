@@ -201,10 +201,10 @@ func (ls *leaser) reserve(k *leaseKey, g *leaseGrant, now time.Time, shared bool
 // take reserves a unit of the share g for w at now and waits for it.
 // It refuses at once a unit beyond the bounds, even one beyond the lease
 // when no more of the limit is free (a renewal would not bring it
-// sooner). It is not done when reserve finds the unit beyond, and again when the
-// key is paused while it waits: then the unit goes back, with the
-// pause's decision in Redis if it had one, as a decision in Redis gives
-// its slot back, and the pause decides first.
+// sooner). It is not done when reserve finds the unit beyond, and again
+// when the key is paused while it waits: then the unit goes back, with
+// the pause's decision in Redis if it had one, as a decision in Redis
+// gives its slot back, and the pause decides first.
 func (ls *leaser) take(ctx context.Context, w *leaseWait, g *leaseGrant, now time.Time) (done, again bool, err error) {
 	k := w.k
 	b, beyond, err := ls.reserve(k, g, now, w.shared)
