@@ -20,11 +20,18 @@ import (
 // learned pace as a decision does (luaLearned, luaInterval). The record's
 // latest booking and margin play no part in a share: they are read
 // within the longest pause.
-var leaseText = fill(luaText("lease.lua", "lease"),
+var leaseText = fill(luaText("lease.lua", "lease"), "$R", strconv.FormatInt(micros(maxLeaseRun), 10),
 	"$$learned\n", fill(luaLearned, "$v", "lv", "$H", strconv.FormatInt(maxPause, 10), "$T", strconv.FormatInt(maxPause, 10)),
 	"$$interval\n", luaInterval)
 
 var leaseScript = redis.NewScript(leaseText)
+
+// maxLease is the longest Options.Lease.
+const maxLease = time.Hour
+
+// maxLeaseRun is the longest a grant of any Limiter lasts: maxLease and
+// its lead, 3 × Timeout at most, Timeout a quarter of the Lease at most.
+const maxLeaseRun = maxLease + 3*maxLease/4
 
 // maxLeaseKeys bounds the keys one Limiter holds shares of at once, so
 // that keys an attacker chooses cannot grow memory without bound.
@@ -62,7 +69,7 @@ type renewFunc func(ctx context.Context, tag string, r leaseReq) (leaseReply, er
 type leaser struct {
 	l      *Limiter     // holds the pauses; its Limit is the zero Limit
 	limit  []pace.Limit // the Limit's parts
-	units  int64        // U: a share counts units of the first part's Rate.N
+	units  int64        // U: a share counts units of the smallest Rate.N of the parts
 	per    time.Duration
 	margin time.Duration
 	lease  time.Duration // how often a share is renewed
@@ -105,6 +112,7 @@ type leaseKey struct {
 	renewing bool
 	dead     bool
 	timer    *time.Timer
+	next     time.Time // when timer fires
 	since    time.Time // start of the demand counted
 	sent     time.Time // when the latest renewal was sent
 	halfAt   time.Time // when admitted was read half a lease after since
@@ -141,12 +149,15 @@ func newLeaser(l pace.Limit, parts []part, o Options, timeout, margin time.Durat
 		return nil, &pace.ConfigError{Field: "Lease", Value: o.Lease, Reason: "needs a Limit to share"}
 	case o.Lease < 4*timeout:
 		return nil, &pace.ConfigError{Field: "Lease", Value: o.Lease, Reason: fmt.Sprintf("must be at least 4 × Timeout (%v), or zero", 4*timeout)}
-	case o.Lease > time.Hour:
+	case o.Lease > maxLease:
 		return nil, &pace.ConfigError{Field: "Lease", Value: o.Lease, Reason: "exceeds 1h"}
 	}
 	ls := &leaser{limit: l.Parts(), margin: margin, lease: o.Lease, lead: max(o.Lease/8, 3*timeout), epoch: time.Now()}
-	_, r, _, _ := ls.limit[0].Params()
-	ls.units, ls.per = int64(r.N), r.Per
+	for _, p := range ls.limit { // a unit of the smallest N scales every part to one at least
+		if _, r, _, _ := p.Params(); ls.units == 0 || int64(r.N) < ls.units {
+			ls.units, ls.per = int64(r.N), r.Per
+		}
+	}
 	var span int64
 	for _, p := range parts {
 		span = max(span, p.span())
@@ -422,6 +433,17 @@ func (ls *leaser) growable(k *leaseKey, now time.Time) bool {
 	return !k.renewing && now.Sub(k.sent) >= minLeaseRetry
 }
 
+// untilRenewal returns how long from now until the key's next renewal
+// is sent: 0 when one is under way.
+func (ls *leaser) untilRenewal(k *leaseKey, now time.Time) time.Duration {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.renewing {
+		return 0
+	}
+	return max(k.next.Sub(now), 0)
+}
+
 // scheduleLocked arms the key's renewal d from now; k.mu is held.
 func (ls *leaser) scheduleLocked(k *leaseKey, d time.Duration) {
 	ls.mu.Lock()
@@ -433,6 +455,7 @@ func (ls *leaser) scheduleLocked(k *leaseKey, d time.Duration) {
 		ls.wg.Done()
 	}
 	ls.wg.Add(1)
+	k.next = time.Now().Add(d)
 	k.timer = time.AfterFunc(d, func() {
 		defer ls.wg.Done()
 		ls.renewKey(k)

@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -29,6 +30,7 @@ const (
 // what it was granted.
 type shareClient struct {
 	id   string
+	u    int64 // U; 0: shU
 	last leaseReply
 	at   int64 // when last was granted (µs), 0: never
 }
@@ -56,7 +58,11 @@ func renewAt(t *testing.T, rdb redis.Scripter, c *shareClient, want, now, up int
 
 func renewQ(t *testing.T, rdb redis.Scripter, c *shareClient, q leaseReq, now, up int64) leaseReply {
 	t.Helper()
-	r, err := runLease(context.Background(), rdb, []string{shKeysS, "lease:{k}:p", "lease:{k}:l"}, c.id, q, shU, shL, shLead, shSpan, now, up)
+	u := c.u
+	if u == 0 {
+		u = shU
+	}
+	r, err := runLease(context.Background(), rdb, []string{shKeysS, "lease:{k}:p", "lease:{k}:l"}, c.id, q, u, shL, shLead, shSpan, now, up)
 	require.NoError(t, err)
 	c.last, c.at = r, now
 	return r
@@ -176,8 +182,15 @@ func TestLeaseShareBadEntry(t *testing.T) {
 // and a fresh uptime).
 // At every instant the grants the script handed out, each counted from
 // its renewal to its lease's end plus the span, per process the largest
-// of those it could still use, add up to at most U.
+// of those it could still use, add up to at most U: of 120, and of 5
+// (fewer units than processes).
 func TestLeaseShareNeverOverLimit(t *testing.T) {
+	for _, u := range []int64{shU, 5} {
+		t.Run(fmt.Sprint(u), func(t *testing.T) { neverOverLimit(t, u) })
+	}
+}
+
+func neverOverLimit(t *testing.T, u int64) {
 	_, rdb := startRedis(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	type grant struct {
@@ -188,7 +201,7 @@ func TestLeaseShareNeverOverLimit(t *testing.T) {
 	cs := make([]*shareClient, 6)
 	next := make([]int64, len(cs))
 	for i := range cs {
-		cs[i] = &shareClient{id: string(rune('a' + i))}
+		cs[i] = &shareClient{id: string(rune('a' + i)), u: u}
 		next[i] = shT0 + rng.Int64N(shL)
 	}
 	now, up, flushed := int64(shT0), int64(shUp), false
@@ -207,7 +220,7 @@ func TestLeaseShareNeverOverLimit(t *testing.T) {
 		}
 		want := int64(-1)
 		if rng.IntN(2) == 0 {
-			want = rng.Int64N(shU)
+			want = rng.Int64N(u)
 		}
 		c := cs[i]
 		saved, savedAt := c.last, c.at
@@ -223,7 +236,7 @@ func TestLeaseShareNeverOverLimit(t *testing.T) {
 		switch rng.IntN(20) {
 		case 0: // a process dies (SIGKILL), a new one comes later
 			next[i] += 3 * shL
-			cs[i] = &shareClient{id: c.id + "'"}
+			cs[i] = &shareClient{id: c.id + "'", u: u}
 		case 1: // a process closes its Limiter: it admits nothing more from now
 			at := now + 1
 			q := c.req(0, at)
@@ -235,7 +248,7 @@ func TestLeaseShareNeverOverLimit(t *testing.T) {
 				}
 			}
 			next[i] += 2 * shL
-			cs[i] = &shareClient{id: c.id + "+"}
+			cs[i] = &shareClient{id: c.id + "+", u: u}
 		}
 	}
 	var instants []int64
@@ -256,10 +269,10 @@ func TestLeaseShareNeverOverLimit(t *testing.T) {
 			sum += v
 		}
 		worst = max(worst, sum)
-		require.LessOrEqual(t, sum, int64(shU), "at %d µs", at-shT0)
+		require.LessOrEqual(t, sum, u, "at %d µs", at-shT0)
 	}
-	t.Logf("largest sum of the claims at one instant: %d of %d", worst, shU)
-	assert.Greater(t, worst, int64(shU*9/10), "the shares were in use")
+	t.Logf("largest sum of the claims at one instant: %d of %d", worst, u)
+	assert.Greater(t, worst, u*9/10, "the shares were in use")
 }
 
 // TestLeaseShareStop: a process that stops (its Limiter closed) gives its

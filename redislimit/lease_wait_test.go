@@ -181,8 +181,8 @@ func TestLeaseWaitOutage(t *testing.T) {
 }
 
 // TestLeaseWaitNoShare: a key granted nothing waits for the renewal the
-// reply asks for, within maxWait: a shorter maxWait is refused with
-// ErrWaitTooLong.
+// reply asks for, within maxWait: a shorter maxWait is refused at once
+// with ErrWaitTooLong, naming the wait.
 func TestLeaseWaitNoShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeShares{grant: func(leaseReq) (leaseReply, error) {
@@ -194,7 +194,10 @@ func TestLeaseWaitNoShare(t *testing.T) {
 		start := time.Now()
 		_, err := ls.wait(ctx, "k", 100*time.Millisecond)
 		require.ErrorIs(t, err, pace.ErrWaitTooLong)
-		assert.Equal(t, 100*time.Millisecond, time.Since(start))
+		assert.Equal(t, time.Duration(0), time.Since(start))
+		var we *pace.WaitError
+		require.ErrorAs(t, err, &we)
+		assert.Equal(t, 300*time.Millisecond, we.Delay)
 		f.set(grantAll(10, 1125*time.Millisecond))
 		_, err = ls.wait(ctx, "k", 0)
 		require.NoError(t, err)

@@ -49,12 +49,13 @@ const fallbackBit = 1 << 63
 type Options struct {
 	// Prefix starts the name of every key the Limiter writes; "" means
 	// DefaultPrefix. Limiters that share a limit use the same Prefix, the
-	// same Limit and the same Lease (0 or not, and the same length):
-	// Limiters with and without Lease keep their shares under different
-	// keys, and do not see each other's. Different limits need different
-	// prefixes. It must not
-	// contain '{' or '}', which would move Redis Cluster's hash tag (see
-	// docs/fleet.md, "Keys in Redis").
+	// same Limit, and Lease 0 or not alike: Limiters with and without Lease
+	// keep their shares under different keys, and do not see each other's.
+	// Their Leases may differ in length. If Redis restarts without
+	// persistence, keep one length: a restarted Redis waits out only the
+	// caller's own claims. Different limits need different prefixes. It
+	// must not contain '{' or '}', which would move Redis Cluster's hash
+	// tag (see docs/fleet.md, "Keys in Redis").
 	Prefix string
 
 	// Timeout bounds each script's round trip to Redis (one per

@@ -49,7 +49,8 @@ import (
 // of bounded length, unless a pace.Transport keyed the request by host.
 // Safe for concurrent use. With Options.Lease, Wait decides on this
 // process's share, in memory (see docs/fleet.md, "Leased
-// shares").
+// shares"). It refuses at once there too; the Delay is an estimate: the
+// share's next slot, or its next renewal.
 func (l *Limiter) Wait(ctx context.Context, key string, maxWait time.Duration) (throttle.Permit, error) {
 	switch {
 	case ctx == nil:
@@ -198,10 +199,12 @@ func (ls *leaser) reserve(k *leaseKey, g *leaseGrant, now time.Time, shared bool
 }
 
 // take reserves a unit of the share g for w at now and waits for it.
-// It is not done when reserve finds the unit beyond, and again when the
-// key is paused while it waits: then the unit goes back, with the
-// pause's decision in Redis if it had one, as a decision in Redis gives
-// its slot back, and the pause decides first.
+// It refuses at once a unit beyond the bounds, even one beyond the lease
+// when no more of the limit is free (a renewal would not bring it
+// sooner). It is not done when reserve finds the unit beyond, and again
+// when the key is paused while it waits: then the unit goes back, with
+// the pause's decision in Redis if it had one, as a decision in Redis
+// gives its slot back, and the pause decides first.
 func (ls *leaser) take(ctx context.Context, w *leaseWait, g *leaseGrant, now time.Time) (done, again bool, err error) {
 	k := w.k
 	b, beyond, err := ls.reserve(k, g, now, w.shared)
@@ -209,15 +212,24 @@ func (ls *leaser) take(ctx context.Context, w *leaseWait, g *leaseGrant, now tim
 		ls.giveBack(w)
 		return true, false, &pace.WaitError{Key: k.key, Delay: b.delay, Err: err}
 	}
-	if beyond {
-		return false, false, nil
+	rest, bounded := w.maxWait-now.Sub(w.start), w.maxWait > 0
+	if beyond && g.free {
+		return false, false, nil // the renewal may grow the share first
 	}
-	if err := refuseWait(ctx, k.key, b.delay, w.maxWait-now.Sub(w.start), w.maxWait > 0); err != nil {
+	if err := refuseWait(ctx, k.key, b.delay, rest, bounded); err != nil {
+		if beyond { // given back already; the share was spent: counted as demand
+			w.want()
+			ls.giveBack(w)
+			return true, false, err
+		}
 		if !k.unbook(b, now, false) {
 			b.cancel(now)
 		}
 		ls.giveBack(w)
 		return true, false, err
+	}
+	if beyond {
+		return false, false, nil
 	}
 	if b.delay > 0 {
 		w.want()
@@ -324,6 +336,12 @@ func (ls *leaser) awaitRenewal(ctx context.Context, w *leaseWait, g *leaseGrant,
 		k.waiting.Add(-1) // wanted is set
 		w.k, w.wanted = nk, false
 		return false, nil
+	}
+	if g != nil && g.received && g.err == nil { // refused at once when the next renewal comes too late
+		if err := refuseWait(ctx, k.key, ls.untilRenewal(k, now), w.maxWait-now.Sub(w.start), w.maxWait > 0); err != nil {
+			ls.giveBack(w)
+			return true, err
+		}
 	}
 	d, err := w.sleepFor(ctx, g, now)
 	if err != nil {

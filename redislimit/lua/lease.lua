@@ -35,8 +35,10 @@ end
 rg, rh = clamp(rg, 0, U), clamp(rh, 0, U)
 rr, rhr = clamp(rr, 0, L + lead), clamp(rhr, 0, life)
 
--- The claims. An entry that is not five numbers in range counts as the
--- whole limit held for a whole claim's life: stricter, never looser.
+-- The claims. Another process's lease may be longer than this one's, up
+-- to $R µs with its lead. An entry that is not five numbers in range
+-- counts as the whole limit held for a whole claim's life: stricter,
+-- never looser.
 local all = redis.call('HGETALL', KEYS[1])
 local ok = false
 local ents = {}
@@ -47,7 +49,7 @@ for i = 1, #all, 2 do
     local x = {string.match(v, '^(%S+) (%S+) (%S+) (%S+) (%S+)$')}
     local g, e, h, hu, w = tonumber(x[1]), tonumber(x[2]), tonumber(x[3]), tonumber(x[4]), tonumber(x[5])
     if not (g and e and h and hu and w and g >= 0 and g <= U and h >= 0 and h <= U and w >= 0 and w <= U and
-        e <= now + L + lead and hu <= now + life) then
+        e <= now + $R and hu <= now + $R + span) then
       g, e, h, hu, w = U, now + L + lead, U, now + life, U
     end
     if now < e + span or now < hu then ents[f] = {g, e, h, hu, w}
@@ -89,23 +91,23 @@ for _, c in pairs(ents) do
   end
 end
 
--- The target: proportional share of U by demand (Doorman's), over the
--- processes whose leases run: all they want when it fits; else each gets
--- its demand up to an equal share, and the rest goes to those wanting more,
--- in proportion to what they want beyond it.
-local target = want
-if sum > U then
+-- The target of a demand w: proportional share of U by demand (Doorman's),
+-- over the processes whose leases run: all they want when it fits; else
+-- each gets its demand up to an equal share, and the rest goes to those
+-- wanting more, in proportion to what they want beyond it; one unit at
+-- least, as the share rounds down (U - held bounds the grant).
+local function fair(w)
   local eq = U / n
-  if want > eq then
-    local surplus, excess = 0, want - eq
-    for _, c in pairs(ents) do
-      if now < c[2] then
-        if c[5] <= eq then surplus = surplus + eq - c[5] else excess = excess + c[5] - eq end
-      end
+  if sum - want + w <= U or w <= eq then return w end
+  local surplus, excess = 0, w - eq
+  for _, c in pairs(ents) do
+    if now < c[2] then
+      if c[5] <= eq then surplus = surplus + eq - c[5] else excess = excess + c[5] - eq end
     end
-    target = math.floor(eq + surplus * (want - eq) / excess)
   end
+  return math.max(math.floor(eq + surplus * (w - eq) / excess), 1)
 end
+local target = fair(want)
 local g = math.max(math.min(target, U - held), 0)
 if fresh then -- keep at most what it still holds: others may hold what this Redis forgot
   local live = 0
@@ -162,17 +164,7 @@ if until_ > now then hr = until_ - now end
 local fr = 0
 if fresh then fr = 1 end
 -- How much more it would get now wanting all: a spent share asks at once.
-local tall = U
-if sum - want + U > U then
-  local eq = U / n
-  local surplus, excess = 0, U - eq
-  for _, c in pairs(ents) do
-    if now < c[2] then
-      if c[5] <= eq then surplus = surplus + eq - c[5] else excess = excess + c[5] - eq end
-    end
-  end
-  tall = math.floor(eq + surplus * (U - eq) / excess)
-end
+local tall = fair(U)
 if fresh then tall = g end
 local free = math.max(math.min(tall, U - held) - g, 0)
 return {g, L + lead, hold, hr, retry, rest, pg, ph, fr, free, lp}

@@ -26,7 +26,7 @@ for i = 1, #all, 2 do
     local x = {string.match(v, '^(%S+) (%S+) (%S+) (%S+) (%S+)$')}
     local g, e, h, hu, w = tonumber(x[1]), tonumber(x[2]), tonumber(x[3]), tonumber(x[4]), tonumber(x[5])
     if not (g and e and h and hu and w and g >= 0 and g <= U and h >= 0 and h <= U and w >= 0 and w <= U and
-        e <= now + L + lead and hu <= now + life) then
+        e <= now + 6300000000 and hu <= now + 6300000000 + span) then
       g, e, h, hu, w = U, now + L + lead, U, now + life, U
     end
     if now < e + span or now < hu then ents[f] = {g, e, h, hu, w}
@@ -65,19 +65,18 @@ for _, c in pairs(ents) do
   end
 end
 
-local target = want
-if sum > U then
+local function fair(w)
   local eq = U / n
-  if want > eq then
-    local surplus, excess = 0, want - eq
-    for _, c in pairs(ents) do
-      if now < c[2] then
-        if c[5] <= eq then surplus = surplus + eq - c[5] else excess = excess + c[5] - eq end
-      end
+  if sum - want + w <= U or w <= eq then return w end
+  local surplus, excess = 0, w - eq
+  for _, c in pairs(ents) do
+    if now < c[2] then
+      if c[5] <= eq then surplus = surplus + eq - c[5] else excess = excess + c[5] - eq end
     end
-    target = math.floor(eq + surplus * (want - eq) / excess)
   end
+  return math.max(math.floor(eq + surplus * (w - eq) / excess), 1)
 end
+local target = fair(want)
 local g = math.max(math.min(target, U - held), 0)
 if fresh then -- keep at most what it still holds: others may hold what this Redis forgot
   local live = 0
@@ -163,17 +162,7 @@ local hr = 0
 if until_ > now then hr = until_ - now end
 local fr = 0
 if fresh then fr = 1 end
-local tall = U
-if sum - want + U > U then
-  local eq = U / n
-  local surplus, excess = 0, U - eq
-  for _, c in pairs(ents) do
-    if now < c[2] then
-      if c[5] <= eq then surplus = surplus + eq - c[5] else excess = excess + c[5] - eq end
-    end
-  end
-  tall = math.floor(eq + surplus * (U - eq) / excess)
-end
+local tall = fair(U)
 if fresh then tall = g end
 local free = math.max(math.min(tall, U - held) - g, 0)
 return {g, L + lead, hold, hr, retry, rest, pg, ph, fr, free, lp}
