@@ -179,29 +179,7 @@ func TestLeaseAdaptiveRate(t *testing.T) {
 	wg.Wait()
 	hs.CloseClientConnections()
 
-	api.mu.Lock()
-	defer api.mu.Unlock()
-	warm, end := start.Add(warmup), start.Add(run)
-	early, late, served := 0, 0, 0
-	for _, a := range api.arrivals {
-		switch {
-		case a.at.Before(warm):
-			if !a.ok {
-				early++
-			}
-		case !a.at.Before(end):
-		case a.ok:
-			served++
-		default:
-			late++
-		}
-	}
-	share := float64(late) / float64(max(late+served, 1))
-	tput := float64(served) / (run - warmup).Seconds()
-	t.Logf("%d arrivals; 429s in the first %v: %d; after it: %d × 429 of %d (%.1f%%), %.1f/s served (%.0f%% of %d/s)",
-		len(api.arrivals), warmup, early, late, late+served, 100*share, tput, 100*tput/rate, rate)
-	assert.LessOrEqual(t, share, 0.05, "share of arrivals answered 429 after the first 10 s")
-	assert.GreaterOrEqual(t, tput, 0.9*rate, "served after the first 10 s")
+	checkAdaptive(t, api, start, warmup, run, rate)
 }
 
 // TestLeaseReadsLearnedPace: a renewal replies the key's learned pace
