@@ -145,9 +145,15 @@ func runFault(t *testing.T, addr, prefix string, start, end func()) {
 	mu.Lock()
 	defer mu.Unlock()
 	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	// An admission's instant is read here after Wait returns: up to a few
+	// milliseconds after Redis (or the Fallback) decided it, by a reply's
+	// round trip and a goroutine's wake-up. A limit kept exactly can then
+	// show 51 in a second when the window's first reading came late, so
+	// windows are counted recordSkew short of a second.
+	const recordSkew = 3 * time.Millisecond
 	most := 0
 	for i, j := 0, 0; j < len(times); j++ {
-		for times[j].Sub(times[i]) >= time.Second {
+		for times[j].Sub(times[i]) >= time.Second-recordSkew {
 			i++
 		}
 		most = max(most, j-i+1)
