@@ -87,10 +87,7 @@ func parseArgs(args []string) (config, error) {
 		return c, errors.New("-worker needs -api, -redis, -prefix and 0 <= -from <= -to")
 	}
 	if c.redis != "" {
-		if err := redisserver.CheckAddr(c.redis); err != nil {
-			return c, err
-		}
-		return c, redisserver.CheckAnswers(c.redis)
+		return c, redisserver.Check(c.redis)
 	}
 	return c, nil
 }

@@ -91,10 +91,7 @@ func parseArgs(args []string) (config, error) {
 		return c, errors.New("-worker needs -redis, -queue and -prefix")
 	}
 	if c.redis != "" {
-		if err := redisserver.CheckAddr(c.redis); err != nil {
-			return c, err
-		}
-		return c, redisserver.CheckAnswers(c.redis)
+		return c, redisserver.Check(c.redis)
 	}
 	return c, nil
 }

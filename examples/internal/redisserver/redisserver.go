@@ -104,10 +104,19 @@ func (s *Server) Stop() {
 	os.RemoveAll(s.dir)
 }
 
-// CheckAddr reports whether addr is a host:port a client can dial, with a
-// port from 1 to 65535 (an empty host is the local one). The error says
-// what is wrong.
-func CheckAddr(addr string) error {
+// Check reports whether addr is a host:port with a port from 1 to 65535
+// (an empty host is the local one) where a Redis answers (CheckAnswers).
+// The error says what is wrong, in one line.
+func Check(addr string) error {
+	if err := checkAddr(addr); err != nil {
+		return err
+	}
+	return CheckAnswers(addr)
+}
+
+// checkAddr reports whether addr is a host:port a client can dial, with a
+// port from 1 to 65535.
+func checkAddr(addr string) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("-redis %q: want host:port", addr)
