@@ -93,3 +93,72 @@ func mostInWindow(times []time.Time, w time.Duration) (int, time.Time) {
 	}
 	return most, at
 }
+
+// TestStrictAfterFallbackAdmits: decisions on Redis keep to the
+// Fallback's pace for the Limit's longest span after the Fallback's last
+// admission, not after its last decision. A Fallback decision can wait
+// long for its slot (here 1 s), and its request can leave later still; a
+// Redis back from an outage knows of neither. Before, the strict window
+// ran from the decision: in a SIGSTOP fault one client admitted 15 in
+// under a second against a Fallback of 12/s, and the fleet 51 of 50.
+func TestStrictAfterFallbackAdmits(t *testing.T) {
+	srv, _ := startRedis(t)
+	// fallBack makes n Waits on Redis while it is killed, which the
+	// Fallback (2 in a second) admits, and starts Redis again.
+	fallBack := func(t *testing.T, lim *Limiter, fell <-chan string, n int) []throttle.Permit {
+		require.NoError(t, srv.Kill())
+		ps := make([]throttle.Permit, n)
+		var wg sync.WaitGroup
+		for i := range ps {
+			wg.Go(func() {
+				p, err := lim.Wait(waitCtx(t, 10*time.Second), "k", 0)
+				assert.NoError(t, err)
+				assert.NotZero(t, p.Gen&fallbackBit, "decided by the Fallback")
+				ps[i] = p
+			})
+		}
+		for range n {
+			<-fell // each Wait has failed on Redis
+		}
+		require.NoError(t, srv.Restart())
+		wg.Wait()
+		return ps
+	}
+	onRedis := func(t *testing.T, lim *Limiter) throttle.Permit {
+		p, err := lim.Wait(waitCtx(t, 10*time.Second), "k", 0)
+		require.NoError(t, err)
+		require.Zero(t, p.Gen&fallbackBit, "decided on Redis")
+		return p
+	}
+	newLim := func(t *testing.T) (*Limiter, <-chan string) {
+		fell := make(chan string, 8)
+		return newLimiter(t, newClient(t, srv.Addr()), pace.SlidingLog(pace.PerSecond(100)), Options{
+			Prefix: t.Name() + ":", Fallback: pace.SlidingLog(pace.PerSecond(2)),
+			OnFallback: func(key string, _ error) { fell <- key },
+		}), fell
+	}
+	t.Run("slot", func(t *testing.T) {
+		lim, fell := newLim(t)
+		fallBack(t, lim, fell, 4) // 2 at once, 2 a second later
+		// The last two were admitted 300 ms ago, 1.3 s after the Fallback
+		// decided: its next slot is 700 ms away, and Redis, knowing nothing
+		// of them, would admit at once.
+		time.Sleep(300 * time.Millisecond)
+		p := onRedis(t, lim)
+		assert.Greater(t, p.Delay, 400*time.Millisecond, "kept to the Fallback's pace")
+	})
+	t.Run("departure", func(t *testing.T) {
+		lim, fell := newLim(t)
+		ps := fallBack(t, lim, fell, 2) // both at once
+		time.Sleep(600 * time.Millisecond)
+		left := time.Now()
+		for _, p := range ps {
+			lim.Depart(p, left)
+		}
+		// A second after the slots, 400 ms before a second after the
+		// requests left.
+		time.Sleep(time.Until(left.Add(600 * time.Millisecond)))
+		p := onRedis(t, lim)
+		assert.Greater(t, p.Delay, 200*time.Millisecond, "kept to the Fallback's pace")
+	})
+}

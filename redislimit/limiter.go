@@ -92,9 +92,10 @@ type Options struct {
 	//     out its longest span first (a window, or capacity × interval),
 	//     as others may have spent the shared limit just before.
 	//   - It books every decision Redis makes in this process too.
-	//   - For the Limit's longest span after the Fallback last decided,
-	//     decisions on Redis also keep to the Fallback. A restarted Redis
-	//     without persistence knows nothing of what the Fallbacks admitted.
+	//   - For the Limit's longest span after the Fallback's last
+	//     decision, admission or departure (Depart of its Permit),
+	//     decisions on Redis also keep to the Fallback. A Redis back from
+	//     an outage knows nothing of what the Fallbacks admitted.
 	//
 	// With a share in the limit's shape, no window exceeds the limit.
 	// A looser share (a token bucket for a window) can exceed it by the
@@ -713,9 +714,10 @@ func (l *Limiter) booked(ctx context.Context, p *throttle.Permit, wt *waiting, d
 
 // shadow books a decision that Redis booked, wait from now, in the
 // Fallback too, so that the Fallback starts from this process's use when
-// Redis goes. For strictFor after the Fallback last decided, the
-// decision keeps to the Fallback's pace as well: a Redis back from an
-// outage does not know what the Fallbacks admitted meanwhile. It returns
+// Redis goes. For strictFor after the Fallback last decided, admitted or
+// saw a departure (see keepStrict), the decision keeps to the Fallback's
+// pace as well: a Redis back from an outage does not know what the
+// Fallbacks admitted meanwhile. It returns
 // how long to wait, or the refusal when that is beyond left (µs, > 0) or
 // the deadline (dlLeft µs, >= 0).
 func (l *Limiter) shadow(key string, now time.Time, wait time.Duration, left, dlLeft int64) (time.Duration, error) {
@@ -857,17 +859,34 @@ func (l *Limiter) failed(ctx context.Context, p throttle.Permit, maxWait time.Du
 		if herr != nil {
 			return p, herr
 		}
-		l.strictUntil.Store(time.Now().Add(l.strictFor).UnixNano())
+		l.keepStrict(time.Now())
 		rest := maxWait
 		if maxWait > 0 {
 			rest = max(maxWait-time.Since(start), 1)
 		}
 		fp, ferr := l.fallback.Wait(ctx, p.Key, rest)
+		if ferr == nil {
+			l.keepStrict(time.Now()) // its slot, which may be long after the decision
+		}
 		fp.Gen |= fallbackBit
 		fp.Held += p.Held
 		return fp, ferr
 	}
 	return p, &pace.WaitError{Key: p.Key, Err: err}
+}
+
+// keepStrict makes decisions on Redis keep to the Fallback's pace for
+// strictFor after at, when the Fallback decides, admits or is told of a
+// departure: a Redis back from an outage knows nothing of those. It never
+// moves strictUntil back.
+func (l *Limiter) keepStrict(at time.Time) {
+	until := at.Add(l.strictFor).UnixNano()
+	for {
+		cur := l.strictUntil.Load()
+		if cur >= until || l.strictUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
 }
 
 // holdOff starts the Fallback empty: a switch from Redis (the first
@@ -921,6 +940,7 @@ func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
 		if l.fallback != nil {
 			p.Gen &^= fallbackBit
 			l.fallback.Depart(p, at)
+			l.keepStrict(at)
 		}
 		return
 	}
