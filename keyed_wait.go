@@ -274,7 +274,7 @@ func (k *Keyed) Wait(ctx context.Context, key string, maxWait time.Duration) (th
 	if maxWait < 0 {
 		return throttle.Permit{Key: key}, &WaitError{Key: key, Err: maxWaitErr(maxWait)}
 	}
-	if k.alg == nil && k.unpaused(key) {
+	if !k.limited && k.unpaused(key) {
 		return throttle.Permit{Key: key}, nil
 	}
 	start := clampNow(int64(time.Since(k.epoch)))

@@ -193,7 +193,8 @@ func TestKeyedSetLimitAtRebooksWaiters(t *testing.T) {
 }
 
 // TestKeyedSetLimitAtConcurrent changes the limit while goroutines use the
-// store (go test -race finds any unguarded access).
+// store (go test -race finds any unguarded access; Wait read the limit
+// unguarded before).
 func TestKeyedSetLimitAtConcurrent(t *testing.T) {
 	k, err := NewKeyed(TokenBucket(PerSecond(1000), 10), KeyedOptions{})
 	require.NoError(t, err)
@@ -210,6 +211,9 @@ func TestKeyedSetLimitAtConcurrent(t *testing.T) {
 				}
 				k.Allow(keys[i%3])
 				_, _ = k.ReserveAt(time.Now(), keys[i%3], 1, time.Millisecond)
+				if p, err := k.Wait(t.Context(), keys[i%3], time.Millisecond); err == nil {
+					k.Settle(p, throttle.Outcome{Sent: true, Response: true})
+				}
 			}
 		})
 	}
