@@ -130,15 +130,15 @@ func TestStrictAfterFallbackAdmits(t *testing.T) {
 		require.Zero(t, p.Gen&fallbackBit, "decided on Redis")
 		return p
 	}
-	newLim := func(t *testing.T) (*Limiter, <-chan string) {
+	newLim := func(t *testing.T, lease time.Duration) (*Limiter, <-chan string) {
 		fell := make(chan string, 8)
 		return newLimiter(t, newClient(t, srv.Addr()), pace.SlidingLog(pace.PerSecond(100)), Options{
-			Prefix: t.Name() + ":", Fallback: pace.SlidingLog(pace.PerSecond(2)),
+			Prefix: t.Name() + ":", Fallback: pace.SlidingLog(pace.PerSecond(2)), Lease: lease,
 			OnFallback: func(key string, _ error) { fell <- key },
 		}), fell
 	}
 	t.Run("slot", func(t *testing.T) {
-		lim, fell := newLim(t)
+		lim, fell := newLim(t, 0)
 		fallBack(t, lim, fell, 4) // 2 at once, 2 a second later
 		// The last two were admitted 300 ms ago, 1.3 s after the Fallback
 		// decided: its next slot is 700 ms away, and Redis, knowing nothing
@@ -148,7 +148,7 @@ func TestStrictAfterFallbackAdmits(t *testing.T) {
 		assert.Greater(t, p.Delay, 400*time.Millisecond, "kept to the Fallback's pace")
 	})
 	t.Run("departure", func(t *testing.T) {
-		lim, fell := newLim(t)
+		lim, fell := newLim(t, 0)
 		ps := fallBack(t, lim, fell, 2) // both at once
 		time.Sleep(600 * time.Millisecond)
 		left := time.Now()
@@ -161,4 +161,61 @@ func TestStrictAfterFallbackAdmits(t *testing.T) {
 		p := onRedis(t, lim)
 		assert.Greater(t, p.Delay, 200*time.Millisecond, "kept to the Fallback's pace")
 	})
+}
+
+// TestLeaseFallbackWithinLimit: one process holds a leased share of a
+// sliding log of 20/s, with a Fallback of 5/s, while redis-server is
+// stopped (SIGSTOP) for 3 s and continued. Its state is intact, but it
+// knows nothing of what the Fallback admitted. Before, with Lease the
+// Limiter had no strict span at all (the shares held the Limit, so its
+// longest span read 0): the first share added 20 to the Fallback's
+// admissions, 22 in one second. Now leased decisions keep to the
+// Fallback's pace as decisions on Redis do: no second holds more than 20.
+func TestLeaseFallbackWithinLimit(t *testing.T) {
+	srv, _ := startRedis(t)
+	const limit = 20
+	lim := newLimiter(t, newClient(t, srv.Addr()), pace.SlidingLog(pace.PerSecond(limit)), Options{
+		Lease: time.Second, Fallback: pace.SlidingLog(pace.PerSecond(5)),
+	})
+	var (
+		mu    sync.Mutex
+		times []time.Time
+		fell  int
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				p, err := lim.Wait(ctx, "k", 0)
+				if err != nil {
+					continue
+				}
+				now := time.Now()
+				lim.Depart(p, now)
+				lim.Settle(p, throttle.Outcome{Sent: true, Response: true, At: now})
+				mu.Lock()
+				times = append(times, now)
+				if p.Gen&fallbackBit != 0 {
+					fell++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(1500 * time.Millisecond)
+	require.NoError(t, srv.Suspend())
+	time.Sleep(3 * time.Second)
+	require.NoError(t, srv.Resume())
+	time.Sleep(3 * time.Second)
+	cancel()
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	worst, at := mostInWindow(times, time.Second)
+	t.Logf("%d admissions (%d by the Fallback); at most %d in one second, from %v",
+		len(times), fell, worst, at.Sub(times[0]).Round(time.Millisecond))
+	assert.Positive(t, fell, "the Fallback decided while Redis was stopped")
+	assert.LessOrEqual(t, worst, limit, "admissions in one second")
 }

@@ -94,8 +94,9 @@ type Options struct {
 	//   - It books every decision Redis makes in this process too.
 	//   - For the Limit's longest span after the Fallback's last
 	//     decision, admission or departure (Depart of its Permit),
-	//     decisions on Redis also keep to the Fallback. A Redis back from
-	//     an outage knows nothing of what the Fallbacks admitted.
+	//     decisions on Redis, and with Lease those of the shares, also
+	//     keep to the Fallback. A Redis back from an outage knows nothing
+	//     of what the Fallbacks admitted.
 	//
 	// With a share in the limit's shape, no window exceeds the limit.
 	// A looser share (a token bucket for a window) can exceed it by the
@@ -229,7 +230,7 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		return nil, err
 	}
 	var ls *leaser
-	spacing := limitInterval(l)
+	spacing, span := limitInterval(l), longestSpan(parts)
 	if o.Lease != 0 {
 		if ls, err = newLeaser(l, parts, o, o.Timeout, o.Margin); err != nil {
 			return nil, err
@@ -248,7 +249,7 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		if lim.fallback, err = pace.NewKeyed(o.Fallback, pace.KeyedOptions{}); err != nil {
 			return nil, fmt.Errorf("redislimit: Fallback: %w", err)
 		}
-		lim.strictFor = longestSpan(parts)
+		lim.strictFor = span // the Limit's, which the shares hold with Lease
 		lim.holdFor = lim.strictFor
 		if fparts, err := convert(o.Fallback, 0); err == nil {
 			lim.holdFor = longestSpan(fparts)
@@ -875,6 +876,12 @@ func (l *Limiter) failed(ctx context.Context, p throttle.Permit, maxWait time.Du
 	return p, &pace.WaitError{Key: p.Key, Err: err}
 }
 
+// strictAt reports whether decisions at now keep to the Fallback's pace
+// too (see keepStrict).
+func (l *Limiter) strictAt(now time.Time) bool {
+	return l.fallback != nil && now.UnixNano() < l.strictUntil.Load()
+}
+
 // keepStrict makes decisions on Redis keep to the Fallback's pace for
 // strictFor after at, when the Fallback decides, admits or is told of a
 // departure: a Redis back from an outage knows nothing of those. It never
@@ -900,7 +907,9 @@ func (l *Limiter) holdOff(ctx context.Context, key string, maxWait time.Duration
 	if now.UnixNano() >= l.strictUntil.Load() {
 		l.holdUntil.Store(now.Add(l.holdFor).UnixNano())
 	}
-	d := time.Unix(0, l.holdUntil.Load()).Sub(now)
+	until := time.Unix(0, l.holdUntil.Load())
+	l.keepStrict(until) // from the switch on: decisions on Redis meanwhile share the Fallback's pace
+	d := until.Sub(now)
 	if d <= 0 {
 		return 0, nil
 	}

@@ -81,7 +81,7 @@ func (ls *leaser) wait(ctx context.Context, key string, maxWait time.Duration) (
 	}
 	now := ls.now()
 	if !k.paused.Load() {
-		if g := k.cur.Load(); g != nil && g.shaper != nil && g.pacer == nil && now.Before(g.until) && g.shaper.AllowAt(now, 1) {
+		if g := k.cur.Load(); g != nil && g.shaper != nil && g.pacer == nil && now.Before(g.until) && !ls.l.strictAt(now) && g.shaper.AllowAt(now, 1) {
 			k.admitted.Add(1)
 			p.Gen, p.State, p.Track = k.gen.Load(), ls.ticket(k, now), true
 			return p, nil
@@ -98,6 +98,7 @@ type leaseWait struct {
 	start   time.Time
 	shared  bool // the pause and the probe were decided in Redis
 	wanted  bool // counted in k.waiting
+	strict  bool // kept to the Fallback's pace already (see keepFallback)
 }
 
 // waitSlow is wait when the share has no unit free now: the key is
@@ -207,6 +208,9 @@ func (ls *leaser) reserve(k *leaseKey, g *leaseGrant, now time.Time, shared bool
 // gives its slot back, and the pause decides first.
 func (ls *leaser) take(ctx context.Context, w *leaseWait, g *leaseGrant, now time.Time) (done, again bool, err error) {
 	k := w.k
+	if held, err := ls.keepFallback(ctx, w, now); err != nil || held {
+		return err != nil, err == nil, err
+	}
 	b, beyond, err := ls.reserve(k, g, now, w.shared)
 	if err != nil {
 		ls.giveBack(w)
@@ -258,6 +262,37 @@ func (ls *leaser) take(ctx context.Context, w *leaseWait, g *leaseGrant, now tim
 		w.p.State, w.p.Track = ls.ticket(k, now.Add(b.delay)), true
 	}
 	return true, false, nil
+}
+
+// keepFallback keeps w to the Fallback's pace as well while decisions on
+// Redis do (see Limiter.shadow): a share granted by a Redis back from an
+// outage knows nothing of what the Fallback admitted. It books the unit
+// in the Fallback once per Wait and sleeps what the Fallback's pace asks,
+// within the Wait's bounds. held reports that it slept: the share is to
+// be looked at again. On an error, the Wait is over.
+func (ls *leaser) keepFallback(ctx context.Context, w *leaseWait, now time.Time) (held bool, err error) {
+	l := ls.l
+	if w.strict || !l.strictAt(now) {
+		return false, nil
+	}
+	w.strict = true
+	left, dlLeft := int64(0), int64(-1)
+	if w.maxWait > 0 {
+		left = max(int64((w.maxWait-now.Sub(w.start))/time.Microsecond), 1)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		dlLeft = max(int64(dl.Sub(now)/time.Microsecond), 0)
+	}
+	d, err := l.shadow(w.k.key, now, 0, left, dlLeft)
+	if err == nil && d > 0 {
+		err = sleepWake(ctx, w.k.key, d, nil)
+		w.p.Delay += d
+	}
+	if err != nil {
+		ls.giveBack(w)
+		return false, err
+	}
+	return d > 0, nil
 }
 
 // isClosed reports whether ch is closed.
