@@ -28,27 +28,39 @@ import (
 // Redis within 100 ms of the fault's end (for SIGKILL, of redis-server's
 // answering PING again).
 func TestFallbackFaults(t *testing.T) {
+	runFaults(t, 0, "latency", "blackhole", "reset", "slicer", "4 KB/s", "SIGSTOP", "SIGKILL")
+}
+
+// TestLeaseFallbackFaults: as TestFallbackFaults with leased shares
+// (Options.Lease 1 s), for the faults that stop Redis (SIGSTOP, SIGKILL)
+// and a slow one (latency). Each client spends its share until its lease
+// ends, then its Fallback; shares after the fault keep to the Fallback's
+// pace for a second. No second holds more than 50.
+func TestLeaseFallbackFaults(t *testing.T) {
+	runFaults(t, time.Second, "latency", "SIGSTOP", "SIGKILL")
+}
+
+// faults are the toxics of runFaults in toxiproxy's JSON form, by name;
+// SIGSTOP and SIGKILL are signals to redis-server.
+var faults = map[string]string{
+	"latency":   `{"name":"f","type":"latency","stream":"downstream","attributes":{"latency":200}}`,
+	"blackhole": `{"name":"f","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`,
+	"reset":     `{"name":"f","type":"reset_peer","stream":"upstream","attributes":{"timeout":0}}`,
+	"slicer":    `{"name":"f","type":"interruptible_slicer","stream":"downstream","attributes":{"size":1,"delay":20000}}`,
+	"4 KB/s":    `{"name":"f","type":"bandwidth","stream":"upstream","attributes":{"rate":4}}`,
+}
+
+// runFaults runs runFault for each fault named, with Options.Lease lease.
+func runFaults(t *testing.T, lease time.Duration, names ...string) {
 	zerolog.SetGlobalLevel(zerolog.WarnLevel) // toxiproxy's bandwidth toxic traces each interruption
 	defer zerolog.SetGlobalLevel(zerolog.TraceLevel)
 	srv := realserver.StartRedis(t)
 	proxy := startProxy(t, srv.Addr())
 	defer proxy.Stop()
-	faults := []struct {
-		name  string
-		toxic string // toxiproxy's JSON form; "" for a signal
-	}{
-		{"latency", `{"name":"f","type":"latency","stream":"downstream","attributes":{"latency":200}}`},
-		{"blackhole", `{"name":"f","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`},
-		{"reset", `{"name":"f","type":"reset_peer","stream":"upstream","attributes":{"timeout":0}}`},
-		{"slicer", `{"name":"f","type":"interruptible_slicer","stream":"downstream","attributes":{"size":1,"delay":20000}}`},
-		{"4 KB/s", `{"name":"f","type":"bandwidth","stream":"upstream","attributes":{"rate":4}}`},
-		{"SIGSTOP", ""},
-		{"SIGKILL", ""},
-	}
-	for _, f := range faults {
-		t.Run(f.name, func(t *testing.T) {
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
 			var start, end func()
-			switch f.name {
+			switch name {
 			case "SIGSTOP":
 				start = func() { require.NoError(t, srv.Suspend()) }
 				end = func() { require.NoError(t, srv.Resume()) }
@@ -57,19 +69,20 @@ func TestFallbackFaults(t *testing.T) {
 				end = func() { require.NoError(t, srv.Restart()) }
 			default:
 				start = func() {
-					_, err := proxy.Toxics.AddToxicJson(strings.NewReader(f.toxic))
+					_, err := proxy.Toxics.AddToxicJson(strings.NewReader(faults[name]))
 					require.NoError(t, err)
 				}
 				end = func() { require.NoError(t, proxy.Toxics.RemoveToxic(context.Background(), "f")) }
 			}
-			runFault(t, proxy.Listen, strings.ReplaceAll(f.name, " ", ""), start, end)
+			runFault(t, proxy.Listen, strings.ReplaceAll(name, " ", ""), lease, start, end)
 		})
 	}
 }
 
-// runFault runs 4 clients of addr, 2 goroutines each, for 1.5 s, then
-// start, 3 s, end, then 2 s more, and checks the admissions.
-func runFault(t *testing.T, addr, prefix string, start, end func()) {
+// runFault runs 4 clients of addr, 2 goroutines each, with Options.Lease
+// lease, for 1.5 s, then start, 3 s, end, then 2 s more, and checks the
+// admissions.
+func runFault(t *testing.T, addr, prefix string, lease time.Duration, start, end func()) {
 	const limit = 50
 	var (
 		mu        sync.Mutex
@@ -85,7 +98,7 @@ func runFault(t *testing.T, addr, prefix string, start, end func()) {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 		defer rdb.Close()
 		lim, err := redislimit.New(rdb, pace.SlidingLog(pace.PerSecond(limit)), redislimit.Options{
-			Prefix: prefix + ":", Fallback: pace.SlidingLog(pace.PerSecond(limit / 4)),
+			Prefix: prefix + ":", Fallback: pace.SlidingLog(pace.PerSecond(limit / 4)), Lease: lease,
 			OnFallback: func(string, error) { mu.Lock(); lastFall = time.Now(); mu.Unlock() },
 		})
 		require.NoError(t, err)
