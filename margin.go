@@ -13,7 +13,8 @@ import (
 // limit_req (a millisecond clock) refused requests at 10 r/s that pace had
 // written more than 101.5 ms apart. A fixed margin wide enough for every
 // machine would slow every client, so each key learns its own, between
-// baseMargin and maxMargin: a throttle of
+// baseMargin and maxMargin (until it knows its server, see at): a
+// throttle of
 // a request that left at its limit's slot doubles it, and a run of
 // marginRun answers without one halves it again. A server that gets to a
 // request late also answers it late, so an answer later than the key's
@@ -52,14 +53,26 @@ func (m *margin) answer(rtt, interval int64) int64 {
 	return min(m.quick.Late(rtt), maxMargin(interval))
 }
 
-// at returns the margin for a limit of the given interval.
-func (m *margin) at(interval int64) int64 { return max(m.d, baseMargin(interval)) }
+// at returns the margin a departure counts with, for a limit of the given
+// interval: maxMargin until the key knows how quickly its server answers
+// (quickest.Window.Known), then the learnt margin. A server's first
+// answers often come late, and a late answer with no quicker one before
+// it shows no lateness (see answer).
+func (m *margin) at(interval int64) int64 {
+	if !m.quick.Known() {
+		return maxMargin(interval)
+	}
+	return m.learnt(interval)
+}
+
+// learnt returns the learnt margin for a limit of the given interval.
+func (m *margin) learnt(interval int64) int64 { return max(m.d, baseMargin(interval)) }
 
 // widen doubles the margin at now after a throttle of a request that left
 // at its limit's slot. It reports false, changing nothing, when the margin
 // is at maxMargin already: then the throttle is not the server's jitter.
 func (m *margin) widen(now, interval int64) bool {
-	cur, top := m.at(interval), maxMargin(interval)
+	cur, top := m.learnt(interval), maxMargin(interval)
 	if cur >= top {
 		return false
 	}

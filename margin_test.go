@@ -33,10 +33,26 @@ func TestMarginBounds(t *testing.T) {
 		{10, 0, 0},                                // 10 ns: no margin at all
 	} {
 		var m margin
-		assert.Equal(t, tt.base, m.at(tt.interval), "base at %v", time.Duration(tt.interval))
+		assert.Equal(t, tt.base, m.learnt(tt.interval), "base at %v", time.Duration(tt.interval))
 		assert.Equal(t, tt.base, baseMargin(tt.interval))
 		assert.Equal(t, tt.top, maxMargin(tt.interval), "top at %v", time.Duration(tt.interval))
 	}
+}
+
+// TestMarginUntilKnown: a key departs with the widest margin until it has
+// had quickest.Run/2 answers, then with the learnt one. Before, a fresh
+// nginx whose first answer came late (3 ms, against 0.3 ms later on), with
+// no quicker one to compare it with, refused the second request at 10 r/s.
+func TestMarginUntilKnown(t *testing.T) {
+	const i = 100 * msNs // 10/s
+	var m margin
+	for range quickest.Run / 2 {
+		assert.Equal(t, maxMargin(i), m.at(i), "before the key knows its server")
+		m.answer(msNs, i)
+	}
+	assert.Equal(t, baseMargin(i), m.at(i), "once it knows")
+	assert.True(t, m.widen(0, i), "the learnt margin widens from the base")
+	assert.Equal(t, 2*baseMargin(i), m.at(i))
 }
 
 // TestMarginWidenNarrow: on explicit time, each throttle at the slot doubles
@@ -100,7 +116,7 @@ func TestMarginWidenNarrow(t *testing.T) {
 				case "forget?":
 					assert.Equal(t, s.ok, m.forgettable(s.atNow), "step %d: forgettable", k)
 				}
-				assert.Equal(t, s.at, m.at(i), "step %d: margin", k)
+				assert.Equal(t, s.at, m.learnt(i), "step %d: margin", k)
 			}
 		})
 	}
@@ -113,7 +129,7 @@ func keyLearnt(k *Keyed, key string) (m int64, cut bool) {
 	if e.st == nil {
 		return baseMargin(k.alg.interval()), false
 	}
-	return e.st.th.margin.at(k.alg.interval()), e.st.th.adapt.since != 0
+	return e.st.th.margin.learnt(k.alg.interval()), e.st.th.adapt.since != 0
 }
 
 // TestKeyedLearnThrottle: which throttles widen the margin and which cut

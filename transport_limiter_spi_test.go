@@ -66,13 +66,14 @@ func TestWrappedKeyedLearnsAsKeyed(t *testing.T) {
 			name: "learnt margin", sends: 9,
 			limit: TokenBucket(PerSecond(10), 1),
 			answer: func(n int) *http.Response {
-				if n == 3 {
+				if n == 6 {
 					return testhttp.Response(http.StatusTooManyRequests)
 				}
 				return testhttp.Response(http.StatusOK)
 			},
 			paced: func(t *testing.T, at []time.Duration) {
-				assert.Equal(t, 1500*time.Microsecond, at[2]-at[1]-100*time.Millisecond, "the base margin before")
+				assert.Equal(t, 5*time.Millisecond, at[2]-at[1]-100*time.Millisecond, "the widest margin before the key knows its server")
+				assert.Equal(t, 1500*time.Microsecond, at[5]-at[4]-100*time.Millisecond, "the base margin before")
 				assert.Equal(t, 3*time.Millisecond, at[len(at)-1]-at[len(at)-2]-100*time.Millisecond, "twice the margin after")
 			},
 		},

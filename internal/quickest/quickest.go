@@ -37,3 +37,8 @@ func (w *Window) Late(rtt int64) int64 {
 	}
 	return rtt - quickest
 }
+
+// Known reports whether the window has had Run/2 answers: before that its
+// quickest may itself have come late (a server's first answers often do),
+// so Late can say too little.
+func (w *Window) Known() bool { return w.prev > 0 || w.n >= Run/2 }

@@ -23,3 +23,17 @@ func TestLate(t *testing.T) {
 	}
 	assert.Zero(t, w.Late(300), "the quick answers of two windows ago are forgotten")
 }
+
+// TestKnown: a window knows its server after Run/2 answers, and still
+// after its first window turns over.
+func TestKnown(t *testing.T) {
+	var w Window
+	for range Run/2 - 1 {
+		w.Late(100)
+		assert.False(t, w.Known())
+	}
+	for range 2 * Run {
+		w.Late(100)
+		assert.True(t, w.Known())
+	}
+}
