@@ -25,37 +25,13 @@ import (
 func TestFallbackWithinLimit(t *testing.T) {
 	srv, _ := startRedis(t)
 	const limit = 50
-	var (
-		mu    sync.Mutex
-		times []time.Time
-		fell  int
-	)
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
+	var a admissions
 	for range 4 {
 		rdb := newClient(t, srv.Addr())
-		lim := newLimiter(t, rdb, pace.SlidingLog(pace.PerSecond(limit)), Options{
+		a.run(ctx, newLimiter(t, rdb, pace.SlidingLog(pace.PerSecond(limit)), Options{
 			Fallback: pace.SlidingLog(pace.PerSecond(limit / 4)), // 12/s
-		})
-		for range 2 {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					p, err := lim.Wait(ctx, "k", 0)
-					if err != nil {
-						continue
-					}
-					now := time.Now()
-					lim.Depart(p, now)
-					lim.Settle(p, throttle.Outcome{Sent: true, Response: true, At: now})
-					mu.Lock()
-					times = append(times, now)
-					if p.Gen&fallbackBit != 0 {
-						fell++
-					}
-					mu.Unlock()
-				}
-			})
-		}
+		}), 2)
 	}
 	time.Sleep(1500 * time.Millisecond)
 	require.NoError(t, srv.Kill())
@@ -65,10 +41,7 @@ func TestFallbackWithinLimit(t *testing.T) {
 	back := time.Now()
 	time.Sleep(2500 * time.Millisecond)
 	cancel()
-	wg.Wait()
-
-	mu.Lock()
-	defer mu.Unlock()
+	times, fell := a.wait()
 	worst, at := mostInWindow(times, time.Second)
 	t0 := times[0]
 	t.Logf("%d admissions (%d by the Fallbacks) in %v; Redis killed at %v, back at %v; at most %d in one second, from %v",
@@ -177,15 +150,36 @@ func TestLeaseFallbackWithinLimit(t *testing.T) {
 	lim := newLimiter(t, newClient(t, srv.Addr()), pace.SlidingLog(pace.PerSecond(limit)), Options{
 		Lease: time.Second, Fallback: pace.SlidingLog(pace.PerSecond(5)),
 	})
-	var (
-		mu    sync.Mutex
-		times []time.Time
-		fell  int
-	)
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
+	var a admissions
+	a.run(ctx, lim, 2)
+	time.Sleep(1500 * time.Millisecond)
+	require.NoError(t, srv.Suspend())
+	time.Sleep(3 * time.Second)
+	require.NoError(t, srv.Resume())
+	time.Sleep(3 * time.Second)
+	cancel()
+	times, fell := a.wait()
+	worst, at := mostInWindow(times, time.Second)
+	t.Logf("%d admissions (%d by the Fallback); at most %d in one second, from %v",
+		len(times), fell, worst, at.Sub(times[0]).Round(time.Millisecond))
+	assert.Positive(t, fell, "the Fallback decided while Redis was stopped")
+	assert.LessOrEqual(t, worst, limit, "admissions in one second")
+}
+
+// admissions counts what Waits in a loop admit, each departed and settled
+// at once, and how many of them the Fallback decided.
+type admissions struct {
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	times []time.Time
+	fell  int
+}
+
+// run starts goroutines loops of Wait on lim's key "k" until ctx ends.
+func (a *admissions) run(ctx context.Context, lim *Limiter, goroutines int) {
+	for range goroutines {
+		a.wg.Go(func() {
 			for ctx.Err() == nil {
 				p, err := lim.Wait(ctx, "k", 0)
 				if err != nil {
@@ -194,28 +188,20 @@ func TestLeaseFallbackWithinLimit(t *testing.T) {
 				now := time.Now()
 				lim.Depart(p, now)
 				lim.Settle(p, throttle.Outcome{Sent: true, Response: true, At: now})
-				mu.Lock()
-				times = append(times, now)
+				a.mu.Lock()
+				a.times = append(a.times, now)
 				if p.Gen&fallbackBit != 0 {
-					fell++
+					a.fell++
 				}
-				mu.Unlock()
+				a.mu.Unlock()
 			}
 		})
 	}
-	time.Sleep(1500 * time.Millisecond)
-	require.NoError(t, srv.Suspend())
-	time.Sleep(3 * time.Second)
-	require.NoError(t, srv.Resume())
-	time.Sleep(3 * time.Second)
-	cancel()
-	wg.Wait()
+}
 
-	mu.Lock()
-	defer mu.Unlock()
-	worst, at := mostInWindow(times, time.Second)
-	t.Logf("%d admissions (%d by the Fallback); at most %d in one second, from %v",
-		len(times), fell, worst, at.Sub(times[0]).Round(time.Millisecond))
-	assert.Positive(t, fell, "the Fallback decided while Redis was stopped")
-	assert.LessOrEqual(t, worst, limit, "admissions in one second")
+// wait waits for the loops to end and returns the admissions' instants and
+// how many the Fallback decided.
+func (a *admissions) wait() ([]time.Time, int) {
+	a.wg.Wait()
+	return a.times, a.fell
 }
