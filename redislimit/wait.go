@@ -125,7 +125,7 @@ func (ls *leaser) waitSlow(ctx context.Context, k *leaseKey, p throttle.Permit, 
 				return w.p, err
 			}
 			if again {
-				continue // paused while it waited: the pause decides first
+				continue // paused while it waited (the pause decides first), or held to the Fallback's pace
 			}
 			// beyond the lease: wait for the renewal
 		}
@@ -205,11 +205,15 @@ func (ls *leaser) reserve(k *leaseKey, g *leaseGrant, now time.Time, shared bool
 // sooner). It is not done when reserve finds the unit beyond, and again
 // when the key is paused while it waits: then the unit goes back, with
 // the pause's decision in Redis if it had one, as a decision in Redis
-// gives its slot back, and the pause decides first.
+// gives its slot back, and the pause decides first. It is again, too,
+// after waiting for the Fallback's pace (keepFallback).
 func (ls *leaser) take(ctx context.Context, w *leaseWait, g *leaseGrant, now time.Time) (done, again bool, err error) {
 	k := w.k
-	if held, err := ls.keepFallback(ctx, w, now); err != nil || held {
-		return err != nil, err == nil, err
+	switch held, err := ls.keepFallback(ctx, w, now); {
+	case err != nil:
+		return true, false, err
+	case held: // the share is looked at again after the Fallback's wait
+		return false, true, nil
 	}
 	b, beyond, err := ls.reserve(k, g, now, w.shared)
 	if err != nil {
