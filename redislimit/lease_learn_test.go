@@ -84,9 +84,11 @@ func (s *stamped) busiest(d time.Duration) int {
 // quota's pace at the answer that taught it, not at its next renewal:
 // 80 calls meet no 429, and from the first full window on no second
 // holds more than 14 arrivals: the quota's pace is 5 a second, and the
-// 8 goroutines may start together as a window opens.
+// 8 goroutines may start together as a window opens. It does not run in
+// parallel with the package's other learning tests: beside their fleets of
+// processes, 2 of 3 CI runs met one 429 here (its busiest window is
+// always exactly 20 of 20; see docs/fleet.md).
 func TestLeaseQuotaPace(t *testing.T) {
-	t.Parallel()
 	srv := realserver.StartRedis(t)
 	for _, ietf := range []bool{false, true} {
 		name, bound := "X-RateLimit", 21*time.Second
