@@ -78,6 +78,8 @@ func TestRedisKilled(t *testing.T) {
 				answered[ph][name+" unavailable"]++
 			case ctx.Err() == nil:
 				other = append(other, err)
+			default: // ended by the test's end: Redis may have booked it
+				answered[ph][name+" cancelled"]++
 			}
 			mu.Unlock()
 			time.Sleep(2 * time.Millisecond)
@@ -125,7 +127,8 @@ func TestRedisKilled(t *testing.T) {
 		require.NoError(t, err)
 		// A decision whose reply came after its Timeout failed here, yet
 		// Redis may have booked it: it holds a slot, stricter, never looser.
-		late := answered[back][name+" unavailable"] + answered[back][name+" fallback"]
+		// So may one in flight when the test ended (cancelled).
+		late := answered[back][name+" unavailable"] + answered[back][name+" fallback"] + answered[back][name+" cancelled"]
 		t.Logf("%s: %d decisions answered by Redis since the restart, %d failed, %d bookings in it", name, onRedis[name], late, n)
 		assert.GreaterOrEqual(t, n, int64(onRedis[name]), "%s: a decision lost", name)
 		assert.LessOrEqual(t, n, int64(onRedis[name]+late), "%s: a decision counted twice", name)
