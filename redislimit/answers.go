@@ -35,12 +35,27 @@ func (a *answers) late(key string, rtt int64) int64 {
 	if rtt < 0 {
 		return 0
 	}
-	h := maphash.String(a.seed, key) | 1
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.slot(key).w.Late(rtt)
+}
+
+// known reports whether this process knows how quickly key's server
+// answers (quickest.Window.Known). Until then, a late answer cannot show
+// its lateness: a server's first answers often come late.
+func (a *answers) known(key string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.slot(key).w.Known()
+}
+
+// slot returns key's slot, started afresh if another key held it. The
+// caller holds a.mu.
+func (a *answers) slot(key string) *quick {
+	h := maphash.String(a.seed, key) | 1
 	q := &a.slots[h%answerSlots]
 	if q.key != h {
 		*q = quick{key: h}
 	}
-	return q.w.Late(rtt)
+	return q
 }

@@ -111,8 +111,8 @@ type Options struct {
 	// books nothing in its last margin. The margin learns, per key, for
 	// every process (see docs/fleet.md, "What answers
 	// teach"); it never narrows below Margin. A request that leaves later
-	// than its slot by more than Margin has its booking moved to where it
-	// left, at the cost of a second round trip (see Depart). Zero means
+	// than its slot by more than half of Margin has its booking moved to
+	// where it left, at the cost of a second round trip (see Depart). Zero means
 	// DefaultMargin (2 ms: 0.2 % of a 1 s period); negative means none.
 	Margin time.Duration
 
@@ -182,6 +182,7 @@ type Limiter struct {
 
 	margin    time.Duration // the starting margin: a departure later than its slot by more is reported (Depart)
 	top       int64         // the widest margin of any part (µs; see part)
+	warm      time.Duration // how late a departure counts until the key's server is known (see Depart)
 	quick     answers       // how quickly each key's server answers (the late-answer rule)
 	ws        watches
 	psMu      sync.Mutex    // guards ps once New returned, and psClosed
@@ -307,8 +308,12 @@ func (o Options) resolved() (Options, error) {
 // parts, for a timeout.
 func (l *Limiter) setArgs(timeout time.Duration) {
 	l.suffixes = append(l.suffixes, "p")
-	for _, p := range l.parts {
+	for i, p := range l.parts {
 		l.top = max(l.top, p.top)
+		w := time.Duration(p.per/max(p.n, 1)/20) * time.Microsecond // package pace's maxMargin of the part's interval
+		if i == 0 || w < l.warm {
+			l.warm = w
+		}
 	}
 	m := micros(l.margin)
 	keep := remember(timeout).Milliseconds()
@@ -923,20 +928,26 @@ func (l *Limiter) holdOff(ctx context.Context, key string, maxWait time.Duration
 }
 
 // Depart tells the Limiter that the request of p was written at at; see
-// [throttle.Limiter]. A request that left later than its slot by more than
-// Options.Margin has its booking moved in Redis to where it left (one more
-// round trip), as package pace's Keyed does, so that the limit counts it
-// where the server saw it: a token bucket's or pacer's later units move
-// back by the lateness, a window counts the unit where it left. Bookings
-// that other requests made in the meantime keep their instants, so this
-// holds the server's count when the lateness is known before the bookings
-// it matters to are made (for a window, a whole period later; for a pacer,
-// only an interval later). A departure within the margin costs nothing.
-// Settle applies the same to an answer that comes late (see Settle).
-// Lateness is measured on this machine's clock from the slot as seen when
-// the decision was sent, so it is never underestimated. An at in the
-// future counts as now. Permits of the
-// Fallback limiter are passed on to it. Safe for concurrent use.
+// [throttle.Limiter]. A request that left later than its slot by more
+// than half of Options.Margin has its booking moved in Redis to where it
+// left (one more round trip), as package pace's Keyed does, so that the
+// limit counts it where the server saw it: a token bucket's or pacer's
+// later units move back by the lateness, a window counts the unit where
+// it left. Bookings that other requests made in the meantime keep their
+// instants, so this holds the server's count when the lateness is known
+// before the bookings it matters to are made (for a window, a whole
+// period later; for a pacer, only an interval later); a sliding log
+// books behind an entry that may not have left one margin later. A
+// departure within half the margin costs nothing. Until this process has
+// had four answers from the key's server, a departure counts a 20th of
+// the Limit's shortest interval (Per/N of its tightest part) later, as
+// package pace's widest margin: a server's first answers often come
+// late, and show no lateness until a quicker one comes. Settle applies
+// the same to an answer that comes late (see Settle). Lateness is
+// measured on this machine's clock from the slot as seen when the
+// decision was sent, so it is never underestimated. An at in the future
+// counts as now. Permits of the Fallback limiter are passed on to it.
+// Safe for concurrent use.
 func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
 	if now := time.Now(); at.After(now) {
 		at = now // no request is written later than Depart is told of it
@@ -958,24 +969,41 @@ func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
 		return // no part to move
 	}
 	e.wrote.Store(at.UnixNano())
-	if late := at.Sub(e.slot); late > l.margin {
-		l.move(p, e, late)
+	late := at.Sub(e.slot)
+	if l.warm > l.margin && !l.quick.known(p.Key) {
+		late += l.warm - l.margin // decisions count the starting margin already
 	}
+	l.move(p, e, late)
 }
 
-// move moves the booking of p, e, by late in Redis (departScript): one
-// round trip, once per Permit.
-func (l *Limiter) move(p throttle.Permit, e *inflight, late time.Duration) {
-	if !e.moved.CompareAndSwap(false, true) {
-		return // moved already; a second Depart is the caller's bug
+// move moves the booking of p, e, in Redis (departScript) so that it
+// counts by after its slot, when that is more than half of
+// Options.Margin later than where it counts now: one round trip. Moves
+// only ever add (Depart's lateness, then a late answer's), and a
+// booking moves at most twice. If Redis fails, the booking stays where it
+// was.
+func (l *Limiter) move(p throttle.Permit, e *inflight, by time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	add := min(micros(by), maxMicros) - e.moved
+	if add <= micros(l.margin)/2 {
+		return
 	}
 	args := make([]any, 0, 3+4*len(l.parts))
-	args = append(args, e.at, min(micros(late), maxMicros), len(l.parts))
+	args = append(args, e.at, add, len(l.parts))
 	for i := range l.parts {
 		args = append(args, l.cancelKX[3*i:3*i+3]...)
 		args = append(args, member(e.members, i))
 	}
-	_, _ = l.run(context.Background(), departScript, l.keys(keyTag(p.Key)), args...) // if Redis fails, the slot stays where it was booked
+	if _, err := l.run(context.Background(), departScript, l.keys(keyTag(p.Key)), args...); err != nil {
+		return
+	}
+	e.at, e.moved = e.at+add, e.moved+add
+	for i, m := range e.members {
+		if dash := strings.IndexByte(m, '-'); dash >= 0 {
+			e.members[i] = strconv.FormatInt(e.at, 10) + m[dash:] // as departScript renames it
+		}
+	}
 }
 
 // answered applies the late-answer rule to the answer at end to a request
@@ -984,10 +1012,11 @@ func (l *Limiter) move(p throttle.Permit, e *inflight, late time.Duration) {
 // more than Options.Margin says the server got to the request late, and
 // may have counted it late; its booking counts that much after it left,
 // at most the widest margin, and the key's later slots move back (move:
-// one round trip). A booking Depart moved already stays.
+// one round trip). A booking Depart moved moves on by what the answer
+// adds.
 func (l *Limiter) answered(p throttle.Permit, e *inflight, end time.Time) {
 	wrote := e.wrote.Load()
-	if wrote == 0 || e.moved.Load() {
+	if wrote == 0 {
 		return
 	}
 	if end.IsZero() {
@@ -997,9 +1026,7 @@ func (l *Limiter) answered(p throttle.Permit, e *inflight, end time.Time) {
 	if late <= l.margin {
 		return
 	}
-	if by := time.Unix(0, wrote).Add(late).Sub(e.slot); by > l.margin {
-		l.move(p, e, by)
-	}
+	l.move(p, e, time.Unix(0, wrote).Add(late).Sub(e.slot))
 }
 
 // Settle records how the request of p ended; see [throttle.Limiter]. A

@@ -26,14 +26,19 @@ const (
 // SlidingLog(PerSecond(5)) per API key through Redis, against pace's
 // middleware enforcing exactly that (never 6 in any 1 s per key; 429 with
 // Retry-After, no quota fields), at exactly its rate: 500 calls over 4
-// keys, from four goroutines in each process. A 429 of a request held to
-// its slot widens that key's margin for the whole fleet. The 429s (with
-// how early each came) and elapsed / (calls / (keys × rate)) are logged,
-// elapsed from the start the processes share to the last answer. The
-// test asserts looser bounds than the target (at most 2 × 429, 1.04 ×):
-// five processes and redis-server share two cores here, a stall delays
-// the requests of every key at once, and each key learns its own margin,
-// doubling it from 2 ms with each 429, up to a 20th of its interval.
+// keys, from four goroutines in each process. Five processes and
+// redis-server share two cores here, so requests reach the server up to
+// 20 ms after their slots when a second's bookings of every key fall due
+// together. What keeps the log exact: a late departure, then a late
+// answer, each move their booking (TestDepartThenLateAnswerMovesOn); a
+// key's first answers count the widest margin (TestDepartWidestUntilKnown);
+// a booking behind an entry that may not have left counts a margin more
+// (TestSlidingLogUnleftEntryCountsMargin); and a 429 of a request held to
+// its slot widens the key's margin for the whole fleet. The 429s (with how
+// early each came) and elapsed / (calls / (keys × rate)) are logged,
+// elapsed from the start the processes share to the last answer. It
+// asserts the target: at most 2 × 429, within 1.04 × that ideal (each key's
+// first 5 go at once, so the ideal is a second more than the least).
 func TestFleetAtMiddlewareSlidingLog(t *testing.T) {
 	const (
 		calls = 500
@@ -80,6 +85,6 @@ func TestFleetAtMiddlewareSlidingLog(t *testing.T) {
 	}
 	assert.Zero(t, q.failed)
 	assert.Equal(t, calls, ok)
-	assert.LessOrEqual(t, refused, 4*slidingKeys, "429s")
-	assert.LessOrEqual(t, elapsed.Seconds(), 1.08*ideal.Seconds(), "elapsed")
+	assert.LessOrEqual(t, refused, 2, "429s")
+	assert.LessOrEqual(t, elapsed.Seconds(), 1.04*ideal.Seconds(), "elapsed")
 }

@@ -1,5 +1,8 @@
 -- Sliding log: a sorted set of booked instants; a$j the latest entry,
--- b$j the entry the next booking waits for (-1: none).
+-- b$j the entry the next booking waits for (-1: none), counted the widest
+-- margin late while its request may not have left (within the widest
+-- margin of now): its lateness is not known yet, and the booking, once
+-- made, no longer moves with it.
 -- Sets x$j, y$j, c$j and a$j, b$j, dropping old entries, repairing late ones.
 --- @read
 local x$j, y$j, c$j, a$j, b$j = ARGV[$x] + 0, ARGV[$y] + 0, ARGV[$c] + 0, 0, -1
@@ -22,7 +25,11 @@ $$expire-in
       m, a$j = redis.call('ZCARD', KEYS[$k]), hi
     end
   end
-  if m >= y$j then b$j = redis.call('ZRANGE', KEYS[$k], m - y$j, m - y$j, 'WITHSCORES')[2] + 0 end
+  if m >= y$j then
+    b$j = redis.call('ZRANGE', KEYS[$k], m - y$j, m - y$j, 'WITHSCORES')[2] + 0
+    local top = ARGV[$t] + 0
+    if b$j > now - top then b$j = b$j + math.min(mg or ARGV[3] + 0, top) end
+  end
 end
 -- Raises t to the earliest instant the part admits.
 --- @earliest

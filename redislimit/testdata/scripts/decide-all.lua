@@ -186,7 +186,11 @@ end
       m, a3 = redis.call('ZCARD', KEYS[4]), hi
     end
   end
-  if m >= y3 then b3 = redis.call('ZRANGE', KEYS[4], m - y3, m - y3, 'WITHSCORES')[2] + 0 end
+  if m >= y3 then
+    b3 = redis.call('ZRANGE', KEYS[4], m - y3, m - y3, 'WITHSCORES')[2] + 0
+    local top = ARGV[21] + 0
+    if b3 > now - top then b3 = b3 + math.min(mg or ARGV[3] + 0, top) end
+  end
 end
 local settled = false
 for _ = 1, 16 do
