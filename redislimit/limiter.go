@@ -979,9 +979,8 @@ func (l *Limiter) Depart(p throttle.Permit, at time.Time) {
 // move moves the booking of p, e, in Redis (departScript) so that it
 // counts by after its slot, when that is more than half of
 // Options.Margin later than where it counts now: one round trip. Moves
-// only ever add (Depart's lateness, then a late answer's), and a
-// booking moves at most twice. If Redis fails, the booking stays where it
-// was.
+// only ever add (Depart's lateness, then a late answer's), at most once
+// for each. If Redis fails, the booking stays where it was.
 func (l *Limiter) move(p throttle.Permit, e *inflight, by time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
