@@ -48,6 +48,7 @@ type leaseReq struct {
 	want, grant, hold int64
 	rest, holdRest    time.Duration
 	stop              bool // the process admits nothing more (Close)
+	shrunk            bool // the grant is a share shrunk to the demand, its whole claim (see shrinkLocked)
 }
 
 // leaseReply is lease.lua's reply. pace is the key's learned pace, an
@@ -74,6 +75,8 @@ type leaser struct {
 	margin time.Duration
 	lease  time.Duration // how often a share is renewed
 	lead   time.Duration // how much longer than lease a grant lasts
+	logs   bool          // every part is a sliding log (see shrinkLocked)
+	span   time.Duration // the Limit's longest span: how long after it a unit admitted counts
 	renew  renewFunc
 	epoch  time.Time // see now
 
@@ -124,7 +127,7 @@ type leaseKey struct {
 	paceAt   time.Time     // when the reply that told it was sent
 	relearn  time.Time     // when a pause was heard that no reply sent since has answered (zero: none; see unpause)
 	early    bool          // a renewal is armed for relearn
-	pausing  chan struct{} // closed when the key is paused, to wake the Waits sleeping for a unit; nil: none made
+	pausing  chan struct{} // closed when the key is paused or its share grows, to wake the Waits sleeping for a unit (wakeLocked); nil: none made
 }
 
 // leaseGrant is a share as one renewal left it. until is on this
@@ -153,15 +156,19 @@ func newLeaser(l pace.Limit, parts []part, o Options, timeout, margin time.Durat
 		return nil, &pace.ConfigError{Field: "Lease", Value: o.Lease, Reason: "exceeds 1h"}
 	}
 	ls := &leaser{limit: l.Parts(), margin: margin, lease: o.Lease, lead: max(o.Lease/8, 3*timeout), epoch: time.Now()}
+	ls.logs = true
 	for _, p := range ls.limit { // a unit of the smallest N scales every part to one at least
-		if _, r, _, _ := p.Params(); ls.units == 0 || int64(r.N) < ls.units {
+		alg, r, _, _ := p.Params()
+		if ls.units == 0 || int64(r.N) < ls.units {
 			ls.units, ls.per = int64(r.N), r.Per
 		}
+		ls.logs = ls.logs && alg == throttle.SlidingLog
 	}
 	var span int64
 	for _, p := range parts {
 		span = max(span, p.span())
 	}
+	ls.span = time.Duration(span) * time.Microsecond
 	id := strconv.FormatUint(rand.Uint64(), 36)
 	ls.renew = func(ctx context.Context, tag string, q leaseReq) (leaseReply, error) {
 		base := ls.l.prefix + "{" + tag + "}:"
@@ -174,12 +181,14 @@ func newLeaser(l pace.Limit, parts []part, o Options, timeout, margin time.Durat
 // runLease runs lease.lua once; now and up (µs) stand for Redis's clock
 // and uptime when positive (tests), else Redis reads its own.
 func runLease(ctx context.Context, rdb redis.Scripter, keys []string, id string, q leaseReq, units, lease, lead, span, now, up int64) (leaseReply, error) {
-	stop := 0
-	if q.stop {
-		stop = 1
+	flag := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
 	}
 	v, err := leaseScript.Run(ctx, rdb, keys, id, q.want, units, lease, lead, span,
-		q.grant, max(micros(q.rest), 0), q.hold, max(micros(q.holdRest), 0), now, up, stop).Result()
+		q.grant, max(micros(q.rest), 0), q.hold, max(micros(q.holdRest), 0), now, up, flag(q.stop), flag(q.shrunk)).Result()
 	if err != nil {
 		return leaseReply{}, err
 	}
@@ -254,14 +263,22 @@ func (k *leaseKey) pausedLocked(gen uint64) {
 	for old := k.gen.Load(); gen > old && !k.gen.CompareAndSwap(old, gen); old = k.gen.Load() {
 	}
 	k.paused.Store(true)
+	k.wakeLocked()
+}
+
+// wakeLocked wakes the Waits sleeping for a unit of the key's share:
+// each gives its unit back and looks at the share again (see take), for
+// a pause or a share grown since it booked; k.mu is held.
+func (k *leaseKey) wakeLocked() {
 	if k.pausing != nil {
 		close(k.pausing)
 		k.pausing = nil
 	}
 }
 
-// pauseWake returns the channel closed when the key is next paused.
-func (k *leaseKey) pauseWake() <-chan struct{} {
+// wakes returns the channel closed when the key is next paused or its
+// share next grows (wakeLocked).
+func (k *leaseKey) wakes() <-chan struct{} {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.pausing == nil {
@@ -502,6 +519,7 @@ func (ls *leaser) renewKey(k *leaseKey) {
 		return
 	}
 	rn := ls.requestLocked(k, g, now)
+	g = ls.shrinkLocked(k, g, &rn, now)
 	k.mu.Unlock()
 
 	ctx, cancel := ls.l.dl.bound(context.Background())
@@ -509,13 +527,17 @@ func (ls *leaser) renewKey(k *leaseKey) {
 	cancel()
 
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	k.renewing = false
 	if err != nil {
 		ls.failedLocked(k, g, rn, err)
+		k.mu.Unlock()
 		return
 	}
-	ls.grantLocked(k, rn, rep, now)
+	grown := ls.grantLocked(k, rn, rep, now)
+	k.mu.Unlock()
+	if grown {
+		k.rebook(time.Now()) // units booked on the smaller share come sooner on this one
+	}
 }
 
 // renewal is one renewal's request, and the counts it took from the key.
@@ -574,6 +596,41 @@ func (ls *leaser) requestLocked(k *leaseKey, g *leaseGrant, now time.Time) renew
 	return rn
 }
 
+// shrinkLocked shrinks the share g to rn's demand before rn is sent,
+// when the demand is smaller and every part of the Limit is a sliding
+// log, and returns the grant in force. The share's Shaper keeps its log,
+// so from now on no window of it holds more than the demand: a unit is
+// admitted only while its window holds fewer. When the window ending now
+// holds fewer too, rn reports the smaller share as the process's whole
+// claim (lease.lua's shrunk), so what it gives back is free for the other
+// processes at once, not a span after its lease. Otherwise rn reports
+// the grant it shrank from, as before. k.mu is held.
+func (ls *leaser) shrinkLocked(k *leaseKey, g *leaseGrant, rn *renewal, now time.Time) *leaseGrant {
+	d := rn.q.want
+	if !ls.logs || !rn.swapped || g == nil || !g.received || g.err != nil || g.shaper == nil || d < 0 || d >= g.share || !now.Before(g.until) {
+		return g
+	}
+	ng := *g
+	ng.share = d
+	if ng.shaper, ng.pacer = ls.shareLocked(k, d, now); ng.shaper == nil {
+		return g
+	}
+	k.cur.Store(&ng)
+	switch q := ng.shaper.QuotaAt(now); {
+	case q.Remaining > 0: // no entry ahead of now, and fewer than d in the window
+		rn.q.grant, rn.q.hold, rn.q.holdRest, rn.q.shrunk = d, 0, 0, true
+	case len(ls.limit) == 1: // each entry, the latest Reset − its period from now, counts a span from where it lies
+		hold := g.share
+		if now.Before(g.holdUntil) {
+			hold = max(hold, g.hold)
+		}
+		_, r, _, _ := ls.limit[0].Params()
+		rest := q.Reset - (r.Per + min(ls.margin, r.Per/20)) + ls.span
+		rn.q.grant, rn.q.hold, rn.q.holdRest, rn.q.shrunk = d, hold, max(rest, 0), true
+	}
+	return &ng
+}
+
 // failedLocked keeps the grant g after the renewal rn failed with err,
 // and tries again after probePoll; k.mu is held.
 func (ls *leaser) failedLocked(k *leaseKey, g *leaseGrant, rn renewal, err error) {
@@ -591,8 +648,9 @@ func (ls *leaser) failedLocked(k *leaseKey, g *leaseGrant, rn renewal, err error
 }
 
 // grantLocked installs the share of rep, the reply to rn sent at now,
-// and arms the next renewal; k.mu is held.
-func (ls *leaser) grantLocked(k *leaseKey, rn renewal, rep leaseReply, now time.Time) {
+// arms the next renewal, and reports whether the share grew; k.mu is
+// held.
+func (ls *leaser) grantLocked(k *leaseKey, rn renewal, rep leaseReply, now time.Time) (grown bool) {
 	if rn.swapped {
 		k.since, k.want = now, rn.q.want
 		time.AfterFunc(ls.lease/2, func() { // the demand is measured over the lease's second half
@@ -607,7 +665,8 @@ func (ls *leaser) grantLocked(k *leaseKey, rn renewal, rep leaseReply, now time.
 	ng := &leaseGrant{share: rep.grant, until: now.Add(rep.lease), hold: rep.hold,
 		holdUntil: now.Add(rep.holdRest), fresh: rep.fresh, received: true, free: rep.free > 0}
 	ng.shaper, ng.pacer = ls.shareLocked(k, rep.grant, now)
-	k.cur.Store(ng)
+	old := k.cur.Swap(ng)
+	grown = old != nil && rep.grant > old.share
 	for old := k.gen.Load(); rep.gen > old && !k.gen.CompareAndSwap(old, rep.gen); old = k.gen.Load() {
 	}
 	if rep.paused > 0 || rep.halfOpen {
@@ -622,6 +681,7 @@ func (ls *leaser) grantLocked(k *leaseKey, rn renewal, rep leaseReply, now time.
 	}
 	ls.scheduleLocked(k, next)
 	k.broadcastLocked()
+	return grown
 }
 
 // broadcastLocked wakes the Waits waiting for the key's renewal; k.mu is

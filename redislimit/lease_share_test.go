@@ -290,3 +290,39 @@ func TestLeaseShareStop(t *testing.T) {
 	assert.Zero(t, renewAt(t, rdb, b, -1, now+shSpan-1, shUp).grant, "what a admitted counts a span more")
 	assert.Equal(t, int64(shU), renewAt(t, rdb, b, -1, now+shSpan, shUp).grant, "long before a's lease and span end")
 }
+
+// TestLeaseShareShrunk: a process that shrank its share before it
+// renewed (shrinkLocked) is taken at its word: its report is its whole
+// claim, so what it gave back is free at once, where a renewal that did
+// not shrink keeps the old claim until the old lease's end plus the span.
+// A hold it reports still counts until its rest ends.
+func TestLeaseShareShrunk(t *testing.T) {
+	for _, shrunk := range []bool{false, true} {
+		t.Run(fmt.Sprint("shrunk=", shrunk), func(t *testing.T) {
+			_, rdb := startRedis(t)
+			a, b := &shareClient{id: "a"}, &shareClient{id: "b"}
+			now := int64(shT0)
+			require.Equal(t, int64(shU), renewAt(t, rdb, a, -1, now, shUp).grant)
+			now += 200_000
+			q := a.req(15, now)
+			q.grant, q.shrunk = 15, shrunk
+			assert.Equal(t, int64(15), renewQ(t, rdb, a, q, now, shUp).grant)
+			got := renewAt(t, rdb, b, -1, now, shUp).grant
+			if shrunk {
+				assert.Equal(t, int64(shU-15), got, "what a gave back, at once")
+			} else {
+				assert.Zero(t, got, "a's old claim holds until its old lease's end plus the span")
+			}
+		})
+	}
+	_, rdb := startRedis(t)
+	a, b := &shareClient{id: "a"}, &shareClient{id: "b"}
+	now := int64(shT0)
+	renewAt(t, rdb, a, -1, now, shUp)
+	now += 200_000
+	q := a.req(15, now)
+	q.grant, q.hold, q.holdRest, q.shrunk = 15, shU, 500*time.Millisecond, true
+	renewQ(t, rdb, a, q, now, shUp)
+	assert.Zero(t, renewAt(t, rdb, b, -1, now+499_999, shUp).grant, "a's hold counts until its rest ends")
+	assert.Equal(t, int64(shU-15), renewAt(t, rdb, b, -1, now+500_000, shUp).grant)
+}

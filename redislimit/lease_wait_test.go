@@ -126,7 +126,8 @@ func TestLeaseWaitDemand(t *testing.T) {
 		f.mu.Unlock()
 		assert.Equal(t, int64(-1), first, "the first asks for all")
 		assert.Equal(t, int64(6), f.last().want)
-		assert.Equal(t, int64(10), f.last().grant, "it reports what it holds")
+		assert.Equal(t, int64(6), f.last().grant, "it reports the share it shrank to before it asked (shrinkLocked)")
+		assert.True(t, f.last().shrunk)
 		var wg sync.WaitGroup
 		for range 4 { // four goroutines wanting more than the share
 			wg.Go(func() {

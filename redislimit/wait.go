@@ -203,9 +203,10 @@ func (ls *leaser) reserve(k *leaseKey, g *leaseGrant, now time.Time, shared bool
 // It refuses at once a unit beyond the bounds, even one beyond the lease
 // when no more of the limit is free (a renewal would not bring it
 // sooner). It is not done when reserve finds the unit beyond, and again
-// when the key is paused while it waits: then the unit goes back, with
-// the pause's decision in Redis if it had one, as a decision in Redis
-// gives its slot back, and the pause decides first. It is again, too,
+// when the key is paused or its share grows while it waits: then the
+// unit goes back, with the pause's decision in Redis if it had one, as a
+// decision in Redis gives its slot back, and the pause or the grown share
+// decides first. It is again, too,
 // after waiting for the Fallback's pace (keepFallback).
 func (ls *leaser) take(ctx context.Context, w *leaseWait, g *leaseGrant, now time.Time) (done, again bool, err error) {
 	k := w.k
@@ -241,8 +242,11 @@ func (ls *leaser) take(ctx context.Context, w *leaseWait, g *leaseGrant, now tim
 	}
 	if b.delay > 0 {
 		w.want()
-		paused := k.pauseWake()
-		err := wake.Sleep(ctx, b.delay, paused)
+		woken := k.wakes()
+		var err error
+		if !k.gone(b) { // else given back already, before it took the channel: it books again at once
+			err = wake.Sleep(ctx, b.delay, woken)
+		}
 		t := time.Now()
 		if err != nil {
 			if !k.unbook(b, t, false) {
@@ -251,7 +255,7 @@ func (ls *leaser) take(ctx context.Context, w *leaseWait, g *leaseGrant, now tim
 			ls.giveBack(w)
 			return true, false, &pace.WaitError{Key: k.key, Delay: b.delay, Err: ctxErr(ctx)}
 		}
-		if k.unbook(b, t, isClosed(paused) || !w.shared && k.paused.Load()) {
+		if k.unbook(b, t, isClosed(woken) || !w.shared && k.paused.Load()) {
 			w.p.Delay += t.Sub(now)
 			if w.shared { // its decision in Redis goes back too: the new pause decides
 				ls.giveBack(w)
@@ -327,27 +331,56 @@ func (b *booking) cancel(now time.Time) {
 }
 
 // unbook ends the wait of b at now and reports whether its unit is gone:
-// with paused (the key was paused while b waited), every unit a Wait
-// sleeps for goes back, the latest first, so that each comes back whole
-// (a token bucket gives back only what no later booking overlaps).
-func (k *leaseKey) unbook(b *booking, now time.Time, paused bool) (gone bool) {
+// with all (the key was paused, or its share grew, while b waited), every
+// unit a Wait sleeps for goes back, the latest first, so that each comes
+// back whole (a token bucket gives back only what no later booking
+// overlaps).
+func (k *leaseKey) unbook(b *booking, now time.Time, all bool) (gone bool) {
 	k.book.Lock()
 	defer k.book.Unlock()
-	if paused {
-		for i := len(k.booked) - 1; i >= 0; i-- {
-			k.booked[i].cancel(now)
-			k.booked[i].gone = true
-		}
-		clear(k.booked)
-		k.booked = k.booked[:0]
-	}
 	if b.gone {
+		return true // given back with the others already
+	}
+	if all {
+		k.cancelBooked(now)
 		return true
 	}
 	if i := slices.Index(k.booked, b); i >= 0 {
 		k.booked = slices.Delete(k.booked, i, i+1)
 	}
 	return false
+}
+
+// cancelBooked gives back at now every unit that Waits sleep for, the
+// latest first, and marks each gone; k.book is held.
+func (k *leaseKey) cancelBooked(now time.Time) {
+	for i := len(k.booked) - 1; i >= 0; i-- {
+		k.booked[i].cancel(now)
+		k.booked[i].gone = true
+	}
+	clear(k.booked)
+	k.booked = k.booked[:0]
+}
+
+// rebook gives back at now every unit that Waits sleep for, then wakes
+// them to book again: on a share grown since they booked, their units
+// come sooner (a sliding log books nothing before its latest entry, so
+// each goes back). A Wait that booked meanwhile finds its unit gone
+// before it sleeps, or is woken.
+func (k *leaseKey) rebook(now time.Time) {
+	k.book.Lock()
+	k.cancelBooked(now)
+	k.book.Unlock()
+	k.mu.Lock()
+	k.wakeLocked()
+	k.mu.Unlock()
+}
+
+// gone reports whether b's unit was given back (see cancelBooked).
+func (k *leaseKey) gone(b *booking) bool {
+	k.book.Lock()
+	defer k.book.Unlock()
+	return b.gone
 }
 
 // awaitRenewal sleeps until the key's next renewal, within the bounds.

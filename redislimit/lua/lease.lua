@@ -7,7 +7,10 @@
 -- ARGV: id, demand (units; -1: all it can get), units (U), lease (µs), lead
 -- (µs), span (µs), the grant it holds, its lease's rest (µs), the claim it
 -- holds, its rest (µs), now (µs; 0: Redis's TIME), uptime (µs; -1: INFO's),
--- stop (1: the process admits nothing more, its Limiter closed).
+-- stop (1: the process admits nothing more, its Limiter closed), shrunk
+-- (1: the process shrank its share to the grant it holds just before it
+-- sent this, and admitted fewer than that in the window before: the grant
+-- and claim it reports are all it claims).
 -- A claim is counted until the lease's end plus the span: what a share
 -- admitted counts in the server's windows until then. The sum of the
 -- claims never exceeds U: a share grows only into what no other claim
@@ -21,6 +24,7 @@ local id, want, U = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local L, lead, span = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local rg, rr, rh, rhr = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local now, up, stop = tonumber(ARGV[11]), tonumber(ARGV[12]), ARGV[13] == '1'
+local shrunk = ARGV[14] == '1'
 if now <= 0 then
   local tm = redis.call('TIME')
   now = tm[1] * 1000000 + tm[2]
@@ -77,6 +81,9 @@ end
 -- This process's claim: what Redis holds of it, and what it says it holds.
 local me = ents[id] or {0, 0, 0, 0, 0}
 ents[id] = nil
+if shrunk then -- its share admits no more than rg in any window from now: what Redis holds of it is older
+  me = {rg, now + rr, rh, now + rhr, me[5]}
+end
 if stop then -- it admits nothing more: what it admitted counts a span more
   want, rr = 0, 0
   if me[2] > now then me[2] = now end

@@ -2,6 +2,7 @@ local id, want, U = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local L, lead, span = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local rg, rr, rh, rhr = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local now, up, stop = tonumber(ARGV[11]), tonumber(ARGV[12]), ARGV[13] == '1'
+local shrunk = ARGV[14] == '1'
 if now <= 0 then
   local tm = redis.call('TIME')
   now = tm[1] * 1000000 + tm[2]
@@ -51,6 +52,9 @@ end
 
 local me = ents[id] or {0, 0, 0, 0, 0}
 ents[id] = nil
+if shrunk then -- its share admits no more than rg in any window from now: what Redis holds of it is older
+  me = {rg, now + rr, rh, now + rhr, me[5]}
+end
 if stop then -- it admits nothing more: what it admitted counts a span more
   want, rr = 0, 0
   if me[2] > now then me[2] = now end
