@@ -64,6 +64,10 @@ func TestLeaseLimiter(t *testing.T) {
 	t.Logf("b's first share after %v", time.Since(start))
 	assert.Less(t, time.Since(start), 3*time.Second)
 	b.Settle(pb, throttle.Outcome{Sent: true, Response: true, Pause: 300 * time.Millisecond})
+	require.Eventually(t, func() bool { // a hears of b's pause (the channel's message), or its share ended and its next renewal tells it
+		ka, ok := a.ls.keys.Load("api")
+		return !ok || ka.(*leaseKey).paused.Load()
+	}, time.Second, time.Millisecond)
 
 	p, err := a.Wait(ctx, "api", 0)
 	require.NoError(t, err)

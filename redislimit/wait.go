@@ -241,35 +241,46 @@ func (ls *leaser) take(ctx context.Context, w *leaseWait, g *leaseGrant, now tim
 		return false, false, nil
 	}
 	if b.delay > 0 {
-		w.want()
-		woken := k.wakes()
-		var err error
-		if !k.gone(b) { // else given back already, before it took the channel: it books again at once
-			err = wake.Sleep(ctx, b.delay, woken)
+		if done, again, err := ls.sleepFor(ctx, w, b, now); done || again {
+			return done, again, err
 		}
-		t := time.Now()
-		if err != nil {
-			if !k.unbook(b, t, false) {
-				b.cancel(t)
-			}
-			ls.giveBack(w)
-			return true, false, &pace.WaitError{Key: k.key, Delay: b.delay, Err: ctxErr(ctx)}
-		}
-		if k.unbook(b, t, isClosed(woken) || !w.shared && k.paused.Load()) {
-			w.p.Delay += t.Sub(now)
-			if w.shared { // its decision in Redis goes back too: the new pause decides
-				ls.giveBack(w)
-				w.p.Probe, w.p.State, w.p.Track, w.p.Strikes, w.shared = false, nil, false, 0, false
-			}
-			return false, true, nil
-		}
-		w.p.Delay += b.delay
 	}
 	k.admitted.Add(1)
 	if w.p.State == nil { // not the pause's decision, whose record Settle needs
 		w.p.State, w.p.Track = ls.ticket(k, now.Add(b.delay)), true
 	}
 	return true, false, nil
+}
+
+// sleepFor sleeps until the unit b that w booked at now is due. It is
+// done when ctx ended first (b given back), and again when b went back
+// while it slept (a pause, or a grown share: see take). Else the unit is
+// w's, and w.p.Delay counts the sleep.
+func (ls *leaser) sleepFor(ctx context.Context, w *leaseWait, b *booking, now time.Time) (done, again bool, err error) {
+	k := w.k
+	w.want()
+	woken := k.wakes()
+	if !k.gone(b) { // else given back already, before it took the channel: it books again at once
+		err = wake.Sleep(ctx, b.delay, woken)
+	}
+	t := time.Now()
+	if err != nil {
+		if !k.unbook(b, t, false) {
+			b.cancel(t)
+		}
+		ls.giveBack(w)
+		return true, false, &pace.WaitError{Key: k.key, Delay: b.delay, Err: ctxErr(ctx)}
+	}
+	if k.unbook(b, t, isClosed(woken) || !w.shared && k.paused.Load()) {
+		w.p.Delay += t.Sub(now)
+		if w.shared { // its decision in Redis goes back too: the new pause decides
+			ls.giveBack(w)
+			w.p.Probe, w.p.State, w.p.Track, w.p.Strikes, w.shared = false, nil, false, 0, false
+		}
+		return false, true, nil
+	}
+	w.p.Delay += b.delay
+	return false, false, nil
 }
 
 // keepFallback keeps w to the Fallback's pace as well while decisions on
