@@ -266,27 +266,6 @@ func (k *leaseKey) pausedLocked(gen uint64) {
 	k.wakeLocked()
 }
 
-// wakeLocked wakes the Waits sleeping for a unit of the key's share:
-// each gives its unit back and looks at the share again (see take), for
-// a pause or a share grown since it booked; k.mu is held.
-func (k *leaseKey) wakeLocked() {
-	if k.pausing != nil {
-		close(k.pausing)
-		k.pausing = nil
-	}
-}
-
-// wakes returns the channel closed when the key is next paused or its
-// share next grows (wakeLocked).
-func (k *leaseKey) wakes() <-chan struct{} {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.pausing == nil {
-		k.pausing = make(chan struct{})
-	}
-	return k.pausing
-}
-
 // unpause lets the key's Waits decide locally again after a Wait found
 // no pause in Redis, once the share has learnt the key's pace from a
 // reply sent after the latest pause heard (a renewal's, or Settle's).

@@ -35,15 +35,7 @@ func TestLeaseShrinkReportsWholeClaim(t *testing.T) {
 		f := &fakeShares{grant: grantWanted(10, 1125*time.Millisecond)}
 		ls := newTestLeaser(t, pace.SlidingLog(pace.PerSecond(10)), time.Second, f)
 		defer ls.close()
-		ctx := context.Background()
-		_, err := ls.wait(ctx, "k", 0)
-		require.NoError(t, err)
-		time.Sleep(125 * time.Millisecond)
-		for range 12 { // 4 a second for 3 s
-			_, err := ls.wait(ctx, "k", 0)
-			require.NoError(t, err)
-			time.Sleep(time.Second / 4)
-		}
+		useLightly(t, ls, "k")
 		var shrunk *leaseReq
 		f.mu.Lock()
 		for i := range f.reqs {

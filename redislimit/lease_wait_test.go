@@ -103,6 +103,20 @@ func TestLeaseWaitLocal(t *testing.T) {
 	})
 }
 
+// useLightly waits once for key, then 4 times a second for 3 s, between
+// the halves of the leases: a demand of 4 × 17/16 + 2 = 6 units.
+func useLightly(t *testing.T, ls *leaser, key string) {
+	t.Helper()
+	_, err := ls.wait(context.Background(), key, 0)
+	require.NoError(t, err)
+	time.Sleep(125 * time.Millisecond)
+	for range 12 {
+		_, err := ls.wait(context.Background(), key, 0)
+		require.NoError(t, err)
+		time.Sleep(time.Second / 4)
+	}
+}
+
 // TestLeaseWaitDemand: a key used at 4/s of a share of 10/s asks for what
 // it used in the second half of its lease and a little more (4 × 17/16 +
 // 2 = 6 units); one whose Waits
@@ -113,14 +127,7 @@ func TestLeaseWaitDemand(t *testing.T) {
 		ls := newTestLeaser(t, pace.SlidingLog(pace.PerSecond(10)), time.Second, f)
 		defer ls.close()
 		ctx := context.Background()
-		_, err := ls.wait(ctx, "light", 0)
-		require.NoError(t, err)
-		time.Sleep(125 * time.Millisecond)
-		for range 12 { // 4 a second for 3 s, between the halves of the leases
-			_, err := ls.wait(ctx, "light", 0)
-			require.NoError(t, err)
-			time.Sleep(time.Second / 4)
-		}
+		useLightly(t, ls, "light")
 		f.mu.Lock()
 		first := f.reqs[0].want
 		f.mu.Unlock()
