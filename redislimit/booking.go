@@ -8,8 +8,8 @@ import (
 )
 
 // The units that Waits sleep for on a key's share (see take), and how
-// they are woken: a pause, or a grown share, gives every one back, the
-// latest first, and wakes the Waits to book again.
+// they are woken: a pause, or a grown sliding log's share, gives every
+// one back, the latest first, and wakes the Waits to book again.
 
 // booking is a unit that a Wait sleeps for: r on the share, pr on its
 // pacer (when pacer is set), delay from when it was booked.
@@ -17,7 +17,7 @@ type booking struct {
 	r, pr         pace.Reservation
 	shaper, pacer *pace.Shaper
 	delay         time.Duration
-	gone          bool // given back by a pause or a grown share (see cancelBooked); k.book guards it
+	gone          bool // given back by a pause or a grown sliding log's share (see cancelBooked); k.book guards it
 }
 
 // cancel gives b's units back at now.
@@ -61,9 +61,9 @@ func (k *leaseKey) cancelBooked(now time.Time) {
 }
 
 // rebook gives back at now every unit that Waits sleep for, then wakes
-// them to book again: on a share grown since they booked, their units
-// come sooner (a sliding log books nothing before its latest entry, so
-// each goes back). A Wait that booked meanwhile finds its unit gone
+// them to book again: on a sliding log's share grown since they booked,
+// their units come sooner (a sliding log books nothing before its latest
+// entry, so each goes back). A Wait that booked meanwhile finds its unit gone
 // before it sleeps, or is woken.
 func (k *leaseKey) rebook(now time.Time) {
 	k.book.Lock()

@@ -75,7 +75,7 @@ type leaser struct {
 	margin time.Duration
 	lease  time.Duration // how often a share is renewed
 	lead   time.Duration // how much longer than lease a grant lasts
-	logs   bool          // every part is a sliding log (see shrinkLocked)
+	logs   bool          // every part is a sliding log (see shrinkLocked and rebook)
 	span   time.Duration // the Limit's longest span: how long after it a unit admitted counts
 	renew  renewFunc
 	epoch  time.Time // see now
@@ -127,7 +127,7 @@ type leaseKey struct {
 	paceAt   time.Time     // when the reply that told it was sent
 	relearn  time.Time     // when a pause was heard that no reply sent since has answered (zero: none; see unpause)
 	early    bool          // a renewal is armed for relearn
-	pausing  chan struct{} // closed when the key is paused or its share grows, to wake the Waits sleeping for a unit (wakeLocked); nil: none made
+	pausing  chan struct{} // closed when the key is paused or its sliding log's share grows (rebook), to wake the Waits sleeping for a unit (wakeLocked); nil: none made
 }
 
 // leaseGrant is a share as one renewal left it. until is on this
@@ -514,7 +514,7 @@ func (ls *leaser) renewKey(k *leaseKey) {
 	}
 	grown := ls.grantLocked(k, rn, rep, now)
 	k.mu.Unlock()
-	if grown {
+	if grown && ls.logs {
 		k.rebook(time.Now()) // units booked on the smaller share come sooner on this one
 	}
 }

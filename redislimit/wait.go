@@ -202,11 +202,11 @@ func (ls *leaser) reserve(k *leaseKey, g *leaseGrant, now time.Time, shared bool
 // It refuses at once a unit beyond the bounds, even one beyond the lease
 // when no more of the limit is free (a renewal would not bring it
 // sooner). It is not done when reserve finds the unit beyond, and again
-// when the key is paused or its share grows while it waits: then the
-// unit goes back, with the pause's decision in Redis if it had one, as a
-// decision in Redis gives its slot back, and the pause or the grown share
-// decides first. It is again, too,
-// after waiting for the Fallback's pace (keepFallback).
+// when the key is paused, or its sliding log's share grows, while it
+// waits: then the unit goes back, with the pause's decision in Redis if
+// it had one, as a decision in Redis gives its slot back, and the pause
+// or the grown share decides first. It is again, too, after waiting for
+// the Fallback's pace (keepFallback).
 func (ls *leaser) take(ctx context.Context, w *leaseWait, g *leaseGrant, now time.Time) (done, again bool, err error) {
 	k := w.k
 	switch held, err := ls.keepFallback(ctx, w, now); {
