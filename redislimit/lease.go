@@ -582,8 +582,9 @@ func (ls *leaser) requestLocked(k *leaseKey, g *leaseGrant, now time.Time) renew
 // admitted only while its window holds fewer. When the window ending now
 // holds fewer too, rn reports the smaller share as the process's whole
 // claim (lease.lua's shrunk), so what it gives back is free for the other
-// processes at once, not a span after its lease. Otherwise rn reports
-// the grant it shrank from, as before. k.mu is held.
+// processes at once, not a span after its lease. Otherwise, with one
+// part, rn claims the old share until a span after the latest entry.
+// With more parts, rn reports the grant it shrank from. k.mu is held.
 func (ls *leaser) shrinkLocked(k *leaseKey, g *leaseGrant, rn *renewal, now time.Time) *leaseGrant {
 	d := rn.q.want
 	if !ls.logs || !rn.swapped || g == nil || !g.received || g.err != nil || g.shaper == nil || d < 0 || d >= g.share || !now.Before(g.until) {
