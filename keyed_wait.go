@@ -694,7 +694,7 @@ func (k *Keyed) Depart(p throttle.Permit, at time.Time) {
 // (p.Track), without a quota, doubles the margin. It grows up to a 20th of
 // the limit's interval. 128 answers in a row without one halve it again. A
 // Tracked request answered later than the key's quickest recent answers
-// counts as leaving that much later (up to the same 20th). The key's later
+// counts as leaving that much later (up to a 10th). The key's later
 // slots then move back. o.Cut lowers the key's rate (docs/pacing.md,
 // "Slowing down by itself"), unless the margin widened. Safe for concurrent
 // use.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/pacehttp/pace/internal/quickest"
 	"github.com/pacehttp/pace/throttle"
 )
 
@@ -16,8 +17,8 @@ import (
 type LeakyOptions struct {
 	// Queue, if positive, is how many callers may wait for their slot. A
 	// caller whose wait would exceed Queue intervals is refused at once with
-	// [ErrQueueFull], and books nothing. Each interval counts with the
-	// departure margin and a millisecond more. A request that leaves late
+	// [ErrQueueFull], and books nothing. Each interval counts with a tenth
+	// more (a late answer's most) and a millisecond. A request that leaves late
 	// pushes the slots behind it back (see [Transport]). So Queue waiters
 	// always fit.
 	//
@@ -110,9 +111,10 @@ func newLeakyAlg(r Rate, o LeakyOptions) (*leakyAlg, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A queued slot may stretch by the widest departure margin and a
-	// millisecond of lateness (see Keyed's queue): Queue waiters must still fit.
-	slot := satAdd(g.i, maxMargin(g.i)+int64(time.Millisecond))
+	// A queued slot may stretch by a late answer's most (quickest.Cap of
+	// the widest departure margin) and a millisecond of lateness (see
+	// Keyed's queue): Queue waiters must still fit.
+	slot := satAdd(g.i, quickest.Cap(maxMargin(g.i))+int64(time.Millisecond))
 	wait, ok := mulCheck(int64(o.Queue), slot)
 	if !ok || wait > maxSpan {
 		return nil, configErr("Queue", o.Queue, "with the interval "+time.Duration(g.i).String()+" spans over 146 years")

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacehttp/pace/internal/quickest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -378,7 +379,7 @@ func TestLeakyBucketPromise(t *testing.T) {
 func leakyWait(o LeakyOptions, interval int64) int64 {
 	wait := int64(math.MaxInt64)
 	if o.Queue > 0 {
-		wait = int64(o.Queue) * (interval + maxMargin(interval) + int64(time.Millisecond)) // a queued slot may stretch
+		wait = int64(o.Queue) * (interval + quickest.Cap(maxMargin(interval)) + int64(time.Millisecond)) // a queued slot may stretch
 	}
 	if md := int64(o.MaxDelay); md > 0 && md < wait {
 		wait = md

@@ -19,7 +19,7 @@ import (
 // marginRun answers without one halves it again. A server that gets to a
 // request late also answers it late, so an answer later than the key's
 // quickest recent one makes its request count that much after it left, up
-// to maxMargin (entry.answer).
+// to twice maxMargin (quickest.Cap, entry.answer).
 
 // baseMargin is the margin a key starts with, for a limit with the given
 // interval (ns): 1.5 ms, or a 64th of the interval when that is shorter.
@@ -47,10 +47,10 @@ type margin struct {
 
 // answer records an answer that came rtt after its request was written,
 // and returns how much later than the key's quickest recent answer it
-// came, up to maxMargin: a request the server got to late, which it may
+// came, up to twice maxMargin (quickest.Cap): a request the server got to late, which it may
 // also have counted late.
 func (m *margin) answer(rtt, interval int64) int64 {
-	return min(m.quick.Late(rtt), maxMargin(interval))
+	return min(m.quick.Late(rtt), quickest.Cap(maxMargin(interval)))
 }
 
 // at returns the margin a departure counts with, for a limit of the given

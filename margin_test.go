@@ -2,6 +2,7 @@ package pace
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptrace"
 	"sync"
@@ -281,13 +282,14 @@ func TestMarginStopsNginxStyle429(t *testing.T) {
 
 // TestMarginAnswer: margin.answer on explicit round trips: the excess over
 // the quickest answer of this run of quickest.Run answers and the one before,
-// capped at maxMargin.
+// capped at twice maxMargin (quickest.Cap).
 func TestMarginAnswer(t *testing.T) {
 	const i = 100 * msNs // 10/s: maxMargin 5 ms
 	var m margin
 	assert.Zero(t, m.answer(300_000, i), "the first answer is the quickest")
 	assert.Equal(t, int64(3_000_000), m.answer(3_300_000, i), "3 ms late")
-	assert.Equal(t, 5*msNs, m.answer(20*msNs, i), "capped at maxMargin")
+	assert.Equal(t, 8*msNs, m.answer(8300_000, i), "8 ms late: beyond maxMargin, within the cap")
+	assert.Equal(t, 10*msNs, m.answer(20*msNs, i), "capped at twice maxMargin")
 	assert.Zero(t, m.answer(200_000, i), "a quicker one")
 	assert.Equal(t, int64(100_000), m.answer(300_000, i))
 	assert.Zero(t, m.answer(-1, i), "a clock that went back: nothing")
@@ -298,17 +300,30 @@ func TestMarginAnswer(t *testing.T) {
 }
 
 // TestAnswerLateCountsLate: a fake nginx limit_req without burst at 10 r/s
-// whose worker gets to every 5th request 3 ms late (it was not scheduled),
-// stamping it then, and answering then: the answer shows the delay, so
-// the request counts from when the server saw it, and the next one leaves
-// late enough. No 429, and no widened margin. With only the departure
-// margin (1.5 ms), the first such request's successor was refused.
+// whose worker gets to some requests late (it was not scheduled), stamping
+// each then, and answering then: the answer shows the delay, so the
+// request counts from when the server saw it, and the next one leaves late
+// enough. No 429, and no widened margin. Every 5th 3 ms late: with only the
+// departure margin (1.5 ms), the first one's successor was refused. Every
+// 10th 8 ms late, more than the widest margin (5 ms) and within
+// quickest.Cap (10 ms): with lateness capped at the widest margin, as
+// before, the first one's successor was refused.
 func TestAnswerLateCountsLate(t *testing.T) {
+	for _, c := range []struct {
+		every int
+		late  time.Duration
+	}{{5, 3 * time.Millisecond}, {10, 8 * time.Millisecond}} {
+		t.Run(fmt.Sprintf("every %dth %v late", c.every, c.late), func(t *testing.T) {
+			answerLateCountsLate(t, c.every, c.late)
+		})
+	}
+}
+
+func answerLateCountsLate(t *testing.T, every int, late time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
 		const (
 			n        = 50
 			interval = 100 * time.Millisecond
-			late     = 3 * time.Millisecond
 		)
 		var (
 			mu       sync.Mutex
@@ -322,7 +337,7 @@ func TestAnswerLateCountsLate(t *testing.T) {
 			}
 			mu.Lock()
 			arrivals++
-			slow := arrivals%5 == 0
+			slow := arrivals%every == 0
 			mu.Unlock()
 			if slow {
 				time.Sleep(late)

@@ -132,3 +132,24 @@ func TestSlidingLogUnleftEntryCountsMargin(t *testing.T) {
 	c := wait(two, "old")
 	assert.Equal(t, int64(200000+2000), c-a, "behind an entry 30 ms old: Per and the margin")
 }
+
+// TestLateAnswerCountsUpToCap: an answer far later than the key's
+// quickest counts its request twice the widest margin after it left
+// (quickest.Cap), not more: at 5/s (200 ms) the widest margin is 10 ms, so
+// an answer 50 ms late counts 20 ms. nginx limit_req refused requests that
+// followed an answer late by more than the widest margin.
+func TestLateAnswerCountsUpToCap(t *testing.T) {
+	_, rdb := startRedis(t)
+	ctx := waitCtx(t, 10*time.Second)
+	const prefix = "dc:"
+	lim := newLimiter(t, rdb, pace.SlidingLog(pace.Rate{N: 1, Per: 200 * time.Millisecond}), Options{Prefix: prefix, Margin: 2 * time.Millisecond})
+	know(lim, "k", time.Millisecond)
+	p, err := lim.Wait(ctx, "k", 0)
+	require.NoError(t, err)
+	e := p.State.(*inflight)
+	wrote := e.slot // left on its slot: Depart moves nothing
+	lim.Depart(p, wrote)
+	booked := score(t, ctx, rdb, prefix, "k", p)
+	lim.Settle(p, throttle.Outcome{Sent: true, Response: true, At: wrote.Add(51 * time.Millisecond)})
+	assert.Equal(t, booked+20_000, score(t, ctx, rdb, prefix, "k", p), "counted 20 ms after it left: quickest.Cap of the widest 10 ms")
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/quickest"
 	"github.com/pacehttp/pace/internal/wake"
 	"github.com/pacehttp/pace/throttle"
 	"github.com/redis/go-redis/v9"
@@ -1010,9 +1011,9 @@ func (l *Limiter) move(p throttle.Permit, e *inflight, by time.Duration) {
 // answer later than the key's quickest recent ones (in this process) by
 // more than Options.Margin says the server got to the request late, and
 // may have counted it late; its booking counts that much after it left,
-// at most the widest margin, and the key's later slots move back (move:
-// one round trip). A booking Depart moved moves on by what the answer
-// adds.
+// at most twice the widest margin (quickest.Cap), and the key's later
+// slots move back (move: one round trip). A booking Depart moved moves on
+// by what the answer adds.
 func (l *Limiter) answered(p throttle.Permit, e *inflight, end time.Time) {
 	wrote := e.wrote.Load()
 	if wrote == 0 {
@@ -1021,7 +1022,7 @@ func (l *Limiter) answered(p throttle.Permit, e *inflight, end time.Time) {
 	if end.IsZero() {
 		end = time.Now()
 	}
-	late := time.Duration(min(l.quick.late(p.Key, end.UnixNano()-wrote), l.top*int64(time.Microsecond)))
+	late := time.Duration(min(l.quick.late(p.Key, end.UnixNano()-wrote), quickest.Cap(l.top)*int64(time.Microsecond)))
 	if late <= l.margin {
 		return
 	}

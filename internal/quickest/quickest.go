@@ -38,6 +38,15 @@ func (w *Window) Late(rtt int64) int64 {
 	return rtt - quickest
 }
 
+// Cap returns the most that a late answer may count, for a key whose
+// departure margin grows to widest (in any unit; the result is in the
+// same): twice widest. A server that stamps arrivals when its worker wakes
+// (nginx limit_req) was measured refusing requests that followed an
+// answer 3 to 11 ms late at 10 r/s, where the widest margin is 5 ms. A
+// server whose answers vary for other reasons costs a client held to its
+// limit at most this much per request.
+func Cap(widest int64) int64 { return 2 * widest }
+
 // Known reports whether the window has had Run/2 answers: before that its
 // quickest may itself have come late (a server's first answers often do),
 // so Late can say too little.
