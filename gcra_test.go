@@ -539,9 +539,10 @@ func TestGCRASpan(t *testing.T) {
 			for l.AllowAt(gcraT0, 1) {
 			}
 		}},
-		// slack+1 intervals, and Queue intervals, each stretched by the
-		// widest departure margin (a 20th: 12.5ms) and a millisecond.
-		{"leaky", lb, 2*250*time.Millisecond + 3*(263500*time.Microsecond), (2 + 3) * 250 * time.Millisecond, func(l *Shaper) {
+		// slack+1 intervals, and Queue intervals, each stretched by a late
+		// answer's most (quickest.Cap: twice the widest departure margin,
+		// a 20th, so 25ms) and a millisecond.
+		{"leaky", lb, 2*250*time.Millisecond + 3*(276*time.Millisecond), (2 + 3) * 250 * time.Millisecond, func(l *Shaper) {
 			for {
 				if _, err := l.ReserveAt(gcraT0, 1, 0); err != nil {
 					return
