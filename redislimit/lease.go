@@ -465,20 +465,38 @@ func (k *leaseKey) want1() {
 	k.wanted.Store(time.Now().UnixNano())
 }
 
-// demand returns the units the key wants for its next lease, at now: all
-// it can get when its share was spent (a Wait waits for a unit now, or
-// found none more than one time in 32 and one did in the last half
-// lease), else what it used over el (the lease's second half), a
-// sixteenth and two units more, and at least half the share it holds: a
-// share given back halves at most each lease, so that a lull does not
-// cost a burst after it a round trip.
+// demand returns the units the key wants for its next lease, at now:
+// what it used over el (the lease's second half), a sixteenth and two
+// units more, and at least half the share it holds, held: a share given
+// back halves at most each lease, so that a lull does not cost a burst
+// after it a round trip. A key whose share was spent (a Wait waits for a
+// unit now, or found none more than one time in 32 and one did in the
+// last half lease) also counts what it was asked for beyond that (wanting:
+// the Waits that found the share spent, since the last renewal), and
+// wants at least twice what it holds, up to the limit. Only such a key
+// holding nothing, or el not positive, asks for all it can get (-1). A key
+// short of a unit or two that asked for all would claim a proportional
+// share (lease.lua's fair) as if it wanted the whole limit, and keep it
+// from a key that needs it for a lease.
 func (ls *leaser) demand(k *leaseKey, admitted, wanting int64, el time.Duration, now time.Time, held int64) int64 {
-	recent := now.UnixNano()-k.wanted.Load() < int64(ls.lease/2)
-	if k.waiting.Load() > 0 || recent && wanting > admitted/32 || el <= 0 {
+	if el <= 0 {
 		return -1
 	}
-	rate := float64(admitted) * float64(ls.per) / float64(el)
-	return min(max(int64(rate*17/16)+2, held/2), ls.units)
+	recent := now.UnixNano()-k.wanted.Load() < int64(ls.lease/2)
+	spent := k.waiting.Load() > 0 || recent && wanting > admitted/32
+	asked := admitted
+	if spent {
+		asked += wanting
+	}
+	rate := float64(asked) * float64(ls.per) / float64(el)
+	d := max(int64(rate*17/16)+2, held/2)
+	if spent {
+		if held <= 0 {
+			return -1
+		}
+		d = max(d, 2*held)
+	}
+	return min(d, ls.units)
 }
 
 // renewKey renews the key's share: one round trip (lease.lua). A key no

@@ -119,8 +119,8 @@ func useLightly(t *testing.T, ls *leaser, key string) {
 
 // TestLeaseWaitDemand: a key used at 4/s of a share of 10/s asks for what
 // it used in the second half of its lease and a little more (4 × 17/16 +
-// 2 = 6 units); one whose Waits
-// found its share spent asks for all it can get (-1).
+// 2 = 6 units); one whose Waits found its share spent asks for twice
+// what it holds, up to the limit (10), not for all it can get (-1).
 func TestLeaseWaitDemand(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeShares{grant: grantAll(10, 1125*time.Millisecond)}
@@ -154,7 +154,7 @@ func TestLeaseWaitDemand(t *testing.T) {
 			}
 		}
 		require.Greater(t, len(heavy), 2)
-		assert.Equal(t, []int64{-1, -1}, heavy[1:3], "its renewals while it waited")
+		assert.Equal(t, []int64{10, 10}, heavy[1:3], "its renewals while it waited: twice its share, up to the limit")
 	})
 }
 
@@ -284,4 +284,27 @@ func TestLeaseWaitIdleDuringOutage(t *testing.T) {
 		time.Sleep(5 * time.Second)
 		assert.Equal(t, tries, f.count())
 	})
+}
+
+// TestLeaseDemandSpent: a key whose share was spent asks for what it used
+// and what its Waits asked for beyond it, at least twice its share, up to
+// the limit; only one holding nothing asks for all it can get (-1). A
+// key at 12/s short of its share of 8 asked for all before, and lease.lua
+// gave it a proportional share of the whole limit (46 of 120 beside a key
+// wanting 84/s) for a lease.
+func TestLeaseDemandSpent(t *testing.T) {
+	ls := newTestLeaser(t, pace.SlidingLog(pace.PerSecond(120)), time.Second, &fakeShares{})
+	defer ls.close()
+	k := &leaseKey{}
+	now := time.Now()
+	half := 500 * time.Millisecond
+	assert.Equal(t, int64(8*17/16+2), ls.demand(k, 4, 0, half, now, 8), "used 8/s: a sixteenth and two more")
+	k.waiting.Store(1) // a Wait waits for a unit now
+	assert.Equal(t, int64(16), ls.demand(k, 4, 2, half, now, 8), "asked for 12/s, holds 8: twice that")
+	assert.Equal(t, int64(20*17/16+2), ls.demand(k, 4, 6, half, now, 8), "asked for 20/s")
+	assert.Equal(t, int64(120), ls.demand(k, 40, 40, half, now, 90), "never more than the limit")
+	assert.Equal(t, int64(-1), ls.demand(k, 0, 3, half, now, 0), "holding nothing: all it can get")
+	k.waiting.Store(0)
+	k.wanted.Store(now.UnixNano()) // a Wait found the share spent just now
+	assert.Equal(t, int64(16), ls.demand(k, 4, 1, half, now, 8), "found spent once in 4, recently")
 }
