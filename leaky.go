@@ -18,9 +18,9 @@ type LeakyOptions struct {
 	// Queue, if positive, is how many callers may wait for their slot. A
 	// caller whose wait would exceed Queue intervals is refused at once with
 	// [ErrQueueFull], and books nothing. Each interval counts with a tenth
-	// more (a late answer's most) and a millisecond. A request that leaves late
-	// pushes the slots behind it back (see [Transport]). So Queue waiters
-	// always fit.
+	// more (a late answer's most) and a millisecond. A request that leaves
+	// late pushes the slots behind it back (see [Transport]). So Queue
+	// waiters always fit.
 	//
 	// Zero means the number of waiters is not limited. Only MaxDelay, if set,
 	// and the caller bound the wait (the Transport's MaxWait, the context's

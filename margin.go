@@ -47,8 +47,8 @@ type margin struct {
 
 // answer records an answer that came rtt after its request was written,
 // and returns how much later than the key's quickest recent answer it
-// came, up to twice maxMargin (quickest.Cap): a request the server got to late, which it may
-// also have counted late.
+// came, up to twice maxMargin (quickest.Cap): a request the server got
+// to late, which it may also have counted late.
 func (m *margin) answer(rtt, interval int64) int64 {
 	return min(m.quick.Late(rtt), quickest.Cap(maxMargin(interval)))
 }

@@ -39,6 +39,20 @@ func score(t *testing.T, ctx context.Context, rdb *redis.Client, prefix, key str
 	return 0
 }
 
+// firstDecision starts a redis-server and a Limiter of one request per
+// 200 ms (a sliding log) under prefix, margin 2 ms, that knows key "k"'s
+// server answers in 1 ms, and returns its first decision on "k".
+func firstDecision(t *testing.T, prefix string) (context.Context, *redis.Client, *Limiter, throttle.Permit, *inflight) {
+	t.Helper()
+	_, rdb := startRedis(t)
+	ctx := waitCtx(t, 10*time.Second)
+	lim := newLimiter(t, rdb, pace.SlidingLog(pace.Rate{N: 1, Per: 200 * time.Millisecond}), Options{Prefix: prefix, Margin: 2 * time.Millisecond})
+	know(lim, "k", time.Millisecond)
+	p, err := lim.Wait(ctx, "k", 0)
+	require.NoError(t, err)
+	return ctx, rdb, lim, p, p.State.(*inflight)
+}
+
 // TestDepartThenLateAnswerMovesOn: a booking that Depart moved (the
 // request left 4 ms late) moves on by what a late answer adds (6 ms later
 // than the key's quickest), as package pace's Keyed counts both: a
@@ -46,14 +60,8 @@ func score(t *testing.T, ctx context.Context, rdb *redis.Client, prefix, key str
 // server saw it. Before, the answer's lateness was dropped once Depart
 // had moved the booking.
 func TestDepartThenLateAnswerMovesOn(t *testing.T) {
-	_, rdb := startRedis(t)
-	ctx := waitCtx(t, 10*time.Second)
 	const prefix = "dm:"
-	lim := newLimiter(t, rdb, pace.SlidingLog(pace.Rate{N: 1, Per: 200 * time.Millisecond}), Options{Prefix: prefix, Margin: 2 * time.Millisecond})
-	know(lim, "k", time.Millisecond)
-	p, err := lim.Wait(ctx, "k", 0)
-	require.NoError(t, err)
-	e := p.State.(*inflight)
+	ctx, rdb, lim, p, e := firstDecision(t, prefix)
 	booked := score(t, ctx, rdb, prefix, "k", p)
 	require.Equal(t, e.at, booked)
 	time.Sleep(time.Until(e.slot.Add(4 * time.Millisecond)))
@@ -139,14 +147,8 @@ func TestSlidingLogUnleftEntryCountsMargin(t *testing.T) {
 // an answer 50 ms late counts 20 ms. nginx limit_req refused requests that
 // followed an answer late by more than the widest margin.
 func TestLateAnswerCountsUpToCap(t *testing.T) {
-	_, rdb := startRedis(t)
-	ctx := waitCtx(t, 10*time.Second)
 	const prefix = "dc:"
-	lim := newLimiter(t, rdb, pace.SlidingLog(pace.Rate{N: 1, Per: 200 * time.Millisecond}), Options{Prefix: prefix, Margin: 2 * time.Millisecond})
-	know(lim, "k", time.Millisecond)
-	p, err := lim.Wait(ctx, "k", 0)
-	require.NoError(t, err)
-	e := p.State.(*inflight)
+	ctx, rdb, lim, p, e := firstDecision(t, prefix)
 	wrote := e.slot // left on its slot: Depart moves nothing
 	lim.Depart(p, wrote)
 	booked := score(t, ctx, rdb, prefix, "k", p)

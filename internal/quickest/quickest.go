@@ -41,10 +41,10 @@ func (w *Window) Late(rtt int64) int64 {
 // Cap returns the most that a late answer may count, for a key whose
 // departure margin grows to widest (in any unit; the result is in the
 // same): twice widest. A server that stamps arrivals when its worker wakes
-// (nginx limit_req) was measured refusing requests that followed an
-// answer 3 to 11 ms late at 10 r/s, where the widest margin is 5 ms. A
-// server whose answers vary for other reasons costs a client held to its
-// limit at most this much per request.
+// (nginx limit_req) may stamp a request later than the widest margin
+// (docs/pacing.md, "The margin learns the server"). A server whose answers
+// vary for other reasons costs a client held to its limit at most this
+// much per request.
 func Cap(widest int64) int64 { return 2 * widest }
 
 // Known reports whether the window has had Run/2 answers: before that its
