@@ -342,6 +342,26 @@ func (s *Shaper) mustInit() {
 	}
 }
 
+// lockTries is how many times lock tries s.mu before it waits in Lock.
+const lockTries = 32
+
+// lock takes s.mu for a decision. A decision holds it for tens of
+// nanoseconds, so a goroutine that finds it held tries again a few times
+// before it parks: parking and being woken costs microseconds. sync.Mutex
+// spins only while no other goroutine waits to run on its P, so with more
+// goroutines than cores it parks at once. Its parked waiters, once one has
+// waited a millisecond (a garbage collection can make it so), put the
+// mutex in starvation mode, where every Lock parks. Trying first keeps
+// decisions off that path.
+func (s *Shaper) lock() {
+	for range lockTries {
+		if s.mu.TryLock() {
+			return
+		}
+	}
+	s.mu.Lock()
+}
+
 // clock returns at, or the latest instant already read from the clock and
 // decided on if that is later, and records it; s.mu must be held. It serves
 // the methods that read the clock themselves (Allow, Wait), not those given
@@ -384,7 +404,7 @@ func (s *Shaper) ReserveAt(now time.Time, n int, maxWait time.Duration) (Reserva
 // was read from the clock before taking the lock, and is decided at the
 // latest such instant already seen (see clock).
 func (s *Shaper) reserve(at int64, n int, fromClock bool, maxWait time.Duration) (Reservation, error) {
-	s.mu.Lock()
+	s.lock()
 	from := at
 	if fromClock {
 		from = s.clock(at)
@@ -399,7 +419,7 @@ func (s *Shaper) reserve(at int64, n int, fromClock bool, maxWait time.Duration)
 func (s *Shaper) AllowAt(now time.Time, n int) bool {
 	s.mustInit()
 	at := sinceEpoch(s.epoch, now)
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	return s.allowLocked(at, n)
 }
@@ -410,7 +430,7 @@ func (s *Shaper) AllowAt(now time.Time, n int) bool {
 func (s *Shaper) Allow() bool {
 	s.mustInit()
 	at := clampNow(int64(time.Since(s.epoch)))
-	s.mu.Lock()
+	s.lock()
 	at = s.clock(at)
 	var ok bool
 	if s.g != nil {
