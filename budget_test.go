@@ -2,6 +2,7 @@ package pace
 
 import (
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -157,5 +158,51 @@ func TestBudgetServerDelayExempt(t *testing.T) {
 			require.Equal(t, http.StatusOK, resp.StatusCode, "call %d", i)
 			resp.Body.Close()
 		}
+	})
+}
+
+// TestBudgetPerKeyEntry: a key's retry budget lives in the one entry the
+// Transport keeps per key, beside its Stats. Each of the first
+// maxTableKeys keys has a budget of its own; the keys past them share one
+// entry, and so one budget (stricter, never looser), and add no memory.
+// A reserve of one retry a second per budget, no share of requests, one
+// failing call per key: each of the first keys retries once, and of the
+// keys past them only the first does.
+func TestBudgetPerKeyEntry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusInternalServerError)}}
+		tr := &Transport{
+			Base: srv,
+			Key:  func(r *http.Request) string { return r.Header.Get("X-Api-Key") },
+			Retry: retry.Policy{
+				MaxAttempts: 2, NewBackOff: constBackOff(time.Millisecond),
+				Budget: retry.Budget{TTL: time.Second, MinRetriesPerSec: 1, PercentCanRetry: -1},
+			},
+		}
+		call := func(key string) {
+			req := newRequest(t, t.Context(), "GET", "http://api.test/", "")
+			req.Header.Set("X-Api-Key", key)
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		const past = 50
+		for i := range maxTableKeys + past {
+			call("key-" + strconv.Itoa(i))
+		}
+		assert.Equal(t, 2*maxTableKeys+2+(past-1), srv.Count(), "attempts: a retry for each of the first keys and one for all past them")
+		st := tr.Stats()
+		require.Len(t, st, maxTableKeys+1)
+		assert.Equal(t, "", st[maxTableKeys].Key)
+		assert.Equal(t, int64(past), st[maxTableKeys].Requests)
+		assert.Equal(t, int64(1), st[maxTableKeys].Retries, "the keys past the table share one budget")
+
+		last := "key-" + strconv.Itoa(maxTableKeys-1)
+		n := srv.Count()
+		call(last) // its own budget is spent within the second
+		assert.Equal(t, n+1, srv.Count())
+		time.Sleep(time.Second) // and whole again after it
+		call(last)
+		assert.Equal(t, n+3, srv.Count())
 	})
 }

@@ -1,26 +1,15 @@
 package pace
 
 import (
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/pacehttp/pace/internal/retrydecide"
-	"github.com/pacehttp/pace/throttle"
 )
-
-// maxStatsKeys is how many keys a Transport keeps [Stats] for. The
-// requests of every later key are counted together, under the empty key.
-// So attacker-chosen keys cannot grow memory without bound (about 150
-// bytes a key: at most about 600 KB).
-const maxStatsKeys = 4096
 
 // Stats is a snapshot of what a [Transport] did for one key, counted since
 // its first request: the figures of [Transport.Stats]. Counts are of
 // RoundTrip calls (Requests, GiveUps) and of attempts (the rest).
 type Stats struct {
 	// Key is the key (see [Transport].Key), or "" for the keys past the first
-	// 4,096, counted together. A key from Transport.Key is held whole and may
+	// 4,096, counted together (see [Transport].Stats). A key from Transport.Key is held whole and may
 	// be a secret, such as an API key. Do not log or export it as it is (label
 	// with Host, or a fingerprint).
 	Key string
@@ -61,30 +50,6 @@ type Stats struct {
 	PaceSource string
 }
 
-// keyStats is the live form of one key's Stats. It also holds what the
-// Transport chose for the key's first call: the request's host as written
-// (raw), its limiter, retry policy and attempts. Without Transport.Key
-// they follow from the host, and call.route reuses them.
-type keyStats struct {
-	key, host, raw             string
-	lim                        throttle.Limiter
-	policy                     *retrydecide.Executor
-	maxAttempts                int
-	requests, admitted, waits  atomic.Int64
-	waited, retries, throttles atomic.Int64
-	giveUps                    atomic.Int64
-}
-
-// statsTable holds the Transport's keyStats: lock-free lookups of known
-// keys; creation under a mutex, at most maxStatsKeys.
-type statsTable struct {
-	m    sync.Map // key -> *keyStats
-	mu   sync.Mutex
-	n    int
-	keys []*keyStats // in creation order, for Transport.Stats
-	over keyStats    // the keys past maxStatsKeys
-}
-
 // Stats returns a snapshot of every key's [Stats], in the order the keys
 // were first seen. If any key was past the first 4,096, the figures of
 // those keys together come last, under the empty Key. Each figure is read
@@ -97,7 +62,7 @@ func (t *Transport) Stats() []Stats {
 	if err != nil {
 		return nil
 	}
-	tab := &s.stats
+	tab := &s.keys
 	tab.mu.Lock()
 	keys := tab.keys
 	tab.mu.Unlock()
@@ -113,7 +78,7 @@ func (t *Transport) Stats() []Stats {
 }
 
 // snapshot reads ks at now.
-func (ks *keyStats) snapshot(now time.Time) Stats {
+func (ks *keyEntry) snapshot(now time.Time) Stats {
 	st := Stats{
 		Key: ks.key, Host: ks.host,
 		Requests: ks.requests.Load(), Admitted: ks.admitted.Load(),

@@ -73,7 +73,7 @@ func TestTransportStatsBounded(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
-			for i := range maxStatsKeys/2 + 10 {
+			for i := range maxTableKeys/2 + 10 {
 				req, _ := http.NewRequest("GET", "http://api.test/", nil)
 				req.Header.Set("X-Api-Key", strconv.Itoa(g)+"-"+strconv.Itoa(i))
 				resp, err := tr.RoundTrip(req)
@@ -85,15 +85,15 @@ func TestTransportStatsBounded(t *testing.T) {
 	}
 	wg.Wait()
 	st := tr.Stats()
-	require.Len(t, st, maxStatsKeys+1)
-	last := st[maxStatsKeys]
+	require.Len(t, st, maxTableKeys+1)
+	last := st[maxTableKeys]
 	assert.Equal(t, "", last.Key)
-	assert.Equal(t, int64(4*(maxStatsKeys/2+10)-maxStatsKeys), last.Requests)
+	assert.Equal(t, int64(4*(maxTableKeys/2+10)-maxTableKeys), last.Requests)
 	total := int64(0)
 	for _, s := range st {
 		total += s.Requests
 	}
-	assert.Equal(t, int64(4*(maxStatsKeys/2+10)), total)
+	assert.Equal(t, int64(4*(maxTableKeys/2+10)), total)
 }
 
 // BenchmarkTransportStats measures the read of a Transport's Stats with

@@ -250,8 +250,8 @@ type state struct {
 	hidePath      bool
 	obs           *observer
 	pauses        *Keyed // the throttle of keys that no limit paces
-	stats         statsTable
-	last          atomic.Pointer[keyStats] // the last call's host's entry (see call.route)
+	keys          keyTable
+	last          atomic.Pointer[keyEntry] // the last call's host's entry (see call.route)
 }
 
 // Validate reports the first invalid setting of t as a [*ConfigError]
@@ -428,7 +428,7 @@ type call struct {
 	// logs and error text may show it (see keyText).
 	hostKey bool
 	lim     throttle.Limiter
-	st      *keyStats
+	st      *keyEntry
 
 	policy      *retrydecide.Executor // the host's (Host.Statuses) or the Transport's
 	maxAttempts int                   // the host's (Host.MaxAttempts) or the Transport's
@@ -503,8 +503,8 @@ func (c *call) route() {
 			c.reportNear(host)
 		}
 	}
-	c.st = s.stats.of(c, host, raw)
-	if s.key == nil && c.st.raw == raw && c.st != &s.stats.over {
+	c.st = s.keys.of(c, host, raw)
+	if s.key == nil && c.st.raw == raw && c.st != &s.keys.over {
 		s.last.Store(c.st)
 	}
 }
@@ -856,17 +856,17 @@ func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *
 	// or not this request may repeat it.
 	failed := c.policy.Failed(c.ctx, resp, err, again)
 	if !failed && status < 400 && (hook == nil || hook.Fail == nil) {
-		if attempt == 1 && c.s.budget != nil && c.s.budget.Tracking() { // the success path: one atomic load when nothing failed lately
-			c.s.budget.Request(c.key, false, time.Now())
+		if attempt == 1 && c.s.budget != nil && c.st.budget.Tracking() { // the success path: one atomic load when nothing failed lately
+			c.s.budget.Request(&c.st.budget, false, time.Now())
 		}
 		return time.Time{}
 	}
 	if c.bo == nil {
-		c.bo = c.policy.NewSchedule(c.s.budget, c.key, c.s.maxRetryAfter)
+		c.bo = c.policy.NewSchedule(c.s.budget, &c.st.budget, c.s.maxRetryAfter)
 	}
 	now := time.Now()
 	if attempt == 1 && c.s.budget != nil {
-		c.s.budget.Request(c.key, failed, now)
+		c.s.budget.Request(&c.st.budget, failed, now)
 	}
 	in := retrydecide.End{
 		Now: now, Attempt: attempt, Resp: resp, Err: err, Retry: again, Why: why,
@@ -960,26 +960,4 @@ func statusesFor(rt http.RoundTripper, req *http.Request) ([]int, bool) {
 		}
 	}
 	return p.Policy.Statuses, true
-}
-
-// of returns the keyStats of key, whose first request went to host under
-// limiter lim, creating it if the table has room.
-func (t *statsTable) of(c *call, host, raw string) *keyStats {
-	key := c.key
-	if v, ok := t.m.Load(key); ok {
-		return v.(*keyStats)
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if v, ok := t.m.Load(key); ok {
-		return v.(*keyStats)
-	}
-	if t.n >= maxStatsKeys {
-		return &t.over
-	}
-	ks := &keyStats{key: key, host: host, raw: raw, lim: c.lim, policy: c.policy, maxAttempts: c.maxAttempts}
-	t.m.Store(key, ks)
-	t.keys = append(t.keys, ks)
-	t.n++
-	return ks
 }

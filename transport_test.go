@@ -294,7 +294,6 @@ func TestTransportValidate(t *testing.T) {
 		{"budget TTL above 60s", &Transport{Retry: retry.Policy{Budget: retry.Budget{TTL: time.Hour}}}, "Retry.Budget.TTL"},
 		{"budget reserve too large", &Transport{Retry: retry.Policy{Budget: retry.Budget{MinRetriesPerSec: 2_000_000}}}, "Retry.Budget.MinRetriesPerSec"},
 		{"budget none at all is valid", &Transport{Retry: retry.Policy{Budget: retry.Budget{MinRetriesPerSec: -1, PercentCanRetry: -1}}}, ""},
-		{"budget keys", &Transport{Retry: retry.Policy{Budget: retry.Budget{MaxKeys: -1}}}, "Retry.Budget.MaxKeys"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

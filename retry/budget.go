@@ -2,10 +2,6 @@ package retry
 
 import "time"
 
-// DefaultBudgetMaxKeys is the default number of keys whose retry budget is
-// remembered at once (Budget.MaxKeys).
-const DefaultBudgetMaxKeys = 10_000
-
 // Budget limits retries per key to a reserve plus a share of recent
 // requests. So a dead or overloaded upstream receives a bounded number of
 // retries. A client that sends little can still retry each of its few
@@ -39,13 +35,13 @@ const DefaultBudgetMaxKeys = 10_000
 // not hold them back, as the key's cooldown already paces them. They are
 // still counted.
 //
-// Memory: a key is tracked from its first retryable failure until a
-// request of it ends with no retry counted in its window. A key not
-// tracked holds the whole reserve and costs nothing. Its successful
-// requests are not counted. That can only make the budget stricter, as the
-// reserve stands for them. At most MaxKeys keys are tracked. When a new one
-// comes, one of a few sampled entries is forgotten: the one with the
-// fewest recent retries. It gets its whole reserve back.
+// Memory: the Transport keeps a key's counts in the one entry it keeps
+// per key, with the key's Stats, for its first 4,096 keys. The keys past
+// those share one entry, so they share one budget: stricter, never
+// looser. A key's counts are cleared when a request of it ends with no
+// retry counted in its window. Successful requests are not counted while
+// none is held. That can only make the budget stricter, as the reserve
+// stands for them.
 //
 // The zero Budget means the defaults. An invalid one makes the Transport
 // invalid (a *pace.ConfigError naming "Retry.Budget.TTL" and so on). A
@@ -63,9 +59,6 @@ type Budget struct {
 	// Finagle). It is at most 1000, with three decimal places used. Zero means
 	// 0.2; a negative value means none; NaN is refused.
 	PercentCanRetry float64
-	// MaxKeys bounds how many keys with a tracked budget are remembered.
-	// Zero means DefaultBudgetMaxKeys; it must not be negative.
-	MaxKeys int
 	// Disabled turns the budget off: retries are limited only by
 	// MaxAttempts and the rest of the Policy.
 	Disabled bool

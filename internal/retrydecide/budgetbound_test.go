@@ -31,16 +31,16 @@ func TestBudgetBoundProperty(t *testing.T) {
 		if err := validateBudget(rb); err != nil {
 			t.Fatalf("schedule %d: %v", i, err)
 		}
-		b := NewBudget(rb)
+		b, k := NewBudget(rb), new(Window)
 		now := budgetT0
 		var events []event
 		for range 300 {
 			now = now.Add(time.Duration(rng.Int64N(int64(400 * time.Millisecond))))
 			if rng.IntN(3) == 0 {
-				b.Request("k", true, now)
+				b.Request(k, true, now)
 				events = append(events, event{at: now})
 			} else {
-				events = append(events, event{at: now, retry: true, allowed: b.Withdraw("k", now, false)})
+				events = append(events, event{at: now, retry: true, allowed: b.Withdraw(k, now, false)})
 			}
 		}
 		perSec, pct := rb.MinRetriesPerSec, rb.PercentCanRetry

@@ -280,8 +280,6 @@ func validateBudget(b retry.Budget) *FieldError {
 		return &FieldError{"Budget.MinRetriesPerSec", b.MinRetriesPerSec, "must be at most 1,000,000"}
 	case math.IsNaN(b.PercentCanRetry) || b.PercentCanRetry > 1000:
 		return &FieldError{"Budget.PercentCanRetry", b.PercentCanRetry, "must be at most 1000, negative for none, or 0 for the default"}
-	case b.MaxKeys < 0:
-		return &FieldError{"Budget.MaxKeys", b.MaxKeys, "must not be negative"}
 	}
 	return nil
 }
@@ -505,7 +503,7 @@ func (p *Executor) settle(in End, v Verdict, wait time.Duration, stop bool, serv
 type Schedule struct {
 	p             *Executor
 	budget        *Budget // nil: no budget
-	key           string
+	window        *Window // the key's counts
 	maxRetryAfter time.Duration
 	bo            backoff.BackOff // made at the first backoff
 	floor         time.Duration   // shortest backoff wait
@@ -513,10 +511,11 @@ type Schedule struct {
 	prevWait      time.Duration   // the last backoff wait, for decorrelated jitter
 }
 
-// NewSchedule returns the schedule of a request of key: p's backoff,
-// waits capped at maxRetryAfter, retries taken from budget (nil: none).
-func (p *Executor) NewSchedule(budget *Budget, key string, maxRetryAfter time.Duration) *Schedule {
-	return &Schedule{p: p, budget: budget, key: key, maxRetryAfter: maxRetryAfter}
+// NewSchedule returns the schedule of a request: p's backoff, waits
+// capped at maxRetryAfter, retries taken from budget (nil: none) as the
+// key's window w counts them.
+func (p *Executor) NewSchedule(budget *Budget, w *Window, maxRetryAfter time.Duration) *Schedule {
+	return &Schedule{p: p, budget: budget, window: w, maxRetryAfter: maxRetryAfter}
 }
 
 // Withdraw takes a retry from the key's budget at now; with force, even
@@ -526,7 +525,7 @@ func (s *Schedule) Withdraw(now time.Time, force bool) bool {
 	if s.budget == nil {
 		return true
 	}
-	return s.budget.Withdraw(s.key, now, force)
+	return s.budget.Withdraw(s.window, now, force)
 }
 
 // Next returns the wait before the next attempt, jittered; ok is false
