@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/pacehttp/pace/internal/discard"
+	"github.com/pacehttp/pace/internal/retryrule"
 )
 
 // oneShotBody is a request body that can be read once, with no length
@@ -96,7 +96,7 @@ func send(t *testing.T, tr http.RoundTripper, r *http.Request) {
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
 	}
-	discard.Body(resp.Body)
+	retryrule.Drain(resp.Body)
 }
 
 // TestPrepareBodyOneShot is philippta/trip#1 at the body level: a POST of "hello

@@ -2,7 +2,7 @@ package pace
 
 import (
 	"github.com/pacehttp/pace/internal/hdr"
-	"github.com/pacehttp/pace/internal/retrystatus"
+	"github.com/pacehttp/pace/internal/retryrule"
 	"net/http"
 	"time"
 )
@@ -73,11 +73,11 @@ func RetryAfter(resp *http.Response, now time.Time) (d time.Duration, ok bool) {
 // pause then). A nil resp gives 0, false. It does not read the body and is
 // safe for concurrent use.
 func Throttled(resp *http.Response, now time.Time) (delay time.Duration, ok bool) {
-	if resp == nil || !retrystatus.Throttle(resp.StatusCode, true) {
+	if resp == nil || !retryrule.Throttle(resp.StatusCode, true) {
 		return 0, false
 	}
 	delay, _, fromServer := serverDelay(resp, now)
-	return delay, retrystatus.Throttle(resp.StatusCode, fromServer)
+	return delay, retryrule.Throttle(resp.StatusCode, fromServer)
 }
 
 // Names of the response headers that carry a delay, in canonical form
@@ -141,7 +141,7 @@ func serverDelay(resp *http.Response, now time.Time) (d time.Duration, source st
 			return d, hdr.RetryAfter, true
 		}
 	}
-	throttled := retrystatus.ThrottleStatus(resp.StatusCode)
+	throttled := retryrule.ThrottleStatus(resp.StatusCode)
 	if vs := h[hdr.RateLimit]; len(vs) > 0 {
 		if items, ok := parseRateLimit(vs); ok {
 			if d, ok := rateLimitDelay(items, throttled); ok {

@@ -16,12 +16,11 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace/internal/bodyprefix"
-	"github.com/pacehttp/pace/internal/discard"
+	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/internal/hdr"
 	"github.com/pacehttp/pace/internal/hostkey"
 	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/retrydecide"
-	"github.com/pacehttp/pace/internal/retrystatus"
 	"github.com/pacehttp/pace/retry"
 	"github.com/pacehttp/pace/throttle"
 )
@@ -562,7 +561,7 @@ func (c *call) sendAttempt(out *http.Request, evict bool) (*http.Response, error
 	}
 	resp, err := base.RoundTrip(out)
 	if resp != nil && err != nil { // a broken Base; keep the contract
-		discard.Body(resp.Body)
+		retryrule.Drain(resp.Body)
 		resp = nil
 	}
 	if resp == nil && err == nil {
@@ -635,7 +634,7 @@ func (c *call) retry(attempt int, resp *http.Response, err error, v *retrydecide
 	if c.s.obs != nil {
 		c.emit(Event{Kind: EventRetry, Reason: v.Why, Attempt: attempt, Delay: v.Wait, StatusCode: statusOf(resp), Err: err})
 	}
-	discard.Body(bodyOf(resp))
+	retryrule.Drain(bodyOf(resp))
 	if err := sleepCtx(c.ctx, c.key, v.Wait); err != nil {
 		return &AttemptsError{Attempts: attempt, StatusCode: statusOf(resp), Err: err}
 	}
@@ -893,13 +892,13 @@ func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *
 // ErrorOnGiveUp it drains and closes resp's body and returns nil.
 func (c *call) giveUpResponse(resp *http.Response) *http.Response {
 	if resp == nil || !c.s.errorOnGiveUp {
-		discard.Body(bodyOf(resp))
+		retryrule.Drain(bodyOf(resp))
 		return nil
 	}
 	var prefix []byte
 	if resp.Body != nil && resp.Body != http.NoBody {
 		prefix, _ = bodyprefix.Read(resp.Body, bodyprefix.Max) // a read error leaves the bytes read so far
-		discard.Body(resp.Body)
+		retryrule.Drain(resp.Body)
 	}
 	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(prefix)), int64(len(prefix))
 	return resp
@@ -940,10 +939,10 @@ func bodyOf(resp *http.Response) io.ReadCloser {
 	return resp.Body
 }
 
-func init() { retrystatus.Of = statusesFor }
+func init() { retryrule.StatusesOf = statusesFor }
 
 // statusesFor returns the Statuses rt, a *Transport, retries for req: its
-// host's (Hosts) or its Retry's. It is retrystatus.Of, for package batch.
+// host's (Hosts) or its Retry's. It is retryrule.StatusesOf, for package batch.
 func statusesFor(rt http.RoundTripper, req *http.Request) ([]int, bool) {
 	t, ok := rt.(*Transport)
 	if !ok || t == nil {

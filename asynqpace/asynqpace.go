@@ -10,8 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/batch"
-	"github.com/pacehttp/pace/internal/discard"
-	"github.com/pacehttp/pace/internal/idempotent"
+	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/redact"
 )
@@ -143,7 +142,7 @@ func IdempotencyKey(ctx context.Context) string {
 		return ""
 	}
 	q, _ := asynq.GetQueueName(ctx)
-	return idempotent.Derived("asynq", q+"\x00"+id)
+	return retryrule.DerivedKey("asynq", q+"\x00"+id)
 }
 
 // Handler returns an asynq.Handler that sends one request per task.
@@ -182,7 +181,7 @@ func Handler(client *http.Client, build func(ctx context.Context, t *asynq.Task)
 		if req == nil || req.URL == nil {
 			return errNoRequest
 		}
-		idempotent.Ensure(req, func() string { return IdempotencyKey(ctx) })
+		retryrule.EnsureKey(req, func() string { return IdempotencyKey(ctx) })
 		// The queue is the task's line: a pace.Transport hands a throttle
 		// back at once, to be waited out in the queue, not in the worker.
 		req = req.WithContext(queued.With(req.Context()))
@@ -190,7 +189,7 @@ func Handler(client *http.Client, build func(ctx context.Context, t *asynq.Task)
 		if err != nil {
 			return Requeue(redact.Error(err, false))
 		}
-		defer discard.Body(resp.Body)
+		defer retryrule.Drain(resp.Body)
 		return Requeue(check(resp))
 	})
 }

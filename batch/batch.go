@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pacehttp/pace"
-	"github.com/pacehttp/pace/internal/idempotent"
+	"github.com/pacehttp/pace/internal/retryrule"
 )
 
 // Run calls fn for each item, once per attempt, with at most
@@ -229,7 +229,7 @@ func (r *runner[T]) resumeInDoubt(i int, s *itemState) {
 	switch {
 	case r.opts.ResendInDoubt || (r.opts.Idempotent != nil && r.opts.Idempotent(i)):
 		m.resend = true
-	case s.sending != nil && (idempotent.Method(s.sending.Method) || s.sending.Key != ""):
+	case s.sending != nil && (retryrule.IdempotentMethod(s.sending.Method) || s.sending.Key != ""):
 		m.doubt = s.sending
 	default:
 		r.results[i] = Result{Index: i, ID: r.results[i].ID, Outcome: InDoubt, Err: ErrInDoubt, Resumed: true}

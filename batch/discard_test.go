@@ -14,7 +14,7 @@ import (
 )
 
 // TestHTTPDrainsBodyAsTransportDoes: HTTP discards a body its check did not
-// read as pace.Transport does (internal/discard, up to 64 KiB), so three
+// read as pace.Transport does (internal/retryrule, up to 64 KiB), so three
 // answers with a 10 KiB body share one connection. When batch drained only
 // 4 KiB of its own, each answer cost a new connection.
 func TestHTTPDrainsBodyAsTransportDoes(t *testing.T) {

@@ -8,11 +8,10 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
-	"github.com/pacehttp/pace/internal/discard"
+	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/internal/hostkey"
 	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/redact"
-	"github.com/pacehttp/pace/internal/retrystatus"
 )
 
 // HTTP returns an item function for [Run] that sends one request per item
@@ -118,13 +117,13 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 			}
 		}
 		if a != nil {
-			a.statuses, _ = retrystatus.Of(clientTransport(client), req)
+			a.statuses, _ = retryrule.StatusesOf(clientTransport(client), req)
 		}
 		resp, err := client.Do(req)
 		if err != nil {
 			return redact.Error(err, a.hidePath()) // its URL without user information and query (and path)
 		}
-		defer discard.Body(resp.Body)
+		defer retryrule.Drain(resp.Body)
 		RecordStatus(ctx, resp.StatusCode)
 		return check(resp)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pacehttp/pace/internal/discard"
+	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/internal/testhttp"
 )
 
@@ -103,8 +103,8 @@ func TestHTTP(t *testing.T) {
 			t.Errorf("Summary = %v, want 2 throttled, 2 pauses", s)
 		}
 		for i, b := range api.bodies {
-			if !b.Closed() || b.BytesRead() > discard.Max+len("hello") {
-				t.Errorf("body %d: closed %v after reading %d bytes; want closed, at most discard.Max drained", i, b.Closed(), b.BytesRead())
+			if !b.Closed() || b.BytesRead() > retryrule.DrainMax+len("hello") {
+				t.Errorf("body %d: closed %v after reading %d bytes; want closed, at most retryrule.DrainMax drained", i, b.Closed(), b.BytesRead())
 			}
 		}
 	})

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacehttp/pace"
-	"github.com/pacehttp/pace/internal/discard"
+	"github.com/pacehttp/pace/internal/retryrule"
 )
 
 // The kill-and-resume tests run their batch in a child process: the test
@@ -77,7 +77,7 @@ func TestKillResumeHelper(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			discard.Body(resp.Body)
+			retryrule.Drain(resp.Body)
 		}
 		method := http.MethodPost
 		if kind == "get" {

@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
-	"github.com/pacehttp/pace/internal/idempotent"
-	"github.com/pacehttp/pace/internal/retrystatus"
+	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/retry"
 )
 
@@ -73,9 +72,9 @@ func retryableErr(err error, statuses []int) bool {
 }
 
 // retryableStatus reports whether code is a status retried under
-// statuses (see retrystatus.Retried) and not a throttle's (429).
+// statuses (see retryrule.StatusRetried) and not a throttle's (429).
 func retryableStatus(statuses []int, code int) bool {
-	return code != http.StatusTooManyRequests && retrystatus.Retried(statuses, code)
+	return code != http.StatusTooManyRequests && retryrule.StatusRetried(statuses, code)
 }
 
 // replaySafe reports whether item idx may be sent again after a failure
@@ -84,7 +83,7 @@ func retryableStatus(statuses []int, code int) bool {
 // Options.Idempotent must declare it.
 func (r *runner[T]) replaySafe(idx int) bool {
 	if req := r.marks[idx].req; req.Method != "" {
-		return idempotent.Method(req.Method) || req.Key != ""
+		return retryrule.IdempotentMethod(req.Method) || req.Key != ""
 	}
 	return r.opts.Idempotent != nil && r.opts.Idempotent(idx)
 }

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pacehttp/pace/internal/idempotent"
+	"github.com/pacehttp/pace/internal/retryrule"
 )
 
 // ErrInDoubt is the Err of an item that is [InDoubt]. An earlier run with
@@ -85,13 +85,13 @@ func (it *item) entered() error {
 //     again as the earlier run's. The error matches ErrInDoubt.
 //   - It writes a sending record before the request leaves.
 func (it *item) sending(req *http.Request) error {
-	key := idempotent.Ensure(req, func() string { return derivedKey(it.run.id, it.id) })
+	key := retryrule.EnsureKey(req, func() string { return derivedKey(it.run.id, it.id) })
 	method := req.Method
 	if method == "" {
 		method = http.MethodGet
 	}
 	if d := it.doubt; d != nil && !it.resend {
-		sameSafe := idempotent.Method(method) && method == d.Method
+		sameSafe := retryrule.IdempotentMethod(method) && method == d.Method
 		sameKey := key != "" && key == d.Key
 		if !sameSafe && !sameKey {
 			return fmt.Errorf("%w (the earlier run sent %s with key %q; this one would send %s with key %q)",
@@ -127,7 +127,7 @@ func (it *item) unsent(now time.Time) error {
 }
 
 // derivedKey is the idempotency key of item id in run: see IdempotencyKey.
-func derivedKey(run, id string) string { return idempotent.Derived(run, id) }
+func derivedKey(run, id string) string { return retryrule.DerivedKey(run, id) }
 
 // IdempotencyKey returns the idempotency key of the item whose attempt ctx
 // belongs to, or "" when ctx is not an attempt's context:

@@ -4,7 +4,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/pacehttp/pace/internal/hdr"
-	"github.com/pacehttp/pace/internal/retrystatus"
+	"github.com/pacehttp/pace/internal/retryrule"
 )
 
 // DefaultMaxAttempts is the default number of attempts per request, the
@@ -25,7 +25,7 @@ const DefaultIdempotencyHeader = hdr.IdempotencyKey
 // not work however often it is sent. They are not retried: 400, 401, 403,
 // 404, 405, 409, 422, and the permanent 5xx. Those are 501 Not Implemented,
 // 505 HTTP Version Not Supported, 506, 510 and 511 (aws/aws-sdk-go#1819).
-func DefaultStatuses() []int { return retrystatus.Default() }
+func DefaultStatuses() []int { return retryrule.DefaultStatuses() }
 
 // Policy is a Transport's retry configuration (pace.Transport's Retry
 // field). It says how many attempts a request gets, and which statuses and

@@ -30,13 +30,13 @@ func library(t *testing.T) []File {
 	return files
 }
 
-// TestOneDrain: only internal/discard drains a body before closing it.
+// TestOneDrain: only internal/retryrule drains a body before closing it.
 func TestOneDrain(t *testing.T) {
 	files := library(t)
 	var at []string
 	at = append(at, Calls(files, "io", "CopyN", "io.Discard")...)
 	at = append(at, Calls(files, "io", "Copy", "io.Discard")...)
-	assert.Equal(t, []string{"internal/discard/discard.go"}, paths(at))
+	assert.Equal(t, []string{"internal/retryrule/retryrule.go"}, paths(at))
 }
 
 // TestOneConfigErrorConstructor: the root package's configErr is the only
@@ -47,10 +47,10 @@ func TestOneConfigErrorConstructor(t *testing.T) {
 }
 
 // TestOneIdempotentMethodList: RFC 9110 §9.2.2's idempotent methods are
-// listed once, in internal/idempotent (the root and batch each had a copy).
+// listed once, in internal/retryrule (the root and batch each had a copy).
 func TestOneIdempotentMethodList(t *testing.T) {
 	at := Lists(library(t), "http.MethodGet", "http.MethodPut", "http.MethodDelete")
-	assert.Equal(t, []string{"internal/idempotent/idempotent.go"}, paths(at))
+	assert.Equal(t, []string{"internal/retryrule/retryrule.go"}, paths(at))
 }
 
 // TestOneHeaderName: a header name is declared as a constant in one
@@ -67,10 +67,10 @@ func TestOneHeaderName(t *testing.T) {
 }
 
 // TestOneRetryableStatusList: the default retryable statuses are listed in
-// internal/retrystatus only (batch kept its own rule beside the root's).
+// internal/retryrule only (batch kept its own rule beside the root's).
 func TestOneRetryableStatusList(t *testing.T) {
 	at := Lists(library(t), "http.StatusRequestTimeout", "http.StatusServiceUnavailable", "http.StatusGatewayTimeout")
-	assert.Equal(t, []string{"internal/retrystatus/retrystatus.go", "internal/retrystatus/retrystatus.go"}, paths(at))
+	assert.Equal(t, []string{"internal/retryrule/retryrule.go", "internal/retryrule/retryrule.go"}, paths(at))
 }
 
 // TestOneQuotaFamilyLoop: the quota header families are read in one loop,

@@ -13,8 +13,7 @@ import (
 
 	"github.com/pacehttp/pace/internal/hdr"
 	"github.com/pacehttp/pace/internal/httptoken"
-	"github.com/pacehttp/pace/internal/idempotent"
-	"github.com/pacehttp/pace/internal/retrystatus"
+	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/retry"
 )
 
@@ -70,7 +69,9 @@ const (
 const hdrStripeShouldRetry = "Stripe-Should-Retry"
 
 // RetryStatus reports whether code is one of the statuses to retry.
-func (p *Executor) RetryStatus(code int) bool { return retrystatus.Retried(p.Policy.Statuses, code) }
+func (p *Executor) RetryStatus(code int) bool {
+	return retryrule.StatusRetried(p.Policy.Statuses, code)
+}
 
 // idempotencyHeader returns the canonical name of the idempotency header.
 func (p *Executor) idempotencyHeader() string {
@@ -87,7 +88,7 @@ func (p *Executor) hasIdempotencyKey(req *http.Request) bool {
 	if name != "" {
 		name = http.CanonicalHeaderKey(name)
 	}
-	_, ok := idempotent.Key(req.Header, name)
+	_, ok := retryrule.IdempotencyKey(req.Header, name)
 	return ok
 }
 
@@ -95,7 +96,7 @@ func (p *Executor) hasIdempotencyKey(req *http.Request) bool {
 // have processed it. Its method must be idempotent (RFC 9110 §9.2.2), or it
 // must carry an idempotency key, or the policy retries every method.
 func (p *Executor) replaySafe(req *http.Request) bool {
-	return idempotent.Method(req.Method) || p.Policy.RetryNonIdempotent || p.hasIdempotencyKey(req)
+	return retryrule.IdempotentMethod(req.Method) || p.Policy.RetryNonIdempotent || p.hasIdempotencyKey(req)
 }
 
 // Check decides whether to retry after attempt number attempt (from 1) of
@@ -176,7 +177,7 @@ func (p *Executor) checkError(req *http.Request, err error) (bool, retry.Reason)
 // request, before the first attempt, so every attempt sends the same key.
 // The caller's request is never modified.
 func (p *Executor) WithIdempotencyKey(req *http.Request) *http.Request {
-	if !p.Policy.AddIdempotencyKey || !idempotent.WantsKey(req.Method) || p.hasIdempotencyKey(req) {
+	if !p.Policy.AddIdempotencyKey || !retryrule.WantsKey(req.Method) || p.hasIdempotencyKey(req) {
 		return req
 	}
 	r := req.Clone(req.Context())
@@ -208,7 +209,7 @@ func newIdempotencyKey() string {
 }
 
 // RetryResponse reports whether resp's status is one to retry: one of the
-// policy's statuses, or a 403 that is a throttle (retrystatus.Throttle) when the
+// policy's statuses, or a 403 that is a throttle (retryrule.Throttle) when the
 // policy retries a 429.
 func (p *Executor) RetryResponse(resp *http.Response) bool {
 	if resp.StatusCode < 400 { // Validate admits error statuses only: no lookup on success
@@ -348,7 +349,7 @@ type Verdict struct {
 //     schedule's next wait, jittered. The server's delay is retry.Check.Wait
 //     (a delay Decide read from the body), or else Retry-After and the other
 //     headers ServerDelay reads.
-//   - A throttle (retrystatus.Throttle) pauses the key for the server's
+//   - A throttle (retryrule.Throttle) pauses the key for the server's
 //     delay, never less than retry.MinThrottlePause. A server delay below retry.MinThrottlePause is
 //     legal (RFC 9110 §10.2.3): Retry-After: 0, a past date, a reset
 //     already reached. Its first throttle pauses for retry.MinThrottlePause. But on a key
@@ -397,7 +398,7 @@ func (p *Executor) Decide(in End) Verdict {
 	if in.Resp != nil && in.HookWait > 0 {
 		serverWait, fromServer = in.HookWait, true
 	}
-	throttle := retrystatus.Throttle(status, fromServer)
+	throttle := retryrule.Throttle(status, fromServer)
 	if !in.Retry && !throttle {
 		switch {
 		case in.Fail != nil:
@@ -413,7 +414,7 @@ func (p *Executor) Decide(in End) Verdict {
 	case fromServer:
 		wait, v.Why = serverWait, retry.ReasonServerDelay
 	case in.Retry || throttle:
-		w, ok := in.Backoff(retrystatus.ThrottleStatus(status)) // a 503 without a delay: the throttle schedule
+		w, ok := in.Backoff(retryrule.ThrottleStatus(status)) // a 503 without a delay: the throttle schedule
 		wait, stop = w, !ok
 	}
 	if throttle {

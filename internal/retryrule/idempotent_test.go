@@ -1,21 +1,18 @@
-package idempotent
+package retryrule
 
 import (
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func TestMethod(t *testing.T) {
+func TestIdempotentMethod(t *testing.T) {
 	for m, want := range map[string]bool{
 		"": true, "GET": true, "HEAD": true, "OPTIONS": true, "TRACE": true, "PUT": true, "DELETE": true,
 		"POST": false, "PATCH": false, "CONNECT": false, "get": false, // RFC 9110 §9.1: case-sensitive
 	} {
-		assert.Equal(t, want, Method(m), "Method(%q)", m)
+		assert.Equal(t, want, IdempotentMethod(m), "IdempotentMethod(%q)", m)
 	}
 	assert.True(t, WantsKey(http.MethodPost))
 	assert.True(t, WantsKey(http.MethodPatch))
@@ -23,7 +20,7 @@ func TestMethod(t *testing.T) {
 	assert.False(t, WantsKey(""))
 }
 
-func TestKey(t *testing.T) {
+func TestIdempotencyKey(t *testing.T) {
 	tests := []struct {
 		name    string
 		h       http.Header
@@ -44,7 +41,7 @@ func TestKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			key, ok := Key(tt.h, tt.header)
+			key, ok := IdempotencyKey(tt.h, tt.header)
 			assert.Equal(t, tt.wantKey, key)
 			assert.Equal(t, tt.wantOK, ok)
 		})
@@ -53,18 +50,18 @@ func TestKey(t *testing.T) {
 
 // TestDerived: the key is stable for one scope and id, differs between
 // them, and never lets a separator in id stand in for the scope.
-func TestDerived(t *testing.T) {
-	k := Derived("asynq", "default\x00task-1")
-	assert.Equal(t, k, Derived("asynq", "default\x00task-1"))
+func TestDerivedKey(t *testing.T) {
+	k := DerivedKey("asynq", "default\x00task-1")
+	assert.Equal(t, k, DerivedKey("asynq", "default\x00task-1"))
 	assert.Regexp(t, `^pace-asynq-[0-9a-f]{24}$`, k)
-	assert.NotEqual(t, k, Derived("asynq", "default\x00task-2"))
-	assert.NotEqual(t, k, Derived("asynq", "other\x00task-1"))
-	assert.NotEqual(t, Derived("a", "b\x00c"), Derived("a\x00b", "c"))
+	assert.NotEqual(t, k, DerivedKey("asynq", "default\x00task-2"))
+	assert.NotEqual(t, k, DerivedKey("asynq", "other\x00task-1"))
+	assert.NotEqual(t, DerivedKey("a", "b\x00c"), DerivedKey("a\x00b", "c"))
 }
 
 // TestEnsure: a POST or PATCH without a key gets one, a key already there
 // is kept, an empty header opts out, and other methods get none.
-func TestEnsure(t *testing.T) {
+func TestEnsureKey(t *testing.T) {
 	derive := func() string { return "derived" }
 	for _, tc := range []struct {
 		method string
@@ -81,7 +78,7 @@ func TestEnsure(t *testing.T) {
 		{"PUT", http.Header{}, "", nil},
 	} {
 		req := &http.Request{Method: tc.method, Header: tc.h}
-		assert.Equal(t, tc.want, Ensure(req, derive), "%s %v", tc.method, tc.h)
+		assert.Equal(t, tc.want, EnsureKey(req, derive), "%s %v", tc.method, tc.h)
 		assert.Equal(t, tc.sent, req.Header["Idempotency-Key"], "%s %v", tc.method, tc.h)
 	}
 }

@@ -1,4 +1,4 @@
-package discard
+package retryrule
 
 import (
 	"bytes"
@@ -6,10 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // countingBody counts the bytes read from it and its closes.
 type countingBody struct {
@@ -26,7 +23,7 @@ func (b *countingBody) Read(p []byte) (int, error) {
 
 func (b *countingBody) Close() error { b.closed++; return nil }
 
-func TestBody(t *testing.T) {
+func TestDrain(t *testing.T) {
 	tests := []struct {
 		name     string
 		size     int
@@ -34,16 +31,16 @@ func TestBody(t *testing.T) {
 	}{
 		{"short body read to the end", 10, 10},
 		{"10 KiB body read to the end", 10 << 10, 10 << 10},
-		{"long body read only up to Max", 1 << 20, Max},
+		{"long body read only up to DrainMax", 1 << 20, DrainMax},
 		{"empty", 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := &countingBody{r: bytes.NewReader(make([]byte, tt.size))}
-			Body(body)
+			Drain(body)
 			assert.Equal(t, tt.wantRead, body.read)
 			assert.Equal(t, 1, body.closed)
 		})
 	}
-	Body(nil) // must not panic
+	Drain(nil) // must not panic
 }
