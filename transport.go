@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace/internal/bodyprefix"
-	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/internal/hdr"
 	"github.com/pacehttp/pace/internal/hostkey"
 	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/retrydecide"
+	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/retry"
 	"github.com/pacehttp/pace/throttle"
 )

@@ -10,9 +10,9 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/batch"
-	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/redact"
+	"github.com/pacehttp/pace/internal/retryrule"
 )
 
 // DefaultDelay is how long a requeued task stays out of its queue when

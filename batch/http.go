@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
-	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/internal/hostkey"
 	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/redact"
+	"github.com/pacehttp/pace/internal/retryrule"
 )
 
 // HTTP returns an item function for [Run] that sends one request per item
