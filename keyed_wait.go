@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pacehttp/pace/internal/queued"
+	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/retry"
 	"github.com/pacehttp/pace/throttle"
 )
@@ -422,7 +422,7 @@ func (w *waiter) admit(e *entry, left time.Duration, first bool) (stepKind, erro
 	case admitPaused:
 		d := time.Duration(st.th.until - e.now)
 		var err error
-		if d > retry.MinThrottlePause && queued.Is(w.ctx) { // its caller waits out the pause in its own line
+		if d > retry.MinThrottlePause && retryrule.HandBack(w.ctx) { // its caller waits out the pause in its own line
 			err = &WaitError{Key: w.key, Delay: d, Err: ErrThrottled}
 		} else {
 			err = refuseWait(w.key, d, left, st.th.until, w.deadline)

@@ -18,7 +18,6 @@ import (
 	"github.com/pacehttp/pace/internal/bodyprefix"
 	"github.com/pacehttp/pace/internal/hdr"
 	"github.com/pacehttp/pace/internal/hostkey"
-	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/retrydecide"
 	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/retry"
@@ -754,7 +753,7 @@ func (c *call) keyWith(host string) (key string, isHost bool) {
 
 // handedBack reports whether err, a Wait's ErrThrottled, hands a paused
 // key's pause back to a caller that waits it out in its own line
-// (internal/queued, Keyed.Wait). Such an error names the pause's rest; a
+// (retryrule.HandBack, Keyed.Wait). Such an error names the pause's rest; a
 // probe's throttled answer names none.
 func handedBack(err error) bool {
 	var we *WaitError
@@ -873,7 +872,7 @@ func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *
 		MaxAttempts: c.maxAttempts, MaxRetryAfter: c.s.maxRetryAfter, Jitter: c.policy.Policy.Jitter,
 		CustomBackoff: c.policy.Policy.NewBackOff != nil, Backoff: c.bo.Next,
 		Adaptive: p.Limited, // a configured limit paces the key
-		HandBack: queued.Is(c.ctx),
+		HandBack: retryrule.HandBack(c.ctx),
 	}
 	if dl, ok := c.ctx.Deadline(); ok {
 		in.Deadline = dl

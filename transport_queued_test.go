@@ -9,12 +9,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pacehttp/pace/internal/queued"
+	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/internal/testhttp"
 	"github.com/pacehttp/pace/retry"
 )
 
-// TestQueuedCallerWaitsOutPauses: a request marked by internal/queued
+// TestQueuedCallerWaitsOutPauses: a request marked by retryrule.WithHandBack
 // (package batch's HTTP) gets a throttle back at once, unretried, and a
 // request of a paused key is refused at once with the rest of the pause,
 // nothing sent, so that the caller waits in its own line. Another key goes
@@ -34,7 +34,7 @@ func TestQueuedCallerWaitsOutPauses(t *testing.T) {
 					Key:     func(r *http.Request) string { return r.Header.Get("X-Api-Key") },
 					OnEvent: func(ev Event) { events = append(events, ev) }}
 				send := func(key string) (*http.Response, error) {
-					req, err := http.NewRequestWithContext(queued.With(t.Context()), "GET", "http://api.test/", nil)
+					req, err := http.NewRequestWithContext(retryrule.WithHandBack(t.Context()), "GET", "http://api.test/", nil)
 					require.NoError(t, err)
 					req.Header.Set("X-Api-Key", key)
 					return tr.RoundTrip(req)
@@ -86,7 +86,7 @@ func TestQueuedCallerBriefPause(t *testing.T) {
 			return testhttp.Response(http.StatusOK), nil
 		}}
 		tr := &Transport{Base: srv, Limits: Hosts{"api.test": {Limit: TokenBucket(PerSecond(100), 1)}}}
-		code, err := get(t, tr, queued.With(t.Context()), "http://api.test/")
+		code, err := get(t, tr, retryrule.WithHandBack(t.Context()), "http://api.test/")
 		require.NoError(t, err)
 		assert.Equal(t, http.StatusOK, code)
 		assert.Equal(t, []time.Duration{0, retry.MinThrottlePause}, srv.arrivals())

@@ -9,7 +9,6 @@ import (
 
 	"github.com/pacehttp/pace"
 	"github.com/pacehttp/pace/internal/hostkey"
-	"github.com/pacehttp/pace/internal/queued"
 	"github.com/pacehttp/pace/internal/redact"
 	"github.com/pacehttp/pace/internal/retryrule"
 )
@@ -107,7 +106,7 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 			}
 			rctx := a.departures(req.Context(), key)
 			if own {
-				rctx = queued.With(rctx) // the Transport hands its pauses back
+				rctx = retryrule.WithHandBack(rctx) // the Transport hands its pauses back
 			}
 			req = req.WithContext(rctx)
 			if a.item != nil {

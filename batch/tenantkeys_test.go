@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
-	"github.com/pacehttp/pace/internal/queued"
+	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/internal/testhttp"
 	"github.com/pacehttp/pace/retry"
 	"github.com/stretchr/testify/assert"
@@ -164,13 +164,13 @@ func TestOneKeyOutOfQuotaWaitsOutItsPause(t *testing.T) {
 }
 
 // TestHTTPHandsBackOnlyToItsOwnTransport: HTTP asks the client's
-// pace.Transport to hand its throttles back (internal/queued) only when it
+// pace.Transport to hand its throttles back (retryrule.WithHandBack) only when it
 // keys the run by that Transport's keys: not through a wrapper, where it
 // sees only the host, lest one key's throttle pause the whole host.
 func TestHTTPHandsBackOnlyToItsOwnTransport(t *testing.T) {
 	var marked []bool
 	base := testhttp.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
-		marked = append(marked, queued.Is(r.Context()))
+		marked = append(marked, retryrule.HandBack(r.Context()))
 		return testhttp.Response(http.StatusOK), nil
 	})
 	key := func(r *http.Request) string { return r.Header.Get("X-Api-Key") }

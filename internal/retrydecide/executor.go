@@ -320,7 +320,7 @@ type End struct {
 	Backoff func(throttled bool) (time.Duration, bool)
 	Rnd     func(n int64) int64 // for the jitter of the default pause; nil: math/rand/v2
 	// HandBack: the caller waits out a throttle's pause in its own line
-	// (package batch, see internal/queued); a throttle whose wait is
+	// (package batch, see retryrule.HandBack); a throttle whose wait is
 	// longer than retry.MinThrottlePause is returned to it, not retried.
 	HandBack bool
 }

@@ -1,12 +1,14 @@
 // Package retryrule holds the rules of HTTP retries that several packages
 // of pace share, in one place: which requests are safe to send twice
 // (idempotent methods, idempotency keys), which response statuses are
-// retried and which are a throttle, and how a discarded body is drained.
+// retried and which are a throttle, how a discarded body is drained, and
+// which callers take their throttles back to wait them out themselves.
 // The root Transport's retries, package batch's requeues and write-ahead
 // journal, and package asynqpace all read them here.
 package retryrule
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -173,4 +175,22 @@ func Drain(body io.ReadCloser) {
 	}
 	_, _ = io.CopyN(io.Discard, body, DrainMax)
 	_ = body.Close()
+}
+
+type handBackKey struct{}
+
+// WithHandBack returns ctx marked for a caller that keeps its own line of
+// waiting work (package batch's HTTP, package asynqpace). pace.Transport
+// hands the throttles of such a request back at once instead of sleeping
+// on them: a request of a paused key is refused, nothing sent, and a
+// throttled answer is returned, not retried. The caller then waits out the
+// pause in its own line, holding none of its concurrency slots.
+func WithHandBack(ctx context.Context) context.Context {
+	return context.WithValue(ctx, handBackKey{}, true)
+}
+
+// HandBack reports whether ctx is marked by [WithHandBack].
+func HandBack(ctx context.Context) bool {
+	v, _ := ctx.Value(handBackKey{}).(bool)
+	return v
 }
