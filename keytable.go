@@ -12,8 +12,9 @@ import (
 // [Stats], its retry budget's counts and its route. The requests of every
 // later key share one entry, under the empty key: their Stats are counted
 // together and they share one retry budget. So attacker-chosen keys
-// cannot grow memory without bound (about 450 bytes a key: at most about
-// 2 MB). The limit and the pause of a key are its Limiter's to keep.
+// cannot grow memory without bound: about 500 bytes a key besides the key
+// itself, at most about 2 MB. The limit and the pause of a key are its
+// Limiter's to keep.
 const maxTableKeys = 4096
 
 // keyEntry is what a Transport keeps of one key: the live form of its
