@@ -167,3 +167,38 @@ func TestTransportStatsGiveUpsWithOneAttempt(t *testing.T) {
 		})
 	}
 }
+
+// TestTransportStatsRetriesSent: Stats.Retries counts the attempts sent
+// again, not the retries decided. A request that waited behind its key's
+// probe, whose throttled answer counted as its own attempt, sent nothing
+// more. 10 concurrent calls to a server that answers every request 503
+// with Retry-After: 1: Retries is the server's count less the calls it
+// saw at all. Before, every retry decided was counted, sent or not.
+func TestTransportStatsRetriesSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusServiceUnavailable, "Retry-After", "1")}}
+		tr := &Transport{Base: srv}
+		var wg sync.WaitGroup
+		for i := range 10 {
+			wg.Go(func() {
+				req := newRequest(t, t.Context(), "GET", "http://api.test/", "")
+				req.Header.Set("X-Call", strconv.Itoa(i))
+				resp, err := tr.RoundTrip(req)
+				if err == nil {
+					resp.Body.Close()
+				}
+			})
+		}
+		wg.Wait()
+		calls := map[string]bool{}
+		for _, r := range srv.Requests() {
+			calls[r.Header.Get("X-Call")] = true
+		}
+		st := tr.Stats()
+		require.Len(t, st, 1)
+		assert.Equal(t, int64(10), st[0].Requests)
+		assert.Equal(t, int64(srv.Count()), st[0].Admitted, "attempts admitted, all sent")
+		assert.Equal(t, int64(srv.Count()-len(calls)), st[0].Retries, "attempts sent again (%d sent by %d calls)", srv.Count(), len(calls))
+		assert.Less(t, srv.Count(), 20, "requests behind the probe sent nothing more")
+	})
+}

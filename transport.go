@@ -116,8 +116,10 @@ type Transport struct {
 	// slept. The response is returned to the caller at once, unretried, and
 	// OnEvent is told why ([retry.ReasonDelayTooLong]). Its key is paused for
 	// MaxRetryAfter, not for the delay asked. So no answer, however large or
-	// malformed its delay, can make the key's requests wait longer, or fail
-	// with [ErrWaitTooLong]. The waits the Transport chooses itself are capped
+	// malformed its delay, can make the key's requests wait longer. Nor can
+	// it make them fail with [ErrWaitTooLong] while MaxWait is at least
+	// MaxRetryAfter, as the defaults are; a shorter MaxWait refuses the
+	// requests that would wait out more of the pause than it. The waits the Transport chooses itself are capped
 	// at it too: backoff waits, and the pause after a 429 without a delay. That
 	// pause is then shorter than retry.DefaultThrottlePause, or than a second, when
 	// MaxRetryAfter is. Zero means DefaultMaxRetryAfter (five minutes). A
@@ -435,6 +437,10 @@ type call struct {
 	canRetry bool          // the body can be sent again
 
 	bo *retrydecide.Schedule // made at the first failure; a pointer, so that the call itself stays on the stack
+
+	// unsettled: the Permit of the attempt under way is not settled yet
+	// (see release).
+	unsettled bool
 }
 
 // checkRequest returns the error for a request net/http's Transport
@@ -516,8 +522,9 @@ func (c *call) run() (*http.Response, error) {
 	c.send, c.canRetry = c.policy.WithIdempotencyKey(send), replayable
 
 	lastStatus := 0
-	evict := false
+	evict, sent := false, false
 	var p throttle.Permit
+	defer c.release(&p)
 	for attempt := 1; ; attempt++ {
 		if err := c.admit(&attempt, lastStatus, &p); err != nil {
 			if attempt == 1 {
@@ -528,12 +535,17 @@ func (c *call) run() (*http.Response, error) {
 		c.st.admitted.Add(1)
 		out, err := c.request(attempt, &p)
 		if err != nil {
+			c.unsettled = false
 			c.lim.Settle(p, throttle.Outcome{})
 			if attempt == 1 { // only PrepareAttempt fails a first attempt
 				return nil, err
 			}
 			return nil, &AttemptsError{Attempts: attempt - 1, StatusCode: lastStatus, Err: err}
 		}
+		if sent { // Stats.Retries counts the attempts sent again
+			c.st.retries.Add(1)
+		}
+		sent = true
 		resp, err := c.sendAttempt(out, evict)
 		var v retrydecide.Verdict
 		c.settle(attempt, &p, out, resp, err, &v)
@@ -545,6 +557,17 @@ func (c *call) run() (*http.Response, error) {
 		if err := c.retry(attempt, resp, err, &v); err != nil {
 			return nil, err
 		}
+	}
+}
+
+// release settles the Permit p when the call unwinds with it unsettled:
+// a panic in Base, PrepareAttempt or a hook. The limiter hears of it as of
+// a transport error. So a probe hands its role on, and the key's other
+// requests do not wait for an answer that will never come.
+func (c *call) release(p *throttle.Permit) {
+	if c.unsettled {
+		c.unsettled = false
+		c.lim.Settle(*p, throttle.Outcome{Sent: true})
 	}
 }
 
@@ -578,6 +601,7 @@ func (c *call) settle(attempt int, p *throttle.Permit, out *http.Request, resp *
 	if resp != nil {
 		o.Quota = c.quota(resp, &o.At)
 	}
+	c.unsettled = false
 	c.lim.Settle(*p, o)
 	if v.Pause > 0 {
 		c.st.throttles.Add(1)
@@ -625,11 +649,10 @@ func (c *call) finish(attempt int, out *http.Request, resp *http.Response, err e
 	return resp, nil
 }
 
-// retry counts and emits the retry *v decided after attempt, drains resp's
+// retry emits the retry *v decided after attempt, drains resp's
 // body and sleeps the verdict's wait; it returns an *AttemptsError when the
 // request's context ends the sleep.
 func (c *call) retry(attempt int, resp *http.Response, err error, v *retrydecide.Verdict) error {
-	c.st.retries.Add(1)
 	if c.s.obs != nil {
 		c.emit(Event{Kind: EventRetry, Reason: v.Why, Attempt: attempt, Delay: v.Wait, StatusCode: statusOf(resp), Err: err})
 	}
@@ -774,6 +797,7 @@ func (c *call) admit(attempt *int, lastStatus int, p *throttle.Permit) error {
 		var err error
 		*p, err = c.lim.Wait(c.ctx, c.key, max(c.s.maxWait-waited, 1)) // 1ns: refuse any wait
 		if err == nil {
+			c.unsettled = true
 			if w := p.Held + p.Delay; w > 0 {
 				c.st.waits.Add(1)
 				c.st.waited.Add(int64(w))
