@@ -8,14 +8,15 @@ import (
 // its first request: the figures of [Transport.Stats]. Counts are of
 // RoundTrip calls (Requests, GiveUps) and of attempts (the rest).
 type Stats struct {
-	// Key is the key (see [Transport].Key), or "" for the keys past the first
-	// 4,096, counted together (see [Transport].Stats). A key from Transport.Key is held whole and may
-	// be a secret, such as an API key. Do not log or export it as it is (label
-	// with Host, or a fingerprint).
+	// Key is the key (see [Transport].Key), or "" for the keys past the
+	// first 4,096, counted together (see [Transport].Stats). A key from
+	// Transport.Key is held whole and may be a secret, such as an API key.
+	// Do not log or export it as it is (label with Host, or a fingerprint).
 	Key string
 	// Host is the host of the key's first request, in the form [Hosts]
-	// matches it (see Transport.Key). Label with it where the key itself is a
-	// secret, such as an API key.
+	// matches it (see Transport.Key), or "" for the keys past the first
+	// 4,096. Label with it where the key itself is a secret, such as an API
+	// key.
 	Host string
 	// Requests counts RoundTrip calls; Admitted the attempts the key's
 	// limiter let go (a call's retries included).
@@ -24,8 +25,10 @@ type Stats struct {
 	// before leaving, and Waited is their total wait.
 	Waits  int64
 	Waited time.Duration
-	// Retries counts the attempts sent again. Throttles counts the answers
-	// that paused the key (see [Throttled]). GiveUps counts the calls that
+	// Retries counts the attempts sent again. A request that waited behind
+	// its key's probe and met its throttle sent nothing more, and counts
+	// none for it. Throttles counts the answers that paused the key (see
+	// [Throttled]). GiveUps counts the calls that
 	// ended on a failure that could have been retried, as [EventGiveUp]
 	// reports them. The reasons are attempts, budget, the server's delay too
 	// long, the deadline, and others (see [retry.Reason]). With MaxAttempts 1
