@@ -22,9 +22,11 @@ import "time"
 // The defaults are Finagle's: TTL 10 s, MinRetriesPerSec 10,
 // PercentCanRetry 0.2. That is 100 retries plus one for every five
 // requests. 50 sequential calls that each need two retries all get them
-// (100 retries, within the reserve). 1,000 concurrent calls to a host that
-// fails every time cost at most 1,000 + 200 + 100 = 1,300 attempts, not
-// MaxAttempts × 1,000. A host that stays dead gets the reserve again as
+// (100 retries, within the reserve). 1,000 concurrent calls of one key (a
+// host, by default) that fails every time cost at most 1,000 + 200 + 100
+// = 1,300 attempts, not MaxAttempts × 1,000. Each key has its own budget:
+// with pace.Transport.Key choosing API keys, each API key of the host has
+// its reserve. A host that stays dead gets the reserve again as
 // the window turns over. That is at most 100 retries per 9 s, plus one per
 // five requests.
 //
