@@ -7,10 +7,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/pacehttp/pace/internal/testhttp"
 	"github.com/pacehttp/pace/retry"
@@ -101,5 +104,39 @@ func TestAttemptsErrorReason(t *testing.T) {
 				t.Errorf("err = %v, want an *AttemptsError with Reason %q and status 429", err, retry.ReasonDeadline)
 			}
 		})
+	})
+}
+
+// TestAttemptsErrorStatusBehindProbe: a request whose last attempt was its
+// key's probe's throttled answer reports the status the probe met, not a
+// 429 it never saw. 10 concurrent calls to a server that answers every
+// request 503 with Retry-After: 1: every AttemptsError says 503. Before,
+// those of the requests behind the probe said 429.
+func TestAttemptsErrorStatusBehindProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &testhttp.Server{Steps: []testhttp.Step{testhttp.Status(http.StatusServiceUnavailable, "Retry-After", "1")}}
+		tr := &Transport{Base: srv}
+		var mu sync.Mutex
+		statuses := map[int]int{}
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() {
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "http://api.test/", ""))
+				mu.Lock()
+				defer mu.Unlock()
+				var ae *AttemptsError
+				switch {
+				case errors.As(err, &ae):
+					statuses[ae.StatusCode]++
+				case err == nil:
+					statuses[resp.StatusCode]++
+					resp.Body.Close()
+				default:
+					t.Errorf("RoundTrip: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		assert.Equal(t, map[int]int{http.StatusServiceUnavailable: 10}, statuses)
 	})
 }

@@ -196,7 +196,7 @@ func (e *WaitError) Unwrap() error { return e.Err }
 // Fail ended the call on that response (Err is Fail then).
 type AttemptsError struct {
 	Attempts   int          // the attempts made, the first included: those sent, and the throttled answers of the key's probe that counted as this request's (see Transport)
-	StatusCode int          // status of the last response received and discarded; 429 for a request whose last attempt was its key's probe's throttled answer (whatever throttle status the probe met); 0 if the last attempt got none
+	StatusCode int          // status of the last response received and discarded; for a request whose last attempt was its key's probe's throttled answer, the status of the key's last throttle the Transport saw (429 if none: the probe may have been another process's); 0 if the last attempt got none
 	Reason     retry.Reason // why a retryable failure was not retried; empty when Err explains the end
 	Err        error        // the last transport error, or why retrying stopped; nil only with Response set
 

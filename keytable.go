@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"net/http"
 	"sync"
 	"sync/atomic"
 
@@ -30,7 +31,18 @@ type keyEntry struct {
 	requests, admitted, waits  atomic.Int64
 	waited, retries, throttles atomic.Int64
 	giveUps                    atomic.Int64
+	lastThrottle               atomic.Int32 // the status of the key's last throttle; 0: none seen
 	budget                     retrydecide.Window
+}
+
+// throttleStatus returns the status of the key's last throttle this
+// Transport saw (a 429, a 503 or a 403 that named a delay), or 429 when it
+// saw none: the probe that throttled may have been another process's.
+func (e *keyEntry) throttleStatus() int {
+	if s := e.lastThrottle.Load(); s != 0 {
+		return int(s)
+	}
+	return http.StatusTooManyRequests
 }
 
 // keyTable holds a Transport's keyEntry values: lock-free lookups of

@@ -605,6 +605,7 @@ func (c *call) settle(attempt int, p *throttle.Permit, out *http.Request, resp *
 	c.lim.Settle(*p, o)
 	if v.Pause > 0 {
 		c.st.throttles.Add(1)
+		c.st.lastThrottle.Store(int32(statusOf(resp)))
 		if c.s.obs != nil {
 			c.emit(Event{Kind: EventThrottle, Attempt: attempt, Delay: v.Pause, StatusCode: statusOf(resp)})
 		}
@@ -819,7 +820,7 @@ func (c *call) admit(attempt *int, lastStatus int, p *throttle.Permit) error {
 			return err
 		}
 		waited += p.Held // the Permit says how long it waited, also with an error
-		lastStatus = http.StatusTooManyRequests
+		lastStatus = c.st.throttleStatus()
 		if *attempt >= c.maxAttempts {
 			if c.gaveUp(retry.ReasonAttempts) {
 				c.st.giveUps.Add(1)
