@@ -22,7 +22,9 @@ type Stats struct {
 	// limiter let go (a call's retries included).
 	Requests, Admitted int64
 	// Waits counts the attempts that waited for the key's pause or limiter
-	// before leaving, and Waited is their total wait.
+	// before leaving, and Waited is their total wait. The wait a request
+	// sleeps between its own attempts (a server's delay, a backoff) is not
+	// counted there.
 	Waits  int64
 	Waited time.Duration
 	// Retries counts the attempts sent again. A request that waited behind
