@@ -43,8 +43,9 @@ type KeyedOptions struct {
 	//
 	// When the shard of a new key is full even after a sweep of its idle
 	// entries, the store forgets another key to make room (an eviction). It
-	// samples 8 keys from the shard. It forgets the one whose limit would be
-	// whole again the soonest (the smallest [Quota].Reset). It never forgets a
+	// samples 8 keys from the shard. It forgets the one that has used the
+	// fewest units of its limit (the largest [Quota].Remaining), of those the
+	// one whole again the soonest (the smallest Reset). It never forgets a
 	// key that is paused, probing or waited on. The new key gets its own
 	// limit, fresh. Only when every key of the shard is paused or waited on
 	// does a new key share one overflow limit (and pause) with the others.
@@ -58,10 +59,10 @@ type KeyedOptions struct {
 	// address, as package middleware does, or one limit for all.
 	//
 	// An evicted key forgets its history: a partly spent key starts again
-	// whole. By flooding, an attacker can hand a key the units it would have
-	// earned back within its Reset. That is the smallest Reset in the sample.
-	// A key the attacker drained by heavy use has the longest Reset. It is
-	// evicted last, after the made-up keys, which each booked one unit.
+	// whole. By flooding, an attacker can hand a key back the units it has
+	// used. That is the fewest in the sample. A key the attacker drained by
+	// heavy use has used them all. It is evicted last, after the made-up
+	// keys, which each booked one unit.
 	MaxKeys int
 }
 
@@ -73,8 +74,8 @@ type KeyedOptions struct {
 // drained bucket, a booked slot) is never swept. So sweeping can never
 // reset a limit (ELares/IronTraffic#217, didip/tollbooth#32). Only past
 // [KeyedOptions].MaxKeys is a key in use forgotten, to make room for a new
-// one. It is the one nearest to whole again, never a paused or waited-on
-// key (see MaxKeys for what that lets an attacker do).
+// one. It is the one that has used the fewest units, never a paused or
+// waited-on key (see MaxKeys for what that lets an attacker do).
 //
 // Forgetting is lazy. A shard is swept when it is full, or when it is
 // accessed after the limit's span (and at least one second) since its last
@@ -615,21 +616,26 @@ func (s *shard) evictable(k *Keyed) bool {
 // evict makes room in the full shard s at now for a new key (hashed to
 // keep, which stays). It samples up to evictSample keys without a
 // keyState, from a random place in the shard (Go's map iteration starts at
-// a random one). It forgets the one whose limit would be whole again the
-// soonest (the smallest Quota.Reset). So forgetting hands out the fewest
-// units the key had not earned back yet. For keys booked once (a flood of
-// made-up keys) that is about one interval's worth. A key drained by heavy
-// use has the longest reset and is the last to go. It reports whether a
-// key was forgotten. s.mu must be held.
+// a random one). It forgets the one that has used the fewest units of its
+// limit now (the largest Quota.Remaining), and of those the one whole
+// again the soonest (the smallest Quota.Reset). Forgetting a key hands it
+// back the units it has used, so this hands out the fewest: for keys
+// booked once (a flood of made-up keys), one. A key drained by heavy use
+// is the last to go, whatever the algorithm: a window drained before the
+// flood is whole again sooner than the made-up keys, but has used its
+// whole limit. It reports whether a key was forgotten. s.mu must be held.
 func (s *shard) evict(k *Keyed, now int64, keep uint64) bool {
 	var victim uint64
-	found, best, seen := false, int64(0), 0
+	found, seen := false, 0
+	var bestUsed, bestReset int64
 	s.eachFree(func(h uint64) bool {
 		if h == keep {
 			return true
 		}
-		if r := int64(quotaAt(k.alg, &s.tmp, now, now).Reset); !found || r < best {
-			victim, best, found = h, r, true
+		q := k.alg.standing(&s.tmp, now)
+		used, reset := q.limit-max(q.remaining, 0), max(q.reset, 0)
+		if !found || used < bestUsed || used == bestUsed && reset < bestReset {
+			victim, bestUsed, bestReset, found = h, used, reset, true
 		}
 		seen++
 		return seen < evictSample

@@ -99,8 +99,8 @@ type Options struct {
 	// MaxKeys caps the number of keys tracked at once, as
 	// pace.KeyedOptions.MaxKeys. 0 means pace.DefaultMaxKeys (about a
 	// million). Negative values are a [*pace.ConfigError]. Past the cap, a new
-	// key makes the store forget the key whose limit would be whole again the
-	// soonest. So made-up keys cannot grow memory without bound, nor lock a
+	// key makes the store forget the key that has used the fewest units of
+	// its limit. So made-up keys cannot grow memory without bound, nor lock a
 	// legitimate key out. Each made-up key gets a limit of its own, though. So
 	// limit what a client cannot make up (its address) too. See
 	// pace.KeyedOptions.MaxKeys for what eviction lets an attacker do.
