@@ -55,13 +55,16 @@ import (
 // journal failed, the error is an [*Error], returned with the full Report.
 // Some setups give a nil Report and an error before anything runs:
 //
-//   - a nil fn, invalid options or two items with the same ID give a
-//     [*pace.ConfigError] (matching [pace.ErrInvalidConfig]). Its Field
-//     names the option, such as "Rate.N", "fn" for a nil fn, or "ID" for a
-//     duplicate ID.
+//   - a nil ctx or fn, invalid options or two items with the same ID give
+//     a [*pace.ConfigError] (matching [pace.ErrInvalidConfig]). Its Field
+//     names the option, such as "Rate.N", "ctx" or "fn" for a nil one, or
+//     "ID" for a duplicate ID.
 //   - a journal that cannot be opened, locked or read, or is refused
 //     (another job's, see [Options.Job]), gives a [*JournalError].
 func Run[T any](ctx context.Context, items []T, fn func(ctx context.Context, item T) error, opts Options) (*Report, error) {
+	if ctx == nil {
+		return nil, &pace.ConfigError{Field: "ctx", Reason: "must not be nil (use context.Background())"}
+	}
 	if fn == nil {
 		return nil, &pace.ConfigError{Field: "fn", Reason: "the item function must not be nil (HTTP returns nil for a nil build)"}
 	}

@@ -30,6 +30,22 @@ func TestRunNilFunc(t *testing.T) {
 	}
 }
 
+// TestRunNilContext: a nil ctx is a *pace.ConfigError before anything
+// runs, not a nil dereference in Run's loop (a new user's trial), as
+// redislimit refuses one.
+func TestRunNilContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.jsonl")
+	var nilCtx context.Context // a nil ctx on purpose
+	rep, err := Run(nilCtx, ints(3), func(context.Context, int) error { return nil }, Options{Journal: path})
+	var ce *pace.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "ctx", ce.Field)
+	assert.ErrorIs(t, err, pace.ErrInvalidConfig)
+	assert.Nil(t, rep)
+	_, serr := os.Stat(path)
+	assert.ErrorIs(t, serr, os.ErrNotExist, "no journal for a run that could not start")
+}
+
 // TestHTTPNilArguments: HTTP with a nil client uses http.DefaultClient,
 // and with a nil build returns nil, which Run refuses before anything runs
 // (a user trial saw a nil build stop the run only once items had started).

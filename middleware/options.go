@@ -37,7 +37,9 @@ type Options struct {
 
 	// Key, if set, returns the key a request is limited under, such as a user
 	// ID from a verified token or a route. It replaces the built-in keys
-	// (KeyHeader and the client address), and must be set alone. A non-nil
+	// (KeyHeader and the client address), and must be set alone: with
+	// KeyHeader, TrustedProxies or IPv6Prefix set too the Options are
+	// refused with a [*pace.ConfigError]. A non-nil
 	// error refuses the request through OnKeyError. Key must be safe for
 	// concurrent use, and must not modify the request. It may read the
 	// request's context for values set by earlier middleware.
@@ -141,6 +143,10 @@ func (o *Options) check() error {
 		return &pace.ConfigError{Field: "Limit", Value: o.Limit, Reason: "is required (the zero Limit means no limit)"}
 	case o.Key != nil && o.KeyHeader != "":
 		return &pace.ConfigError{Field: "KeyHeader", Value: o.KeyHeader, Reason: "must be empty when Key is set"}
+	case o.Key != nil && len(o.TrustedProxies) > 0:
+		return &pace.ConfigError{Field: "TrustedProxies", Value: o.TrustedProxies, Reason: "must be empty when Key is set (Key replaces the client address)"}
+	case o.Key != nil && o.IPv6Prefix != 0:
+		return &pace.ConfigError{Field: "IPv6Prefix", Value: o.IPv6Prefix, Reason: "must be 0 when Key is set (Key replaces the client address)"}
 	case o.KeyHeader != "" && !httptoken.Valid(o.KeyHeader):
 		return &pace.ConfigError{Field: "KeyHeader", Value: o.KeyHeader, Reason: "is not a valid HTTP field name"}
 	case o.RequireKey && o.KeyHeader == "":

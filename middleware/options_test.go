@@ -25,6 +25,8 @@ func TestNewErrors(t *testing.T) {
 		{"invalid limit", Options{Limit: pace.TokenBucket(pace.PerSecond(1), 0)}, "Burst"},
 		{"invalid part of All", Options{Limit: pace.All(ok, pace.FixedWindow(pace.Rate{N: 1}))}, "Rate.Per"},
 		{"Key with KeyHeader", Options{Limit: ok, Key: key, KeyHeader: "X-API-Key"}, "KeyHeader"},
+		{"Key with TrustedProxies", Options{Limit: ok, Key: key, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}, "TrustedProxies"},
+		{"Key with IPv6Prefix", Options{Limit: ok, Key: key, IPv6Prefix: 48}, "IPv6Prefix"},
 		{"KeyHeader not a field name", Options{Limit: ok, KeyHeader: "X API Key"}, "KeyHeader"},
 		{"KeyHeader with a colon", Options{Limit: ok, KeyHeader: "X-API-Key:"}, "KeyHeader"},
 		{"RequireKey without KeyHeader", Options{Limit: ok, RequireKey: true}, "RequireKey"},
