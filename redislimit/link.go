@@ -60,6 +60,7 @@ type link struct {
 	probing    bool
 	closed     bool           // by close: no prober starts
 	once       atomic.Bool    // the link was up once
+	first      chan struct{}  // closed when the first warm-up ends, up or not
 	wg         sync.WaitGroup // the prober
 }
 
@@ -72,22 +73,28 @@ type linkState struct {
 // init sets the link up for rdb and starts its first warm-up.
 func (k *link) init(base context.Context, rdb redis.UniversalClient, timeout time.Duration, stop <-chan struct{}, scripts ...*redis.Script) {
 	k.base, k.rdb, k.timeout, k.stop, k.scripts = base, rdb, timeout, stop, scripts
+	k.first = make(chan struct{})
 	_, k.gate = rdb.(*redis.Client)
 	k.st.Store(&linkState{up: !k.gate, ch: make(chan struct{})})
 	k.down(true)
 }
 
-// ready waits until the link is up, at most Timeout (warmTimes × Timeout
-// before it was ever up: a new Limiter's first warm-up), or until ctx
-// ends. It reports whether it waited, and errNoLink if the link is still
-// down.
+// ready waits until the link is up, at most Timeout, or until ctx ends.
+// During a new Limiter's first warm-up it waits for that warm-up to end
+// instead, at most warmTimes × Timeout. A warm-up that failed leaves the
+// next decisions the Timeout of a link that went down, not warmTimes ×
+// Timeout each. It reports whether it waited, and errNoLink if the link
+// is still down.
 func (k *link) ready(ctx context.Context) (waited bool, err error) {
 	s := k.st.Load()
 	if s.up {
 		return false, nil
 	}
-	d := k.timeout
-	if !k.once.Load() {
+	d, first := k.timeout, k.first
+	select {
+	case <-first:
+		first = nil // ended: wait as for a link that went down
+	default:
 		d *= warmTimes
 	}
 	t := time.NewTimer(d)
@@ -95,6 +102,10 @@ func (k *link) ready(ctx context.Context) (waited bool, err error) {
 	select {
 	case <-s.ch:
 		return true, nil
+	case <-first:
+		if k.st.Load().up {
+			return true, nil
+		}
 	case <-t.C:
 	case <-ctx.Done():
 	case <-k.stop:
@@ -187,6 +198,11 @@ func (k *link) probe() {
 				k.st.Store(&linkState{up: true})
 				close(s.ch)
 			}
+		}
+		select {
+		case <-k.first:
+		default:
+			close(k.first) // after the link is up, if it came up
 		}
 		if err == nil || !k.gate || errors.Is(err, redis.ErrClosed) {
 			k.probing = false
