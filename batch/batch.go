@@ -367,8 +367,8 @@ func (r *runner[T]) finish(a *attempt) {
 		r.requeueInflight--
 	}
 	var we *pace.WaitError
-	if errors.As(a.err, &we) && errors.Is(we.Err, errInLine) {
-		r.inLine(a, we.Delay, now)
+	if errors.As(a.err, &we) && (errors.Is(we.Err, errInLine) || errors.Is(we.Err, errWaitExceedsDeadline)) {
+		r.inLine(a, we, now)
 		return
 	}
 	r.recordSent(a)
@@ -467,6 +467,9 @@ func (r *runner[T]) settle(res *Result, o Outcome, now time.Time) {
 	case Interrupted:
 		r.sum.Interrupted++
 		return
+	case NotStarted: // held back at the gate each time, never sent
+		r.sum.NotStarted++
+		return
 	case InDoubt: // not journaled: it stays in doubt
 		r.sum.InDoubt++
 		return
@@ -532,12 +535,14 @@ func (r *runner[T]) throttled(a *attempt, delay time.Duration, now time.Time) {
 }
 
 // inLine puts the item of attempt a back in line, due when its key's pause
-// ends, d after now (see waitInLine). The gate held it back before it was
-// sent, so that it waits here and holds no slot. Nothing was sent, and the
-// attempt counts as none: not in Result.Attempts, Summary.Retries or
-// Throttled. An item held back before its first attempt stays Running
-// (started). Once dispatch has stopped it ends Interrupted.
-func (r *runner[T]) inLine(a *attempt, d time.Duration, now time.Time) {
+// ends, we.Delay after now (see waitInLine). The gate held it back before
+// it was sent, so that it waits here and holds no slot. Nothing was sent,
+// and the attempt counts as none: not in Result.Attempts, Summary.Retries
+// or Throttled. An item held back before its first attempt stays Running.
+// A wait that would outlast the context's deadline ends the item at once
+// (see outlasted), and so does the end of dispatch: NotStarted when none
+// of its attempts was sent, else Interrupted (see unfinished).
+func (r *runner[T]) inLine(a *attempt, we *pace.WaitError, now time.Time) {
 	r.gate.settle(a.state.permit, a.start, now, false, 0) // it admits nothing: harmless
 	r.unsent(a.idx, now)
 	res := &r.results[a.idx]
@@ -548,11 +553,24 @@ func (r *runner[T]) inLine(a *attempt, d time.Duration, now time.Time) {
 		r.sum.Retries--
 	}
 	r.waited[a.idx] = true // it stays Running
-	if r.stopped {
-		r.settle(res, Interrupted, now)
-		return
+	switch {
+	case r.stopped:
+		r.settle(res, r.unfinished(a.idx), now)
+	case errors.Is(we.Err, errWaitExceedsDeadline):
+		r.outlasted(a, we.Delay, now)
+	default:
+		r.putLater(requeued{idx: a.idx, at: now.Add(we.Delay), refused: !a.requeue})
 	}
-	r.putLater(requeued{idx: a.idx, at: now.Add(d), refused: !a.requeue})
+}
+
+// unfinished is the Outcome of item idx when the run ends before it
+// finished: NotStarted when none of its attempts was sent (the gate held
+// each back), else Interrupted.
+func (r *runner[T]) unfinished(idx int) Outcome {
+	if r.results[idx].Attempts == 0 {
+		return NotStarted
+	}
+	return Interrupted
 }
 
 // refused handles an attempt that a client-side limit refused, nothing
@@ -579,7 +597,7 @@ func (r *runner[T]) refused(a *attempt, delay time.Duration, now time.Time) {
 func (r *runner[T]) again(a *attempt, wait time.Duration, refused bool, now time.Time) {
 	switch {
 	case r.stopped:
-		r.settle(&r.results[a.idx], Interrupted, now)
+		r.settle(&r.results[a.idx], r.unfinished(a.idx), now)
 	case r.outlasts(wait, now):
 		r.outlasted(a, wait, now)
 	case refused:
@@ -597,7 +615,7 @@ func (r *runner[T]) again(a *attempt, wait time.Duration, refused bool, now time
 // same wait at the gate, and end likewise. Under the run's key, which
 // every attempt of another item function shares, the run ends.
 func (r *runner[T]) outlasted(a *attempt, d time.Duration, now time.Time) {
-	r.settle(&r.results[a.idx], Interrupted, now)
+	r.settle(&r.results[a.idx], r.unfinished(a.idx), now)
 	why := fmt.Errorf("%w: a wait of %v would outlast the context deadline: %w", ErrThrottled, d, context.DeadlineExceeded)
 	if !a.state.keyed {
 		r.halt(why)
@@ -654,10 +672,10 @@ func (r *runner[T]) recordSent(a *attempt) {
 func (r *runner[T]) report() (*Report, error) {
 	now := time.Now()
 	for _, idx := range r.retry { // throttled, never retried
-		r.settle(&r.results[idx], Interrupted, now)
+		r.settle(&r.results[idx], r.unfinished(idx), now)
 	}
-	for _, q := range r.later { // requeued, never tried again
-		r.settle(&r.results[q.idx], Interrupted, now)
+	for _, q := range r.later { // requeued or held back, never tried again
+		r.settle(&r.results[q.idx], r.unfinished(q.idx), now)
 	}
 	r.retry, r.later = nil, nil
 	if r.journal != nil {

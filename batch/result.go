@@ -10,9 +10,11 @@ import (
 type Outcome int
 
 const (
-	// NotStarted means the item's function was never called: the context
-	// ended, StopOnError stopped the run, or the journal failed first. It
-	// is the zero Outcome.
+	// NotStarted means the item was never sent: its function was never
+	// called (the context ended, StopOnError stopped the run, or the journal
+	// failed first), or its key's pause held back each of its attempts
+	// before it was sent (see [Result].Attempts) until the run ended. It is
+	// the zero Outcome.
 	NotStarted Outcome = iota
 	// Succeeded means the item's last attempt returned nil.
 	Succeeded
@@ -89,7 +91,7 @@ type Summary struct {
 	Resumed     int // restored from the journal, not run again (in-doubt items left alone included)
 	Redone      int // in doubt after an earlier run, and done again as safe to repeat
 
-	Throttled int // attempts that came back throttled (HTTP 429 and the like) or refused by a client-side limit, nothing sent
+	Throttled int // attempts that came back throttled (HTTP 429 and the like) or refused by a client-side limit, nothing sent; not those the key's pause held back (see Result.Attempts)
 	Requeued  int // items put back in line at least once after a retryable failure (see Options.MaxRequeues)
 	Retries   int // attempts beyond each item's first (throttled and requeued items')
 	Pauses    int // times a throttle paused an open key; its probes' throttles extend that pause and count once
