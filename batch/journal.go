@@ -97,7 +97,13 @@ func (rec record) finished() bool {
 	return rec.Outcome == Succeeded.String() || rec.Outcome == Failed.String()
 }
 
+// valid reports whether rec is a record Run writes: a known outcome, a
+// status of 0 or 100 to 999, and no negative count or duration.
 func (rec record) valid() bool {
+	switch {
+	case rec.Status != 0 && (rec.Status < 100 || rec.Status > 999), rec.Attempts < 0, rec.Duration < 0:
+		return false
+	}
 	return rec.finished() || rec.Outcome == recStarted || rec.Outcome == recSending || rec.Outcome == recUnsent
 }
 

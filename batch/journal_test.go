@@ -254,6 +254,11 @@ func TestJournalCorrupt(t *testing.T) {
 		{"bad last line", good + "}{\n", 6},
 		{"bad line then partial", good + "}{\n" + `{"id":"6"`, 6},
 		{"unknown outcome", good + `{"id":"5","outcome":"maybe"}` + "\n", 6},
+		// Values Run never writes (a new user's trial saw them restored).
+		{"negative status", good + `{"id":"5","outcome":"succeeded","status":-7}` + "\n", 6},
+		{"status past 999", good + `{"id":"5","outcome":"failed","status":1000}` + "\n", 6},
+		{"negative attempts", good + `{"id":"5","outcome":"succeeded","attempts":-1}` + "\n", 6},
+		{"negative duration", good + `{"id":"5","outcome":"succeeded","duration_ns":-5}` + "\n", 6},
 		{"empty line", good + "\n", 6},
 		{"zeros with a newline", good + "\x00\x00\n", 6},
 		{"first line", "}{\n", 1},
