@@ -119,8 +119,9 @@ type Transport struct {
 	// malformed its delay, can make the key's requests wait longer. Nor can
 	// it make them fail with [ErrWaitTooLong] while MaxWait is at least
 	// MaxRetryAfter, as the defaults are; a shorter MaxWait refuses the
-	// requests that would wait out more of the pause than it. The waits the Transport chooses itself are capped
-	// at it too: backoff waits, and the pause after a 429 without a delay. That
+	// requests that would wait out more of the pause than it. The waits
+	// the Transport chooses itself are capped at it too: backoff waits, and
+	// the pause after a 429 without a delay. That
 	// pause is then shorter than retry.DefaultThrottlePause, or than a second, when
 	// MaxRetryAfter is. Zero means DefaultMaxRetryAfter (five minutes). A
 	// negative MaxRetryAfter is refused (Validate, RoundTrip) with a
