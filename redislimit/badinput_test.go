@@ -62,7 +62,7 @@ func TestNewRejects(t *testing.T) {
 		{"sliding log too long", rdb, pace.SlidingLog(pace.PerSecond(maxSlidingN + 1)), Options{}, "Rate.N"},
 		{"more parts than a script holds", rdb, pace.All(manyParts(maxParts + 1)...), Options{}, "Limit"},
 		{"bad part of All", rdb, pace.All(pace.TokenBucket(pace.PerSecond(1), 1), pace.SlidingCounter(pace.PerSecond(1))), Options{}, "Limit"},
-		{"invalid fallback", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Fallback: pace.TokenBucket(pace.PerSecond(1), 0)}, "Burst"},
+		{"invalid fallback", rdb, pace.TokenBucket(pace.PerSecond(1), 1), Options{Fallback: pace.TokenBucket(pace.PerSecond(1), 0)}, "Fallback.Burst"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -249,7 +249,7 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 	lim.dl.init(o.Timeout)
 	if !o.Fallback.IsZero() {
 		if lim.fallback, err = pace.NewKeyed(o.Fallback, pace.KeyedOptions{}); err != nil {
-			return nil, fmt.Errorf("redislimit: Fallback: %w", err)
+			return nil, fallbackErr(err)
 		}
 		lim.strictFor = span // the Limit's, which the shares hold with Lease
 		lim.holdFor = lim.strictFor
@@ -374,6 +374,16 @@ func honoursContext(rdb redis.UniversalClient) bool {
 		return c.Options().ContextTimeoutEnabled
 	}
 	return true // another implementation: its documentation says
+}
+
+// fallbackErr is the error of an invalid Options.Fallback: a
+// *pace.ConfigError whose Field names the Fallback ("Fallback.Burst"), or
+// the Limit's error wrapped.
+func fallbackErr(err error) error {
+	if ce, ok := err.(*pace.ConfigError); ok {
+		return &pace.ConfigError{Field: "Fallback." + ce.Field, Value: ce.Value, Reason: ce.Reason}
+	}
+	return fmt.Errorf("redislimit: Fallback: %w", err)
 }
 
 // Close stops listening for other processes' pauses, and readying
