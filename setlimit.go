@@ -39,7 +39,15 @@ func retune(from, to algorithm, c *cell, now int64) cell {
 	if nc, ok := keep(from, to, c, now); ok {
 		return nc
 	}
-	return carry(to, usedUnits(from, c, now), now)
+	used := usedUnits(from, c, now)
+	if g := coreOf(from); g != nil && coreOf(to) == nil {
+		// A window counts every unit taken within it, and a bucket may have
+		// let through, within the new window, what it holds drained and
+		// all it refilled, even when it is full again: at most
+		// ⌈window/interval⌉ more.
+		used = satAdd(used, intmath.CeilDiv(to.span(), g.i))
+	}
+	return carry(to, used, now)
 }
 
 // keep returns c as a cell of to when its state means the same under to:
@@ -49,7 +57,8 @@ func retune(from, to algorithm, c *cell, now int64) cell {
 //     within a drained bucket (τ) is what the bucket used. It counts up to
 //     the new bucket's capacity. So a drained bucket changed to a smaller
 //     one is drained, not in debt, and goes on at the new rate at once. The
-//     part beyond it, reservations queued, is kept whole.
+//     part beyond it, reservations queued, is kept whole: scaled, and never
+//     ending before the last of them, whose instants stay.
 //   - a sliding log's instants, whatever the new N and Per.
 //   - a fixed window's or sliding estimate's counts when the window length
 //     is the same.
@@ -60,6 +69,12 @@ func keep(from, to algorithm, c *cell, now int64) (cell, bool) {
 		used := min(rescale(backlog-queued, f.i, t.i), t.tau)
 		scaled := min(satAdd(rescale(queued, f.i, t.i), used), maxSpan)
 		nc := cell{a: max(c.a, now) - backlog + scaled, b: c.b}
+		if queued > 0 {
+			// The reservations queued keep their instants, the last at
+			// TAT − the old interval at the latest: the new limit's next
+			// unit comes its own interval after it, never between them.
+			nc.a = max(nc.a, min(satAdd(c.a-f.i, t.tau), satAdd(now, maxSpan)))
+		}
 		if f.i != t.i || f.tau != t.tau { // the chain (cell.b) does not carry over
 			l, _ := f.bounds(c)
 			t.mark(&nc, l, l)
@@ -163,7 +178,9 @@ func carry(to algorithm, used, now int64) cell {
 // Every other change (across algorithms, or to another window length)
 // keeps only a count. That is the units the old limit counted at now
 // (Limit − Remaining of [Shaper.QuotaAt]), booked at now, since when each
-// was used is not known. They cost what a burst at now would. A window or
+// was used is not known. From a token bucket or pacer to a window or log
+// it is also the units the bucket may have refilled and let through within
+// the new window, since the window counts them all. They cost what a burst at now would. A window or
 // log holds them for a whole window of the new limit. So 20 used under
 // SlidingCounter(PerSecond(20)), changed to SlidingLog(PerSecond(20)),
 // admit nothing for 1 s. A token bucket or pacer drains them at its rate.

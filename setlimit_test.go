@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -75,6 +76,10 @@ func TestShaperSetLimitNeverExceedsLarger(t *testing.T) {
 			func(span time.Duration) int { return 10 + int(span/(50*time.Millisecond)) }},
 		"sliding log": {SlidingLog(PerSecond(10)), SlidingLog(PerSecond(20)),
 			func(span time.Duration) int { return 20 * (1 + int(span/time.Second)) }},
+		// Across algorithms: SlidingLog(10/s) allows at least as much as
+		// TokenBucket(5/s, 5) at every length of interval.
+		"token bucket and sliding log": {TokenBucket(PerSecond(5), 5), SlidingLog(PerSecond(10)),
+			func(span time.Duration) int { return 10 * (1 + int(span/time.Second)) }},
 	}
 	for name, p := range pairs {
 		for _, dir := range []string{"up", "down"} {
@@ -110,6 +115,93 @@ func TestShaperSetLimitNeverExceedsLarger(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestShaperSetLimitKeepsQueuedInstants: reservations queued under the old
+// limit keep their instants, so the new limit books after the last of
+// them, never between: 20 reserved at once under TokenBucket(10/s, 1)
+// (0 s to 1.9 s), then a change to TokenBucket(20/s, 1) and 20 more. Every
+// interval holds at most what the larger allows, 1 + ⌊span/50 ms⌋. Before,
+// the queue was rescaled to the new interval, and the new bookings fell
+// between the old ones: 29 in [1.0 s, 1.9 s] (a new user's trial).
+func TestShaperSetLimitKeepsQueuedInstants(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	for _, tt := range []struct {
+		name     string
+		from, to Limit
+		interval time.Duration // the larger's
+		burst    int
+	}{
+		{"token bucket, faster", TokenBucket(PerSecond(10), 1), TokenBucket(PerSecond(20), 1), 50 * time.Millisecond, 1},
+		{"token bucket, faster and larger", TokenBucket(PerSecond(10), 5), TokenBucket(PerSecond(20), 10), 50 * time.Millisecond, 10},
+		{"pacer, faster", LeakyBucket(PerSecond(10), LeakyOptions{Slack: 2}), LeakyBucket(PerSecond(20), LeakyOptions{Slack: 2}), 50 * time.Millisecond, 3},
+		{"token bucket, slower", TokenBucket(PerSecond(20), 1), TokenBucket(PerSecond(10), 1), 50 * time.Millisecond, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := NewShaper(tt.from)
+			require.NoError(t, err)
+			var at []time.Duration
+			reserve := func() {
+				for range 20 {
+					r, err := s.ReserveAt(t0, 1, 0)
+					require.NoError(t, err)
+					at = append(at, r.Delay)
+				}
+			}
+			reserve()
+			require.NoError(t, s.SetLimitAt(t0, tt.to))
+			reserve()
+			slices.Sort(at)
+			for i := range at {
+				for j := i; j < len(at); j++ {
+					if n, bound := j-i+1, tt.burst+int((at[j]-at[i])/tt.interval); n > bound {
+						t.Fatalf("%d booked in [%v, %v], the larger allows %d", n, at[i], at[j], bound)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestShaperSetLimitAcrossCountsWindow: a token bucket changed to a
+// sliding log carries, as used, every unit the bucket may have let through
+// within the log's window, not only what it holds drained: TokenBucket(5/s,
+// 5) took 5 at 0 s and one at each of 0.2, 0.4, 0.6 and 0.8 s, 9 in all;
+// SlidingLog(10/s) at 0.8 s may take 1 more, not 5 (14 in 0.8 s before, a
+// new user's trial).
+func TestShaperSetLimitAcrossCountsWindow(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	s, err := NewShaper(TokenBucket(PerSecond(5), 5))
+	require.NoError(t, err)
+	for range 5 {
+		require.True(t, s.AllowAt(t0, 1))
+	}
+	for i := 1; i <= 4; i++ {
+		require.True(t, s.AllowAt(t0.Add(time.Duration(i)*200*time.Millisecond), 1))
+	}
+	at := t0.Add(800 * time.Millisecond)
+	require.NoError(t, s.SetLimitAt(at, SlidingLog(PerSecond(10))))
+	more := 0
+	for s.AllowAt(at, 1) {
+		more++
+	}
+	assert.LessOrEqual(t, 9+more, 10, "admitted in [0 s, 0.8 s], the sliding log allows 10")
+
+	// A bucket full again at the change may still have let units through
+	// within the window: TokenBucket(5/s, 1) took one at each of 0.2 to
+	// 0.8 s, and is full at 1 s.
+	s, err = NewShaper(TokenBucket(PerSecond(5), 1))
+	require.NoError(t, err)
+	for i := 1; i <= 4; i++ {
+		require.True(t, s.AllowAt(t0.Add(time.Duration(i)*200*time.Millisecond), 1))
+	}
+	at = t0.Add(time.Second)
+	require.NoError(t, s.SetLimitAt(at, SlidingLog(PerSecond(10))))
+	more = 0
+	for s.AllowAt(at, 1) {
+		more++
+	}
+	assert.LessOrEqual(t, 4+more, 10, "admitted in (0 s, 1 s], the sliding log allows 10")
 }
 
 // TestShaperSetLimitCarriesUse: a change to another algorithm, or to a
