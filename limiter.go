@@ -293,7 +293,7 @@ func decideCell(alg algorithm, c *cell, pause, now int64, n int, maxWait time.Du
 // a Shaper can be driven and tested without a clock; Allow and Wait read the
 // clock. Instants passed to its methods may go backwards (a clock stepping
 // back). An earlier now never frees units that a later one had used, and
-// earlier slots are never handed out. Times are measured from an epoch
+// earlier slots are never handed out. Times count from an epoch
 // about 73 years before the Shaper was created; earlier instants count as
 // that epoch.
 //

@@ -458,7 +458,7 @@ const (
 //     (today about 1.8e15 and 1.8e18). Read as milliseconds, it would name
 //     an instant centuries ahead.
 //
-// An instant is measured by dateDelay against now and the response's Date,
+// An instant is turned into a delay by dateDelay against now and the response's Date,
 // like an HTTP-date in Retry-After. So a past instant yields 0. d is never
 // negative and saturates.
 func parseResetValue(v string, now, serverDate time.Time) (time.Duration, bool) {

@@ -16,7 +16,7 @@ import (
 // largest time.Duration, so it always lands above any cap.
 const DefaultMaxRetryAfter = 5 * time.Minute
 
-// RetryAfter returns the delay the server asked for in resp, measured from
+// RetryAfter returns the delay the server asked for in resp, counted from
 // now (the moment the response was received). ok is false when the
 // response names none. It reads the headers by the same rules as
 // [Transport], first usable one first:
@@ -25,10 +25,10 @@ const DefaultMaxRetryAfter = 5 * time.Minute
 //     OpenAI, Azure Cosmos DB), a fraction allowed.
 //  2. Retry-After (RFC 9110 §10.2.3): delay-seconds, or an HTTP-date in any
 //     of the three forms of RFC 9110 §5.6.7. A fraction such as Shopify's
-//     "2.0" is accepted. A date is measured from now when the response's
+//     "2.0" is accepted. A date counts from now when the response's
 //     Date header (§6.6.1, one-second resolution) agrees with the local
 //     clock to within about a second. When the server's clock is skewed, a
-//     date is measured from the Date, but never less than from now. A Date
+//     date counts from the Date, but never less than from now. A Date
 //     more than a day off is ignored. A date in the past gives 0, ok.
 //  3. On a 429 or 503 response, or when the matching remaining count is 0,
 //     the reset headers. First the IETF RateLimit field's "t"
@@ -93,7 +93,7 @@ const (
 	hdrXRateLimitRemain = "X-Ratelimit-Remaining" // X-RateLimit-Remaining
 )
 
-// serverDelay returns the delay the server asked for in resp, measured from
+// serverDelay returns the delay the server asked for in resp, counted from
 // now (the moment the response was received). It also returns the header
 // it came from (its canonical key, e.g. "Retry-After" or
 // "X-Ratelimit-Reset"). ok is false when the response carries no usable
@@ -111,8 +111,9 @@ const (
 //     form of Retry-After that OpenAI, Azure OpenAI and Azure Cosmos DB
 //     send, often next to a Retry-After in whole seconds.
 //  2. Retry-After (RFC 9110 §10.2.3): delay-seconds, or an HTTP-date in any
-//     of the three formats of RFC 9110 §5.6.7. A date is measured by the
-//     rule of dateDelay against now and the response's Date. So the retry
+//     of the three formats of RFC 9110 §5.6.7. A date is turned into a
+//     delay by the rule of dateDelay against now and the response's Date.
+//     So the retry
 //     leaves at the server's instant, neither before it nor a second late.
 //  3. Reset headers. They mean a delay only when the response is a 429 or
 //     503, or when their matching remaining count says the quota is spent.
@@ -174,7 +175,7 @@ func serverDelay(resp *http.Response, now time.Time) (d time.Duration, source st
 //
 // ok is false for an empty or malformed value: a sign ("-1", "+5"), an
 // empty fraction ("1."), a unit ("5s"), inner spaces, or a date whose zone
-// is not GMT. An HTTP-date is measured by dateDelay, so a date in the past
+// is not GMT. An HTTP-date is turned into a delay by dateDelay, so a date in the past
 // yields 0, ok (retry now). A delay too large to represent saturates to the
 // largest time.Duration rather than wrapping, so the caller's cap applies.
 // RFC 9111 §1.2.2 asks that of a cache for delta-seconds it cannot

@@ -138,7 +138,7 @@ var (
 // defines it: a 429, or a 503 or 403 that names a delay. That is the same
 // test as pace.Transport's. RetryAfter holds the delay, read by the same
 // rules as pace.Transport: Retry-After, retry-after-ms, x-ms-retry-after-ms
-// and the rate-limit reset headers. It is measured from the moment
+// and the rate-limit reset headers. It counts from the moment
 // CheckResponse is called. Any other status gives a [*StatusError]. resp
 // must not be nil; its body is not read.
 func CheckResponse(resp *http.Response) error {

@@ -955,7 +955,7 @@ func (l *Limiter) holdOff(ctx context.Context, key string, maxWait time.Duration
 // package pace's widest margin: a server's first answers often come
 // late, and show no lateness until a quicker one comes. Settle applies
 // the same to an answer that comes late (see Settle). Lateness is
-// measured on this machine's clock from the slot as seen when the
+// counted on this machine's clock from the slot as seen when the
 // decision was sent, so it is never underestimated. An at in the future
 // counts as now. Permits of the Fallback limiter are passed on to it.
 // Safe for concurrent use.
