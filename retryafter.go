@@ -113,8 +113,8 @@ const (
 //  2. Retry-After (RFC 9110 §10.2.3): delay-seconds, or an HTTP-date in any
 //     of the three formats of RFC 9110 §5.6.7. A date is turned into a
 //     delay by the rule of dateDelay against now and the response's Date.
-//     So the retry
-//     leaves at the server's instant, neither before it nor a second late.
+//     So the retry leaves at the server's instant, neither before it nor a
+//     second late.
 //  3. Reset headers. They mean a delay only when the response is a 429 or
 //     503, or when their matching remaining count says the quota is spent.
 //     First the IETF RateLimit field: its "t" parameter
