@@ -83,8 +83,14 @@ func (s *stamped) busiest(d time.Duration) int {
 // each window's 20 in its first second. Each share takes its part of the
 // quota's pace at the answer that taught it, not at its next renewal:
 // 80 calls meet no 429, and from the first full window on no second
-// holds more than 14 arrivals: the quota's pace is 5 a second, and the
-// 8 goroutines may start together as a window opens. It does not run in
+// holds more than 16 arrivals, where the Limit alone lets a window's 20
+// through in its first second. The 16: a window's pace ends at its
+// reset, so up to 8 requests (one per goroutine) may leave before the
+// new window's first answer teaches its pace; then each of the 4 shares
+// keeps to its part, one request per 4 of the fleet's intervals, at
+// least 0.8 s while 18 or fewer are left for up to 4 s, its first at a
+// random phase: at most 2 in a second (docs/fleet.md has the figures).
+// It does not run in
 // parallel with the package's other learning tests: beside their fleets of
 // processes, 2 of 3 CI runs met one 429 here (its busiest window is
 // always exactly 20 of 20; see docs/fleet.md).
@@ -138,7 +144,7 @@ func TestLeaseQuotaPace(t *testing.T) {
 			assert.Zero(t, api.refused, "429s")
 			assert.Equal(t, calls, api.ok, "every call served")
 			assert.Zero(t, failed)
-			assert.LessOrEqual(t, busiest, 14, "arrivals in the busiest second: the quota's pace, not the Limit's 20")
+			assert.LessOrEqual(t, busiest, 16, "arrivals in the busiest second: the quota's pace, not the Limit's 20")
 			assert.LessOrEqual(t, elapsed, bound, "done in time")
 		})
 	}
