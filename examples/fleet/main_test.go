@@ -77,9 +77,10 @@ func TestFlags(t *testing.T) {
 // TestNoRedisServer: without redis-server the parent says how to install it.
 func TestNoRedisServer(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	if haveRedis() { // found outside PATH, in /usr/bin or the sbin directories
-		t.Skip("redis-server is installed outside PATH; the missing case cannot be staged")
-	}
+	dirs := redisserver.SbinDirs
+	redisserver.SbinDirs = nil
+	t.Cleanup(func() { redisserver.SbinDirs = dirs })
+	require.False(t, haveRedis(), "a machine without redis-server is staged")
 	var stdout, stderr bytes.Buffer
 	assert.Equal(t, 1, run(context.Background(), []string{"-n", "1"}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "apt-get install redis-server")

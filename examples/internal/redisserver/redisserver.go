@@ -20,13 +20,18 @@ import (
 // ErrNotFound means redis-server is not installed.
 var ErrNotFound = errors.New("redis-server not found; install it with `apt-get install redis-server`, or pass -redis host:port")
 
+// SbinDirs are the directories Find looks in after PATH. A test that
+// stages a machine without redis-server empties it.
+var SbinDirs = []string{"/usr/sbin", "/usr/local/sbin"}
+
 // Find finds redis-server in PATH or, since /usr/sbin is often
-// missing from a user's PATH, in the sbin directories; else ErrNotFound.
+// missing from a user's PATH, in SbinDirs; else ErrNotFound.
 func Find() (string, error) {
 	if bin, err := exec.LookPath("redis-server"); err == nil {
 		return bin, nil
 	}
-	for _, p := range []string{"/usr/sbin/redis-server", "/usr/local/sbin/redis-server"} {
+	for _, d := range SbinDirs {
+		p := filepath.Join(d, "redis-server")
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
 			return p, nil
 		}
