@@ -154,6 +154,12 @@ type Options struct {
 	// other in-doubt item is not called. It ends [InDoubt], counted in
 	// Summary.InDoubt, unless ResendInDoubt is set.
 	//
+	// A journal that cannot be written during a run (a full disk) stops it.
+	// Run starts no more items, and returns the Report with an [*Error]
+	// whose Stop is the [*JournalError]. An item whose end could not be
+	// recorded keeps its outcome in that Report, yet is in doubt to a
+	// resumed run.
+	//
 	// Only one run may use a journal at a time. Run takes an exclusive
 	// advisory lock on the file (flock(2)) before reading it, and holds it
 	// until it returns. The operating system releases it if the process dies.
