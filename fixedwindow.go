@@ -16,11 +16,11 @@ import "github.com/pacehttp/pace/throttle"
 // Bookings never go back in time. Once a reservation has waited into a
 // later window, later calls wait for that window too. A request refused
 // costs nothing. Cancelling gives the units back to the window they were
-// booked in. That may be a later window (the reservation waited). The
-// limiter then stays in it. So a call for fewer units than the cancelled
-// one may have to wait for that window, although the current one has room.
-// Calls for as many units or more see exactly the state before the
-// reservation: it waited because the current window was full for them.
+// booked in. When that empties a window reservations had waited into, the
+// window before it comes back as it was. So reservations cancelled latest
+// first leave the limiter exactly as before them, a queue of them too (up
+// to 64 windows deep). Units given back to an earlier window while a later
+// one holds bookings stay counted: stricter, never looser.
 //
 // The Limit carries a [*ConfigError] naming "Rate.N" or "Rate.Per" when
 // either is not positive, or Per is over about 146 years (see [Rate]).
@@ -65,8 +65,10 @@ func (f *fixedWindow) start(w int64) (int64, error) {
 	return t, nil
 }
 
-func (f *fixedWindow) book(c *cell, _, t int64, n int) {
-	if w := winIndex(t, f.per); w > c.a {
+func (f *fixedWindow) book(c *cell, now, t int64, n int) {
+	w := winIndex(t, f.per)
+	pushBack(c, now, t, w > c.a)
+	if w > c.a {
 		c.a, c.b = w, int64(n)
 		return
 	}
@@ -74,11 +76,13 @@ func (f *fixedWindow) book(c *cell, _, t int64, n int) {
 }
 
 // unbook gives the units back to their window if it is still the one
-// tracked. A reservation that had waited into a later window leaves the
-// limiter in that window: stricter than before, never looser.
-func (f *fixedWindow) unbook(c *cell, _, t int64, n int) {
+// tracked. When that empties a window a reservation had waited into, the
+// state before it comes back (popBack). Units of an earlier window stay
+// booked: stricter than before, never looser.
+func (f *fixedWindow) unbook(c *cell, now, t int64, n int) {
 	if winIndex(t, f.per) == c.a {
 		c.b = max(0, c.b-int64(n))
+		popBack(c, now, f.per, c.b == 0)
 	}
 }
 

@@ -3,6 +3,8 @@ package pace
 import (
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // boundaryCalls returns the 121 call instants of the boundary case: evenly
@@ -96,9 +98,12 @@ func TestFixedWindowReserveAt(t *testing.T) {
 	runWinAllow(t, l, []winAllow{{2500 * ms, 1, false}, {4 * time.Second, 1, true}, {4 * time.Second, 1, false}})
 }
 
-// TestFixedWindowCancel: a reservation in the current window is given back
-// exactly; one that waited into a later window is given back to that window,
-// and calls keep waiting for it (stricter, never looser).
+// TestFixedWindowCancel: reservations cancelled latest first are given
+// back exactly, those that waited into a later window included: the
+// window they left comes back (algorithm.unbook's contract; the queue of
+// Keyed.Wait relies on it). A reservation cancelled out of order stays
+// booked in its window while a later one is tracked (stricter, never
+// looser).
 func TestFixedWindowCancel(t *testing.T) {
 	l, err := NewShaper(FixedWindow(PerSecond(2)))
 	if err != nil {
@@ -114,13 +119,26 @@ func TestFixedWindowCancel(t *testing.T) {
 	for i := len(rs) - 1; i >= 0; i-- {
 		l.CancelAt(winAt(200*ms), rs[i])
 	}
-	// The unit booked now is back; the future window's units are back too
-	// (two fit there again), but the window at 0 is no longer tracked.
+	// Every unit is back: the window at 0 holds the one allowed, as before.
 	runWinReserve(t, l, []winReserve{
+		{250 * ms, 1, 0, nil},
 		{250 * ms, 1, 750 * ms, nil},
 		{250 * ms, 1, 750 * ms, nil},
 		{250 * ms, 1, 1750 * ms, nil},
 	})
+
+	// Out of order: the reservation in the window at 1 s is cancelled
+	// while one at 2 s is booked; it stays counted.
+	l3, err := NewShaper(FixedWindow(PerSecond(1)))
+	require.NoError(t, err)
+	rs = runWinReserve(t, l3, []winReserve{
+		{100 * ms, 1, 0, nil},
+		{100 * ms, 1, 900 * ms, nil},
+		{100 * ms, 1, 1900 * ms, nil},
+	})
+	l3.CancelAt(winAt(100*ms), rs[1])
+	l3.CancelAt(winAt(100*ms), rs[2])
+	runWinReserve(t, l3, []winReserve{{100 * ms, 1, 1900 * ms, nil}})
 
 	// In the current window the state is restored exactly: cancelling a
 	// reservation made at 0 lets the same units through again.

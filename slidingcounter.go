@@ -44,11 +44,9 @@ import (
 //
 // Windows are aligned as for [FixedWindow]. Bookings never go back to an
 // earlier window than the latest one booked. Cancelling gives the units
-// back to the window they were booked in. It then behaves as [FixedWindow]
-// after cancelling a reservation that waited into a later window. A call
-// for fewer units than the cancelled one may wait for that window,
-// although the current one would admit it. Calls for as many units or more see exactly the
-// state before the reservation.
+// back to the window they were booked in, as for [FixedWindow]:
+// reservations cancelled latest first leave the limiter exactly as before
+// them, and units given back to a window no longer tracked stay counted.
 //
 // The Limit carries a [*ConfigError] naming "Rate.N" (not positive, or
 // above 4294967295) or "Rate.Per" (not positive, or over about 146 years:
@@ -163,18 +161,19 @@ func (s *slidingCounter) at(start, e int64) (int64, error) {
 	return t, nil
 }
 
-func (s *slidingCounter) book(c *cell, _, t int64, n int) {
+func (s *slidingCounter) book(c *cell, now, t int64, n int) {
 	w := max(winIndex(t, s.per), c.a)
+	pushBack(c, now, t, w > c.a)
 	prev, cur := s.counts(c, w)
 	cur = min(cur+int64(n), math.MaxUint32)
 	c.a, c.b = w, packCounts(prev, cur)
 }
 
 // unbook gives the units back to the window they were booked in while it is
-// still one of the two tracked. A reservation that had waited into a later
-// window leaves the limiter in that window (stricter than before, never
-// looser).
-func (s *slidingCounter) unbook(c *cell, _, t int64, n int) {
+// still one of the two tracked. When that empties a window a reservation
+// had waited into, the state before it comes back (popBack). Units of an
+// earlier window stay booked: stricter than before, never looser.
+func (s *slidingCounter) unbook(c *cell, now, t int64, n int) {
 	prev, cur := unpackCounts(c.b)
 	switch winIndex(t, s.per) {
 	case c.a:
@@ -185,6 +184,7 @@ func (s *slidingCounter) unbook(c *cell, _, t int64, n int) {
 		return
 	}
 	c.b = packCounts(prev, cur)
+	popBack(c, now, s.per, cur == 0)
 }
 
 func (s *slidingCounter) idle(c *cell, now int64) bool {

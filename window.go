@@ -63,3 +63,44 @@ func untilStart(w, per, now int64) int64 {
 	}
 	return t - now
 }
+
+// maxBack bounds the states a window limit keeps for pushBack: a queue
+// that waited further than that many windows ahead is restored only
+// partly when cancelled, stricter, never looser.
+const maxBack = 64
+
+// pushBack records c's state before a booking at t > now (one that
+// waited) moves c to a later window. A booking at now clears the record:
+// its windows are past. popBack restores the state once the later window
+// empties again, so that a queue cancelled latest first leaves c exactly
+// as before it (the algorithm interface's unbook), although c tracks only
+// its latest window.
+func pushBack(c *cell, now, t int64, moved bool) {
+	switch {
+	case t <= now:
+		if c.x != nil {
+			c.x = nil // window limits use x for back alone
+		}
+	case moved:
+		if c.x == nil {
+			c.x = &cellExt{}
+		}
+		if len(c.x.back) == maxBack {
+			c.x.back = append(c.x.back[:0], c.x.back[1:]...)
+		}
+		c.x.back = append(c.x.back, words{c.a, c.b})
+	}
+}
+
+// popBack restores the state pushBack recorded last, when c's window
+// (window index c.a of length per) is empty and still ahead of now.
+func popBack(c *cell, now, per int64, empty bool) {
+	if !empty || c.x == nil || len(c.x.back) == 0 || winIndex(now, per) >= c.a {
+		return
+	}
+	last := c.x.back[len(c.x.back)-1]
+	c.a, c.b = last.a, last.b
+	if c.x.back = c.x.back[:len(c.x.back)-1]; len(c.x.back) == 0 {
+		c.x = nil
+	}
+}
