@@ -422,7 +422,7 @@ func (w *waiter) admit(e *entry, left time.Duration, first bool) (stepKind, erro
 	case admitPaused:
 		d := time.Duration(st.th.until - e.now)
 		var err error
-		if d > retry.MinThrottlePause && retryrule.HandBack(w.ctx) { // its caller waits out the pause in its own line
+		if _, hb := retryrule.HandBack(w.ctx); d > retry.MinThrottlePause && hb { // its caller waits out the pause in its own line
 			err = &WaitError{Key: w.key, Delay: d, Err: ErrThrottled}
 		} else {
 			err = refuseWait(w.key, d, left, st.th.until, w.deadline)

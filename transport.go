@@ -898,8 +898,8 @@ func (c *call) decide(attempt int, p *throttle.Permit, out *http.Request, resp *
 		MaxAttempts: c.maxAttempts, MaxRetryAfter: c.s.maxRetryAfter, Jitter: c.policy.Policy.Jitter,
 		CustomBackoff: c.policy.Policy.NewBackOff != nil, Backoff: c.bo.Next,
 		Adaptive: p.Limited, // a configured limit paces the key
-		HandBack: retryrule.HandBack(c.ctx),
 	}
+	in.Pauses, in.HandBack = retryrule.HandBack(c.ctx)
 	if dl, ok := c.ctx.Deadline(); ok {
 		in.Deadline = dl
 	}

@@ -34,7 +34,7 @@ func TestQueuedCallerWaitsOutPauses(t *testing.T) {
 					Key:     func(r *http.Request) string { return r.Header.Get("X-Api-Key") },
 					OnEvent: func(ev Event) { events = append(events, ev) }}
 				send := func(key string) (*http.Response, error) {
-					req, err := http.NewRequestWithContext(retryrule.WithHandBack(t.Context()), "GET", "http://api.test/", nil)
+					req, err := http.NewRequestWithContext(retryrule.WithHandBack(t.Context(), retryrule.Pauses{}), "GET", "http://api.test/", nil)
 					require.NoError(t, err)
 					req.Header.Set("X-Api-Key", key)
 					return tr.RoundTrip(req)
@@ -86,7 +86,7 @@ func TestQueuedCallerBriefPause(t *testing.T) {
 			return testhttp.Response(http.StatusOK), nil
 		}}
 		tr := &Transport{Base: srv, Limits: Hosts{"api.test": {Limit: TokenBucket(PerSecond(100), 1)}}}
-		code, err := get(t, tr, retryrule.WithHandBack(t.Context()), "http://api.test/")
+		code, err := get(t, tr, retryrule.WithHandBack(t.Context(), retryrule.Pauses{}), "http://api.test/")
 		require.NoError(t, err)
 		assert.Equal(t, http.StatusOK, code)
 		assert.Equal(t, []time.Duration{0, retry.MinThrottlePause}, srv.arrivals())

@@ -183,7 +183,7 @@ func Handler(client *http.Client, build func(ctx context.Context, t *asynq.Task)
 		retryrule.EnsureKey(req, func() string { return IdempotencyKey(ctx) })
 		// The queue is the task's line: a pace.Transport hands a throttle
 		// back at once, to be waited out in the queue, not in the worker.
-		req = req.WithContext(retryrule.WithHandBack(req.Context()))
+		req = req.WithContext(retryrule.WithHandBack(req.Context(), retryrule.Pauses{}))
 		resp, err := client.Do(req)
 		if err != nil {
 			return Requeue(redact.Error(err, false))

@@ -345,6 +345,7 @@ func (r *runner[T]) launch(idx int, now time.Time, requeue bool) {
 	}
 	a := &attempt{idx: idx, requeue: requeue, start: now}
 	a.state.gate, a.state.ceiling, a.state.item, a.state.tl = r.gate, r.ceiling, &r.marks[idx], r.tl
+	a.state.pauses = retryrule.Pauses{First: r.opts.Backoff, Max: r.opts.MaxBackoff}
 	actx := context.WithValue(r.ctx, attemptKey{}, &a.state)
 	it := r.items[idx]
 	go func() {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/throttle"
 )
 
@@ -273,6 +274,9 @@ type attemptState struct {
 	// statuses are the Statuses of the client's pace.Transport for HTTP's
 	// request (nil: the defaults), which the item's requeues follow.
 	statuses []int
+	// pauses are Options.Backoff and MaxBackoff, which the client's
+	// pace.Transport follows for the pauses it sets on HTTP's keys.
+	pauses retryrule.Pauses
 
 	// For the run's timeline (see Report.WriteHTML).
 	tl      *timeline

@@ -106,7 +106,7 @@ func HTTP[T any](client *http.Client, build func(ctx context.Context, item T) (*
 			}
 			rctx := a.departures(req.Context(), key)
 			if own {
-				rctx = retryrule.WithHandBack(rctx) // the Transport hands its pauses back
+				rctx = retryrule.WithHandBack(rctx, a.pauses) // the Transport hands its pauses back
 			}
 			req = req.WithContext(rctx)
 			if a.item != nil {

@@ -86,7 +86,10 @@ type Options struct {
 	// MaxBackoff caps every pause of a key: the doubling one and the server's
 	// delay alike (docs/batch.md, "The rules in full"). It also caps the wait
 	// after a client-side refusal, and the requeue waits. Zero means
-	// DefaultMaxBackoff. It must not be below Backoff.
+	// DefaultMaxBackoff. It must not be below Backoff. When [HTTP]'s client
+	// is a *pace.Transport, the pause the Transport sets on a key after a
+	// throttle of one of Run's requests follows Backoff and MaxBackoff too,
+	// within the Transport's own MaxRetryAfter.
 	MaxBackoff time.Duration
 
 	// MaxRequeues bounds how many times an item goes back in line after a

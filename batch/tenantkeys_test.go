@@ -177,7 +177,8 @@ func TestOneKeyOutOfQuotaWaitsOutItsPause(t *testing.T) {
 func TestHTTPHandsBackOnlyToItsOwnTransport(t *testing.T) {
 	var marked []bool
 	base := testhttp.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
-		marked = append(marked, retryrule.HandBack(r.Context()))
+		_, hb := retryrule.HandBack(r.Context())
+		marked = append(marked, hb)
 		return testhttp.Response(http.StatusOK), nil
 	})
 	key := func(r *http.Request) string { return r.Header.Get("X-Api-Key") }

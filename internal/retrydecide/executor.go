@@ -322,7 +322,9 @@ type End struct {
 	// HandBack: the caller waits out a throttle's pause in its own line
 	// (package batch, see retryrule.HandBack); a throttle whose wait is
 	// longer than retry.MinThrottlePause is returned to it, not retried.
+	// Pauses is that caller's schedule for the key's pause.
 	HandBack bool
+	Pauses   retryrule.Pauses
 }
 
 // Verdict is the retry decision for one attempt.
@@ -436,7 +438,7 @@ func (p *Executor) throttlePause(in End, serverWait time.Duration, fromServer bo
 			pause = ApplyJitter(in.Jitter, BackoffDelay(in.Strikes+1, retry.MinThrottlePause, retry.DefaultBackoffMax),
 				0, retry.MinThrottlePause, retry.DefaultBackoffMax, in.Rnd)
 		}
-		pause = min(pause, in.MaxRetryAfter)
+		pause = min(pause, in.MaxRetryAfter, in.maxPause())
 		return pause, false, max(wait, pause)
 	}
 	if in.Adaptive && in.Strikes == 0 && !in.CustomBackoff {
@@ -446,13 +448,26 @@ func (p *Executor) throttlePause(in End, serverWait time.Duration, fromServer bo
 		pause = min(retry.MinThrottlePause, in.MaxRetryAfter)
 		return pause, true, pause
 	}
-	keyWait := wait // a NewBackOff schedule is the caller's choice: its next wait
-	if !in.CustomBackoff {
+	keyWait, floor := wait, retry.DefaultThrottleBackoffInitial // a NewBackOff schedule is the caller's choice: its next wait
+	switch {
+	case in.HandBack && in.Pauses.First > 0: // the caller's own schedule, as it will wait
+		keyWait = BackoffDelay(in.Strikes+1, in.Pauses.First, in.maxPause())
+		wait, floor = keyWait, 0
+	case !in.CustomBackoff:
 		keyWait = ApplyJitter(in.Jitter, BackoffDelay(in.Strikes+1, retry.DefaultThrottlePause, retry.DefaultBackoffMax),
 			0, retry.DefaultThrottlePause, retry.DefaultBackoffMax, in.Rnd)
 	}
-	pause = min(max(wait, keyWait, retry.DefaultThrottleBackoffInitial), in.MaxRetryAfter)
+	pause = min(max(wait, keyWait, floor), in.MaxRetryAfter, in.maxPause())
 	return pause, in.Adaptive, pause
+}
+
+// maxPause is the cap on a key's pause that a caller waiting out throttles
+// in its own line set (Pauses.Max); the largest Duration when none.
+func (in End) maxPause() time.Duration {
+	if in.HandBack && in.Pauses.Max > 0 {
+		return in.Pauses.Max
+	}
+	return math.MaxInt64
 }
 
 // settle completes v, a retry after wait with its pause set, with the

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/pacehttp/pace/internal/hdr"
 )
@@ -179,18 +180,29 @@ func Drain(body io.ReadCloser) {
 
 type handBackKey struct{}
 
+// Pauses is the pause schedule of a caller that waits out throttles in
+// its own line (package batch's Options.Backoff and MaxBackoff). First is
+// a key's first pause after a throttle without a delay, doubled by each
+// strike; Max caps every pause of the key, the server's delay included.
+// Zero fields keep pace.Transport's own.
+type Pauses struct{ First, Max time.Duration }
+
 // WithHandBack returns ctx marked for a caller that keeps its own line of
 // waiting work (package batch's HTTP, package asynqpace). pace.Transport
 // hands the throttles of such a request back at once instead of sleeping
 // on them: a request of a paused key is refused, nothing sent, and a
 // throttled answer is returned, not retried. The caller then waits out the
-// pause in its own line, holding none of its concurrency slots.
-func WithHandBack(ctx context.Context) context.Context {
-	return context.WithValue(ctx, handBackKey{}, true)
+// pause in its own line, holding none of its concurrency slots. The pause
+// the Transport sets on the key after a throttle of such a request follows
+// p, so that the Transport does not refuse the caller's retry after the
+// caller's own pause has ended.
+func WithHandBack(ctx context.Context, p Pauses) context.Context {
+	return context.WithValue(ctx, handBackKey{}, p)
 }
 
-// HandBack reports whether ctx is marked by [WithHandBack].
-func HandBack(ctx context.Context) bool {
-	v, _ := ctx.Value(handBackKey{}).(bool)
-	return v
+// HandBack returns the Pauses of a ctx marked by [WithHandBack], and
+// whether it is marked.
+func HandBack(ctx context.Context) (Pauses, bool) {
+	p, ok := ctx.Value(handBackKey{}).(Pauses)
+	return p, ok
 }
