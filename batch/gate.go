@@ -86,7 +86,8 @@ func (g *gate) info(key string) *keyInfo {
 // An attempt that had to wait for the throttle and is not the probe takes
 // the ceiling and the learned limit again before it goes. So the attempts
 // a probe's answer releases together still leave at the allowed rate. A
-// start may then be counted twice, never zero times. With took, the
+// probe that waited takes the ceiling again. A start may then be counted
+// twice, never zero times. With took, the
 // attempt has already taken the ceiling for this start.
 //
 // It returns a *pace.WaitError wrapping ctx.Err() when ctx ends first. It
@@ -117,6 +118,13 @@ func (g *gate) pass(ctx context.Context, key string, ceiling *pace.Shaper, took,
 		case p.Held > 0 && !p.Probe:
 			g.engine.Settle(p, throttle.Outcome{}) // released by the probe's answer: start again
 			continue
+		case p.Held > 0 && ceiling != nil:
+			// The probe leaves now, after its key's pause: the ceiling
+			// counts this start again, where it happens.
+			if err := ceiling.Wait(ctx, 0); err != nil {
+				g.engine.Settle(p, throttle.Outcome{}) // not sent: the probe's role passes on
+				return throttle.Permit{Key: key}, err
+			}
 		}
 		return p, nil
 	}
