@@ -297,6 +297,9 @@ func parseReset(v string, form resetForm, now, date time.Time) (time.Duration, b
 			return 0, false
 		}
 		d, err := time.ParseDuration(v)
+		if err != nil && goDurationSyntax(v) {
+			return math.MaxInt64, true // too large for a Duration: saturates
+		}
 		return d, err == nil
 	case resetRFC3339:
 		t, err := time.Parse(time.RFC3339, v)
@@ -476,8 +479,46 @@ func parseResetValue(v string, now, serverDate time.Time) (time.Duration, bool) 
 		unit = time.Millisecond
 	}
 	d, ok := parseDecimal(v, unit)
-	if !ok || n < epochSecondsFrom {
+	switch {
+	case !ok || n < epochSecondsFrom:
 		return d, ok
+	case d == math.MaxInt64: // an instant past 2262: more than 236 years away
+		return d, true
 	}
 	return dateDelay(time.Unix(0, 0).Add(d), now, serverDate), true
+}
+
+// goDurationSyntax reports whether v is an unsigned Go duration as
+// time.ParseDuration reads it ("1h2m3.5s"), whatever its size.
+func goDurationSyntax(v string) bool {
+	if v == "" {
+		return false
+	}
+	for v != "" {
+		i := 0
+		for i < len(v) && isDigit(v[i]) {
+			i++
+		}
+		digits := i
+		if i < len(v) && v[i] == '.' {
+			i++
+			for i < len(v) && isDigit(v[i]) {
+				i++
+			}
+		}
+		if digits == 0 && i <= 1 {
+			return false
+		}
+		j := i
+		for j < len(v) && !isDigit(v[j]) && v[j] != '.' {
+			j++
+		}
+		switch v[i:j] {
+		case "ns", "us", "µs", "μs", "ms", "s", "m", "h":
+		default:
+			return false
+		}
+		v = v[j:]
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"testing"
@@ -183,4 +184,32 @@ func FuzzServerQuota(f *testing.F) {
 			t.Errorf("serverDelay = %v, want >= 0", d)
 		}
 	})
+}
+
+// TestParseResetGoDuration: a reset in Go's duration syntax (OpenAI's
+// x-ratelimit-reset-requests) too large for a Duration saturates, as
+// RetryAfter's doc says of every delay, instead of reading as malformed
+// (which made the Transport pause a 429 for its default 5 s and retry).
+func TestParseResetGoDuration(t *testing.T) {
+	now := time.Now()
+	for _, tt := range []struct {
+		v    string
+		want time.Duration
+		ok   bool
+	}{
+		{"1.5s", 1500 * time.Millisecond, true},
+		{"3000h", 3000 * time.Hour, true},
+		{"3000000h", math.MaxInt64, true},
+		{"99999999999999999999ns", math.MaxInt64, true},
+		{"1h99999999999999999m", math.MaxInt64, true},
+		{"3000000x", 0, false},
+		{"3000000", 0, false},
+		{"-1s", 0, false},
+		{"1h-2m", 0, false},
+		{"", 0, false},
+	} {
+		got, ok := parseReset(tt.v, resetGoDuration, now, time.Time{})
+		assert.Equal(t, tt.want, got, tt.v)
+		assert.Equal(t, tt.ok, ok, tt.v)
+	}
 }
