@@ -66,23 +66,30 @@ func (f *fixedWindow) start(w int64) (int64, error) {
 }
 
 func (f *fixedWindow) book(c *cell, now, t int64, n int) {
-	w := winIndex(t, f.per)
-	pushBack(c, now, t, w > c.a)
-	if w > c.a {
+	if t <= now {
+		dropBack(c)
+	}
+	if w := winIndex(t, f.per); w > c.a {
+		before := words{c.a, c.b}
 		c.a, c.b = w, int64(n)
+		if t > now { // it waited: the window before is forgotten
+			pushBack(c, before, t)
+		}
 		return
 	}
 	c.b += int64(n)
 }
 
 // unbook gives the units back to their window if it is still the one
-// tracked. When that empties a window a reservation had waited into, the
-// state before it comes back (popBack). Units of an earlier window stay
-// booked: stricter than before, never looser.
-func (f *fixedWindow) unbook(c *cell, now, t int64, n int) {
-	if winIndex(t, f.per) == c.a {
+// tracked. A booking that moved to a later window, cancelled while the
+// cell is as it left it, brings back the window before (popBack). Units of
+// a window no longer tracked stay booked: stricter than before, never
+// looser.
+func (f *fixedWindow) unbook(c *cell, _, t int64, n int) {
+	switch {
+	case popBack(c, t):
+	case winIndex(t, f.per) == c.a:
 		c.b = max(0, c.b-int64(n))
-		popBack(c, now, f.per, c.b == 0)
 	}
 }
 

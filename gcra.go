@@ -88,16 +88,21 @@ func (g *gcra) earliest(c *cell, now int64, n int) (int64, error) {
 // joins the threshold, as one taken at once (t <= now) does, as in allow1.
 func (g *gcra) book(c *cell, now, t int64, n int) {
 	if t <= now {
+		dropBack(c)
 		c.a = satAdd(max(c.a, t), int64(n)*g.i)
 		c.b = bookedNow(c.b, t)
 		return
 	}
+	before := words{c.a, c.b}
 	l, k := g.bounds(c)
 	c.a = satAdd(max(c.a, t), int64(n)*g.i)
 	if t <= l || c.a-g.tau != t {
 		k = max(k, t)
 	}
 	g.mark(c, k, max(l, t))
+	if t > before.a { // later than the bucket's own slot (a part of All): TAT jumped
+		pushBack(c, before, t)
+	}
 }
 
 // unbook gives back n units booked at t. Units booked later than t were
@@ -108,7 +113,9 @@ func (g *gcra) book(c *cell, now, t int64, n int) {
 // by exactly n·i. The bound then moves back to the booking before it when
 // the chain holds (see cell.b). So cancelling a group of reservations
 // latest first restores the state exactly, however large the burst
-// (thrasher-corp/gocryptotrader#2371).
+// (thrasher-corp/gocryptotrader#2371). A booking later than TAT (a part
+// of All held back by another part) records the state before it, which
+// comes back when it is cancelled as the latest (popBack).
 //
 // The cut keeps the promise. Booking maintains TAT >= s + W(s)·i for every
 // held booking instant s, where W(s) counts the units held at or after s.
@@ -117,6 +124,9 @@ func (g *gcra) book(c *cell, now, t int64, n int) {
 // TAT >= s + τ + (W(s) − n(s))·i survives a whole give-back. A cut ends it
 // for what is held (the threshold moves up to L).
 func (g *gcra) unbook(c *cell, _, t int64, n int) {
+	if popBack(c, t) {
+		return
+	}
 	n64 := min(int64(max(n, 0)), g.c) // a foreign Reservation must not overflow
 	l, k := g.bounds(c)
 	give := n64*g.i - max(0, l-t)

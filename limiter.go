@@ -41,11 +41,11 @@ type cell struct {
 
 // cellExt holds state that does not fit in two words.
 type cellExt struct {
-	log   []int64 // ring buffer of booked instants (sliding log)
-	head  int     // index of the oldest entry in log
-	count int     // entries in use in log
-	parts []cell  // one cell per part (composite)
-	back  []words // window limits' states before bookings that waited (see pushBack)
+	log   []int64     // ring buffer of booked instants (sliding log)
+	head  int         // index of the oldest entry in log
+	count int         // entries in use in log
+	parts []cell      // one cell per part (composite)
+	back  []backState // states before bookings that waited (see pushBack)
 }
 
 // algorithm is the pure core of one rate-limiting algorithm. Times are
@@ -464,10 +464,7 @@ func (s *Shaper) allowLocked(at int64, n int) bool {
 // once at one instant. Of reservations granted at once at different
 // instants, only the latest is sure to come back whole: a token bucket's
 // state, two instants, does not record where the one before it lies.
-// In a limit of several parts ([All]), a token or leaky bucket part may
-// book a reservation later than its own earliest slot, as another part
-// held it back. Cancelling it then leaves that part as late as the
-// booking: stricter, never looser. Units that later
+// Units that later
 // reservations were scheduled behind are not handed out again while those
 // are held (as in x/time/rate's Reservation.CancelAt).
 // So cancelling never breaks the limit's promise. A Reservation whose

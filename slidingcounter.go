@@ -162,18 +162,28 @@ func (s *slidingCounter) at(start, e int64) (int64, error) {
 }
 
 func (s *slidingCounter) book(c *cell, now, t int64, n int) {
+	if t <= now {
+		dropBack(c)
+	}
 	w := max(winIndex(t, s.per), c.a)
-	pushBack(c, now, t, w > c.a)
+	before := words{c.a, c.b}
 	prev, cur := s.counts(c, w)
 	cur = min(cur+int64(n), math.MaxUint32)
 	c.a, c.b = w, packCounts(prev, cur)
+	if t > now && w > before.a { // it waited into a later window
+		pushBack(c, before, t)
+	}
 }
 
 // unbook gives the units back to the window they were booked in while it is
-// still one of the two tracked. When that empties a window a reservation
-// had waited into, the state before it comes back (popBack). Units of an
-// earlier window stay booked: stricter than before, never looser.
-func (s *slidingCounter) unbook(c *cell, now, t int64, n int) {
+// still one of the two tracked. A booking that moved to a later window,
+// cancelled while the cell is as it left it, brings back the state before
+// it (popBack). Units of a window no longer tracked stay booked: stricter
+// than before, never looser.
+func (s *slidingCounter) unbook(c *cell, _, t int64, n int) {
+	if popBack(c, t) {
+		return
+	}
 	prev, cur := unpackCounts(c.b)
 	switch winIndex(t, s.per) {
 	case c.a:
@@ -184,7 +194,6 @@ func (s *slidingCounter) unbook(c *cell, now, t int64, n int) {
 		return
 	}
 	c.b = packCounts(prev, cur)
-	popBack(c, now, s.per, cur == 0)
 }
 
 func (s *slidingCounter) idle(c *cell, now int64) bool {

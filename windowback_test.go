@@ -12,14 +12,18 @@ import (
 )
 
 // windowLimits are the window limits whose cells track only their latest
-// window, alone and as parts of All.
+// window, alone and as parts of All, beside token buckets and pacers that
+// another part holds back past their own slots.
 func windowLimits() map[string]Limit {
 	return map[string]Limit{
-		"fixed window 1/1s":    FixedWindow(Rate{N: 1, Per: time.Second}),
-		"fixed window 3/1s":    FixedWindow(PerSecond(3)),
-		"sliding counter 1/1s": SlidingCounter(Rate{N: 1, Per: time.Second}),
-		"sliding counter 3/1s": SlidingCounter(PerSecond(3)),
-		"all of two windows":   All(FixedWindow(PerSecond(2)), SlidingCounter(Rate{N: 5, Per: 2 * time.Second})),
+		"fixed window 1/1s":         FixedWindow(Rate{N: 1, Per: time.Second}),
+		"fixed window 3/1s":         FixedWindow(PerSecond(3)),
+		"sliding counter 1/1s":      SlidingCounter(Rate{N: 1, Per: time.Second}),
+		"sliding counter 3/1s":      SlidingCounter(PerSecond(3)),
+		"all of two windows":        All(FixedWindow(PerSecond(2)), SlidingCounter(Rate{N: 5, Per: 2 * time.Second})),
+		"all of a window, a bucket": All(FixedWindow(PerSecond(2)), TokenBucket(PerSecond(10), 5)),
+		"all of a window, a pacer":  All(SlidingCounter(PerSecond(3)), LeakyBucket(PerSecond(20), LeakyOptions{})),
+		"all of a log, a bucket":    All(SlidingLog(PerSecond(2)), TokenBucket(PerSecond(10), 5)),
 	}
 }
 

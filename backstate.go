@@ -1,0 +1,60 @@
+package pace
+
+// A cell of a token bucket, a pacer or a window limit holds two words, so
+// a booking that waited may overwrite what an earlier state needs for
+// cancelling exactly: a window limit tracks only its latest window, and a
+// GCRA part of All booked later than its own slot (another part held the
+// reservation back) forgets its earlier TAT. Such a booking records the
+// state before it (pushBack), and cancelling it while the cell is as the
+// booking left it restores that state (popBack). So reservations
+// cancelled latest first leave the cell exactly as before them, the
+// algorithm interface's unbook contract.
+
+// maxBack bounds the states a cell keeps: of a queue longer than that,
+// cancelled latest first, the earliest bookings stay counted (stricter,
+// never looser).
+const maxBack = 64
+
+// backState is a cell's state before a booking at at, and after it.
+type backState struct {
+	before, after words
+	at            int64
+}
+
+// pushBack records before, c's state before the booking at at that c now
+// holds as its latest.
+func pushBack(c *cell, before words, at int64) {
+	if c.x == nil {
+		c.x = &cellExt{}
+	}
+	if len(c.x.back) == maxBack {
+		c.x.back = append(c.x.back[:0], c.x.back[1:]...)
+	}
+	c.x.back = append(c.x.back, backState{before: before, after: words{c.a, c.b}, at: at})
+}
+
+// popBack restores the state before the latest recorded booking, and
+// reports true, when the booking being cancelled is that one (booked at t)
+// and c is as it left it: everything booked after it was given back.
+func popBack(c *cell, t int64) bool {
+	if c.x == nil || len(c.x.back) == 0 {
+		return false
+	}
+	top := c.x.back[len(c.x.back)-1]
+	if top.at != t || top.after != (words{c.a, c.b}) {
+		return false
+	}
+	c.a, c.b = top.before.a, top.before.b
+	if c.x.back = c.x.back[:len(c.x.back)-1]; len(c.x.back) == 0 {
+		c.x = nil
+	}
+	return true
+}
+
+// dropBack forgets the recorded states, at a booking at once: no booking
+// at once can be cancelled, so c never again is as a recorded one left it.
+func dropBack(c *cell) {
+	if c.x != nil {
+		c.x = nil // these algorithms use x for the record alone
+	}
+}
