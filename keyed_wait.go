@@ -787,17 +787,26 @@ func (e *entry) learnThrottle(p *throttle.Permit, o throttle.Outcome) {
 // client is configured with the server's published limit. A window limit
 // that slides or leaks refills all along. Its reset (whole seconds, rounded
 // up) names when it is whole again. So spreading its remainder would only
-// slow such a client down.
+// slow such a client down. For the same reason a spent quota of such a
+// limit does not pause the key when its reset is within the limit's
+// interval rounded up to a whole second: it names the next unit of a
+// limit that refills faster than a second (pace's middleware answers
+// "r=0;t=1" after each request of a pacer of 10/s), which the key's limit
+// waits for already.
 func (e *entry) learn(q throttle.Quota) {
 	reset, left := int64(q.Reset), int64(max(q.Remaining, 0))
-	if left > 0 && e.c != nil && (e.st == nil || e.st.th.pace.interval == 0) {
+	if e.c != nil && (e.st == nil || e.st.th.pace.interval == 0) {
 		i := e.k.alg.interval()
-		if reset/(left+1) <= i || (q.Limit > 0 && q.Window > 0 && int64(q.Window)/int64(q.Limit) <= i) {
+		ownRate := q.Limit > 0 && q.Window > 0 && int64(q.Window)/int64(q.Limit) <= i
+		switch {
+		case left > 0 && (reset/(left+1) <= i || ownRate):
+			return
+		case left == 0 && ownRate && reset <= ceilSecond(i):
 			return
 		}
 	}
 	st := e.state()
-	if d := st.th.learn(e.now, left, reset, q.Bucket); d > 0 {
+	if d := st.th.learn(e.now, left, reset, q.Bucket, int64(max(q.Limit, 0)), int64(max(q.Window, 0))); d > 0 {
 		e.throttle(d, st.th.gen, 0, false)
 	}
 }

@@ -114,7 +114,7 @@ func paceRun(srv *wholeSecondServer, start int64, calls int) (refused int, last 
 		served++
 		last = now
 		if secs > 0 { // t=0 names no reset (the Transport's quota)
-			if d := th.learn(now, left, secs*int64(time.Second), ""); d > 0 {
+			if d := th.learn(now, left, secs*int64(time.Second), "", 0, 0); d > 0 {
 				paused = now + d
 			}
 		}

@@ -170,12 +170,17 @@ func (t *keyThrottle) paceAt(now int64) (interval int64, adaptive bool) {
 func (t *keyThrottle) paced(at int64) { t.pace.last = max(t.pace.last, at) }
 
 // learn records, at now, the server's word that remaining requests may go
-// in the next reset nanoseconds (reset > 0) of the quota named bucket. It
+// in the next reset nanoseconds (reset > 0) of the quota named bucket, of
+// limit requests per window nanoseconds (0: not stated). It
 // returns the pause the key must take when the quota is spent (remaining
-// 0): until the reset, after which the quota is whole again and the pace
-// is over. Otherwise the key's requests are spaced over the time to the
-// reset, remaining+1 apart, so that the last of them leaves before the
-// reset, never at it; the pause is then 0.
+// 0): until the reset. The requests waiting for it then leave at the
+// quota's steady rate (Window/Limit, when the server states both) for one
+// window, not all at once: the quota need not be whole at its reset
+// (draft-ietf-httpapi-ratelimit-headers §4.1.2 says a client must not
+// assume it is), and the next answer tells its new pace. Otherwise the
+// key's requests are spaced over the time to the reset, remaining+1
+// apart, so that the last of them leaves before the reset, never at it;
+// the pause is then 0.
 //
 // Resets within quotaTolerance of the known one name the same window, and
 // the earliest is kept. A server that rounds whole seconds up names its
@@ -189,7 +194,7 @@ func (t *keyThrottle) paced(at int64) { t.pace.last = max(t.pace.last, at) }
 // window (an answer to an earlier request, overtaken). An answer for
 // another bucket replaces the pace only when it is slower, since both
 // quotas hold.
-func (t *keyThrottle) learn(now, remaining, reset int64, bucket string) (pause int64) {
+func (t *keyThrottle) learn(now, remaining, reset int64, bucket string, limit, window int64) (pause int64) {
 	p := &t.pace
 	until := satAdd(now, reset)
 	if p.interval > 0 && p.until > now {
@@ -209,6 +214,11 @@ func (t *keyThrottle) learn(now, remaining, reset int64, bucket string) (pause i
 	}
 	if remaining == 0 {
 		*p = quotaPace{last: p.last}
+		if limit > 0 && window > 0 { // the next window's requests leave at its steady rate
+			i := max(window/limit, 1)
+			p.interval, p.until, p.left, p.bucket = i, satAdd(until, window), limit, bucket
+			p.last = until - i
+		}
 		return until - now
 	}
 	// The answered request left before now: counting it at now is slower
@@ -331,3 +341,12 @@ func (t *keyThrottle) forgettable(now int64) bool {
 // staleAfter is how long after its pause ended a throttle is remembered:
 // DefaultMaxRetryAfter, the longest a Transport waits between attempts.
 const staleAfter = int64(DefaultMaxRetryAfter)
+
+// ceilSecond rounds d nanoseconds up to a whole second, saturating.
+func ceilSecond(d int64) int64 {
+	const s = int64(time.Second)
+	if d > math.MaxInt64-s {
+		return math.MaxInt64
+	}
+	return (d + s - 1) / s * s
+}

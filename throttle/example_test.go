@@ -27,10 +27,9 @@ func (c *counting) Settle(p throttle.Permit, o throttle.Outcome) {
 	c.Keyed.Settle(p, o) // the Permit goes back unchanged
 }
 
-// A Limiter that wraps a pace.Keyed. To the Transport it is a Limiter of
-// your own: the pause and the probe work as with the bare Keyed, but the
-// server's quota headers and the adaptive rate, which the Transport hands
-// only to the Keyed stores it knows, do not reach the wrapped one.
+// A Limiter that wraps a pace.Keyed, passing each call on. It behaves as
+// the bare Keyed: the pause, the probe, the server's quota headers and the
+// adaptive rate all reach the wrapped one through Settle's Outcome.
 func ExampleLimiter() {
 	k, err := pace.NewKeyed(pace.TokenBucket(pace.PerSecond(100), 10), pace.KeyedOptions{})
 	if err != nil {
