@@ -763,6 +763,8 @@ func (ls *leaser) pacer(units int64, learned time.Duration) (l pace.Limit, paced
 // close stops the renewals and gives back this process's shares, bounded
 // together by the Limiter's timeout: from now on it admits nothing on
 // them, so each claim ends a span from now, not a span after its lease.
+// Waits asleep on a unit they booked give it back and fail with
+// ErrClosed: their requests would leave after the claim ended.
 func (ls *leaser) close() {
 	ls.mu.Lock()
 	ls.closed = true
@@ -785,6 +787,7 @@ func (ls *leaser) close() {
 	closed := &leaseGrant{err: ErrClosed}
 	for _, k := range ks {
 		g := k.cur.Swap(closed) // from now on its Waits find no share
+		k.rebook(now)           // and those asleep on a unit of it give it back, refused
 		if g == nil || g.share == 0 || !now.Before(g.until) {
 			continue
 		}

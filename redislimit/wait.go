@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/pacehttp/pace"
@@ -328,6 +329,10 @@ func isClosed(ch <-chan struct{}) bool {
 // It is not done when the Wait is to look at the share again.
 func (ls *leaser) awaitRenewal(ctx context.Context, w *leaseWait, g *leaseGrant, now time.Time) (done bool, err error) {
 	k := w.k
+	if g != nil && errors.Is(g.err, ErrClosed) { // the Limiter closed: no Fallback either
+		ls.giveBack(w)
+		return true, &pace.WaitError{Key: k.key, Err: ErrClosed}
+	}
 	if g != nil && g.err != nil && !now.Before(g.until) { // Redis failed and the lease is over
 		ls.giveBack(w)
 		w.p, err = ls.l.failed(ctx, w.p, w.maxWait, w.start, g.err)
