@@ -395,7 +395,9 @@ func fallbackErr(err error) error {
 // Timeout, and for the listening goroutine's last call), leaving no
 // goroutine behind; with Options.Lease, one Timeout more, to give this
 // process's shares back. Later calls return nil at once. Waits after
-// Close fail with [ErrClosed].
+// Close fail with [ErrClosed]; with Options.Lease, so do Waits asleep on
+// a unit of a share when Close starts (their requests would leave after
+// the share ended).
 func (l *Limiter) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
