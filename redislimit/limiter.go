@@ -1137,7 +1137,10 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 // Limit holds the key to it already, as in package pace's Keyed: its
 // pace, reset/(remaining+1), or the quota's own rate (Limit per Window,
 // when stated) is no slower than the Limit's spacing, as when the client
-// is configured with the server's published limit. (Keyed learns it when
+// is configured with the server's published limit. A spent quota of such
+// a Limit, whose reset is within the Limit's spacing rounded up to a whole
+// second, teaches nothing either, as in Keyed: it names the Limit's next
+// unit, which its decisions wait for already. (Keyed learns it when
 // the key already has a pace; here that pace holds until its window
 // ends: stricter, never looser, and a round trip less.)
 func (l *Limiter) learnt(q throttle.Quota) (left, reset, bucket int64) {
@@ -1145,9 +1148,15 @@ func (l *Limiter) learnt(q throttle.Quota) (left, reset, bucket int64) {
 		return 0, 0, 0
 	}
 	left, reset = min(int64(max(q.Remaining, 0)), maxMicros), min(micros(q.Reset), maxPause)
-	if left > 0 && l.spacing > 0 && (reset/(left+1) <= l.spacing ||
-		q.Limit > 0 && q.Window > 0 && micros(q.Window)/int64(q.Limit) <= l.spacing) {
+	if l.spacing <= 0 {
+		return left, reset, bucketHash(q.Bucket)
+	}
+	ownRate := q.Limit > 0 && q.Window > 0 && micros(q.Window)/int64(q.Limit) <= l.spacing
+	switch {
+	case left > 0 && (reset/(left+1) <= l.spacing || ownRate):
 		return 0, 0, 0
+	case left == 0 && ownRate && reset <= (l.spacing+999_999)/1_000_000*1_000_000:
+		return 0, 0, 0 // the next unit of a limit refilling faster than whole seconds say
 	}
 	return left, reset, bucketHash(q.Bucket)
 }
