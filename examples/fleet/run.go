@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pacehttp/pace/examples/internal/child"
 	"github.com/pacehttp/pace/examples/internal/demoapi"
 	"github.com/pacehttp/pace/examples/internal/redisserver"
 )
@@ -111,6 +112,7 @@ func execute(ctx context.Context, cfg config, stderr io.Writer) (s summary, err 
 		cmd := exec.CommandContext(ctx, exe, "-worker", "-api", api.URL, "-redis", s.redis, "-prefix", prefix,
 			"-rate", strconv.Itoa(cfg.rate), "-concurrency", strconv.Itoa(cfg.concurrency),
 			"-margin", cfg.margin.String(), "-lease", cfg.lease.String(), "-from", strconv.Itoa(from), "-to", strconv.Itoa(to))
+		child.DieWithParent(cmd)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, stderr
 		wg.Go(func() {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/pacehttp/pace/examples/internal/child"
 	"github.com/pacehttp/pace/examples/internal/demoapi"
 	"github.com/pacehttp/pace/examples/internal/redisserver"
 )
@@ -137,6 +138,7 @@ func execute(ctx context.Context, cfg config, stderr io.Writer) (s summary, err 
 		w.cmd = exec.Command(exe, "-worker", "-redis", s.redis, "-queue", run, "-prefix", run+":",
 			"-rate", strconv.Itoa(cfg.rate), "-concurrency", strconv.Itoa(cfg.concurrency), "-maxwait", cfg.maxWait.String())
 		w.cmd.Stdout, w.cmd.Stderr = &w.out, stderr
+		child.DieWithParent(w.cmd)
 		if err := w.cmd.Start(); err != nil {
 			return nil, err
 		}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pacehttp/pace/examples/internal/child"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -68,6 +69,7 @@ func Start(ctx context.Context) (*Server, error) {
 	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, exited: make(chan struct{})}
 	s.cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--daemonize", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	child.DieWithParent(s.cmd)
 	if err := s.cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
