@@ -54,7 +54,5 @@ func popBack(c *cell, t int64) bool {
 // dropBack forgets the recorded states, at a booking at once: no booking
 // at once can be cancelled, so c never again is as a recorded one left it.
 func dropBack(c *cell) {
-	if c.x != nil {
-		c.x = nil // these algorithms use x for the record alone
-	}
+	c.x = nil // these algorithms use x for the record alone
 }

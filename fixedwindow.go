@@ -67,7 +67,9 @@ func (f *fixedWindow) start(w int64) (int64, error) {
 
 func (f *fixedWindow) book(c *cell, now, t int64, n int) {
 	if t <= now {
-		dropBack(c)
+		if c.x != nil { // past bookings recorded (backstate.go)
+			dropBack(c)
+		}
 	}
 	if w := winIndex(t, f.per); w > c.a {
 		before := words{c.a, c.b}

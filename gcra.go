@@ -88,7 +88,9 @@ func (g *gcra) earliest(c *cell, now int64, n int) (int64, error) {
 // joins the threshold, as one taken at once (t <= now) does, as in allow1.
 func (g *gcra) book(c *cell, now, t int64, n int) {
 	if t <= now {
-		dropBack(c)
+		if c.x != nil { // past bookings recorded (backstate.go)
+			dropBack(c)
+		}
 		c.a = satAdd(max(c.a, t), int64(n)*g.i)
 		c.b = bookedNow(c.b, t)
 		return

@@ -163,7 +163,9 @@ func (s *slidingCounter) at(start, e int64) (int64, error) {
 
 func (s *slidingCounter) book(c *cell, now, t int64, n int) {
 	if t <= now {
-		dropBack(c)
+		if c.x != nil { // past bookings recorded (backstate.go)
+			dropBack(c)
+		}
 	}
 	w := max(winIndex(t, s.per), c.a)
 	before := words{c.a, c.b}
