@@ -237,7 +237,11 @@ func (p *preparing) RoundTrip(req *http.Request) (*http.Response, error) {
 func (p *preparing) CloseIdleConnections() { p.t.CloseIdleConnections() }
 
 // prepareAttempt is the PrepareAttempt Install sets: it calls the
-// PrepareRetry in req's context, if any, once pace's waits are over.
+// PrepareRetry in req's context, if any, once pace's waits are over. Then
+// it rewinds req's body from req.GetBody, as go-retryablehttp's Do does
+// before each attempt: a PrepareRetry that signs the body reads it through
+// GetBody, which for an io.ReadSeeker body seeks and returns the reader
+// the body shares.
 func prepareAttempt(req *http.Request, _ int) error {
 	f, _ := req.Context().Value(prepareKey{}).(retryablehttp.PrepareRetry)
 	if f == nil {
@@ -246,7 +250,16 @@ func prepareAttempt(req *http.Request, _ int) error {
 	if err := f(req); err != nil {
 		return &prepareError{err: err}
 	}
-	return nil
+	if req.GetBody == nil || req.Body == nil || req.Body == http.NoBody {
+		return nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return &prepareError{err: err}
+	}
+	old := req.Body
+	req.Body = body
+	return old.Close()
 }
 
 // isPrepareAttempt reports whether f is [prepareAttempt], set by an
