@@ -27,8 +27,11 @@
 //
 // server.address is the host in the form [pace.Hosts] matches it, so every
 // spelling of a host is one value. It takes at most [Options].MaxHosts
-// values; later hosts are "_OTHER". A key that is a secret never becomes
-// an attribute: the host of its first request does.
+// values; later hosts are "_OTHER". So are the counters of keys past the
+// Transport's bound on the keys it keeps Stats of: those keys share one
+// entry, whatever their hosts. An IPv6 address has no brackets. A key
+// that is a secret never becomes an attribute: the host of its first
+// request does.
 //
 // This package is a module of its own, so that OpenTelemetry never becomes
 // a dependency of programs that import pace alone. docs/observability.md

@@ -140,7 +140,10 @@ func (m *Metrics) observe(_ context.Context, ob metric.Observer) error {
 	sums := make(map[string][]int64)
 	paces := make(map[string]paceOf)
 	for _, s := range m.t.Stats() {
-		host := m.hosts.fold(s.Host)
+		host := otherHost // the entry keys past the Transport's bound share, whatever their hosts
+		if s.Host != "" {
+			host = m.hosts.fold(s.Host)
+		}
 		v := sums[host]
 		if v == nil {
 			v = make([]int64, len(counters))
@@ -245,11 +248,16 @@ func (m *Metrics) Close() error {
 	return err
 }
 
-// hostAttrs returns the attributes of host ("name" or "name:port"):
-// server.address, and server.port when it has one.
+// hostAttrs returns the attributes of host ("name", "name:port", "[ip6]"
+// or "[ip6]:port"): server.address, an IPv6 address without its brackets
+// as the OpenTelemetry conventions spell it, and server.port when it has
+// one.
 func hostAttrs(host string) []attribute.KeyValue {
 	name, port, err := net.SplitHostPort(host)
 	if err != nil {
+		if len(host) > 2 && host[0] == '[' && host[len(host)-1] == ']' {
+			host = host[1 : len(host)-1]
+		}
 		return []attribute.KeyValue{attribute.String("server.address", host)}
 	}
 	p, err := strconv.Atoi(port)
