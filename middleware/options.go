@@ -51,7 +51,9 @@ type Options struct {
 	// then forgotten. It is never stored, logged, or written to a response. A
 	// request without the header, or with an empty value, is keyed by its
 	// client address, as if KeyHeader were unset, unless RequireKey is set.
-	// The header name must be a valid HTTP field name.
+	// The header name must be a valid HTTP field name, and not Host or
+	// Transfer-Encoding, which net/http's server moves out of
+	// Request.Header (key by r.Host with Key instead).
 	//
 	// Anyone can send any value. So keying by an unverified header lets a
 	// client spread its requests over made-up keys. Use it behind
@@ -149,6 +151,8 @@ func (o *Options) check() error {
 		return &pace.ConfigError{Field: "IPv6Prefix", Value: o.IPv6Prefix, Reason: "must be 0 when Key is set (Key replaces the client address)"}
 	case o.KeyHeader != "" && !httptoken.Valid(o.KeyHeader):
 		return &pace.ConfigError{Field: "KeyHeader", Value: o.KeyHeader, Reason: "is not a valid HTTP field name"}
+	case movedOut(o.KeyHeader):
+		return &pace.ConfigError{Field: "KeyHeader", Value: o.KeyHeader, Reason: "names a field net/http moves out of Request.Header (use Key with r.Host)"}
 	case o.RequireKey && o.KeyHeader == "":
 		return &pace.ConfigError{Field: "RequireKey", Value: o.RequireKey, Reason: "needs KeyHeader"}
 	case o.IPv6Prefix < 0 || o.IPv6Prefix > 128:
@@ -174,4 +178,15 @@ func isPrintable(s string) bool {
 		}
 	}
 	return true
+}
+
+// movedOut reports whether a request field named name never reaches
+// Request.Header on a server: net/http moves Host to Request.Host and
+// Transfer-Encoding to Request.TransferEncoding.
+func movedOut(name string) bool {
+	switch http.CanonicalHeaderKey(name) {
+	case "Host", "Transfer-Encoding":
+		return true
+	}
+	return false
 }

@@ -29,6 +29,8 @@ func TestNewErrors(t *testing.T) {
 		{"Key with IPv6Prefix", Options{Limit: ok, Key: key, IPv6Prefix: 48}, "IPv6Prefix"},
 		{"KeyHeader not a field name", Options{Limit: ok, KeyHeader: "X API Key"}, "KeyHeader"},
 		{"KeyHeader with a colon", Options{Limit: ok, KeyHeader: "X-API-Key:"}, "KeyHeader"},
+		{"KeyHeader Host, never in Request.Header", Options{Limit: ok, KeyHeader: "host", RequireKey: true}, "KeyHeader"},
+		{"KeyHeader Transfer-Encoding", Options{Limit: ok, KeyHeader: "Transfer-Encoding"}, "KeyHeader"},
 		{"RequireKey without KeyHeader", Options{Limit: ok, RequireKey: true}, "RequireKey"},
 		{"IPv6Prefix negative", Options{Limit: ok, IPv6Prefix: -1}, "IPv6Prefix"},
 		{"IPv6Prefix over 128", Options{Limit: ok, IPv6Prefix: 129}, "IPv6Prefix"},
