@@ -15,40 +15,49 @@ package pace
 // never looser).
 const maxBack = 64
 
-// backState is a cell's state before a booking at at, and after it.
+// backState is a cell's state before a booking of n units at at, and
+// after it.
 type backState struct {
 	before, after words
 	at            int64
+	n             int
 }
 
-// pushBack records before, c's state before the booking at at that c now
-// holds as its latest.
-func pushBack(c *cell, before words, at int64) {
+// pushBack records before, c's state before the booking of n units at at
+// that c now holds as its latest.
+func pushBack(c *cell, before words, at int64, n int) {
 	if c.x == nil {
 		c.x = &cellExt{}
 	}
 	if len(c.x.back) == maxBack {
 		c.x.back = append(c.x.back[:0], c.x.back[1:]...)
 	}
-	c.x.back = append(c.x.back, backState{before: before, after: words{c.a, c.b}, at: at})
+	c.x.back = append(c.x.back, backState{before: before, after: words{c.a, c.b}, at: at, n: n})
 }
 
 // popBack restores the state before the latest recorded booking, and
-// reports true, when the booking being cancelled is that one (booked at t)
-// and c is as it left it: everything booked after it was given back.
-func popBack(c *cell, t int64) bool {
+// reports true, when the booking of n units at t being cancelled matches
+// it and c is as that booking left it. Then c holds nothing booked after
+// the recorded one but units at t that cancelling these n takes away:
+// what was booked after it was given back, or is as fungible as the n.
+// A booking cancelled from before the recorded one's instant drops the
+// records: c is no longer as they knew it (stricter, never looser).
+func popBack(c *cell, t int64, n int) bool {
 	if c.x == nil || len(c.x.back) == 0 {
 		return false
 	}
 	top := c.x.back[len(c.x.back)-1]
-	if top.at != t || top.after != (words{c.a, c.b}) {
-		return false
+	switch {
+	case top.at == t && top.n == n && top.after == (words{c.a, c.b}):
+		c.a, c.b = top.before.a, top.before.b
+		if c.x.back = c.x.back[:len(c.x.back)-1]; len(c.x.back) == 0 {
+			c.x = nil
+		}
+		return true
+	case t < top.at:
+		dropBack(c)
 	}
-	c.a, c.b = top.before.a, top.before.b
-	if c.x.back = c.x.back[:len(c.x.back)-1]; len(c.x.back) == 0 {
-		c.x = nil
-	}
-	return true
+	return false
 }
 
 // dropBack forgets the recorded states, at a booking at once: no booking

@@ -75,7 +75,7 @@ func (f *fixedWindow) book(c *cell, now, t int64, n int) {
 		before := words{c.a, c.b}
 		c.a, c.b = w, int64(n)
 		if t > now { // it waited: the window before is forgotten
-			pushBack(c, before, t)
+			pushBack(c, before, t, n)
 		}
 		return
 	}
@@ -89,7 +89,7 @@ func (f *fixedWindow) book(c *cell, now, t int64, n int) {
 // looser.
 func (f *fixedWindow) unbook(c *cell, _, t int64, n int) {
 	switch {
-	case popBack(c, t):
+	case popBack(c, t, n):
 	case winIndex(t, f.per) == c.a:
 		c.b = max(0, c.b-int64(n))
 	}

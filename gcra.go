@@ -103,7 +103,7 @@ func (g *gcra) book(c *cell, now, t int64, n int) {
 	}
 	g.mark(c, k, max(l, t))
 	if t > before.a { // later than the bucket's own slot (a part of All): TAT jumped
-		pushBack(c, before, t)
+		pushBack(c, before, t, n)
 	}
 }
 
@@ -126,7 +126,7 @@ func (g *gcra) book(c *cell, now, t int64, n int) {
 // TAT >= s + τ + (W(s) − n(s))·i survives a whole give-back. A cut ends it
 // for what is held (the threshold moves up to L).
 func (g *gcra) unbook(c *cell, _, t int64, n int) {
-	if popBack(c, t) {
+	if popBack(c, t, n) {
 		return
 	}
 	n64 := min(int64(max(n, 0)), g.c) // a foreign Reservation must not overflow

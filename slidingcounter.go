@@ -173,7 +173,7 @@ func (s *slidingCounter) book(c *cell, now, t int64, n int) {
 	cur = min(cur+int64(n), math.MaxUint32)
 	c.a, c.b = w, packCounts(prev, cur)
 	if t > now && w > before.a { // it waited into a later window
-		pushBack(c, before, t)
+		pushBack(c, before, t, n)
 	}
 }
 
@@ -183,7 +183,7 @@ func (s *slidingCounter) book(c *cell, now, t int64, n int) {
 // it (popBack). Units of a window no longer tracked stay booked: stricter
 // than before, never looser.
 func (s *slidingCounter) unbook(c *cell, _, t int64, n int) {
-	if popBack(c, t) {
+	if popBack(c, t, n) {
 		return
 	}
 	prev, cur := unpackCounts(c.b)
