@@ -787,12 +787,14 @@ func (e *entry) learnThrottle(p *throttle.Permit, o throttle.Outcome) {
 // client is configured with the server's published limit. A window limit
 // that slides or leaks refills all along. Its reset (whole seconds, rounded
 // up) names when it is whole again. So spreading its remainder would only
-// slow such a client down. For the same reason a spent quota of such a
-// limit does not pause the key when its reset is within the limit's
+// slow such a client down. For the same reason a spent quota does not
+// pause a key whose limit spaces each request by its interval (a pacer
+// without slack, a token bucket of burst 1) when its reset is within that
 // interval rounded up to a whole second: it names the next unit of a
 // limit that refills faster than a second (pace's middleware answers
 // "r=0;t=1" after each request of a pacer of 10/s), which the key's limit
-// waits for already.
+// waits for already. A limit that allows a burst, or counts in windows of
+// its own phase, could send into the spent quota: it pauses.
 func (e *entry) learn(q throttle.Quota) {
 	reset, left := int64(q.Reset), int64(max(q.Remaining, 0))
 	if e.c != nil && (e.st == nil || e.st.th.pace.interval == 0) {
@@ -801,7 +803,7 @@ func (e *entry) learn(q throttle.Quota) {
 		switch {
 		case left > 0 && (reset/(left+1) <= i || ownRate):
 			return
-		case left == 0 && ownRate && reset <= ceilSecond(i):
+		case left == 0 && ownRate && reset <= ceilSecond(i) && spacesEach(e.k.alg):
 			return
 		}
 	}
@@ -844,4 +846,11 @@ func refuseWait(key string, d, left time.Duration, until, deadline int64) error 
 		return &WaitError{Key: key, Delay: d, Err: errDeadline}
 	}
 	return nil
+}
+
+// spacesEach reports whether alg admits no two units closer than its
+// interval: a token bucket or a pacer of capacity 1, alone.
+func spacesEach(alg algorithm) bool {
+	g := coreOf(alg)
+	return g != nil && g.c == 1
 }

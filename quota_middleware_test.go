@@ -2,9 +2,11 @@ package pace_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,4 +124,69 @@ func TestSpentQuotaReleasesAtRate(t *testing.T) {
 		assert.Zero(t, srv.refused.Load(), "429s sent by the server")
 		assert.Equal(t, int64(13), srv.ok.Load())
 	})
+}
+
+// TestSpentQuotaPausesBurstOrPhase: a spent quota still pauses a key whose
+// limit could send into it: a token bucket with a burst larger than the
+// quota (10/s, burst 20, against pace's middleware counting fixed windows
+// of 10/s), and a fixed window of the quota's rate whose windows start at
+// another phase than the server's. Neither limit spaces each request, so
+// its next unit is no promise that the server has one. An adversarial
+// review found 1 and 2 × 429 where the key had gone on.
+func TestSpentQuotaPausesBurstOrPhase(t *testing.T) {
+	t.Run("burst", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv := newOwnServer(t, pace.FixedWindow(pace.PerSecond(10)))
+			c := &http.Client{Transport: &pace.Transport{Base: srv,
+				Limits: pace.Hosts{pace.DefaultHost: {Limit: pace.TokenBucket(pace.PerSecond(10), 20)}}}}
+			time.Sleep(100 * time.Millisecond)
+			drive(t, c, 1, 20)
+			assert.Zero(t, srv.refused.Load(), "429s sent by the server")
+		})
+	})
+	t.Run("phase", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv := &phaseServer{n: 10, origin: time.Now().Add(500 * time.Millisecond), win: -1}
+			c := &http.Client{Transport: &pace.Transport{Base: srv,
+				Limits: pace.Hosts{pace.DefaultHost: {Limit: pace.FixedWindow(pace.PerSecond(10))}}}}
+			time.Sleep(700 * time.Millisecond) // the client's window [0 s, 1 s), the server's [0.5 s, 1.5 s)
+			drive(t, c, 1, 10)                 // spends the server's window: its last answer r=0;t=1
+			drive(t, c, 10, 1)                 // at the client's next window, 1 s: into the server's full one
+			assert.Zero(t, srv.refused, "429s sent by the server")
+		})
+	})
+}
+
+// phaseServer counts fixed windows of n a second starting at origin, and
+// states them in the IETF RateLimit fields.
+type phaseServer struct {
+	mu      sync.Mutex
+	n       int
+	origin  time.Time
+	win     int64
+	used    int
+	refused int
+}
+
+func (s *phaseServer) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if w := int64(now.Sub(s.origin) / time.Second); w != s.win {
+		s.win, s.used = w, 0
+	}
+	end := s.origin.Add(time.Duration(s.win+1) * time.Second)
+	t := int64((end.Sub(now) + time.Second - 1) / time.Second)
+	h := http.Header{}
+	h.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=1`, s.n))
+	code := http.StatusOK
+	if s.used < s.n {
+		s.used++
+	} else {
+		code = http.StatusTooManyRequests
+		s.refused++
+		h.Set("Retry-After", strconv.FormatInt(t, 10))
+	}
+	h.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, s.n-s.used, t))
+	return &http.Response{StatusCode: code, Header: h, Body: http.NoBody, Request: r}, nil
 }

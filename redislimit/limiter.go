@@ -162,6 +162,7 @@ type Limiter struct {
 	limited  bool          // the Limit is not zero: Permit.Limited
 	interval int64         // the Limit's slowest spacing (µs; see limitInterval)
 	spacing  int64         // what Settle learns against: interval, or the shares' Limit's with Options.Lease
+	spaced   bool          // the Limit, decided in Redis, spaces each request by its interval (see spacesEach)
 	horizon  int64         // µs; see horizon
 	prefix   string
 	channel  string
@@ -243,6 +244,7 @@ func New(rdb redis.UniversalClient, l pace.Limit, o Options) (*Limiter, error) {
 		rdb: rdb, parts: parts, prefix: o.Prefix, channel: o.Prefix + "throttle",
 		lease: micros(o.ProbeLease), margin: o.Margin, decider: decideScript(parts),
 		limited: len(parts) > 0, interval: limitInterval(l), spacing: spacing, horizon: horizon(parts),
+		spaced: spacesEach(l),
 	}
 	lim.onFall = o.OnFallback
 	lim.quick.seed = maphash.MakeSeed()
@@ -1137,9 +1139,11 @@ func (l *Limiter) Settle(p throttle.Permit, o throttle.Outcome) {
 // Limit holds the key to it already, as in package pace's Keyed: its
 // pace, reset/(remaining+1), or the quota's own rate (Limit per Window,
 // when stated) is no slower than the Limit's spacing, as when the client
-// is configured with the server's published limit. A spent quota of such
-// a Limit, whose reset is within the Limit's spacing rounded up to a whole
-// second, teaches nothing either, as in Keyed: it names the Limit's next
+// is configured with the server's published limit. A spent quota whose
+// reset is within the Limit's spacing rounded up to a whole second
+// teaches nothing either, as in Keyed, when the Limit spaces each request
+// (a pacer without slack or a token bucket of burst 1, decided in Redis,
+// not leased: shares space only their own): it names the Limit's next
 // unit, which its decisions wait for already. (Keyed learns it when
 // the key already has a pace; here that pace holds until its window
 // ends: stricter, never looser, and a round trip less.)
@@ -1155,7 +1159,7 @@ func (l *Limiter) learnt(q throttle.Quota) (left, reset, bucket int64) {
 	switch {
 	case left > 0 && (reset/(left+1) <= l.spacing || ownRate):
 		return 0, 0, 0
-	case left == 0 && ownRate && reset <= (l.spacing+999_999)/1_000_000*1_000_000:
+	case left == 0 && ownRate && l.spaced && reset <= (l.spacing+999_999)/1_000_000*1_000_000:
 		return 0, 0, 0 // the next unit of a limit refilling faster than whole seconds say
 	}
 	return left, reset, bucketHash(q.Bucket)
@@ -1171,4 +1175,15 @@ func bucketHash(b string) int64 {
 	h := fnv.New64a()
 	h.Write([]byte(b))
 	return max(int64(h.Sum64()&(maxMicros-1)), 1)
+}
+
+// spacesEach reports whether l, one part, admits no two requests closer
+// than its interval: a token bucket of burst 1 or a pacer without slack.
+func spacesEach(l pace.Limit) bool {
+	ps := l.Parts()
+	if len(ps) != 1 {
+		return false
+	}
+	alg, _, burst, lo := ps[0].Params()
+	return alg == throttle.TokenBucket && burst == 1 || alg == throttle.LeakyBucket && lo.Slack == 0
 }
