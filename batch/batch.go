@@ -368,7 +368,9 @@ func (r *runner[T]) finish(a *attempt) {
 		r.requeueInflight--
 	}
 	var we *pace.WaitError
-	if errors.As(a.err, &we) && (errors.Is(we.Err, errInLine) || errors.Is(we.Err, errWaitExceedsDeadline)) {
+	inLine := errors.As(a.err, &we) && (errors.Is(we.Err, errInLine) || errors.Is(we.Err, errWaitExceedsDeadline) ||
+		a.state.heldBack && errors.Is(we.Err, pace.ErrWaitExceedsDeadline)) // the gate's key pause outlasts the deadline
+	if inLine || r.ctx.Err() != nil && (!a.state.passed || a.state.heldBack) { // held at a gate until the end: nothing sent
 		r.inLine(a, we, now)
 		return
 	}
@@ -537,7 +539,9 @@ func (r *runner[T]) throttled(a *attempt, delay time.Duration, now time.Time) {
 
 // inLine puts the item of attempt a back in line, due when its key's pause
 // ends, we.Delay after now (see waitInLine). The gate held it back before
-// it was sent, so that it waits here and holds no slot. Nothing was sent,
+// it was sent, so that it waits here and holds no slot. An attempt a gate
+// held until the context ended (we may be nil) is counted the same way,
+// and ends its item. Nothing was sent,
 // and the attempt counts as none: not in Result.Attempts, Summary.Retries
 // or Throttled. An item held back before its first attempt stays Running.
 // A wait that would outlast the context's deadline ends the item at once
@@ -555,9 +559,9 @@ func (r *runner[T]) inLine(a *attempt, we *pace.WaitError, now time.Time) {
 	}
 	r.waited[a.idx] = true // it stays Running
 	switch {
-	case r.stopped:
+	case r.stopped || r.ctx.Err() != nil:
 		r.settle(res, r.unfinished(a.idx), now)
-	case errors.Is(we.Err, errWaitExceedsDeadline):
+	case errors.Is(we.Err, pace.ErrWaitExceedsDeadline): // errWaitExceedsDeadline matches it too
 		r.outlasted(a, we.Delay, now)
 	default:
 		r.putLater(requeued{idx: a.idx, at: now.Add(we.Delay), refused: !a.requeue})

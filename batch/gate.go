@@ -293,6 +293,9 @@ type attemptState struct {
 	tr      *pace.Transport // the client's Transport, when HTTP's is one
 	entered time.Time       // when HTTP entered its key
 	wrote   atomic.Int32    // the requests of HTTP that left, as net/http reports them
+	// heldBack: the gate under HTTP's key refused the attempt (its pause,
+	// or the context ending while it waited): nothing was sent.
+	heldBack bool
 }
 
 // enter passes the attempt through the gate under key (the key of an
@@ -310,6 +313,7 @@ func (a *attemptState) enter(ctx context.Context, key string) error {
 	a.gate.settle(a.permit, now, now, true, 0)             // the run's key lets it through
 	p, err := a.gate.pass(ctx, key, a.ceiling, true, true) // the run's key took the ceiling
 	a.permit, a.keyed = p, true                            // also when refused: the attempt is key's now
+	a.heldBack = err != nil
 	return err
 }
 
