@@ -367,10 +367,7 @@ func (r *runner[T]) finish(a *attempt) {
 	if a.requeue {
 		r.requeueInflight--
 	}
-	var we *pace.WaitError
-	inLine := errors.As(a.err, &we) && (errors.Is(we.Err, errInLine) || errors.Is(we.Err, errWaitExceedsDeadline) ||
-		a.state.heldBack && errors.Is(we.Err, pace.ErrWaitExceedsDeadline)) // the gate's key pause outlasts the deadline
-	if inLine || r.ctx.Err() != nil && (!a.state.passed || a.state.heldBack) { // held at a gate until the end: nothing sent
+	if we, held := r.heldAtGate(a); held {
 		r.inLine(a, we, now)
 		return
 	}
@@ -535,6 +532,19 @@ func (r *runner[T]) throttled(a *attempt, delay time.Duration, now time.Time) {
 		r.progressPause()
 	}
 	r.again(a, pause, false, now)
+}
+
+// heldAtGate reports whether a gate held attempt a back before anything
+// of it was sent, with the gate's refusal, if any: its key's pause (in
+// line, or outlasting the deadline), or the context ending while it
+// waited at a gate.
+func (r *runner[T]) heldAtGate(a *attempt) (*pace.WaitError, bool) {
+	var we *pace.WaitError
+	if errors.As(a.err, &we) && (errors.Is(we.Err, errInLine) || errors.Is(we.Err, errWaitExceedsDeadline) ||
+		a.state.heldBack && errors.Is(we.Err, pace.ErrWaitExceedsDeadline)) {
+		return we, true
+	}
+	return we, r.ctx.Err() != nil && (!a.state.passed || a.state.heldBack)
 }
 
 // inLine puts the item of attempt a back in line, due when its key's pause
