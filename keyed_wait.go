@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pacehttp/pace/internal/intmath"
 	"github.com/pacehttp/pace/internal/retryrule"
 	"github.com/pacehttp/pace/retry"
 	"github.com/pacehttp/pace/throttle"
@@ -803,7 +804,7 @@ func (e *entry) learn(q throttle.Quota) {
 		switch {
 		case left > 0 && (reset/(left+1) <= i || ownRate):
 			return
-		case left == 0 && ownRate && reset <= ceilSecond(i) && spacesEach(e.k.alg):
+		case left == 0 && ownRate && reset <= intmath.CeilDiv(i, int64(time.Second))*int64(time.Second) && spacesEach(e.k.alg):
 			return
 		}
 	}

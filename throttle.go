@@ -341,12 +341,3 @@ func (t *keyThrottle) forgettable(now int64) bool {
 // staleAfter is how long after its pause ended a throttle is remembered:
 // DefaultMaxRetryAfter, the longest a Transport waits between attempts.
 const staleAfter = int64(DefaultMaxRetryAfter)
-
-// ceilSecond rounds d nanoseconds up to a whole second, saturating.
-func ceilSecond(d int64) int64 {
-	const s = int64(time.Second)
-	if d > math.MaxInt64-s {
-		return math.MaxInt64
-	}
-	return (d + s - 1) / s * s
-}

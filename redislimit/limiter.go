@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pacehttp/pace"
+	"github.com/pacehttp/pace/internal/intmath"
 	"github.com/pacehttp/pace/internal/quickest"
 	"github.com/pacehttp/pace/internal/wake"
 	"github.com/pacehttp/pace/throttle"
@@ -1159,7 +1160,7 @@ func (l *Limiter) learnt(q throttle.Quota) (left, reset, bucket int64) {
 	switch {
 	case left > 0 && (reset/(left+1) <= l.spacing || ownRate):
 		return 0, 0, 0
-	case left == 0 && ownRate && l.spaced && reset <= (l.spacing+999_999)/1_000_000*1_000_000:
+	case left == 0 && ownRate && l.spaced && reset <= intmath.CeilDiv(l.spacing, 1_000_000)*1_000_000:
 		return 0, 0, 0 // the next unit of a limit refilling faster than whole seconds say
 	}
 	return left, reset, bucketHash(q.Bucket)
